@@ -1,0 +1,18 @@
+// Package clock is the only source of time for Floe's deterministic core.
+//
+// It owns three things:
+//
+//   - Clock, the contract every core package reads time through: a wall-clock
+//     reading (record timestamps, retention.ms) and a monotonic reading
+//     (timeouts, latency). Real reads the operating system; Sim is driven by
+//     the simulator.
+//   - Scheduler, the contract for "run this later on my single thread". The
+//     simulator's event heap (Sim) implements it; so does the production
+//     reactor loop. Core code never starts a timer goroutine.
+//   - Deadlines, a deterministic deadline queue a reactor keeps for its own
+//     timers (Fetch max wait, session timeouts). The runtime asks it for the
+//     next deadline and wakes the reactor then; the queue itself is pure data.
+//
+// What it must not do: clock never imports another Floe package, and nothing
+// outside real.go calls time.Now, time.Sleep or creates a time.Timer.
+package clock
