@@ -130,6 +130,8 @@ type Message struct {
 //     ErrUnavailable.
 //   - FirstIndex is the index of the first entry that may be read
 //     (snapshot index + 1); LastIndex the last one (snapshot index if empty).
+//     Neither may fail once InitialState has succeeded (an implementation
+//     keeps them in memory).
 //   - Snapshot returns the most recent snapshot. ErrSnapshotTemporarilyUnavailable
 //     means "not ready yet, ask again later".
 type Storage interface {
@@ -169,16 +171,23 @@ type Config struct {
 	// Applied is the last index the application has applied (0 on a fresh
 	// group); entries at or below it are never returned for applying again.
 	Applied uint64
-	// Flow control: the byte budget of one MsgApp, and caps on MsgApps in
-	// flight to one follower, by count and by bytes.
+	// Flow control: the byte budget (entry data) of one MsgApp, and caps
+	// on MsgApps in flight to one follower, by count and by bytes. An MsgApp
+	// always carries at least one entry; MaxSizePerMsg 0 means exactly one.
+	// MaxInflightMsgs 0 means 256; MaxInflightBytes 0 means no byte cap.
 	MaxSizePerMsg    uint64
 	MaxInflightMsgs  int
 	MaxInflightBytes uint64
 	// MaxUncommittedEntriesBytes caps what a leader accepts before dropping
 	// proposals (ErrProposalDropped); 0 means no cap.
 	MaxUncommittedEntriesBytes uint64
-	CheckQuorum                bool
-	PreVote                    bool
+	// MaxCommittedBytesPerReady caps the entry data of one Ready's
+	// CommittedEntries (at least one entry is always handed out), so that
+	// a member far behind its commit index applies in bounded steps; 0
+	// means no cap.
+	MaxCommittedBytesPerReady uint64
+	CheckQuorum               bool
+	PreVote                   bool
 	// Rand is the only source of randomness. Required.
 	Rand *rand.Rand
 }
@@ -212,12 +221,18 @@ type ReadState struct {
 //     at or below the stored last index replaces that suffix), and install
 //     Snapshot (if not empty). Writes may be issued at once; durability
 //     comes with the caller's sync.
-//  2. Send Messages at any time (a leader's appends go out in parallel with
-//     its own fsync).
-//  3. Once step 1 is durable: send MessagesAfterPersist (votes, append
-//     acknowledgements), apply CommittedEntries, then call Advance.
+//  2. Send Messages at any time (a leader's appends and heartbeats go out
+//     in parallel with its own fsync; pre-votes, snapshots, MsgTimeoutNow
+//     and ReadIndex traffic reveal nothing persisted).
+//  3. Once step 1 is durable: send MessagesAfterPersist (vote requests and
+//     grants, append and heartbeat acknowledgements: everything that
+//     reveals the term, vote or log), apply CommittedEntries (applying an
+//     EntryConfChange includes calling ApplyConfChange), then call Advance.
 //
-// A RawNode hands out no new Ready until the previous one is advanced.
+// A RawNode hands out no new Ready until the previous one is advanced; in
+// between, Step, Tick and Propose may be called, and their effects wait for
+// the next Ready. A leader counts its own log towards the commit quorum
+// only once Advance reports it durable.
 type Ready struct {
 	SoftState            *SoftState // nil if unchanged
 	HardState            HardState  // zero if unchanged
@@ -235,6 +250,7 @@ type Ready struct {
 //
 //	NewRawNode(cfg Config) (*RawNode, error)
 //	(*RawNode).Tick()
+//	(*RawNode).Campaign()   // start an election now (tests, bootstrap)
 //	(*RawNode).Step(m Message) error
 //	(*RawNode).Propose(typ EntryType, data []byte) (index, term uint64, err error)
 //	    appends at once on a leader and returns the entry's index and term;
@@ -246,7 +262,8 @@ type Ready struct {
 //	(*RawNode).HasReady() bool
 //	(*RawNode).Ready() Ready
 //	(*RawNode).Advance(rd Ready)
-//	(*RawNode).Status() Status // id, term, lead, role, commit, applied, progress per peer
+//	(*RawNode).Status() Status // id, term, lead, role, commit, applied, last index,
+//	    membership, and on a leader each member's progress (status.go)
 //	(*RawNode).ReportUnreachable(id uint64)
 //	(*RawNode).ReportSnapshot(id uint64, ok bool)
 //	(*RawNode).ApplyConfChange(cc ConfChange) ConfState // after applying a committed EntryConfChange

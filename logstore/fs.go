@@ -31,7 +31,8 @@ type FS interface {
 	Open(name string) (File, error)
 	// Remove deletes a file or an empty directory.
 	Remove(name string) error
-	// Rename atomically replaces newname with oldname.
+	// Rename atomically replaces newname with oldname. The log only renames
+	// within one directory (SimFS refuses anything else).
 	Rename(oldname, newname string) error
 	// List returns the names (not paths) in a directory, sorted.
 	List(dir string) ([]string, error)

@@ -21,6 +21,11 @@ type Transport interface {
 	Send(to NodeID, msg []byte)
 }
 
+// Anyone is a pseudo peer id for an address whose node id is not known yet
+// (a broker joining a cluster knows one member's address, not its id): the
+// node listening there accepts it, whatever its own id.
+const Anyone NodeID = 1<<64 - 1
+
 // Handler receives one inbound message. The real transport calls it from its
 // reader goroutines (so a production Handler posts to the reactor and returns
 // quickly); the simulated network calls it from the simulator's loop. The

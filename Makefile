@@ -1,0 +1,128 @@
+# Floe's front door. `make run` starts a single-node broker; `make test` is
+# what CI runs (.ci/run). `make help` lists every target.
+#
+# Targets marked PLACEHOLDER are not built yet: they say what is missing and
+# exit non-zero. Whoever builds one replaces its recipe and its line in
+# README.md's status table.
+
+GO           ?= go
+GOFMT        ?= gofmt
+BIN          ?= bin
+TEST_TIMEOUT ?= 20m
+TEST_FLAGS   ?=
+FUZZ_TIME    ?= 30s
+SHELL        := bash
+.SHELLFLAGS  := -o pipefail -c
+# apt needs root; use sudo when we are not root and it exists.
+SUDO         ?= $(shell [ "$$(id -u)" = 0 ] || command -v sudo)
+APT_INSTALL  := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q
+
+.DEFAULT_GOAL := help
+# Order matters in `make test` (cheap checks first), so never run in parallel.
+.NOTPARALLEL:
+.PHONY: help build run test deps lint fmt-check vet floelint unit planted \
+	sim bench jepsen cluster cluster-stop docker-image fuzz clean
+
+help:
+	@echo "make run      build bin/floe and start a single-node broker (floe serve)"
+	@echo "make test     deps + lint + go test ./... + planted-bug self-tests (CI)"
+	@echo "make build    go build -o $(BIN)/floe ./cmd/floe"
+	@echo "make lint     gofmt check, go vet, determinism lint (cmd/floelint)"
+	@echo "make fuzz     run every Fuzz target for FUZZ_TIME (default $(FUZZ_TIME))"
+	@echo "make sim      simulator campaigns          (PLACEHOLDER)"
+	@echo "make bench    benchmarks                   (PLACEHOLDER)"
+	@echo "make jepsen   Docker fault-injection suite (PLACEHOLDER)"
+	@echo "make cluster  start a local 3-broker cluster (make cluster-stop stops it)"
+
+build:
+	$(GO) build -o $(BIN)/floe ./cmd/floe
+
+run: build
+	$(BIN)/floe serve
+
+## test: everything CI checks, in order of cost.
+test: deps lint unit planted
+
+# deps installs the tools tests shell out to. kcat (librdkafka's CLI) drives
+# the real-client tests. apt-get update only runs if the plain install fails,
+# so a machine with a fresh package index does no network work.
+deps:
+	@command -v kcat >/dev/null 2>&1 || { \
+		echo "deps: installing kcat"; \
+		$(APT_INSTALL) kcat || { $(SUDO) apt-get update -q && $(APT_INSTALL) kcat; }; \
+	}
+
+lint: fmt-check vet floelint
+
+fmt-check:
+	@files="$$($(GOFMT) -l .)"; \
+	if [ -n "$$files" ]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+# The determinism rule of design.md; the core package list is in
+# internal/lint/core.go.
+floelint:
+	$(GO) run ./cmd/floelint ./...
+
+unit:
+	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+
+# Prove the checkers can fail: with the floe_bugs tag, tests named
+# *PlantedBug* plant a known bug (internal/plant) and must catch it.
+planted:
+	$(GO) test -tags floe_bugs -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -run PlantedBug ./...
+
+# fuzz runs each Fuzz target (found with go test -list) for FUZZ_TIME.
+fuzz:
+	@targets="$$($(GO) test -list '^Fuzz' ./... | awk '/^Fuzz/ {fns = fns " " $$1} \
+		/^ok/ {if (fns != "") print $$2 fns; fns = ""}')" || exit 1; \
+	if [ -z "$$targets" ]; then echo "make fuzz: no Fuzz targets in the tree yet" >&2; exit 2; fi; \
+	echo "$$targets" | while read -r pkg fns; do for fn in $$fns; do \
+		echo "== $$pkg $$fn ($(FUZZ_TIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZ_TIME) $$pkg || exit 1; \
+	done; done
+
+## PLACEHOLDERS: replace the recipe when the thing exists.
+
+# PLACEHOLDER(sim): many seeds of whole clusters under faults, histories
+# checked (Porcupine + direct checks). Today `go test ./sim` (part of make
+# test) runs the simulator core and its determinism test.
+sim:
+	@echo "make sim: not built yet: simulator campaigns (whole-cluster workloads," >&2
+	@echo "  fault scheduler, history checkers). The simulator core runs in make test." >&2
+	@exit 2
+
+# PLACEHOLDER(bench): go test -bench over the tree plus `floe bench` against
+# a running broker, results written to docs/benchmarks.md.
+bench:
+	bash scripts/bench/run.sh
+
+# jepsen: the Docker fault-injection suite (jepsen/README.md): builds a static
+# floe and an image FROM scratch, runs 5 brokers under kill -9, pauses and
+# iptables partitions with a franz-go workload, checks the history with the
+# simulator's checkers, writes jepsen/out/<run>/. About 10 minutes;
+# JEPSEN_MODE=smoke for the 5-minute run, JEPSEN_FLAGS for more (e.g.
+# JEPSEN_FLAGS="--plant ack-before-quorum"; go run ./jepsen/cmd/jepsen run -h).
+jepsen:
+	@command -v iptables >/dev/null 2>&1 || $(APT_INSTALL) iptables || \
+		{ $(SUDO) apt-get update -q && $(APT_INSTALL) iptables; }
+	$(GO) run ./jepsen/cmd/jepsen $(or $(JEPSEN_MODE),run) $(JEPSEN_FLAGS)
+
+# cluster starts three local brokers (Kafka on 127.0.0.1:29191-29193, data
+# in cluster-data/); cluster-stop stops them. docker-image builds the image
+# docker-compose.yml runs (FROM scratch, the static binary only).
+cluster: build
+	scripts/cluster.sh start
+
+cluster-stop:
+	scripts/cluster.sh stop
+
+docker-image:
+	mkdir -p $(BIN)/image
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/image/floe ./cmd/floe
+	docker build -t floe:local -f jepsen/docker/Dockerfile $(BIN)/image
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,164 @@
+package main
+
+// What the client commands (floe topic, produce, consume) share: the
+// --brokers and --timeout flags, flags mixed with positional arguments,
+// repeatable name=value flags, usage errors, and error wording.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// brokersDefault is where a client command looks for the cluster when
+// neither --brokers nor FLOE_BROKERS says.
+const brokersDefault = "127.0.0.1:9092"
+
+// clientFlags are the flags every client command takes.
+type clientFlags struct {
+	brokers *string
+	timeout *time.Duration
+}
+
+func addClientFlags(fs *flag.FlagSet, timeoutDefault time.Duration) *clientFlags {
+	return &clientFlags{
+		brokers: fs.String("brokers", brokersDefault, "comma-separated seed brokers (env FLOE_BROKERS)"),
+		timeout: fs.Duration("timeout", timeoutDefault, "how long to wait for the cluster"),
+	}
+}
+
+// client opens a franz-go client on the seed brokers.
+func (cf *clientFlags) client(opts ...kgo.Opt) (*kgo.Client, error) {
+	seeds := splitList(*cf.brokers)
+	if len(seeds) == 0 {
+		return nil, usagef("--brokers: no broker given")
+	}
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
+}
+
+// explain rewords an error from talking to the cluster: a deadline says
+// which brokers did not answer in time.
+func (cf *clientFlags) explain(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer from %s within %v (is a broker running there? see --brokers)", *cf.brokers, *cf.timeout)
+	}
+	return err
+}
+
+// usageError is a bad invocation: main prints it and exits 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string        { return e.msg }
+func (e usageError) Is(target error) bool { return target == errUsage }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// parseArgs parses flags mixed with positional arguments ("floe topic
+// create NAME --partitions 3" and "floe topic create --partitions 3 NAME"
+// both work; "--" ends the flags), filling unset flags from the environment
+// and the config file as parseFlags does. It returns the positional
+// arguments.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	flagArgs, positional := splitArgs(fs, args)
+	if err := parseFlags(fs, flagArgs); err != nil {
+		return nil, err
+	}
+	return positional, nil
+}
+
+// splitArgs separates flags (with their values) from positional arguments.
+// A flag it does not know is passed on for parseFlags to report.
+func splitArgs(fs *flag.FlagSet, args []string) (flags, positional []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return flags, append(positional, args[i+1:]...)
+		}
+		if len(a) < 2 || a[0] != '-' {
+			positional = append(positional, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if takesValue(fs, name) && i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	return flags, positional
+}
+
+func takesValue(fs *flag.FlagSet, name string) bool {
+	f := fs.Lookup(name)
+	if f == nil {
+		return name == "config" // parseFlags' config file flag, added later
+	}
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return !ok || !b.IsBoolFlag()
+}
+
+// kvList is a repeatable name=value flag; a name given twice is an error.
+type kvList struct {
+	names  []string
+	values map[string]string
+}
+
+func (l *kvList) String() string {
+	parts := make([]string, len(l.names))
+	for i, n := range l.names {
+		parts[i] = n + "=" + l.values[n]
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *kvList) Set(s string) error {
+	name, value, ok := strings.Cut(s, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return fmt.Errorf("want name=value, got %q", s)
+	}
+	if l.values == nil {
+		l.values = map[string]string{}
+	}
+	if _, dup := l.values[name]; dup {
+		return fmt.Errorf("%s given twice", name)
+	}
+	l.names = append(l.names, name)
+	l.values[name] = value
+	return nil
+}
+
+// listFlag is a repeatable flag whose values may also be comma-separated.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	items := splitList(s)
+	if len(items) == 0 {
+		return fmt.Errorf("empty value")
+	}
+	*l = append(*l, items...)
+	return nil
+}
+
+// kafkaErr words a Kafka error with the broker's message, if it sent one.
+func kafkaErr(err error, msg string) error {
+	if err == nil || msg == "" {
+		return err
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return fmt.Errorf("%s: %s", ke.Message, msg)
+	}
+	return fmt.Errorf("%w: %s", err, msg)
+}

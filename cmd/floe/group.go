@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-broker/floe/node/group"
+)
+
+func init() {
+	addCommand("group", "list, describe, show the lag of, or delete consumer groups", runGroup)
+}
+
+const groupUsage = `usage: floe group <action> [flags] [group ...]
+
+actions:
+  list              every group: state, protocol type, coordinator
+  describe GROUP... state, protocol and members with their assignments
+  lag [GROUP...]    per partition: committed offset, log end offset, lag
+                    (every group when none is named)
+  delete GROUP...   delete groups that have no members
+
+flags:
+  --brokers  comma-separated seed brokers (default 127.0.0.1:9092)
+  --state    list: only groups in these states (comma-separated)
+  --timeout  how long to wait for the cluster (default 10s)
+
+Flags go before the group names. Every flag can also come from FLOE_<NAME>
+or a --config file, as for floe serve.
+`
+
+// groupFlags are the flags every action takes.
+type groupFlags struct {
+	brokers *string
+	state   *string
+	timeout *time.Duration
+}
+
+func newGroupFlagSet(action string) (*flag.FlagSet, *groupFlags) {
+	fs := flag.NewFlagSet("floe group "+action, flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, groupUsage) }
+	return fs, &groupFlags{
+		brokers: fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers"),
+		state:   fs.String("state", "", "list: only groups in these states (comma-separated)"),
+		timeout: fs.Duration("timeout", 10*time.Second, "how long to wait for the cluster"),
+	}
+}
+
+// parseGroupArgs parses flags (with the environment and config file, as
+// parseFlags does) followed by group names.
+func parseGroupArgs(action string, args []string) (*groupFlags, []string, error) {
+	probe, _ := newGroupFlagSet(action)
+	probe.SetOutput(io.Discard)
+	if err := probe.Parse(args); err != nil {
+		fs, _ := newGroupFlagSet(action)
+		_ = parseFlags(fs, args) // prints the flag error
+		return nil, nil, errUsage
+	}
+	names := probe.Args()
+	fs, gf := newGroupFlagSet(action)
+	if err := parseFlags(fs, args[:len(args)-len(names)]); err != nil {
+		return nil, nil, err
+	}
+	return gf, names, nil
+}
+
+func runGroup(args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(os.Stderr, groupUsage)
+		if len(args) == 0 {
+			return errUsage
+		}
+		return nil
+	}
+	action := args[0]
+	run, ok := map[string]func(context.Context, *kadm.Client, *groupFlags, []string, io.Writer) error{
+		"list": groupList, "describe": groupDescribe, "lag": groupLag, "delete": groupDelete,
+	}[action]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "floe group: unknown action %q\n\n%s", action, groupUsage)
+		return errUsage
+	}
+	gf, names, err := parseGroupArgs(action, args[1:])
+	if err != nil {
+		return err
+	}
+	if (action == "describe" || action == "delete") && len(names) == 0 {
+		fmt.Fprintf(os.Stderr, "floe group %s: name at least one group\n", action)
+		return errUsage
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(splitList(*gf.brokers)...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *gf.timeout)
+	defer cancel()
+	return run(ctx, kadm.NewClient(cl), gf, names, os.Stdout)
+}
+
+func groupList(ctx context.Context, adm *kadm.Client, gf *groupFlags, names []string, out io.Writer) error {
+	var states []string
+	if *gf.state != "" {
+		states = splitList(*gf.state)
+	}
+	listed, err := adm.ListGroups(ctx, states...)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
+	for _, g := range listed.Sorted() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", g.Group, g.State, orDash(g.ProtocolType), g.Coordinator)
+	}
+	return tw.Flush()
+}
+
+func groupDescribe(ctx context.Context, adm *kadm.Client, _ *groupFlags, names []string, out io.Writer) error {
+	described, err := adm.DescribeGroups(ctx, names...)
+	if err != nil {
+		return err
+	}
+	var firstErr error
+	for i, g := range described.Sorted() {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		if g.Err != nil {
+			fmt.Fprintf(out, "GROUP %s: %v\n", g.Group, g.Err)
+			if firstErr == nil {
+				firstErr = fmt.Errorf("group %s: %w", g.Group, g.Err)
+			}
+			continue
+		}
+		fmt.Fprintf(out, "GROUP %s  STATE %s  PROTOCOL %s/%s  COORDINATOR %d  MEMBERS %d\n",
+			g.Group, g.State, orDash(g.ProtocolType), orDash(g.Protocol), g.Coordinator.NodeID, len(g.Members))
+		if len(g.Members) == 0 {
+			continue
+		}
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "MEMBER-ID\tINSTANCE-ID\tCLIENT-ID\tHOST\tASSIGNED")
+		for _, m := range g.Members {
+			inst := "-"
+			if m.InstanceID != nil {
+				inst = *m.InstanceID
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.MemberID, inst, m.ClientID, m.ClientHost, assignedString(m.Assigned))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return firstErr
+}
+
+// assignedString renders a consumer member's assignment as
+// topic:p,p,... topic:...; other protocol types show nothing.
+func assignedString(a kadm.GroupMemberAssignment) string {
+	ca, ok := a.AsConsumer()
+	if !ok || ca == nil {
+		return "-"
+	}
+	var parts []string
+	for _, t := range ca.Topics {
+		ps := append([]int32(nil), t.Partitions...)
+		sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+		strs := make([]string, len(ps))
+		for i, p := range ps {
+			strs[i] = fmt.Sprint(p)
+		}
+		parts = append(parts, t.Topic+":"+strings.Join(strs, ","))
+	}
+	sort.Strings(parts)
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+func groupLag(ctx context.Context, adm *kadm.Client, _ *groupFlags, names []string, out io.Writer) error {
+	if len(names) == 0 {
+		listed, err := adm.ListGroups(ctx)
+		if err != nil {
+			return err
+		}
+		names = listed.Groups()
+		sort.Strings(names)
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(out, "no groups")
+		return nil
+	}
+	lags, err := adm.Lag(ctx, names...)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tMEMBER")
+	var firstErr error
+	for _, g := range lags.Sorted() {
+		if err := g.Error(); err != nil {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t%v\n", g.Group, err)
+			if firstErr == nil {
+				firstErr = fmt.Errorf("group %s: %w", g.Group, err)
+			}
+			continue
+		}
+		for _, l := range g.Lag.Sorted() {
+			member := "-"
+			if l.Member != nil {
+				member = l.Member.MemberID
+			}
+			lag := fmt.Sprint(l.Lag)
+			if l.Err != nil {
+				lag = l.Err.Error()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", g.Group, l.Topic, l.Partition, offsetString(l.Commit.At), l.End.Offset, lag, member)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return firstErr
+}
+
+func groupDelete(ctx context.Context, adm *kadm.Client, _ *groupFlags, names []string, out io.Writer) error {
+	resps, err := adm.DeleteGroups(ctx, names...)
+	if err != nil {
+		return err
+	}
+	var firstErr error
+	for _, r := range resps.Sorted() {
+		if r.Err != nil {
+			fmt.Fprintf(out, "%s\t%v\n", r.Group, r.Err)
+			if firstErr == nil {
+				firstErr = fmt.Errorf("group %s: %w", r.Group, r.Err)
+			}
+			continue
+		}
+		fmt.Fprintf(out, "%s\tdeleted\n", r.Group)
+	}
+	return firstErr
+}
+
+func offsetString(off int64) string {
+	if off < 0 {
+		return "-"
+	}
+	return fmt.Sprint(off)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// addGroupFlags adds floe serve's consumer group coordinator flags (Kafka's
+// broker config names) and returns the config they make once parsed.
+func addGroupFlags(fs *flag.FlagSet) func() group.Config {
+	delay := fs.Int("group-initial-rebalance-delay-ms", 3000, "how long an empty group's first rebalance waits for more members (0: none)")
+	minSession := fs.Int("group-min-session-timeout-ms", 6000, "smallest session timeout a member may ask for")
+	maxSession := fs.Int("group-max-session-timeout-ms", 1800000, "largest session timeout a member may ask for")
+	maxSize := fs.Int("group-max-size", 0, "most members a group may have (0: no limit)")
+	return func() group.Config {
+		c := group.Config{
+			InitialRebalanceDelay: time.Duration(*delay) * time.Millisecond,
+			SessionTimeoutMin:     time.Duration(*minSession) * time.Millisecond,
+			SessionTimeoutMax:     time.Duration(*maxSession) * time.Millisecond,
+			MembersMax:            *maxSize,
+		}
+		if *delay <= 0 {
+			c.InitialRebalanceDelay = -1 // no delay (0 would mean the default)
+		}
+		return c
+	}
+}

@@ -1,0 +1,367 @@
+package itest
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Binary is the floe binary StartBroker runs unless WithBinary says
+// otherwise. A TestMain sets it from Build.
+var Binary string
+
+// Bounds on waits. They are not speed assertions: they only turn a hang
+// into a failure, and are generous for a shared two-core machine.
+const (
+	readyWaitMax = 60 * time.Second
+	stopWaitMax  = 30 * time.Second
+	logTailBytes = 6000
+)
+
+// Build compiles ./cmd/floe into dir and returns the binary's path. Call it
+// once from TestMain: the go command caches the build, so later test
+// binaries pay little.
+func Build(dir string) (string, error) {
+	bin := filepath.Join(dir, "floe")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/floe-broker/floe/cmd/floe")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build floe: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Option changes how StartBroker starts a broker.
+type Option func(*brokerConfig)
+
+type brokerConfig struct {
+	binary    string
+	dataDir   string
+	kafkaAddr string
+	adminAddr string
+	advertise string
+	raftAddr  string
+	peers     string
+	nodeID    int
+	logLevel  string
+	flags     []string
+	noWait    bool
+}
+
+// WithBinary runs the floe binary at path instead of Binary.
+func WithBinary(path string) Option { return func(c *brokerConfig) { c.binary = path } }
+
+// WithDataDir uses dir instead of a fresh t.TempDir().
+func WithDataDir(dir string) Option { return func(c *brokerConfig) { c.dataDir = dir } }
+
+// WithKafkaAddr listens for clients on addr instead of a free port.
+func WithKafkaAddr(addr string) Option { return func(c *brokerConfig) { c.kafkaAddr = addr } }
+
+// WithAdvertisedAddr tells clients to connect to addr (a proxy in front of
+// the broker, say) instead of the Kafka listen address.
+func WithAdvertisedAddr(addr string) Option {
+	return func(c *brokerConfig) { c.advertise = addr }
+}
+
+// WithNodeID sets --node-id (default 1).
+func WithNodeID(id int) Option { return func(c *brokerConfig) { c.nodeID = id } }
+
+// WithRaftAddr sets --raft-addr, the peer listen address (cluster mode).
+func WithRaftAddr(addr string) Option { return func(c *brokerConfig) { c.raftAddr = addr } }
+
+// WithPeers sets --peers, the initial voters: "1@host:port,2@host:port".
+func WithPeers(peers string) Option { return func(c *brokerConfig) { c.peers = peers } }
+
+// WithLogLevel sets --log-level (default warn).
+func WithLogLevel(level string) Option { return func(c *brokerConfig) { c.logLevel = level } }
+
+// WithFlags appends raw flags to the floe serve command line.
+func WithFlags(args ...string) Option {
+	return func(c *brokerConfig) { c.flags = append(c.flags, args...) }
+}
+
+// NoWait returns from StartBroker (and Restart) without waiting for
+// /readyz: members of a cluster become ready only once a quorum runs.
+func NoWait() Option { return func(c *brokerConfig) { c.noWait = true } }
+
+// Broker is one `floe serve` process. Its addresses and data directory
+// stay the same across Kill/Stop and Restart.
+type Broker struct {
+	KafkaAddr string // where clients connect (the listen address)
+	AdminAddr string // HTTP: /metrics, /healthz, /readyz
+	RaftAddr  string // peer address, "" for a single node outside cluster mode
+	DataDir   string
+	NodeID    int
+	LogPath   string // the process's stdout and stderr, appended across restarts
+
+	t   testing.TB
+	cfg brokerConfig
+
+	mu   sync.Mutex
+	proc *process // nil while stopped
+	// exits records how each run ended, in order: "exit status 0",
+	// "signal: killed", ...
+	exits []string
+}
+
+// process is one run of the broker.
+type process struct {
+	cmd  *exec.Cmd
+	log  *os.File
+	done chan struct{} // closed once cmd.Wait returned
+	err  error         // cmd.Wait's result, set before done closes
+}
+
+// StartBroker starts `floe serve` on free local ports with a temporary data
+// directory, waits until /readyz answers 200 (unless NoWait), and stops it
+// with SIGTERM (SIGKILL after 30s) when the test ends. If the test failed,
+// the broker's log tail goes to the test log.
+func StartBroker(t testing.TB, opts ...Option) *Broker {
+	t.Helper()
+	cfg := brokerConfig{nodeID: 1, logLevel: "warn", binary: Binary}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.binary == "" {
+		t.Fatal("itest: no floe binary: set itest.Binary from Build in TestMain, or pass WithBinary")
+	}
+	if cfg.dataDir == "" {
+		cfg.dataDir = t.TempDir()
+	}
+	if cfg.kafkaAddr == "" {
+		cfg.kafkaAddr = FreeAddr(t)
+	}
+	if cfg.adminAddr == "" {
+		cfg.adminAddr = FreeAddr(t)
+	}
+	b := &Broker{
+		KafkaAddr: cfg.kafkaAddr, AdminAddr: cfg.adminAddr, RaftAddr: cfg.raftAddr,
+		DataDir: cfg.dataDir, NodeID: cfg.nodeID,
+		LogPath: filepath.Join(t.TempDir(), fmt.Sprintf("floe-%d.log", cfg.nodeID)),
+		t:       t, cfg: cfg,
+	}
+	t.Cleanup(func() {
+		b.Stop()
+		if t.Failed() {
+			t.Logf("broker %d (%s) exits %v; log tail:\n%s", b.NodeID, b.KafkaAddr, b.Exits(), b.LogTail())
+		}
+	})
+	b.Restart()
+	return b
+}
+
+// StartCluster starts n brokers (node IDs 1..n) that form one cluster
+// through --peers, waits until every one is ready, and stops them when the
+// test ends. opts apply to every broker.
+func StartCluster(t testing.TB, n int, opts ...Option) []*Broker {
+	t.Helper()
+	raftAddrs := make([]string, n)
+	peers := make([]string, n)
+	for i := range raftAddrs {
+		raftAddrs[i] = FreeAddr(t)
+		peers[i] = fmt.Sprintf("%d@%s", i+1, raftAddrs[i])
+	}
+	brokers := make([]*Broker, n)
+	for i := range brokers {
+		o := append([]Option{WithNodeID(i + 1), WithRaftAddr(raftAddrs[i]),
+			WithPeers(strings.Join(peers, ","))}, opts...)
+		brokers[i] = StartBroker(t, append(o, NoWait())...)
+	}
+	for _, b := range brokers {
+		b.WaitReady()
+	}
+	return brokers
+}
+
+// FreeAddr returns a local address nobody listened on a moment ago.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func (b *Broker) args() []string {
+	c := b.cfg
+	args := []string{"serve", "--data-dir", c.dataDir, "--kafka-addr", c.kafkaAddr,
+		"--admin-addr", c.adminAddr, "--node-id", strconv.Itoa(c.nodeID), "--log-level", c.logLevel}
+	if c.advertise != "" {
+		args = append(args, "--advertise-kafka-addr", c.advertise)
+	}
+	if c.raftAddr != "" {
+		args = append(args, "--raft-addr", c.raftAddr)
+	}
+	if c.peers != "" {
+		args = append(args, "--peers", c.peers)
+	}
+	return append(args, c.flags...)
+}
+
+// Restart starts the broker again on the same data directory and
+// addresses (it starts it the first time too). It fails the test if the
+// broker is running.
+func (b *Broker) Restart() {
+	b.t.Helper()
+	b.mu.Lock()
+	running := b.proc != nil
+	b.mu.Unlock()
+	if running {
+		b.t.Fatalf("broker %d: Restart while running", b.NodeID)
+	}
+	log, err := os.OpenFile(b.LogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	fmt.Fprintf(log, "### floe %s\n", strings.Join(b.args(), " "))
+	cmd := exec.Command(b.cfg.binary, b.args()...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		b.t.Fatalf("start floe: %v", err)
+	}
+	p := &process{cmd: cmd, log: log, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	b.mu.Lock()
+	b.proc = p
+	b.mu.Unlock()
+	if !b.cfg.noWait {
+		b.WaitReady()
+	}
+}
+
+// WaitReady waits until /readyz answers 200. It fails the test if the
+// process exits first or is not ready within a minute.
+func (b *Broker) WaitReady() {
+	b.t.Helper()
+	b.mu.Lock()
+	p := b.proc
+	b.mu.Unlock()
+	if p == nil {
+		b.t.Fatalf("broker %d: WaitReady while stopped", b.NodeID)
+	}
+	hc := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(readyWaitMax)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			b.t.Fatalf("broker %d exited while starting (%v); log:\n%s", b.NodeID, p.err, b.LogTail())
+		default:
+		}
+		if resp, err := hc.Get("http://" + b.AdminAddr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	b.t.Fatalf("broker %d not ready after %v; log:\n%s", b.NodeID, readyWaitMax, b.LogTail())
+}
+
+// Kill crashes the broker with SIGKILL and waits for it to die: only what
+// it had fsynced survives. Killing a stopped broker does nothing.
+func (b *Broker) Kill() { b.signal(syscall.SIGKILL) }
+
+// Stop asks the broker to shut down cleanly (SIGTERM) and waits; after 30s
+// it kills it. Stopping a stopped broker does nothing.
+func (b *Broker) Stop() { b.signal(syscall.SIGTERM) }
+
+// Pause stops the process (SIGSTOP) without killing it; Resume continues.
+func (b *Broker) Pause() { b.send(syscall.SIGSTOP) }
+
+// Resume continues a paused broker (SIGCONT).
+func (b *Broker) Resume() { b.send(syscall.SIGCONT) }
+
+func (b *Broker) send(sig syscall.Signal) {
+	b.mu.Lock()
+	p := b.proc
+	b.mu.Unlock()
+	if p != nil {
+		_ = p.cmd.Process.Signal(sig)
+	}
+}
+
+func (b *Broker) signal(sig syscall.Signal) {
+	b.mu.Lock()
+	p := b.proc
+	b.proc = nil
+	b.mu.Unlock()
+	if p == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGCONT) // a paused broker cannot handle SIGTERM
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(stopWaitMax):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	p.log.Close()
+	why := "exit status 0"
+	if p.err != nil {
+		why = p.err.Error()
+	}
+	b.mu.Lock()
+	b.exits = append(b.exits, why)
+	b.mu.Unlock()
+}
+
+// Running reports whether the broker process is started and has not
+// exited.
+func (b *Broker) Running() bool {
+	b.mu.Lock()
+	p := b.proc
+	b.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Exits says how each finished run ended, oldest first: "exit status 0"
+// for a clean exit, "signal: killed" after Kill, and so on.
+func (b *Broker) Exits() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.exits...)
+}
+
+// LastExitClean reports whether the most recent run exited with status 0.
+func (b *Broker) LastExitClean() bool {
+	exits := b.Exits()
+	return len(exits) > 0 && exits[len(exits)-1] == "exit status 0"
+}
+
+// LogTail returns the end of the broker's log.
+func (b *Broker) LogTail() string {
+	data, err := os.ReadFile(b.LogPath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err.Error()
+	}
+	if len(data) > logTailBytes {
+		data = data[len(data)-logTailBytes:]
+	}
+	return string(data)
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	addCommand("partition", "move partitions between brokers (reassign, list, cancel)", runPartition)
+	addCommand("broker", "list brokers or decommission one", runBroker)
+}
+
+const partitionUsage = `usage: floe partition <action> [flags]
+
+actions:
+  reassign   move a partition to new replicas:
+               --topic T --partition P --replicas 1,2,4 [--wait]
+  cancel     cancel a move in progress: --topic T --partition P
+  list       moves in progress: replicas, adding, removing
+
+flags:
+  --brokers  comma-separated seed brokers (default 127.0.0.1:9092)
+  --timeout  how long to wait (default 10s; with --wait, for the move to finish)
+`
+
+func runPartition(args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") || args[0] == "help" {
+		fmt.Fprint(os.Stderr, partitionUsage)
+		return errUsage
+	}
+	action := args[0]
+	fs := flag.NewFlagSet("floe partition "+action, flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, partitionUsage) }
+	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers")
+	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait")
+	topic := fs.String("topic", "", "topic")
+	part := fs.Int("partition", -1, "partition")
+	replicas := fs.String("replicas", "", "new replica broker ids, comma-separated, preferred leader first")
+	wait := fs.Bool("wait", false, "reassign: wait until the move has finished")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	adm, cl, err := adminClient(*brokers)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	switch action {
+	case "reassign", "cancel":
+		if *topic == "" || *part < 0 {
+			return fmt.Errorf("--topic and --partition are required")
+		}
+		var ids []int32
+		if action == "reassign" {
+			if ids, err = parseIDs(*replicas); err != nil {
+				return fmt.Errorf("--replicas: %v", err)
+			}
+		}
+		req := kadm.AlterPartitionAssignmentsReq{}
+		req.Assign(*topic, int32(*part), ids)
+		resp, err := adm.AlterPartitionAssignments(ctx, req)
+		if err != nil {
+			return err
+		}
+		for _, ps := range resp {
+			for _, p := range ps {
+				if p.Err != nil {
+					return fmt.Errorf("%s-%d: %v", p.Topic, p.Partition, p.Err)
+				}
+			}
+		}
+		if action == "cancel" || !*wait {
+			fmt.Printf("%s-%d: %s accepted\n", *topic, *part, action)
+			return nil
+		}
+		return waitMoved(ctx, adm, *topic, int32(*part))
+	case "list":
+		topics, err := adm.ListTopics(ctx)
+		if err != nil {
+			return err
+		}
+		moves, err := adm.ListPartitionReassignments(ctx, topics.TopicsSet())
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tREPLICAS\tADDING\tREMOVING")
+		for _, p := range moves.Sorted() {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", p.Topic, p.Partition, joinIDs(p.Replicas), joinIDs(p.AddingReplicas), joinIDs(p.RemovingReplicas))
+		}
+		return tw.Flush()
+	}
+	fmt.Fprintf(os.Stderr, "floe partition: unknown action %q\n\n%s", action, partitionUsage)
+	return errUsage
+}
+
+// waitMoved polls until the partition no longer has a move in progress.
+func waitMoved(ctx context.Context, adm *kadm.Client, topic string, partition int32) error {
+	for {
+		moves, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{topic: {partition: {}}})
+		if err != nil {
+			return err
+		}
+		if _, busy := moves[topic][partition]; !busy {
+			fmt.Printf("%s-%d: moved\n", topic, partition)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s-%d: still moving after the timeout", topic, partition)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+const brokerUsage = `usage: floe broker <action> [flags]
+
+actions:
+  list                 brokers: id, address, rack, controller
+  decommission ID      move every replica off broker ID, then drop it from metadata
+
+flags:
+  --brokers  comma-separated seed brokers (default 127.0.0.1:9092)
+  --timeout  how long to wait (default 10s)
+`
+
+func runBroker(args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") || args[0] == "help" {
+		fmt.Fprint(os.Stderr, brokerUsage)
+		return errUsage
+	}
+	action := args[0]
+	rest := args[1:]
+	var id int64 = -1
+	if action == "decommission" {
+		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+			return fmt.Errorf("usage: floe broker decommission ID [flags]")
+		}
+		n, err := strconv.ParseInt(rest[0], 10, 32)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("bad broker id %q", rest[0])
+		}
+		id = n
+		rest = rest[1:]
+	}
+	fs := flag.NewFlagSet("floe broker "+action, flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, brokerUsage) }
+	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers")
+	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait")
+	if err := parseFlags(fs, rest); err != nil {
+		return err
+	}
+	adm, cl, err := adminClient(*brokers)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	switch action {
+	case "list":
+		md, err := adm.BrokerMetadata(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tADDRESS\tRACK\tCONTROLLER")
+		for _, b := range md.Brokers {
+			rack := ""
+			if b.Rack != nil {
+				rack = *b.Rack
+			}
+			ctl := ""
+			if b.NodeID == md.Controller {
+				ctl = "yes"
+			}
+			fmt.Fprintf(tw, "%d\t%s:%d\t%s\t%s\n", b.NodeID, b.Host, b.Port, rack, ctl)
+		}
+		return tw.Flush()
+	case "decommission":
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = int32(id)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return fmt.Errorf("broker %d: %v", id, err)
+		}
+		fmt.Printf("broker %d: decommissioning; its replicas move away (watch with floe partition list)\n", id)
+		return nil
+	}
+	fmt.Fprintf(os.Stderr, "floe broker: unknown action %q\n\n%s", action, brokerUsage)
+	return errUsage
+}
+
+func adminClient(brokers string) (*kadm.Client, *kgo.Client, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--brokers: %v", err)
+	}
+	return kadm.NewClient(cl), cl, nil
+}
+
+func parseIDs(s string) ([]int32, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("empty")
+	}
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad broker id %q", f)
+		}
+		ids = append(ids, int32(n))
+	}
+	return ids, nil
+}
+
+func joinIDs(ids []int32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(s, ",")
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/floe-broker/floe/node"
+	"github.com/floe-broker/floe/node/runtime"
+)
+
+// defaultDataDir is where `floe serve` keeps its logs when --data-dir is not
+// given: a directory in the current working directory, so `make run` in a
+// checkout keeps its data beside it (and .gitignore ignores it).
+const defaultDataDir = "floe-data"
+
+func init() { addCommand("serve", "run a broker", runServe) }
+
+func runServe(args []string) error {
+	fs := flag.NewFlagSet("floe serve", flag.ContinueOnError)
+	dataDir := fs.String("data-dir", defaultDataDir, "directory holding the logs")
+	kafkaAddr := fs.String("kafka-addr", "127.0.0.1:9092", "Kafka protocol listen address")
+	adminAddr := fs.String("admin-addr", "127.0.0.1:9644", "HTTP address for /metrics, /healthz, /readyz (empty disables)")
+	advertise := fs.String("advertise-kafka-addr", "", "Kafka address clients are told to use (default: --kafka-addr)")
+	nodeID := fs.Int("node-id", 1, "this broker's id (> 0)")
+	raftAddr := fs.String("raft-addr", "", "peer listen address for replication (cluster mode)")
+	advertiseRaft := fs.String("advertise-raft-addr", "", "peer address other brokers use (default: --raft-addr)")
+	peers := fs.String("peers", "", "initial controller voters: `1@host:port,2@host:port,...`")
+	join := fs.String("join", "", "raft address of a running broker, to join its cluster")
+	rack := fs.String("rack", "", "rack (failure domain) of this broker")
+	autoCreate := fs.Bool("auto-create-topics", true, "create unknown topics on Metadata requests")
+	partitions := fs.Int("default-partitions", 1, "partitions of auto-created topics")
+	replication := fs.Int("default-replication-factor", 0, "replication factor of new topics (0: min(3, brokers))")
+	offsetsPartitions := fs.Int("offsets-topic-partitions", 16, "partitions of __consumer_offsets")
+	groupCfg := addGroupFlags(fs)
+	maxRequest := fs.Int("max-request-bytes", 100<<20, "largest Kafka request accepted")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %v", err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if *nodeID <= 0 || *nodeID > 1<<30 {
+		return fmt.Errorf("--node-id must be a positive integer, got %d", *nodeID)
+	}
+	adv := *advertise
+	if adv == "" {
+		adv = *kafkaAddr
+	}
+	host, port, err := runtime.SplitHostPort(adv)
+	if err != nil {
+		return fmt.Errorf("--advertise-kafka-addr: %v", err)
+	}
+	peerList, err := parsePeers(*peers)
+	if err != nil {
+		return fmt.Errorf("--peers: %v", err)
+	}
+	if (len(peerList) > 0 || *join != "") && *raftAddr == "" {
+		return fmt.Errorf("--raft-addr is required with --peers or --join")
+	}
+	advRaft := *advertiseRaft
+	if advRaft == "" {
+		advRaft = *raftAddr
+	}
+	opts := runtime.Options{
+		DataDir: *dataDir, KafkaAddr: *kafkaAddr, AdminAddr: *adminAddr, RaftAddr: *raftAddr,
+		MaxRequestBytes: int32(*maxRequest), Logger: logger,
+		Node: node.Config{
+			NodeID: int32(*nodeID), KafkaHost: host, KafkaPort: port, RaftAddr: advRaft, Rack: *rack,
+			Peers: peerList, Join: *join, AutoCreateTopics: *autoCreate,
+			DefaultPartitions: int32(*partitions), DefaultReplication: int16(*replication),
+			OffsetsTopicPartitions: int32(*offsetsPartitions), Groups: groupCfg(),
+		},
+	}
+	b, err := runtime.Start(opts)
+	if err != nil {
+		return err
+	}
+	logger.Info("floe serving", "kafka", b.KafkaAddr(), "admin", b.AdminAddr(), "raft", b.RaftAddr(), "data", *dataDir, "node", *nodeID)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case s := <-sig:
+		logger.Info("shutting down", "signal", s.String())
+	case err := <-b.Fatal():
+		_ = b.Shutdown(context.Background())
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return b.Shutdown(ctx)
+}
+
+func parsePeers(s string) ([]node.Peer, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []node.Peer
+	seen := map[int32]bool{}
+	for _, part := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(part), "@")
+		if !ok {
+			return nil, fmt.Errorf("%q: want id@host:port", part)
+		}
+		n, err := strconv.Atoi(id)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q: bad node id", part)
+		}
+		if _, _, err := runtime.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("%q: %v", part, err)
+		}
+		if seen[int32(n)] {
+			return nil, fmt.Errorf("node id %d listed twice", n)
+		}
+		seen[int32(n)] = true
+		out = append(out, node.Peer{ID: int32(n), RaftAddr: addr})
+	}
+	return out, nil
+}

@@ -1,0 +1,111 @@
+package consensus
+
+// Status is a snapshot of a member's state for monitoring and for the
+// application's decisions (for example: promote a learner once its Match
+// is close to LastIndex).
+type Status struct {
+	ID uint64
+	HardState
+	SoftState
+	Applied    uint64
+	FirstIndex uint64
+	LastIndex  uint64
+	// LeadTransferee is the member leadership is being handed to, or 0.
+	LeadTransferee uint64
+	Config         ConfState
+	// Progress is the leader's view of every member (itself included),
+	// sorted by ID; empty on other roles.
+	Progress []PeerProgress
+}
+
+// PeerProgress is a leader's view of one member's log.
+type PeerProgress struct {
+	ID uint64
+	// Match is the last index known durable on the member and equal to the
+	// leader's log; Next is the next index the leader will send.
+	Match, Next     uint64
+	State           ProgressState
+	IsLearner       bool
+	RecentActive    bool
+	PendingSnapshot uint64
+	// InflightMsgs is the number of appends sent and not yet acknowledged.
+	InflightMsgs int
+}
+
+// Status reports the member's state.
+func (rn *RawNode) Status() Status {
+	r := rn.raft
+	st := Status{
+		ID:             r.id,
+		HardState:      r.hardState(),
+		SoftState:      r.softState(),
+		Applied:        r.log.applied,
+		FirstIndex:     r.log.firstIndex(),
+		LastIndex:      r.log.lastIndex(),
+		LeadTransferee: r.leadTransferee,
+		Config:         r.trk.confState(),
+	}
+	if r.state != StateLeader {
+		return st
+	}
+	for _, id := range r.trk.ids() {
+		pr := r.trk.progress[id]
+		st.Progress = append(st.Progress, PeerProgress{
+			ID:              id,
+			Match:           pr.match,
+			Next:            pr.next,
+			State:           pr.state,
+			IsLearner:       pr.isLearner,
+			RecentActive:    pr.recentActive,
+			PendingSnapshot: pr.pendingSnapshot,
+			InflightMsgs:    pr.inflights.count,
+		})
+	}
+	return st
+}
+
+var stateNames = [...]string{"StateFollower", "StateCandidate", "StateLeader", "StatePreCandidate"}
+
+func (s StateType) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "StateUnknown"
+}
+
+var messageTypeNames = [...]string{
+	MsgApp: "MsgApp", MsgAppResp: "MsgAppResp", MsgVote: "MsgVote", MsgVoteResp: "MsgVoteResp",
+	MsgPreVote: "MsgPreVote", MsgPreVoteResp: "MsgPreVoteResp", MsgHeartbeat: "MsgHeartbeat",
+	MsgHeartbeatResp: "MsgHeartbeatResp", MsgSnap: "MsgSnap", MsgSnapStatus: "MsgSnapStatus",
+	MsgTimeoutNow: "MsgTimeoutNow", MsgTransferLeader: "MsgTransferLeader",
+	MsgReadIndex: "MsgReadIndex", MsgReadIndexResp: "MsgReadIndexResp", MsgProp: "MsgProp",
+}
+
+func (t MessageType) String() string {
+	if int(t) < len(messageTypeNames) && messageTypeNames[t] != "" {
+		return messageTypeNames[t]
+	}
+	return "MsgUnknown"
+}
+
+func (t EntryType) String() string {
+	switch t {
+	case EntryNormal:
+		return "EntryNormal"
+	case EntryConfChange:
+		return "EntryConfChange"
+	}
+	return "EntryApp"
+}
+
+func (t ConfChangeType) String() string {
+	switch t {
+	case ConfAddVoter:
+		return "AddVoter"
+	case ConfAddLearner:
+		return "AddLearner"
+	case ConfRemove:
+		return "Remove"
+	}
+	return "Unknown"
+}

@@ -1,0 +1,61 @@
+package consensus
+
+// stepFollower handles messages as a follower of term r.term.
+func (r *raft) stepFollower(m Message) {
+	switch m.Type {
+	case MsgApp:
+		r.heardFromLeader(m.From)
+		r.handleAppend(m)
+	case MsgHeartbeat:
+		r.heardFromLeader(m.From)
+		r.handleHeartbeat(m)
+	case MsgSnap:
+		r.heardFromLeader(m.From)
+		r.handleSnapshot(m)
+	case MsgTimeoutNow:
+		// The leader hands us leadership: campaign now, skipping pre-vote.
+		r.hup(campaignTransfer)
+	case MsgReadIndexResp:
+		r.readStates = append(r.readStates, ReadState{Index: m.Index, RequestCtx: m.Context})
+	}
+}
+
+func (r *raft) heardFromLeader(lead uint64) {
+	r.electionElapsedTicks = 0
+	r.lead = lead
+}
+
+// handleAppend is a follower's answer to MsgApp: accept and acknowledge up
+// to the last entry the leader vouched for, or reject with a hint where our
+// logs may match.
+func (r *raft) handleAppend(m Message) {
+	if m.Index < r.log.committed {
+		// Everything up to our commit index is settled; say so.
+		r.send(Message{To: m.From, Type: MsgAppResp, Index: r.log.committed})
+		return
+	}
+	if lastNew, ok := r.log.maybeAppend(m.Index, m.LogTerm, m.Commit, m.Entries); ok {
+		r.send(Message{To: m.From, Type: MsgAppResp, Index: lastNew})
+		return
+	}
+	// Our log has no entry (m.Index, m.LogTerm). Find the last index at or
+	// below it whose term is at most m.LogTerm: the leader can then skip
+	// all of our entries from a term it does not share in one round trip.
+	hintIndex := min(m.Index, r.log.lastIndex())
+	hintIndex, hintTerm := r.log.findConflictByTerm(hintIndex, m.LogTerm)
+	r.send(Message{
+		To:         m.From,
+		Type:       MsgAppResp,
+		Index:      m.Index,
+		Reject:     true,
+		RejectHint: hintIndex,
+		LogTerm:    hintTerm,
+	})
+}
+
+// handleHeartbeat learns the commit index (the leader sends at most what it
+// knows we hold) and answers, echoing any ReadIndex context.
+func (r *raft) handleHeartbeat(m Message) {
+	r.log.commitTo(m.Commit)
+	r.send(Message{To: m.From, Type: MsgHeartbeatResp, Context: m.Context})
+}

@@ -1,0 +1,6 @@
+// real.go reads the OS clock on everyone's behalf: exempt.
+package clock
+
+import "time"
+
+func now() time.Time { return time.Now() }

@@ -1,0 +1,5 @@
+package clock
+
+import "time"
+
+func simNow() time.Time { return time.Now() } // want `time.Now in core package`

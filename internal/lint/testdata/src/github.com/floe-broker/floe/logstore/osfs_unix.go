@@ -1,0 +1,5 @@
+package logstore
+
+import "syscall"
+
+var _ = syscall.Fsync

@@ -1,0 +1,5 @@
+package admin
+
+import "os"
+
+var _ = os.Getenv

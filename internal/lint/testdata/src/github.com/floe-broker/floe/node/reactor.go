@@ -1,0 +1,3 @@
+package node
+
+func start() { go func() {}() } // want `go statement in core package`

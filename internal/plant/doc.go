@@ -1,0 +1,24 @@
+// Package plant holds deliberately planted bugs, used only to prove that
+// Floe's checkers can fail.
+//
+// Product code asks plant.Enabled(name) at the one place a bug would live.
+// In a normal build Enabled is a constant false and the compiler removes the
+// branch. Built with the tag floe_bugs, tests may switch a named bug on with
+// Set and off with Reset; the self-tests in consensus and sim then assert that
+// their checkers catch it within a bounded number of seeds.
+//
+// Known bugs (the name is the contract between product code and tests):
+//
+//	raft-vote-without-log-check   grant a vote without Raft's up-to-date check
+//	raft-commit-prev-term         commit a previous-term entry by counting replicas
+//	ack-before-quorum             answer acks=all once the leader appended
+//	ack-before-fsync              answer acks=all before the leader's fsync
+package plant
+
+// Bug names.
+const (
+	VoteWithoutLogCheck = "raft-vote-without-log-check"
+	CommitPrevTerm      = "raft-commit-prev-term"
+	AckBeforeQuorum     = "ack-before-quorum"
+	AckBeforeFsync      = "ack-before-fsync"
+)

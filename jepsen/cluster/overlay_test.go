@@ -1,0 +1,61 @@
+package cluster
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestWriteOverlay(t *testing.T) {
+	overlay, cleanup, err := writeOverlay("/mod", map[string][]byte{"cmd/floe/zz.go": []byte("package main\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(overlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o struct{ Replace map[string]string }
+	if err := json.Unmarshal(b, &o); err != nil {
+		t.Fatal(err)
+	}
+	file := o.Replace[filepath.Join("/mod", "cmd/floe/zz.go")]
+	if body, err := os.ReadFile(file); err != nil || string(body) != "package main\n" {
+		t.Fatalf("overlay maps to %q: %q %v", file, body, err)
+	}
+	cleanup()
+	if _, err := os.Stat(filepath.Dir(overlay)); !os.IsNotExist(err) {
+		t.Fatal("cleanup left the overlay directory")
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	for _, cfg := range []Config{
+		{Nodes: 3, Image: "i"},
+		{RunID: "r", Nodes: 0, Image: "i"},
+		{RunID: "Bad_ID", Nodes: 1, Image: "i"},
+	} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) accepted", cfg)
+		}
+	}
+	c, err := New(Config{RunID: "r1", Nodes: 3, Image: "i"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := ServeArgs(c, 2)
+	want := map[string]string{"--node-id": "2", "--advertise-kafka-addr": "127.0.0.1:19093",
+		"--advertise-raft-addr": "node2:9093", "--peers": "1@node1:9093,2@node2:9093,3@node3:9093"}
+	for i := 0; i+1 < len(args); i++ {
+		if v, ok := want[args[i]]; ok {
+			if args[i+1] != v {
+				t.Errorf("%s %s, want %s", args[i], args[i+1], v)
+			}
+			delete(want, args[i])
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("missing flags %v in %v", want, args)
+	}
+}

@@ -1,0 +1,323 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/floe-broker/floe/jepsen/check"
+	"github.com/floe-broker/floe/jepsen/cluster"
+	"github.com/floe-broker/floe/jepsen/history"
+	"github.com/floe-broker/floe/jepsen/nemesis"
+	"github.com/floe-broker/floe/jepsen/report"
+	"github.com/floe-broker/floe/jepsen/workload"
+)
+
+// run carries out one run. Whatever happens (an error, SIGINT), the
+// deferred cleanup removes the containers, the network (and with them the
+// iptables rules, which live in the containers' namespaces) and the data
+// directories, unless --keep.
+func run(ctx context.Context, args []string, smoke bool) error {
+	o, err := parseOptions(args, smoke)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(o.out, o.runID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	logf, err := os.Create(filepath.Join(dir, "harness.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	log := io.MultiWriter(os.Stderr, logf)
+	fmt.Fprintf(log, "jepsen: run %s seed %d, writing %s\n", o.runID, o.seed, dir)
+	if err := report.WriteJSON(dir, report.RunFile, o.describe()); err != nil {
+		return err
+	}
+
+	c, err := prepare(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := c.SaveLogs(cctx, dir); err != nil {
+			fmt.Fprintf(log, "jepsen: saving node logs: %v\n", err)
+		}
+		if o.keep {
+			fmt.Fprintf(log, "jepsen: --keep: containers left running; `jepsen clean` removes them\n")
+			return
+		}
+		if err := c.Close(cctx); err != nil {
+			fmt.Fprintf(log, "jepsen: cleanup: %v\n", err)
+		}
+	}()
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	return runWorkload(ctx, o, c, dir, log)
+}
+
+// prepare builds the binary and the image and describes the cluster.
+func prepare(ctx context.Context, o options, log io.Writer) (*cluster.Cluster, error) {
+	if !cluster.Available(ctx) {
+		return nil, fmt.Errorf("no Docker daemon answers (docker info)")
+	}
+	if o.partitionsWanted() {
+		if err := cluster.IptablesAvailable(); err != nil {
+			return nil, err
+		}
+	}
+	mod, err := moduleDir()
+	if err != nil {
+		return nil, err
+	}
+	build, err := os.MkdirTemp("", "floe-jepsen-build-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(build)
+	bin := filepath.Join(build, "floe")
+	var tags []string
+	if o.tags != "" {
+		tags = strings.Split(o.tags, ",")
+	}
+	b := cluster.Build{ModuleDir: mod, Pkg: o.pkg, Out: bin, Tags: tags}
+	if o.plant != "" {
+		b.Tags = append(b.Tags, "floe_bugs")
+		b.Extra = map[string][]byte{filepath.Join(o.pkg, "zz_jepsen_plant.go"): plantSwitch}
+	}
+	if err := cluster.BuildBinary(ctx, log, b); err != nil {
+		return nil, err
+	}
+	if err := cluster.BuildImage(ctx, log, bin, o.image); err != nil {
+		return nil, err
+	}
+	env := o.envList()
+	if o.plant != "" {
+		env = append(env, "FLOE_PLANT="+o.plant)
+	}
+	return cluster.New(cluster.Config{RunID: o.runID, Nodes: o.nodes, Image: o.image,
+		KafkaPortBase: o.portBase, Env: env, Log: log})
+}
+
+// plantSwitch is added to the broker's main package (go build -overlay,
+// the tree is untouched) in a --plant build: it plants the bugs named in
+// FLOE_PLANT (comma-separated internal/plant names) when the binary starts.
+var plantSwitch = []byte(`//go:build floe_bugs
+
+package main
+
+import (
+	"os"
+	"strings"
+
+	"github.com/floe-broker/floe/internal/plant"
+)
+
+func init() {
+	for _, name := range strings.Split(os.Getenv("FLOE_PLANT"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			plant.Set(name)
+		}
+	}
+}
+`)
+
+// moduleDir finds the module's root, where the broker is built from.
+func moduleDir() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" || strings.TrimSpace(string(out)) == os.DevNull {
+		return "", fmt.Errorf("run jepsen from inside the floe module (go env GOMOD: %v)", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out))), nil
+}
+
+// runWorkload: setup, traffic under faults, heal, drain, final read, check.
+func runWorkload(ctx context.Context, o options, c *cluster.Cluster, dir string, log io.Writer) error {
+	hf, err := os.Create(filepath.Join(dir, report.HistoryFile))
+	if err != nil {
+		return err
+	}
+	defer hf.Close()
+	start := time.Now()
+	now := func() int64 { return int64(time.Since(start)) }
+	rec := history.NewRecorder(hf, now)
+	w, err := workload.New(workload.Config{Brokers: c.KafkaAddrs(), Topic: "jepsen", Partitions: int32(o.partitions),
+		Replication: int16(o.replication), Producers: o.producers, Rate: o.rate, Groups: o.groups,
+		Consumers: o.consumers, Fetchers: o.fetchers, OpTimeout: o.opTimeout, Seed: o.seed, Log: log}, rec)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+
+	phase(log, start, "setup: creating the topic, waiting for leaders")
+	sctx, cancel := context.WithTimeout(ctx, o.setupTimeout)
+	err = w.Setup(sctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+
+	nem, err := newNemesis(o, c, w, rec, now, log)
+	if err != nil {
+		return err
+	}
+	phase(log, start, fmt.Sprintf("traffic and faults for %v", o.duration))
+	w.Start(ctx)
+	fctx, cancel := context.WithTimeout(ctx, o.duration)
+	if nem != nil {
+		nem.Run(fctx) // heals before returning
+	} else {
+		<-fctx.Done()
+	}
+	cancel()
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted")
+	}
+
+	exits := reviveExited(ctx, c, rec, log)
+	phase(log, start, "healed; stopping producers, draining consumers")
+	w.StopProducers()
+	dctx, cancel := context.WithTimeout(ctx, o.drainTimeout)
+	if err := w.Drain(dctx); err != nil {
+		fmt.Fprintf(log, "jepsen: %v\n", err)
+	}
+	cancel()
+	phase(log, start, "final read")
+	rctx, cancel := context.WithTimeout(ctx, o.finalTimeout)
+	if err := w.FinalRead(rctx); err != nil {
+		fmt.Fprintf(log, "jepsen: %v\n", err)
+	}
+	cancel()
+	if err := rec.Flush(); err != nil {
+		return fmt.Errorf("writing the history: %w", err)
+	}
+	var timeline []nemesis.Event
+	if nem != nil {
+		timeline = nem.Timeline()
+	}
+	phase(log, start, "checking")
+	if len(exits) > 0 {
+		o.notes = append(o.notes, fmt.Sprintf("nodes %v exited on their own (crash or outside signal; see their logs) and were restarted before the drain", exits))
+	}
+	return finish(dir, rec.History(), timeline, o, log)
+}
+
+// reviveExited restarts nodes whose container exited though the nemesis
+// did not kill them (it heals what it did): a crash, or a signal from
+// outside. They are noted in the history and the summary.
+func reviveExited(ctx context.Context, c *cluster.Cluster, rec *history.Recorder, log io.Writer) []int {
+	exited, err := c.Exited(ctx)
+	if err != nil {
+		fmt.Fprintf(log, "jepsen: checking containers: %v\n", err)
+	}
+	for _, id := range exited {
+		note := fmt.Sprintf("node %d found exited, not by the nemesis; restarting it", id)
+		op := history.Op{Process: -1, Type: history.Info, F: history.Nemesis, Note: note}
+		if err := c.Restart(ctx, id); err != nil {
+			op.Error = err.Error()
+		}
+		rec.Add(op)
+		fmt.Fprintf(log, "jepsen: %s %s\n", note, op.Error)
+	}
+	return exited
+}
+
+func phase(log io.Writer, start time.Time, what string) {
+	fmt.Fprintf(log, "jepsen: [%6.1fs] %s\n", time.Since(start).Seconds(), what)
+}
+
+func newNemesis(o options, c *cluster.Cluster, w *workload.Workload, rec *history.Recorder, now func() int64, log io.Writer) (*nemesis.Nemesis, error) {
+	kinds := o.kinds()
+	if len(kinds) == 0 {
+		return nil, nil
+	}
+	topo := func(ctx context.Context) (int32, []int32, error) {
+		t, err := w.Topology(ctx)
+		var leaders []int32
+		for p := int32(0); p < int32(o.partitions); p++ {
+			if l, ok := t.Leaders[p]; ok {
+				leaders = append(leaders, l)
+			}
+		}
+		return t.Controller, leaders, err
+	}
+	return nemesis.New(nemesis.Config{Kinds: kinds, Targets: o.targetList(), Interval: o.interval,
+		Window: o.window, Seed: o.seed, Log: log}, c, topo, rec, now)
+}
+
+// finish writes the timeline, checks the history, writes the results and
+// the plot, and turns the verdict into the exit status.
+func finish(dir string, h history.History, timeline []nemesis.Event, o options, log io.Writer) error {
+	if err := report.WriteTimeline(dir, timeline); err != nil {
+		return err
+	}
+	rep := check.Check(h, check.Options{Timeout: o.checkTimeout, StaleFetches: o.staleFetches})
+	header := fmt.Sprintf("run %s seed %d: %d nodes, %v, nemeses %s, targets %s, %d events, %d faults\n",
+		o.runID, o.seed, o.nodes, o.duration, o.nemeses, o.targets, len(h), len(timeline))
+	for _, n := range o.notes {
+		header += "note: " + n + "\n"
+	}
+	if err := report.WriteResults(dir, rep, header); err != nil {
+		return err
+	}
+	if err := report.Plot(h, timeline, "floe jepsen "+o.runID, filepath.Join(dir, report.PlotFile)); err != nil {
+		fmt.Fprintf(log, "jepsen: plot: %v\n", err)
+	}
+	fmt.Fprint(log, header+rep.Summary())
+	fmt.Fprintf(log, "jepsen: results in %s\n", dir)
+	if o.expectInvalid != "" {
+		if r, ok := rep.Result(o.expectInvalid); ok && r.Valid == check.Invalid {
+			fmt.Fprintf(log, "jepsen: %s reported invalid, as expected\n", o.expectInvalid)
+			return nil
+		}
+		return errInvalid{"nothing where " + o.expectInvalid + " was expected to be invalid", dir}
+	}
+	if rep.Valid != check.Valid {
+		return errInvalid{string(rep.Valid), dir}
+	}
+	return nil
+}
+
+// recheck re-runs the checkers on a run directory.
+func recheck(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: jepsen check DIR")
+	}
+	dir := args[0]
+	f, err := os.Open(filepath.Join(dir, report.HistoryFile))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h, err := history.Decode(f)
+	if err != nil {
+		return err
+	}
+	timeline, err := report.ReadTimeline(dir)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	o := options{runID: filepath.Base(dir), checkTimeout: 5 * time.Minute, nemeses: "(recheck)", targets: "(recheck)"}
+	return finish(dir, h, timeline, o, os.Stderr)
+}
+
+// describe is run.json: the run's parameters, enough to run it again.
+func (o options) describe() map[string]any {
+	return map[string]any{
+		"run": o.runID, "seed": o.seed, "nodes": o.nodes, "partitions": o.partitions, "replication": o.replication,
+		"producers": o.producers, "groups": o.groups, "consumers": o.consumers, "fetchers": o.fetchers,
+		"rate": o.rate, "duration": o.duration.String(), "interval": o.interval.String(), "window": o.window.String(),
+		"nemeses": o.nemeses, "targets": o.targets, "pkg": o.pkg, "tags": o.tags, "env": o.env, "stub": o.stub,
+		"plant": o.plant, "expect_invalid": o.expectInvalid,
+	}
+}

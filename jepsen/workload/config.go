@@ -1,0 +1,57 @@
+package workload
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// Config shapes the workload.
+type Config struct {
+	Brokers     []string // client (seed) addresses
+	Topic       string
+	Partitions  int32
+	Replication int16
+	Producers   int
+	// Rate is produce operations per second over all producers (0: as
+	// fast as acks come back).
+	Rate      float64
+	Groups    int // consumer groups
+	Consumers int // consumers per group
+	Fetchers  int // direct fetchers
+	// OpTimeout bounds one operation; past it the outcome is recorded as
+	// info (a produce's delivery timeout).
+	OpTimeout time.Duration
+	Seed      int64
+	Log       io.Writer
+}
+
+// Defaults fills zero fields.
+func (c *Config) Defaults() {
+	if c.Topic == "" {
+		c.Topic = "jepsen"
+	}
+	if c.Partitions == 0 {
+		c.Partitions = 4
+	}
+	if c.Replication == 0 {
+		c.Replication = 3
+	}
+	if c.Producers == 0 {
+		c.Producers = 4
+	}
+	if c.Groups == 0 {
+		c.Groups = 1
+	}
+	if c.Consumers == 0 {
+		c.Consumers = 2
+	}
+	if c.OpTimeout == 0 {
+		c.OpTimeout = 10 * time.Second
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+}
+
+func (c *Config) group(i int) string { return fmt.Sprintf("jepsen-g%d", i) }

@@ -1,0 +1,66 @@
+package workload
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/floe-broker/floe/jepsen/check"
+	"github.com/floe-broker/floe/jepsen/history"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// The whole client side against franz-go's in-memory Kafka (kfake), no
+// Docker: every kind of operation gets recorded, and the checkers find the
+// history of a correct broker valid.
+func TestWorkloadAgainstKfake(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds of real traffic")
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	rec := history.NewRecorder(nil, func() int64 { return int64(time.Since(start)) })
+	w, err := New(Config{Brokers: c.ListenAddrs(), Partitions: 3, Replication: 3, Producers: 3, Rate: 200,
+		Groups: 1, Consumers: 2, Fetchers: 1, OpTimeout: 5 * time.Second, Seed: 1}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := w.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := w.Topology(ctx)
+	if err != nil || len(topo.Leaders) != 3 || len(topo.Brokers) != 3 {
+		t.Fatalf("topology %+v, %v", topo, err)
+	}
+	w.Start(ctx)
+	time.Sleep(3 * time.Second)
+	w.StopProducers()
+	if err := w.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.FinalRead(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h := rec.History()
+	seen := map[history.Func]int{}
+	for _, op := range h {
+		if op.Type == history.OK {
+			seen[op.F]++
+		}
+	}
+	for _, f := range []history.Func{history.Produce, history.Poll, history.Commit, history.FetchOffset, history.Fetch, history.Read, history.Assign} {
+		if seen[f] == 0 {
+			t.Errorf("no ok %s in %d events", f, len(h))
+		}
+	}
+	if rep := check.Check(h, check.Options{}); rep.Valid != check.Valid {
+		t.Fatalf("history of a correct broker judged %s:\n%s", rep.Valid, rep.Summary())
+	}
+}

@@ -1,0 +1,175 @@
+package logstore
+
+// The meta files hold what the log must remember besides its entries: the
+// Raft hard state, the snapshot point, the Kafka start offset
+// (DeleteRecords) and where the physical log starts. There are two,
+// "meta.a" and "meta.b", written alternately, each holding one record:
+//
+//	 0 magic            [8]byte "FLOEMETA"
+//	 8 crc32c           uint32  CRC-32C of bytes 12..end
+//	12 seq              uint64  higher wins
+//	20 term, vote, commit       3 × uint64
+//	44 snapIndex, snapTerm      2 × uint64
+//	60 snapNextOffset   int64
+//	68 startOffset      int64
+//	76 logStartIndex    uint64  first entry of the physical log...
+//	84 logStartPrev     uint32  ...the prevLink it must carry...
+//	88 logStartOffset   int64   ...and the Kafka offset it starts at
+//	96 dataLen          uint32
+//	100 snapshot data (opaque)
+//
+// A write truncates the file not holding the newest durable record and
+// writes the new one into it; it becomes durable with the next sync. Only
+// one sync is in flight at a time and a failed sync fails the log, so the
+// other file always holds a complete durable record: a crash mid-write
+// leaves at worst a torn record, which fails its CRC and loses to the other.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+)
+
+var metaNames = [2]string{"meta.a", "meta.b"}
+
+const (
+	metaMagic       = "FLOEMETA"
+	metaHeaderBytes = 100
+)
+
+// chainPoint is where the physical log starts: the index of its first entry,
+// the link that entry must carry as prevLink, and its Kafka offset.
+type chainPoint struct {
+	index    uint64
+	prevLink uint32
+	offset   int64
+}
+
+// metaState is the content of one meta record.
+type metaState struct {
+	seq         uint64
+	hs          HardState
+	snap        SnapshotMeta
+	startOffset int64
+	logStart    chainPoint
+}
+
+func encodeMeta(m metaState) []byte {
+	b := make([]byte, metaHeaderBytes, metaHeaderBytes+len(m.snap.Data))
+	le := binary.LittleEndian
+	copy(b, metaMagic)
+	le.PutUint64(b[12:], m.seq)
+	le.PutUint64(b[20:], m.hs.Term)
+	le.PutUint64(b[28:], m.hs.Vote)
+	le.PutUint64(b[36:], m.hs.Commit)
+	le.PutUint64(b[44:], m.snap.Index)
+	le.PutUint64(b[52:], m.snap.Term)
+	le.PutUint64(b[60:], uint64(m.snap.NextOffset))
+	le.PutUint64(b[68:], uint64(m.startOffset))
+	le.PutUint64(b[76:], m.logStart.index)
+	le.PutUint32(b[84:], m.logStart.prevLink)
+	le.PutUint64(b[88:], uint64(m.logStart.offset))
+	le.PutUint32(b[96:], uint32(len(m.snap.Data)))
+	b = append(b, m.snap.Data...)
+	le.PutUint32(b[8:], crc32c(b[12:]))
+	return b
+}
+
+var errBadMeta = errors.New("bad meta record")
+
+func decodeMeta(b []byte) (metaState, error) {
+	le := binary.LittleEndian
+	if len(b) < metaHeaderBytes || string(b[:8]) != metaMagic || le.Uint32(b[8:]) != crc32c(b[12:]) {
+		return metaState{}, errBadMeta
+	}
+	if int(le.Uint32(b[96:])) != len(b)-metaHeaderBytes {
+		return metaState{}, errBadMeta
+	}
+	m := metaState{
+		seq:         le.Uint64(b[12:]),
+		hs:          HardState{Term: le.Uint64(b[20:]), Vote: le.Uint64(b[28:]), Commit: le.Uint64(b[36:])},
+		snap:        SnapshotMeta{Index: le.Uint64(b[44:]), Term: le.Uint64(b[52:]), NextOffset: int64(le.Uint64(b[60:]))},
+		startOffset: int64(le.Uint64(b[68:])),
+		logStart:    chainPoint{index: le.Uint64(b[76:]), prevLink: le.Uint32(b[84:]), offset: int64(le.Uint64(b[88:]))},
+	}
+	if len(b) > metaHeaderBytes {
+		m.snap.Data = append([]byte(nil), b[metaHeaderBytes:]...)
+	}
+	return m, nil
+}
+
+// readWhole reads a whole file.
+func readWhole(f File) ([]byte, error) {
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, size)
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == size) {
+		return nil, err
+	}
+	return b, nil
+}
+
+// metaFiles are the two open meta files and which one to write next.
+type metaFiles struct {
+	f    [2]File
+	next int // the file not holding the newest record
+}
+
+// openMeta opens both meta files and returns the newest valid record. found
+// is false when neither holds one (a new log).
+func openMeta(fsys FS, dir string) (mf metaFiles, m metaState, found bool, err error) {
+	newest := -1
+	for i, name := range metaNames {
+		f, err := fsys.Open(path.Join(dir, name))
+		if errors.Is(err, ErrNotExist) {
+			if f, err = fsys.Create(path.Join(dir, name)); err != nil {
+				mf.close()
+				return mf, m, false, err
+			}
+		}
+		if err != nil {
+			mf.close()
+			return mf, m, false, err
+		}
+		mf.f[i] = f
+		b, err := readWhole(f)
+		if err != nil {
+			mf.close()
+			return mf, m, false, fmt.Errorf("read %s: %w", name, err)
+		}
+		rec, derr := decodeMeta(b)
+		if derr == nil && (newest < 0 || rec.seq > m.seq) {
+			m, newest = rec, i
+		}
+	}
+	mf.next = (newest + 1) % 2 // newest == -1 gives 0
+	return mf, m, newest >= 0, nil
+}
+
+// write writes m into the file not holding the newest record. The caller
+// syncs that file.
+func (mf *metaFiles) write(m metaState) (File, error) {
+	f := mf.f[mf.next]
+	if err := f.Truncate(0); err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(encodeMeta(m)); err != nil {
+		return nil, err
+	}
+	mf.next = 1 - mf.next
+	return f, nil
+}
+
+func (mf *metaFiles) close() {
+	for i, f := range mf.f {
+		if f != nil {
+			f.Close()
+			mf.f[i] = nil
+		}
+	}
+}

@@ -1,0 +1,260 @@
+package logstore
+
+import (
+	"fmt"
+	"io"
+	"sort"
+)
+
+// ReadResult is what Read returns: whole stored batches, concatenated as
+// stored, and the offset after the last one (the offset asked for if none).
+type ReadResult struct {
+	Data       []byte
+	NextOffset int64
+}
+
+// scanner opens an entry scanner on s from pos.
+func (l *Log) scanner(s *segment, pos int64, chunk int) *entryScanner {
+	return newEntryScanner(s.f, pos, s.size, l.opts.EntryBytesMax, max(chunk, scanChunkBytes))
+}
+
+// segmentOf returns the position in segs of the segment holding entry i,
+// which must be physically present.
+func (l *Log) segmentOf(i uint64) int {
+	return sort.Search(len(l.segs), func(k int) bool { return l.segs[k].last >= i })
+}
+
+// findEntry returns the segment, position and header of entry i, which must
+// be physically present (logStart.index <= i <= lastIndex).
+func (l *Log) findEntry(i uint64) (*segment, int64, entryHeader, error) {
+	if err := l.flush(); err != nil {
+		return nil, 0, entryHeader{}, err
+	}
+	k := l.segmentOf(i)
+	if k == len(l.segs) || i < l.segs[k].base {
+		return nil, 0, entryHeader{}, fmt.Errorf("%w: entry %d not in any segment", ErrUnavailable, i)
+	}
+	s := l.segs[k]
+	sc := l.scanner(s, findByIndex(s.sparse, i), 0)
+	for {
+		pos := sc.pos
+		h, err := sc.peek()
+		if err != nil {
+			return nil, 0, h, corruptAt(s, pos, err)
+		}
+		switch {
+		case h.index == i:
+			return s, pos, h, nil
+		case h.index > i:
+			return nil, 0, h, corruptAt(s, pos, fmt.Errorf("found index %d looking for %d", h.index, i))
+		}
+		sc.skip(h)
+	}
+}
+
+// Entries returns entries [lo, hi): at most maxBytes of Data in all, but at
+// least one entry if the range is not empty (maxBytes < 0: no limit). It
+// returns ErrCompacted if lo <= the snapshot index, ErrUnavailable if
+// hi-1 > LastIndex, and an error wrapping ErrCorrupt for damaged entries.
+func (l *Log) Entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
+	switch {
+	case lo <= l.snap.Index:
+		return nil, fmt.Errorf("%w: entries from %d, snapshot at %d", ErrCompacted, lo, l.snap.Index)
+	case hi > l.lastIndex+1:
+		return nil, fmt.Errorf("%w: entries to %d, last index %d", ErrUnavailable, hi-1, l.lastIndex)
+	case lo >= hi:
+		return nil, nil
+	}
+	s, pos, _, err := l.findEntry(lo)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	total := 0
+	for k := l.segmentOf(lo); k < len(l.segs) && lo < hi; k++ {
+		s = l.segs[k]
+		sc := l.scanner(s, pos, 0)
+		for lo < hi {
+			at := sc.pos
+			h, raw, err := sc.next(true)
+			if err == io.EOF {
+				break
+			}
+			if err == nil && h.index != lo {
+				err = fmt.Errorf("found index %d, want %d", h.index, lo)
+			}
+			if err != nil {
+				return nil, corruptAt(s, at, err)
+			}
+			if len(out) > 0 && maxBytes >= 0 && total+int(h.length) > maxBytes {
+				return out, nil
+			}
+			total += int(h.length)
+			out = append(out, Entry{Index: h.index, Term: h.term, Kind: h.kind,
+				Data: append([]byte(nil), raw[entryHeaderBytes:]...)})
+			lo++
+		}
+		pos = 0
+	}
+	return out, nil
+}
+
+// OffsetAfterIndex returns the Kafka offset after the last batch at or
+// before index: NextOffset for LastIndex, the snapshot's NextOffset for the
+// snapshot index when its entry is gone. It returns -1 for an index neither
+// present nor the one just before the physical log.
+func (l *Log) OffsetAfterIndex(index uint64) int64 {
+	switch {
+	case index > l.lastIndex:
+		return -1
+	case index == l.lastIndex:
+		return l.nextOffset
+	case index+1 == l.logStart.index:
+		return l.logStart.offset
+	case index < l.logStart.index:
+		if index == l.snap.Index {
+			return l.snap.NextOffset
+		}
+		return -1
+	}
+	_, _, h, err := l.findEntry(index)
+	if err != nil {
+		return -1
+	}
+	return h.offsetAfter()
+}
+
+// Read returns whole stored batches starting with the one holding offset,
+// only batches whose base offset is below limitOffset (the high watermark),
+// up to maxBytes but always at least one whole batch if one qualifies
+// (KIP-74). It does not decode batches. Offsets below StartOffset or above
+// NextOffset give ErrOffsetOutOfRange; a damaged entry gives an error
+// wrapping ErrCorrupt naming its segment and position, and nothing of it is
+// served.
+func (l *Log) Read(offset int64, maxBytes int, limitOffset int64) (ReadResult, error) {
+	res := ReadResult{NextOffset: offset}
+	if offset < l.startOffset || offset > l.nextOffset {
+		return res, fmt.Errorf("%w: offset %d, log has [%d, %d)", ErrOffsetOutOfRange, offset, l.startOffset, l.nextOffset)
+	}
+	if offset == l.nextOffset || offset >= limitOffset {
+		return res, nil
+	}
+	if err := l.flush(); err != nil {
+		return res, err
+	}
+	k := sort.Search(len(l.segs), func(k int) bool { return l.segs[k].nextOffset > offset })
+	if k < len(l.segs) {
+		res.Data = make([]byte, 0, min(max(maxBytes, 0), 1<<20))
+	}
+	for first := true; k < len(l.segs); k, first = k+1, false {
+		s := l.segs[k]
+		pos := int64(0)
+		if first {
+			pos = findByOffset(s.sparse, offset)
+		}
+		done, err := l.readSegment(s, pos, offset, maxBytes, limitOffset, &res)
+		if err != nil || done {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// readSegment appends qualifying batches of s from pos to res; done reports
+// that the byte budget or the limit offset stopped it.
+func (l *Log) readSegment(s *segment, pos, offset int64, maxBytes int, limitOffset int64, res *ReadResult) (done bool, err error) {
+	sc := l.scanner(s, pos, min(maxBytes+entryHeaderBytes, 8<<20))
+	for {
+		at := sc.pos
+		h, err := sc.peek()
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			return true, corruptAt(s, at, err)
+		}
+		if h.kind != KindBatch || h.offsetAfter() <= offset {
+			sc.skip(h)
+			continue
+		}
+		if h.baseOffset >= limitOffset {
+			return true, nil
+		}
+		if len(res.Data) > 0 && len(res.Data)+int(h.length) > maxBytes {
+			return true, nil
+		}
+		raw, err := sc.take(h, true)
+		if err != nil {
+			return true, corruptAt(s, at, err)
+		}
+		res.Data = append(res.Data, raw[entryHeaderBytes:]...)
+		res.NextOffset = h.offsetAfter()
+	}
+}
+
+// OffsetForTime returns the first offset at or after StartOffset whose
+// record timestamp is >= ts (Kafka ListOffsets by time); ok is false when no
+// record is that late. It reads the first batch whose maxTimestamp reaches
+// ts and decodes it to find the record. (Kafka's "earliest" and "latest"
+// are StartOffset and NextOffset.)
+func (l *Log) OffsetForTime(ts int64) (offset int64, ok bool, err error) {
+	if err := l.flush(); err != nil {
+		return 0, false, err
+	}
+	for _, s := range l.segs {
+		if s.nextOffset <= l.startOffset || s.maxTimestamp < ts {
+			continue
+		}
+		off, found, err := l.offsetForTimeIn(s, ts)
+		if err != nil || found {
+			return off, found, err
+		}
+	}
+	return 0, false, nil
+}
+
+func (l *Log) offsetForTimeIn(s *segment, ts int64) (int64, bool, error) {
+	sc := l.scanner(s, findByTime(s.sparse, ts), 0)
+	for {
+		at := sc.pos
+		h, err := sc.peek()
+		if err == io.EOF {
+			return 0, false, nil
+		}
+		if err != nil {
+			return 0, false, corruptAt(s, at, err)
+		}
+		if h.kind != KindBatch || h.maxTimestamp < ts || h.offsetAfter() <= l.startOffset {
+			sc.skip(h)
+			continue
+		}
+		raw, err := sc.take(h, true)
+		if err != nil {
+			return 0, false, corruptAt(s, at, err)
+		}
+		if off, ok := firstRecordAtOrAfter(raw[entryHeaderBytes:], ts, l.startOffset); ok {
+			return off, true, nil
+		}
+	}
+}
+
+// firstRecordAtOrAfter finds the first record of batch b at or after
+// minOffset with timestamp >= ts. A batch it cannot decode answers with its
+// first offset at or after minOffset: its header said a record reaches ts.
+func firstRecordAtOrAfter(b []byte, ts, minOffset int64) (int64, bool) {
+	bh, err := parseBatchHeader(b)
+	if err != nil {
+		return 0, false
+	}
+	recs, err := batchRecords(b, bh)
+	if err != nil {
+		return max(bh.baseOffset, minOffset), true
+	}
+	for _, r := range recs {
+		off := bh.baseOffset + int64(r.offsetDelta)
+		if off >= minOffset && recordTimestamp(bh, r) >= ts {
+			return off, true
+		}
+	}
+	return 0, false
+}

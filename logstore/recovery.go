@@ -1,0 +1,525 @@
+package logstore
+
+// Opening a log recovers the longest valid log the files hold.
+//
+// The newest valid meta record says where the physical log starts
+// (logStart: first index, the prevLink its entry carries, its offset).
+// From there recovery follows the chain (see segment.go): the next segment
+// is a file whose base is the previous last index + 1 and whose first entry
+// links to the previous last entry. Among several files with that base (a
+// crash can leave a stale one from before a truncation or snapshot install)
+// only a linking one is taken. Every segment but the last loads its index
+// file when that file agrees with the segment (size, and the last entry
+// re-read and checked); otherwise, and always for the last (active)
+// segment, recovery scans it, verifying every entry's CRC, index, link and
+// offset. The first bad entry ends the log: the file is cut there and every
+// later file is deleted. Files not on the chain are deleted. Then recovery
+// syncs what it changed and the active segment, so everything Open returns
+// is durable (DurableIndex == LastIndex).
+//
+// A bad entry at the very end of the file is a torn write. A bad entry with
+// more data after it is damage (Recovery.Corrupt): the entries after it were
+// complete, so some may have been acknowledged, and the node should treat
+// this replica as having lost data (for example, not vote until it has caught
+// up from the leader). Corruption inside a sealed segment whose index file is
+// intact is not seen here: it is found when read, and reported then.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+)
+
+// Recovery reports what Open found and cut.
+type Recovery struct {
+	// Reason says why something was cut; "" when nothing was.
+	Reason string
+	// Segment and Position locate the first cut.
+	Segment  string
+	Position int64
+	// EntriesCut counts complete entries dropped from the chain's segments
+	// at and after the cut (entries of deleted, unchained files are not
+	// counted: they were never part of the log).
+	EntriesCut int
+	// BytesCut counts bytes removed: cut tails and deleted files.
+	BytesCut int64
+	// SegmentsRemoved counts segment files deleted (unchained or after a cut).
+	SegmentsRemoved int
+	// IndexesRebuilt counts sealed segments whose index file was rebuilt.
+	IndexesRebuilt int
+	// Corrupt: a damaged entry had data after it (see the top of recovery.go).
+	Corrupt bool
+}
+
+// anchor is the link the first entry after a snapshot install carries: it
+// depends on the snapshot point and the generation, so entries appended
+// after a different install (or none) cannot pass for them.
+func anchor(index, term uint64, nextOffset int64, gen uint32) uint32 {
+	var b [32]byte
+	le := binary.LittleEndian
+	le.PutUint64(b[0:], index)
+	le.PutUint64(b[8:], term)
+	le.PutUint64(b[16:], uint64(nextOffset))
+	le.PutUint32(b[24:], gen)
+	copy(b[28:], "snap")
+	return crc32c(b[:])
+}
+
+// segFile is a segment file found in the directory.
+type segFile struct {
+	name string
+	base uint64
+	gen  uint32
+}
+
+// Open opens the log in dir, creating dir and an empty log if missing, and
+// recovers it (see the top of recovery.go).
+func Open(fsys FS, dir string, opts Options) (*Log, Recovery, error) {
+	l := &Log{fs: fsys, dir: cleanName(dir), opts: opts.withDefaults()}
+	var rec Recovery
+	if err := l.open(&rec); err != nil {
+		l.closeFiles()
+		return nil, rec, err
+	}
+	return l, rec, nil
+}
+
+func (l *Log) open(rec *Recovery) error {
+	if err := ensureDir(l.fs, l.dir); err != nil {
+		return err
+	}
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return err
+	}
+	segFiles, idxNames, err := l.sortFiles(names)
+	if err != nil {
+		return err
+	}
+	mf, m, found, err := openMeta(l.fs, l.dir)
+	l.sy.meta = mf
+	if err != nil {
+		return err
+	}
+	if !found {
+		if len(segFiles) > 0 {
+			return fmt.Errorf("%w: %s has segments but no valid meta file", ErrCorrupt, l.dir)
+		}
+		m = metaState{logStart: chainPoint{index: 1, prevLink: anchor(0, 0, 0, 0)}}
+		l.sy.dirDirty = true // the meta files were just created
+	}
+	l.hs, l.snap, l.startOffset, l.logStart = m.hs, m.snap, m.startOffset, m.logStart
+	l.sy.metaSeq, l.sy.writtenHS, l.sy.durableSnapIndex = m.seq, m.hs, m.snap.Index
+	l.sy.metaVersion, l.sy.metaWritten = 1, 1
+	// A generation above every file's and entry's: new files get fresh
+	// names, and entries appended from now on differ from any before.
+	for _, sf := range segFiles {
+		l.gen = max(l.gen, sf.gen+1)
+	}
+	if err := l.recoverChain(segFiles, idxNames, rec); err != nil {
+		return err
+	}
+	if !found || l.lastIndex < l.snap.Index {
+		if err := l.restartAfterSnapshot(found, rec); err != nil {
+			return err
+		}
+	}
+	l.startOffset = min(max(l.startOffset, l.logStart.offset), l.nextOffset)
+	return l.syncRecovered()
+}
+
+// ensureDir creates dir if missing and makes its entry durable.
+func ensureDir(fsys FS, dir string) error {
+	if _, err := fsys.List(dir); err == nil || !isNotExist(err) {
+		return err
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
+		return err
+	}
+	for d := dir; d != ""; {
+		parent := path.Dir(d)
+		if parent == "." {
+			parent = ""
+		}
+		if err := fsys.SyncDir(parent); err != nil {
+			return err
+		}
+		d = parent
+	}
+	return nil
+}
+
+// sortFiles sorts the directory: segment files by base then newest
+// generation first; it deletes leftovers of interrupted writes (*.tmp).
+func (l *Log) sortFiles(names []string) ([]segFile, map[string]bool, error) {
+	var segs []segFile
+	idx := map[string]bool{}
+	for _, name := range names {
+		switch {
+		case strings.HasSuffix(name, ".tmp"):
+			if err := l.fs.Remove(path.Join(l.dir, name)); err != nil && !isNotExist(err) {
+				return nil, nil, err
+			}
+			l.sy.dirDirty = true
+		case strings.HasSuffix(name, ".idx"):
+			idx[name] = true
+		default:
+			if base, gen, ok := parseSegmentName(name); ok {
+				segs = append(segs, segFile{name: name, base: base, gen: gen})
+			}
+		}
+	}
+	sort.Slice(segs, func(i, j int) bool {
+		if segs[i].base != segs[j].base {
+			return segs[i].base < segs[j].base
+		}
+		return segs[i].gen > segs[j].gen
+	})
+	return segs, idx, nil
+}
+
+// recoverChain builds l.segs by following the chain from logStart, then
+// deletes every other segment and index file.
+func (l *Log) recoverChain(files []segFile, idxNames map[string]bool, rec *Recovery) error {
+	expect := l.logStart
+	used := map[string]bool{}
+	l.lastIndex, l.lastTerm, l.lastLink, l.nextOffset = expect.index-1, l.snap.Term, expect.prevLink, expect.offset
+	if expect.index <= l.snap.Index {
+		l.lastTerm = 0 // the entry before the physical log is gone; its term is unknown
+	}
+	for {
+		s, err := l.pickSegment(files, expect)
+		if err != nil {
+			return err
+		}
+		if s == nil {
+			break
+		}
+		used[s.name] = true
+		l.segs = append(l.segs, s)
+		cut, err := l.loadSegment(s, expect, idxNames[indexName(s.name)], rec)
+		if err != nil {
+			return err
+		}
+		l.gen = max(l.gen, s.maxGen+1)
+		l.refreshTail()
+		if cut || s.empty() {
+			break
+		}
+		expect = chainPoint{index: s.last + 1, prevLink: s.lastLink, offset: s.nextOffset}
+	}
+	if err := l.finishActive(rec); err != nil {
+		return err
+	}
+	l.refreshTail()
+	return l.deleteUnchained(files, idxNames, used, rec)
+}
+
+// pickSegment opens the file continuing the chain at expect: one whose first
+// entry is expect.index linking to expect.prevLink, else an empty file with
+// that base (a segment rolled to but never written), else none.
+func (l *Log) pickSegment(files []segFile, expect chainPoint) (*segment, error) {
+	var empty *segment
+	for _, sf := range files {
+		if sf.base != expect.index {
+			continue
+		}
+		f, err := l.fs.Open(path.Join(l.dir, sf.name))
+		if err != nil {
+			return nil, err
+		}
+		size, err := f.Size()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		s := newSegment(sf.name, sf.base, sf.gen, f, expect.prevLink, expect.offset)
+		s.size = size
+		if size == 0 {
+			if empty == nil {
+				empty = s
+				continue
+			}
+			f.Close()
+			continue
+		}
+		h, err := newEntryScanner(f, 0, size, l.opts.EntryBytesMax, entryHeaderBytes).peek()
+		if err == nil && h.index == expect.index && h.prevLink == expect.prevLink {
+			if empty != nil {
+				empty.f.Close()
+			}
+			return s, nil
+		}
+		f.Close()
+	}
+	return empty, nil
+}
+
+// loadSegment fills s from its index file when that can be trusted, else by
+// scanning. cut reports that the scan cut s short (the chain ends with it).
+func (l *Log) loadSegment(s *segment, expect chainPoint, hasIndex bool, rec *Recovery) (cut bool, err error) {
+	if hasIndex {
+		if terms, ok := l.loadIndex(s, expect); ok {
+			s.sealed = true
+			for _, t := range terms {
+				l.terms = noteTerm(l.terms, t.firstIndex, t.term)
+			}
+			return false, nil
+		}
+	}
+	return l.scanSegment(s, expect, l.lastTerm, rec)
+}
+
+// loadIndex reads and checks s's index file.
+func (l *Log) loadIndex(s *segment, expect chainPoint) ([]termRun, bool) {
+	f, err := l.fs.Open(path.Join(l.dir, indexName(s.name)))
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	b, err := readWhole(f)
+	if err != nil {
+		return nil, false
+	}
+	fileSize := s.size
+	probe := *s
+	terms, err := decodeIndex(b, &probe)
+	if err != nil || probe.size != fileSize || probe.firstPrevLink != expect.prevLink ||
+		probe.baseOffset != expect.offset || probe.last < probe.base || len(terms) == 0 {
+		return nil, false
+	}
+	sc := newEntryScanner(s.f, probe.lastPos, probe.size, l.opts.EntryBytesMax, 0)
+	h, raw, err := sc.next(true)
+	if err != nil || h.index != probe.last || entryLink(raw) != probe.lastLink || sc.pos != probe.size {
+		return nil, false
+	}
+	*s = probe
+	return terms, true
+}
+
+// scanSegment reads s from the start, verifying every entry against the
+// chain, and cuts it at the first bad one.
+// term is the term of the entry before s.
+func (l *Log) scanSegment(s *segment, expect chainPoint, term uint64, rec *Recovery) (cut bool, err error) {
+	fileSize := s.size
+	*s = *newSegment(s.name, s.base, s.fileGen, s.f, expect.prevLink, expect.offset)
+	sc := newEntryScanner(s.f, 0, fileSize, l.opts.EntryBytesMax, 0)
+	for {
+		at := sc.pos
+		h, raw, err := sc.next(true)
+		if err == io.EOF {
+			return false, nil
+		}
+		if err == nil {
+			err = checkChained(h, raw, expect, term)
+		}
+		if err != nil {
+			return true, l.cutSegment(s, at, fileSize, err, rec)
+		}
+		link := entryLink(raw)
+		s.noteAppended(h, link, at, int64(l.opts.IndexIntervalBytes))
+		l.terms = noteTerm(l.terms, h.index, h.term)
+		expect = chainPoint{index: h.index + 1, prevLink: link, offset: h.offsetAfter()}
+		term = h.term
+	}
+}
+
+var errChain = errors.New("entry does not continue the chain")
+
+// checkChained checks a CRC-valid entry continues the log.
+func checkChained(h entryHeader, raw []byte, expect chainPoint, term uint64) error {
+	switch {
+	case h.index != expect.index || h.prevLink != expect.prevLink || h.baseOffset != expect.offset || h.term < term:
+		return errChain
+	case h.kind == KindBatch && h.lastOffsetDelta < 0, h.kind != KindBatch && h.lastOffsetDelta != -1:
+		return errChain
+	}
+	return nil
+}
+
+// cutSegment records a cut of s at pos and truncates the file there.
+func (l *Log) cutSegment(s *segment, pos, fileSize int64, why error, rec *Recovery) error {
+	n, next := countEntries(s.f, pos, fileSize, l.opts.EntryBytesMax)
+	corrupt := (errors.Is(why, errChecksum) || errors.Is(why, errBadHeader)) && next < fileSize
+	if rec.Reason == "" {
+		rec.Reason = fmt.Sprintf("cut %s at byte %d: %v", s.name, pos, why)
+		rec.Segment, rec.Position = s.name, pos
+	}
+	rec.Corrupt = rec.Corrupt || corrupt
+	rec.EntriesCut += n
+	rec.BytesCut += fileSize - pos
+	if err := s.f.Truncate(pos); err != nil {
+		return err
+	}
+	l.markDirty(s.f)
+	return nil
+}
+
+// countEntries counts the complete-looking entries from pos (by their
+// length fields) and returns where the first one ends, for telling a torn
+// tail from damage followed by data.
+func countEntries(f File, pos, end int64, lengthMax int) (n int, firstEnd int64) {
+	sc := newEntryScanner(f, pos, end, lengthMax, 0)
+	firstEnd = end
+	for {
+		h, err := sc.peek()
+		if err != nil || sc.pos+h.size() > end {
+			return n, firstEnd
+		}
+		if n == 0 {
+			firstEnd = sc.pos + h.size()
+		}
+		sc.skip(h)
+		n++
+	}
+}
+
+// finishActive makes the chain's last segment the active one: one loaded
+// from its index is rescanned (the rule: the active segment is always
+// verified) and unsealed; an empty chain gets a fresh segment.
+func (l *Log) finishActive(rec *Recovery) error {
+	if len(l.segs) == 0 {
+		return l.startSegment(l.logStart.index, l.logStart.prevLink, l.logStart.offset)
+	}
+	s := l.active()
+	if !s.sealed {
+		return nil
+	}
+	expect := chainPoint{index: s.base, prevLink: s.firstPrevLink, offset: s.baseOffset}
+	l.terms = cutTermsAfter(l.terms, s.base-1)
+	prevTerm := l.snap.Term
+	if n := len(l.terms); n > 0 {
+		prevTerm = l.terms[n-1].term
+	}
+	size, err := s.f.Size()
+	if err != nil {
+		return err
+	}
+	s.size = size
+	if _, err := l.scanSegment(s, expect, prevTerm, rec); err != nil {
+		return err
+	}
+	return l.unseal(s)
+}
+
+// deleteUnchained deletes segment files not on the chain and index files
+// without a chained, sealed segment, and rebuilds missing index files.
+func (l *Log) deleteUnchained(files []segFile, idxNames, used map[string]bool, rec *Recovery) error {
+	for _, sf := range files {
+		if used[sf.name] {
+			continue
+		}
+		if f, err := l.fs.Open(path.Join(l.dir, sf.name)); err == nil {
+			if size, err := f.Size(); err == nil {
+				rec.BytesCut += size
+			}
+			f.Close()
+		}
+		if err := l.fs.Remove(path.Join(l.dir, sf.name)); err != nil && !isNotExist(err) {
+			return err
+		}
+		rec.SegmentsRemoved++
+		if rec.Reason == "" {
+			rec.Reason = "removed segment files not on the chain"
+		}
+		l.sy.dirDirty = true
+	}
+	sealed := map[string]bool{}
+	for _, s := range l.segs {
+		if s.sealed {
+			sealed[indexName(s.name)] = true
+		}
+	}
+	// Sorted: the order of removals reaches the file system (and what a
+	// simulated crash keeps).
+	for _, name := range sortedKeys(idxNames) {
+		if !sealed[name] {
+			if err := l.fs.Remove(path.Join(l.dir, name)); err != nil && !isNotExist(err) {
+				return err
+			}
+			l.sy.dirDirty = true
+		}
+	}
+	for _, s := range l.segs[:len(l.segs)-1] {
+		if !s.sealed {
+			if err := l.seal(s); err != nil {
+				return err
+			}
+			rec.IndexesRebuilt++
+		}
+	}
+	return nil
+}
+
+// restartAfterSnapshot gives a new log its first meta record, or restarts a
+// log whose entries end before its snapshot (damage) right after the
+// snapshot point, as a snapshot install would.
+func (l *Log) restartAfterSnapshot(found bool, rec *Recovery) error {
+	if found {
+		rec.Corrupt = true
+		rec.Reason = fmt.Sprintf("log ends at %d before the snapshot at %d; restarted after the snapshot", l.lastIndex, l.snap.Index)
+		for _, s := range l.segs {
+			rec.BytesCut += s.size
+			rec.SegmentsRemoved++
+			l.bury(s.f, s.name, 0)
+			if s.sealed {
+				l.bury(nil, indexName(s.name), 0)
+			}
+		}
+		l.segs, l.terms = nil, nil
+		l.logStart = chainPoint{index: l.snap.Index + 1, prevLink: anchor(l.snap.Index, l.snap.Term, l.snap.NextOffset, l.gen), offset: l.snap.NextOffset}
+		l.lastIndex, l.lastTerm, l.lastLink, l.nextOffset = l.snap.Index, l.snap.Term, l.logStart.prevLink, l.snap.NextOffset
+		if err := l.startSegment(l.logStart.index, l.logStart.prevLink, l.logStart.offset); err != nil {
+			return err
+		}
+	}
+	l.sy.metaVersion++ // write the meta record in syncRecovered
+	return nil
+}
+
+// syncRecovered makes everything Open returns durable.
+func (l *Log) syncRecovered() error {
+	l.markDirty(l.active().f)
+	if err := l.Sync(); err != nil {
+		return err
+	}
+	l.sy.durableIndex = l.lastIndex
+	return nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	//floe:unordered the keys are sorted below
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// closeFiles closes every file the log holds (after a failed Open or at
+// Close).
+func (l *Log) closeFiles() {
+	for _, s := range l.segs {
+		if s.f != nil {
+			s.f.Close()
+		}
+	}
+	l.segs = nil
+	for _, f := range l.sy.closeAfterSync {
+		f.Close()
+	}
+	l.sy.closeAfterSync = nil
+	for _, g := range l.graves {
+		if g.f != nil {
+			g.f.Close()
+		}
+	}
+	l.graves = nil
+	l.cleaner.abort(l)
+	l.sy.meta.close()
+}

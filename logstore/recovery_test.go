@@ -1,0 +1,220 @@
+package logstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"path"
+	"strings"
+	"testing"
+)
+
+// segmentNames lists the log's segment files, oldest first.
+func segmentNames(t *testing.T, fsys FS) []string {
+	t.Helper()
+	names, err := fsys.List("p0")
+	must(t, err)
+	var out []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".log") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func TestBitFlipInSealedSegmentIsDetectedOnRead(t *testing.T) {
+	fsys := newSim(3)
+	opts := Options{SegmentBytes: 2 << 10, IndexIntervalBytes: 256}
+	l, _ := openLog(t, fsys, opts)
+	want := appendBatches(t, l, 60, 2, 1, 0)
+	must(t, l.Close())
+	segs := segmentNames(t, fsys)
+	if len(segs) < 3 {
+		t.Fatalf("want several segments, have %v", segs)
+	}
+	// Flip one bit in the payload of an entry in the middle of the second
+	// (sealed) segment.
+	victim := path.Join("p0", segs[1])
+	data, err := fsys.ReadFile(victim)
+	must(t, err)
+	must(t, fsys.FlipBit(victim, int64(len(data)/2), 3))
+
+	l, rec := openLog(t, fsys, opts)
+	if rec.Reason != "" {
+		t.Fatalf("open scanned a sealed segment with a valid index: %+v", rec)
+	}
+	// Reading through the damaged segment fails with ErrCorrupt naming it,
+	// and never returns the damaged bytes.
+	var sawCorrupt bool
+	for off := l.StartOffset(); off < l.NextOffset(); off += 2 {
+		res, err := l.Read(off, 1<<20, l.NextOffset())
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), segs[1]) {
+				t.Fatalf("read %d: %v", off, err)
+			}
+			sawCorrupt = true
+			continue
+		}
+		for b := res.Data; len(b) > 0; {
+			n := int(binary.BigEndian.Uint32(b[8:])) + 12
+			h, err := parseBatchHeader(b[:n])
+			if err != nil {
+				t.Fatalf("read %d returned a malformed batch: %v", off, err)
+			}
+			if batchCRC(b[:n]) != h.crc {
+				t.Fatalf("read %d served a batch with a bad CRC", off)
+			}
+			b = b[n:]
+		}
+	}
+	if !sawCorrupt {
+		t.Fatal("no read hit the flipped bit")
+	}
+	if _, err := l.Entries(1, l.LastIndex()+1, -1); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Entries over the damage: %v, want ErrCorrupt", err)
+	}
+	// Entries outside the damaged segment still read.
+	if _, err := l.Entries(want[0].Index, want[0].Index+1, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Entries(l.LastIndex(), l.LastIndex()+1, -1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTornTailIsCutOnReopen(t *testing.T) {
+	fsys := newSim(4)
+	l, _ := openLog(t, fsys, Options{})
+	synced := appendBatches(t, l, 10, 3, 1, 0)
+	must(t, l.Sync())
+	appendBatches(t, l, 1, 50, 1, 0) // one big write...
+	if l.PrepareSync() == nil {      // ...reaches the file, but its fsync never runs...
+		t.Fatal("nothing to sync")
+	}
+	fsys.CrashWith(CrashTornLast) // ...and the crash tears it in half
+
+	l, rec := openLog(t, fsys, Options{})
+	if rec.Reason == "" || rec.BytesCut == 0 || rec.Corrupt {
+		t.Fatalf("recovery report %+v: want a cut torn tail, not corruption", rec)
+	}
+	if rec.Segment == "" || rec.Position <= 0 {
+		t.Fatalf("recovery report does not locate the cut: %+v", rec)
+	}
+	if err := sameEntries(allEntries(t, l), synced); err != nil {
+		t.Fatal(err)
+	}
+	if l.NextOffset() != 30 || l.DurableIndex() != 10 {
+		t.Fatalf("next %d durable %d", l.NextOffset(), l.DurableIndex())
+	}
+	// The log continues cleanly after the cut.
+	more := appendBatches(t, l, 3, 1, 2, 0)
+	must(t, l.Close())
+	l, rec = openLog(t, fsys, Options{})
+	if rec.Reason != "" {
+		t.Fatalf("second reopen cut again: %+v", rec)
+	}
+	if err := sameEntries(allEntries(t, l), append(synced, more...)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDamageInActiveSegmentIsReportedCorrupt(t *testing.T) {
+	fsys := newSim(5)
+	l, _ := openLog(t, fsys, Options{})
+	es := appendBatches(t, l, 20, 2, 1, 0)
+	must(t, l.Close())
+	seg := path.Join("p0", segmentNames(t, fsys)[0])
+	data, err := fsys.ReadFile(seg)
+	must(t, err)
+	must(t, fsys.FlipBit(seg, int64(len(data)/3), 0))
+	l, rec := openLog(t, fsys, Options{})
+	if !rec.Corrupt || rec.EntriesCut == 0 {
+		t.Fatalf("damage followed by data must be reported as corruption: %+v", rec)
+	}
+	got := allEntries(t, l)
+	if len(got) == 0 || len(got) >= len(es) {
+		t.Fatalf("kept %d of %d entries", len(got), len(es))
+	}
+	if err := sameEntries(got, es[:len(got)]); err != nil {
+		t.Fatal(err)
+	}
+	if rec.EntriesCut != len(es)-len(got) {
+		t.Fatalf("EntriesCut %d, but %d entries were lost", rec.EntriesCut, len(es)-len(got))
+	}
+}
+
+func TestStaleOrMissingIndexFileIsRebuilt(t *testing.T) {
+	fsys := newSim(6)
+	opts := Options{SegmentBytes: 1 << 10, IndexIntervalBytes: 128}
+	l, _ := openLog(t, fsys, opts)
+	es := appendBatches(t, l, 40, 2, 1, 0)
+	must(t, l.Close())
+	segs := segmentNames(t, fsys)
+	idx0 := path.Join("p0", indexName(segs[0]))
+	idx1 := path.Join("p0", indexName(segs[1]))
+	must(t, fsys.Remove(idx0))
+	must(t, fsys.TruncateFile(idx1, 20))
+	l, rec := openLog(t, fsys, opts)
+	if rec.IndexesRebuilt != 2 || rec.Reason != "" {
+		t.Fatalf("report %+v: want 2 indexes rebuilt, nothing cut", rec)
+	}
+	if err := sameEntries(allEntries(t, l), es); err != nil {
+		t.Fatal(err)
+	}
+	must(t, l.Close())
+	if !fsys.Exists(idx0) {
+		t.Fatal("index file not rewritten")
+	}
+	if _, rec = openLog(t, fsys, opts); rec.IndexesRebuilt != 0 {
+		t.Fatalf("rebuilt indexes did not stick: %+v", rec)
+	}
+}
+
+func TestSyncFailureFailsTheLog(t *testing.T) {
+	fsys := newSim(7)
+	l, _ := openLog(t, fsys, Options{})
+	synced := appendBatches(t, l, 5, 1, 1, 0)
+	must(t, l.Sync())
+	appendBatches(t, l, 5, 1, 1, 0)
+	fsys.FailNext(OpSync, "", nil)
+	if err := l.Sync(); !errors.Is(err, ErrFailed) {
+		t.Fatalf("sync: %v, want ErrFailed", err)
+	}
+	if l.DurableIndex() != 5 {
+		t.Fatalf("a failed sync advanced DurableIndex to %d", l.DurableIndex())
+	}
+	if err := l.Append(Entry{Index: 11, Term: 1, Kind: 9}); !errors.Is(err, ErrFailed) {
+		t.Fatalf("append after a failed sync: %v", err)
+	}
+	l.Close()
+	fsys.CrashWith(CrashLoseAll)
+	l, _ = openLog(t, fsys, Options{})
+	if err := sameEntries(allEntries(t, l), synced); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWriteFailureFailsTheLog(t *testing.T) {
+	fsys := newSim(8)
+	l, _ := openLog(t, fsys, Options{})
+	es := appendBatches(t, l, 3, 1, 1, 0)
+	must(t, l.Sync())
+	// Appends are buffered; the failing write surfaces when the buffer is
+	// written, here by the sync.
+	must(t, l.Append(Entry{Index: 4, Term: 1, Kind: 9, Data: []byte("x")}))
+	fsys.FailNext(OpWrite, "", nil)
+	if err := l.Sync(); !errors.Is(err, ErrFailed) {
+		t.Fatalf("sync with a failing write: %v", err)
+	}
+	if l.DurableIndex() != 3 {
+		t.Fatalf("durable %d after a failed write", l.DurableIndex())
+	}
+	if err := l.Append(Entry{Index: 5, Term: 1, Kind: 9}); !errors.Is(err, ErrFailed) {
+		t.Fatalf("append on a failed log: %v", err)
+	}
+	l.Close()
+	l, _ = openLog(t, fsys, Options{})
+	if err := sameEntries(allEntries(t, l), es); err != nil {
+		t.Fatal(err)
+	}
+}

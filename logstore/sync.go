@@ -1,0 +1,269 @@
+package logstore
+
+// Group commit. The reactor appends many times, then calls PrepareSync,
+// which captures what one sync will make durable: the files written since
+// the last sync (segments, index files, the meta file), whether the
+// directory changed, and the last index. SyncPlan.Run does the fsyncs and
+// nothing else, so the runtime may run it on an fsync goroutine while the
+// reactor keeps appending; FinishSync, back on the reactor, publishes the
+// new DurableIndex.
+//
+// Rules that make this safe:
+//   - At most one plan is in flight: PrepareSync returns nil until the
+//     previous plan's FinishSync.
+//   - While a plan is in flight the log never closes a file (the plan may be
+//     syncing it): files the log stops using go to a graveyard and are
+//     closed once no plan is in flight. Names may still be removed at once:
+//     an open handle outlives its name.
+//   - Removals of segment files wait until the next plan completes: a
+//     segment dropped because a snapshot covers it must not vanish before
+//     the meta record with that snapshot point is on disk, and segments
+//     dropped by a truncation must not vanish before the truncation of the
+//     segment it cut is on disk (else a crash could keep the old, uncut
+//     segment and lose the ones after it). The graveyard holds those names
+//     until FinishSync of a plan prepared after the removal.
+//   - A failed sync fails the log (ErrFailed): after fsync reports an
+//     error, what reached the disk is unknown, and retrying can report
+//     success for lost data. The node closes and reopens the log.
+
+import (
+	"errors"
+	"path"
+	"time"
+)
+
+// syncState is the log's durability bookkeeping.
+type syncState struct {
+	// durableIndex: entries up to it are durable. Invariant: <= lastIndex.
+	durableIndex uint64
+
+	dirty          []File // written since the last PrepareSync
+	dirDirty       bool
+	closeAfterSync []File // index files: closed once synced
+	inflight       *SyncPlan
+
+	meta             metaFiles
+	metaSeq          uint64    // seq of the newest record written
+	metaVersion      uint64    // bumped by every change the meta record holds
+	metaWritten      uint64    // metaVersion of the newest record written
+	writtenHS        HardState // what the newest record holds
+	durableSnapIndex uint64    // snapshot index of the newest durable record
+
+	planSeq     uint64 // plans prepared so far
+	durablePlan uint64 // seq of the newest plan finished successfully
+}
+
+// SyncPlan is one group commit: see the top of sync.go.
+type SyncPlan struct {
+	fsys       FS
+	dir        string
+	files      []File
+	syncDir    bool
+	closeAfter []File
+	err        error // a failure while preparing, reported by Run
+
+	lastIndex uint64
+	// limit caps what this plan may make durable: a truncation or a
+	// snapshot install while the plan is in flight lowers it.
+	limit       uint64
+	seq         uint64
+	hasMeta     bool // the plan writes a meta record holding snapIndex
+	snapIndex   uint64
+	startedMono time.Duration
+}
+
+// grave is a file the log no longer uses: f is closed when no plan is in
+// flight; name (if set) is removed once plan needPlan has finished.
+type grave struct {
+	f        File
+	name     string
+	needPlan uint64
+}
+
+func (l *Log) markDirty(f File) {
+	for _, d := range l.sy.dirty {
+		if d == f {
+			return
+		}
+	}
+	l.sy.dirty = append(l.sy.dirty, f)
+}
+
+// forget removes f from the files the next plan syncs (it is being retired).
+func (l *Log) forget(f File) {
+	for i, d := range l.sy.dirty {
+		if d == f {
+			l.sy.dirty = append(l.sy.dirty[:i], l.sy.dirty[i+1:]...)
+			return
+		}
+	}
+}
+
+// bury retires a file: closed when safe, and its name (if not "") removed
+// once plan needPlan has finished (0: at once).
+func (l *Log) bury(f File, name string, needPlan uint64) {
+	if f != nil {
+		l.forget(f)
+	}
+	l.graves = append(l.graves, grave{f: f, name: name, needPlan: needPlan})
+	l.collectGraves()
+}
+
+// afterNextSync is the needPlan of a removal that must wait for the next
+// plan.
+func (l *Log) afterNextSync() uint64 { return l.sy.planSeq + 1 }
+
+// gravesWaiting says whether a removal waits for a plan not yet prepared.
+func (l *Log) gravesWaiting() bool {
+	for _, g := range l.graves {
+		if g.name != "" && g.needPlan > l.sy.planSeq {
+			return true
+		}
+	}
+	return false
+}
+
+// collectGraves closes and removes what it safely can.
+func (l *Log) collectGraves() {
+	keep := l.graves[:0]
+	for _, g := range l.graves {
+		if g.f != nil && l.sy.inflight == nil {
+			g.f.Close()
+			g.f = nil
+		}
+		if g.name != "" && l.sy.durablePlan >= g.needPlan {
+			err := l.fs.Remove(path.Join(l.dir, g.name))
+			if err == nil || isNotExist(err) {
+				if err == nil {
+					l.sy.dirDirty = true
+				}
+				g.name = ""
+			}
+		}
+		if g.f != nil || g.name != "" {
+			keep = append(keep, g)
+		}
+	}
+	l.graves = keep
+}
+
+func isNotExist(err error) bool { return errors.Is(err, ErrNotExist) }
+
+// PrepareSync captures a group commit of everything written so far, or
+// returns nil when there is nothing to make durable, when a plan is already
+// in flight, or when the log has failed. It writes the meta record if the
+// hard state's term or vote, the snapshot, the start offset or the log start
+// changed.
+func (l *Log) PrepareSync() *SyncPlan {
+	sy := &l.sy
+	if sy.inflight != nil || l.failed != nil {
+		return nil
+	}
+	needMeta := sy.metaVersion > sy.metaWritten || l.hs.Term != sy.writtenHS.Term || l.hs.Vote != sy.writtenHS.Vote
+	if len(sy.dirty) == 0 && !sy.dirDirty && !needMeta && sy.durableIndex >= l.lastIndex && !l.gravesWaiting() {
+		return nil
+	}
+	flushErr := l.flush()
+	sy.planSeq++
+	p := &SyncPlan{err: flushErr, fsys: l.fs, dir: l.dir, lastIndex: l.lastIndex, limit: l.lastIndex, seq: sy.planSeq,
+		startedMono: l.monoNow(), syncDir: sy.dirDirty, closeAfter: sy.closeAfterSync}
+	if needMeta && p.err == nil {
+		p.err = l.writeMeta(p)
+	}
+	if sy.durableIndex < l.lastIndex {
+		l.markDirty(l.active().f)
+	}
+	p.files = sy.dirty
+	sy.dirty, sy.dirDirty, sy.closeAfterSync = nil, false, nil
+	sy.inflight = p
+	return p
+}
+
+// writeMeta writes the current meta record into the plan.
+func (l *Log) writeMeta(p *SyncPlan) error {
+	sy := &l.sy
+	sy.metaSeq++
+	f, err := sy.meta.write(metaState{seq: sy.metaSeq, hs: l.hs, snap: l.snap,
+		startOffset: l.startOffset, logStart: l.logStart})
+	if err != nil {
+		return err
+	}
+	l.markDirty(f)
+	sy.metaWritten = sy.metaVersion
+	sy.writtenHS = l.hs
+	p.hasMeta, p.snapIndex = true, l.snap.Index
+	return nil
+}
+
+// Run makes the plan durable: it fsyncs the captured files, then the
+// directory. It touches no Log state, so it may run on any goroutine.
+func (p *SyncPlan) Run() error {
+	if p.err != nil {
+		return p.err
+	}
+	for _, f := range p.files {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	if p.syncDir {
+		return p.fsys.SyncDir(p.dir)
+	}
+	return nil
+}
+
+// FinishSync completes plan p on the reactor with Run's result. On success
+// DurableIndex advances to what the plan covered; on failure the log fails.
+func (l *Log) FinishSync(p *SyncPlan, err error) {
+	sy := &l.sy
+	if p == nil || p != sy.inflight {
+		return
+	}
+	sy.inflight = nil
+	for _, f := range p.closeAfter {
+		f.Close()
+	}
+	l.stats.Syncs++
+	if l.opts.Clock != nil {
+		l.stats.SyncLatencySum += l.monoNow() - p.startedMono
+	}
+	if err != nil {
+		l.stats.SyncFailures++
+		l.fail(err)
+		l.collectGraves()
+		return
+	}
+	sy.durableIndex = max(sy.durableIndex, min(p.lastIndex, p.limit))
+	sy.durablePlan = p.seq
+	if p.hasMeta {
+		sy.durableSnapIndex = p.snapIndex
+	}
+	l.collectGraves()
+}
+
+// Sync is PrepareSync, Run and FinishSync in a row. It returns
+// ErrSyncInFlight if another plan is in flight.
+func (l *Log) Sync() error {
+	if l.sy.inflight != nil {
+		return ErrSyncInFlight
+	}
+	p := l.PrepareSync()
+	if p == nil {
+		return l.failed
+	}
+	err := p.Run()
+	l.FinishSync(p, err)
+	if err != nil {
+		return l.failed
+	}
+	return nil
+}
+
+// lowerDurable records that the log's content above index changed: neither
+// the current durable index nor a plan in flight may count past it.
+func (l *Log) lowerDurable(index uint64) {
+	l.sy.durableIndex = min(l.sy.durableIndex, index)
+	if p := l.sy.inflight; p != nil {
+		p.limit = min(p.limit, index)
+	}
+}

@@ -1,0 +1,97 @@
+package logstore
+
+import (
+	"fmt"
+)
+
+// TruncateAfter drops every entry after index (Raft conflict repair). It
+// may not cut at or below the snapshot index (ErrCompacted). The cut is
+// durable with the next sync; until then a crash may bring back the old
+// suffix, but never a mix of old and new entries (see the chain in
+// segment.go). Entries appended afterwards carry a new generation.
+func (l *Log) TruncateAfter(index uint64) error {
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if index >= l.lastIndex {
+		return nil
+	}
+	if index < l.snap.Index {
+		return fmt.Errorf("%w: truncate after %d, snapshot at %d", ErrCompacted, index, l.snap.Index)
+	}
+	k := l.segmentOf(index + 1)
+	s := l.segs[k]
+	if err := l.cutSegmentAfter(s, index); err != nil {
+		return err
+	}
+	for _, dead := range l.segs[k+1:] {
+		l.removeAfterSync(dead)
+	}
+	l.segs = l.segs[:k+1]
+	if s.sealed {
+		if err := l.unseal(s); err != nil {
+			return err
+		}
+	}
+	l.gen++
+	l.structVersion++
+	l.cleaner.cleanedThrough = min(l.cleaner.cleanedThrough, index)
+	l.terms = cutTermsAfter(l.terms, index)
+	l.refreshTail()
+	l.startOffset = min(l.startOffset, l.nextOffset)
+	l.lowerDurable(index)
+	return nil
+}
+
+// removeAfterSync retires a segment cut off by a truncation. Its file goes
+// once the next sync (which makes the cut durable) completes; if a crash
+// brings it back, it no longer chains and recovery deletes it.
+func (l *Log) removeAfterSync(s *segment) {
+	l.bury(s.f, s.name, l.afterNextSync())
+	if s.sealed {
+		l.bury(nil, indexName(s.name), l.afterNextSync())
+	}
+}
+
+// cutSegmentAfter truncates s so that its last entry is index (or s is
+// empty, if index < s.base), and recomputes what s knows about its end.
+func (l *Log) cutSegmentAfter(s *segment, index uint64) error {
+	_, cutPos, _, err := l.findEntry(index + 1)
+	if err != nil {
+		return err
+	}
+	if err := s.f.Truncate(cutPos); err != nil {
+		return l.fail(fmt.Errorf("truncate %s: %w", s.name, err))
+	}
+	l.markDirty(s.f)
+	cut := newSegment(s.name, s.base, s.fileGen, s.f, s.firstPrevLink, s.baseOffset)
+	cut.sealed, cut.openedMono, cut.maxGen = s.sealed, s.openedMono, s.maxGen
+	// Re-note the entries from the last sparse point at or before index, so
+	// the timestamps, links and index points come out exactly as appended.
+	k := 0
+	for k < len(s.sparse) && s.sparse[k].index <= index {
+		k++
+	}
+	pos := int64(0)
+	if k > 0 {
+		p := s.sparse[k-1]
+		cut.sparse = append(cut.sparse, s.sparse[:k-1]...)
+		cut.maxTimestamp = p.maxTsBefore
+		cut.baseOffset, cut.firstPrevLink = s.baseOffset, s.firstPrevLink
+		cut.last = p.index - 1
+		cut.bytesSinceIndex = l.opts.SegmentBytes // force a point at p
+		pos = p.pos
+	}
+	sc := l.scanner(s, pos, 0)
+	for sc.pos < cutPos {
+		at := sc.pos
+		h, raw, err := sc.next(false)
+		if err != nil {
+			return corruptAt(s, at, err)
+		}
+		cut.noteAppended(h, entryLink(raw), at, int64(l.opts.IndexIntervalBytes))
+	}
+	cut.size = cutPos
+	*s = *cut
+	return nil
+}

@@ -1,0 +1,208 @@
+package node
+
+// Fetch (key 1), versions 4-12.
+//
+// v4 is the first version whose responses carry v2 batches only (and
+// librdkafka needs 4 and 10 exactly); v9+ carries CurrentLeaderEpoch, which
+// is checked against the partition's Raft term (FENCED_LEADER_EPOCH when the
+// client's is older, UNKNOWN_LEADER_EPOCH when newer); v13+ (topic ids) is
+// not advertised. Fetch sessions (v7+) are declined the way KIP-227 allows:
+// the response's session id is 0, so clients send full fetches.
+//
+// Only the leader serves reads, and only once it has committed an entry of
+// its own term, so its high watermark never goes below one a previous
+// leader served. Records are the stored batches, returned whole and
+// undecoded, up to the high watermark: at most PartitionMaxBytes per
+// partition and MaxBytes in all, except that the first partition with data
+// always returns at least one whole batch (KIP-74). When fewer than MinBytes
+// are ready the fetch waits for up to MaxWaitMillis and is answered as soon
+// as a high watermark it watches moves far enough. IsolationLevel is
+// accepted; without transactions the last stable offset is the high
+// watermark.
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/partition"
+)
+
+func init() { register(1, 4, 12, serveFetch) }
+
+// fetchWait is a parked fetch.
+type fetchWait struct {
+	req     *kmsg.FetchRequest
+	respond func(kmsg.Response)
+	done    bool
+}
+
+func serveFetch(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.FetchRequest)
+	if req.Version >= 7 && req.SessionID != 0 {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		respond(resp)
+		return
+	}
+	resp, n, failed := r.evalFetch(req)
+	if failed || n >= int(req.MinBytes) || req.MaxWaitMillis <= 0 {
+		r.stats.BytesOut += int64(n)
+		respond(resp)
+		return
+	}
+	fw := &fetchWait{req: req, respond: respond}
+	r.fetches = append(r.fetches, fw)
+	r.env.Sched.After(time.Duration(req.MaxWaitMillis)*time.Millisecond, func() {
+		if fw.done {
+			return
+		}
+		r.finishFetch(fw)
+	})
+}
+
+func (r *Reactor) finishFetch(fw *fetchWait) {
+	fw.done = true
+	resp, n, _ := r.evalFetch(fw.req)
+	r.stats.BytesOut += int64(n)
+	fw.respond(resp)
+	r.dropDoneFetches()
+}
+
+// wakeFetches answers parked fetches whose partitions now have enough data.
+func (r *Reactor) wakeFetches() {
+	if len(r.fetches) == 0 {
+		return
+	}
+	for _, fw := range r.fetches {
+		if fw.done || !r.fetchMayHaveData(fw.req) {
+			continue
+		}
+		resp, n, failed := r.evalFetch(fw.req)
+		if failed || n >= int(fw.req.MinBytes) {
+			fw.done = true
+			r.stats.BytesOut += int64(n)
+			fw.respond(resp)
+		}
+	}
+	r.dropDoneFetches()
+}
+
+func (r *Reactor) dropDoneFetches() {
+	live := r.fetches[:0]
+	for _, fw := range r.fetches {
+		if !fw.done {
+			live = append(live, fw)
+		}
+	}
+	for i := len(live); i < len(r.fetches); i++ {
+		r.fetches[i] = nil
+	}
+	r.fetches = live
+}
+
+// fetchMayHaveData is the cheap test before a full evaluation: some
+// partition's high watermark is past the fetch offset, or it lost its
+// leader (the answer is then an error, which is news too).
+func (r *Reactor) fetchMayHaveData(req *kmsg.FetchRequest) bool {
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			p, ok := r.byName[topicPartition{rt.Topic, rp.Partition}]
+			if !ok || !p.IsLeader() || p.HighWatermark() > rp.FetchOffset {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// evalFetch builds a response from what is committed now. failed is set
+// when some partition has an error (the client should hear of it at once).
+func (r *Reactor) evalFetch(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	budget := int(req.MaxBytes)
+	if req.Version < 3 || budget <= 0 {
+		budget = 1 << 30
+	}
+	total, failed := 0, false
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := r.fetchPartition(rt.Topic, rp, &budget, total == 0)
+			total += len(sp.RecordBatches)
+			if sp.ErrorCode != 0 {
+				failed = true
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, total, failed
+}
+
+func (r *Reactor) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartition, budget *int, first bool) kmsg.FetchResponseTopicPartition {
+	sp := kmsg.NewFetchResponseTopicPartition()
+	sp.Partition = rp.Partition
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+	sp.PreferredReadReplica = -1
+	// Non-flexible versions encode nil bytes as a null (-1) length, which
+	// clients reject as a message set size; an empty partition is empty.
+	sp.RecordBatches = []byte{}
+	p, ok := r.byName[topicPartition{topic, rp.Partition}]
+	if !ok {
+		sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return sp
+	}
+	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
+		sp.ErrorCode = errCode(err)
+		return sp
+	}
+	if !p.Ready() {
+		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+		return sp
+	}
+	hw := p.HighWatermark()
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, p.StartOffset()
+	limit := min(int(rp.PartitionMaxBytes), *budget)
+	if limit <= 0 && !first {
+		return sp
+	}
+	data, err := p.Read(rp.FetchOffset, max(limit, 1))
+	if err != nil {
+		sp.ErrorCode = errCode(err)
+		if sp.ErrorCode == kerr.UnknownServerError.Code {
+			// A corrupt sealed segment: never serve it. The error is
+			// retriable; the replica is repaired from a peer.
+			sp.ErrorCode = kerr.KafkaStorageError.Code
+			r.stats.CorruptReads++
+		}
+		return sp
+	}
+	if len(data) > limit && !first {
+		return sp // only the first partition may exceed the budget
+	}
+	if len(data) > 0 {
+		sp.RecordBatches = data
+	}
+	*budget -= len(data)
+	return sp
+}
+
+// checkLeaderEpoch compares a client's idea of the leader epoch (-1: none)
+// with this replica's.
+func checkLeaderEpoch(p *partition.Partition, epoch int32) error {
+	if !p.IsLeader() {
+		return kerr.NotLeaderForPartition
+	}
+	switch {
+	case epoch < 0:
+		return nil
+	case uint64(epoch) < p.Term():
+		return kerr.FencedLeaderEpoch
+	case uint64(epoch) > p.Term():
+		return kerr.UnknownLeaderEpoch
+	}
+	return nil
+}

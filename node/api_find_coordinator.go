@@ -1,0 +1,69 @@
+package node
+
+// FindCoordinator (key 10), versions 0-4.
+//
+// Key type 0 (group, the only type v0 has): the coordinator is the leader
+// of __consumer_offsets partition PartitionFor(key, N), answered with that
+// broker's advertised address. The topic is created on the first request
+// (COORDINATOR_NOT_AVAILABLE until it exists and the partition has a
+// leader; clients retry). Key type 1 (transaction) gets
+// COORDINATOR_NOT_AVAILABLE: transactions are not supported yet. v4 batches
+// keys (CoordinatorKeys) and answers each in Coordinators; v0-3 carry one
+// key and answer at the top level.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/group"
+)
+
+func init() { register(10, 0, 4, serveFindCoordinator) }
+
+func serveFindCoordinator(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	for _, key := range keys {
+		resp.Coordinators = append(resp.Coordinators, r.findCoordinator(key, req.CoordinatorType))
+	}
+	if req.Version < 4 {
+		c := resp.Coordinators[0]
+		resp.Coordinators = nil
+		resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
+		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
+	}
+	respond(resp)
+}
+
+func (r *Reactor) findCoordinator(key string, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID, c.Port = key, -1, -1
+	fail := func(err error) { c.ErrorCode, c.ErrorMessage = errParts(err) }
+	switch keyType {
+	case 0:
+	case 1:
+		fail(withMessage(kerr.CoordinatorNotAvailable, "transactions are not supported yet"))
+		return c
+	default:
+		fail(kerr.InvalidRequest)
+		return c
+	}
+	t := r.offsetsTopic()
+	if t == nil || len(t.Partitions) == 0 {
+		r.ensureOffsetsTopic()
+		fail(kerr.CoordinatorNotAvailable)
+		return c
+	}
+	leader, _ := r.partitionLeader(&t.Partitions[group.PartitionFor(key, int32(len(t.Partitions)))])
+	b := r.ctl.state.Brokers[leader]
+	if leader < 0 || b == nil {
+		fail(kerr.CoordinatorNotAvailable)
+		return c
+	}
+	c.NodeID, c.Host, c.Port = b.ID, b.KafkaHost, b.KafkaPort
+	return c
+}

@@ -1,0 +1,20 @@
+package node
+
+// Heartbeat (key 12), versions 0-4: node/group's (group/sync.go), routed to
+// the group's coordinator; answered at once.
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func init() { register(12, 0, 4, serveHeartbeat) }
+
+func serveHeartbeat(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.HeartbeatRequest)
+	co, err := r.coordinatorFor(req.Group)
+	if err != nil {
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = err.Code
+		respond(resp)
+		return
+	}
+	respond(co.Heartbeat(r.monoNow(), req))
+}

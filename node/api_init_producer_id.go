@@ -1,0 +1,77 @@
+package node
+
+// InitProducerId (key 22), versions 0-4.
+//
+// Hands an idempotent producer a cluster-unique producer id at epoch 0.
+// Ids come in blocks the controller allocates through its log (so two
+// brokers never hand out the same id, even across restarts); a broker
+// asks for a new block when its block runs out. v3+ lets a producer that
+// already has an id bump its epoch (KIP-360), which resets its sequences;
+// at the last epoch it gets a new id instead. Transactional ids are not
+// supported yet: the request fails with TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+// v5 (KIP-890 transactions) is not advertised.
+
+import (
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/controller"
+)
+
+func init() { register(22, 0, 4, serveInitProducerID) }
+
+func serveInitProducerID(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.InitProducerIDRequest)
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if req.TransactionalID != nil {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		respond(resp)
+		return
+	}
+	if req.Version >= 3 && req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < math.MaxInt16-1 {
+		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1
+		respond(resp)
+		return
+	}
+	r.allocProducerID(func(pid int64, err error) {
+		if err != nil {
+			resp.ErrorCode = errCode(err)
+		} else {
+			resp.ProducerID, resp.ProducerEpoch = pid, 0
+		}
+		respond(resp)
+	})
+}
+
+// allocProducerID hands out the next id of the block in hand, asking the
+// controller for a new block when it runs out.
+func (r *Reactor) allocProducerID(done func(pid int64, err error)) {
+	if r.pidNext < r.pidEnd {
+		pid := r.pidNext
+		r.pidNext++
+		done(pid, nil)
+		return
+	}
+	r.pidWaiters = append(r.pidWaiters, done)
+	if len(r.pidWaiters) > 1 {
+		return // a block is already on its way
+	}
+	self := int32(r.self)
+	r.propose(&controller.Command{AllocProducerIDs: &self}, func(res controller.Result) {
+		waiters := r.pidWaiters
+		r.pidWaiters = nil
+		if res.Err != nil {
+			for _, w := range waiters {
+				w(-1, res.Err)
+			}
+			return
+		}
+		r.pidNext, r.pidEnd = res.ProducerIDBase, res.ProducerIDBase+controller.ProducerIDBlock
+		for _, w := range waiters {
+			r.allocProducerID(w)
+		}
+	})
+}

@@ -1,0 +1,110 @@
+package node
+
+// ListOffsets (key 2), versions 1-6.
+//
+// v1 is the first version with a single offset per partition (librdkafka
+// needs it); v4+ checks CurrentLeaderEpoch and returns the leader epoch;
+// v7 (max timestamp, -3) is not advertised. Timestamp -2 asks for the log
+// start offset, -1 for the high watermark (the next offset a consumer will
+// see), any other value for the first committed offset whose record
+// timestamp is at or after it (-1 offset when there is none). Only the
+// leader answers, once it has committed an entry of its own term.
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/partition"
+	"github.com/floe-broker/floe/node/records"
+)
+
+func init() { register(2, 1, 6, serveListOffsets) }
+
+func serveListOffsets(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			st.Partitions = append(st.Partitions, r.listOffset(rt.Topic, rp))
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	respond(resp)
+}
+
+func (r *Reactor) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartition) kmsg.ListOffsetsResponseTopicPartition {
+	sp := kmsg.NewListOffsetsResponseTopicPartition()
+	sp.Partition = rp.Partition
+	sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+	p, ok := r.byName[topicPartition{topic, rp.Partition}]
+	if !ok {
+		sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return sp
+	}
+	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
+		sp.ErrorCode = errCode(err)
+		return sp
+	}
+	if !p.Ready() {
+		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+		return sp
+	}
+	sp.LeaderEpoch = int32(p.Term())
+	switch rp.Timestamp {
+	case -2:
+		sp.Offset = p.StartOffset()
+	case -1:
+		sp.Offset = p.HighWatermark()
+	default:
+		sp.Offset, sp.Timestamp = offsetForTime(p, rp.Timestamp)
+	}
+	return sp
+}
+
+// offsetForTime finds the first committed record with a timestamp at or
+// after ts. The log's time index finds the first batch whose max timestamp
+// qualifies; the records inside it say which one is first.
+func offsetForTime(p *partition.Partition, ts int64) (offset, timestamp int64) {
+	off := p.OffsetForTime(ts)
+	if off < 0 {
+		return -1, -1
+	}
+	data, err := p.Read(off, 1)
+	if err != nil || len(data) == 0 {
+		return -1, -1
+	}
+	batches, err := records.Split(data)
+	if err != nil {
+		return -1, -1
+	}
+	for _, b := range batches {
+		h, err := records.ParseHeader(b)
+		if err != nil {
+			return -1, -1
+		}
+		found, foundTS := int64(-1), int64(-1)
+		_ = records.Records(b, func(rec records.Record) error {
+			o := h.BaseOffset + int64(rec.OffsetDelta)
+			t := h.BaseTimestamp + rec.TimestampDelta
+			if h.HasLogAppendTime() {
+				t = h.MaxTimestamp
+			}
+			if o >= off && t >= ts {
+				found, foundTS = o, t
+				return errStop
+			}
+			return nil
+		})
+		if found >= 0 && found < p.HighWatermark() {
+			return found, foundTS
+		}
+	}
+	return -1, -1
+}
+
+// errStop ends a record walk early.
+var errStop = errors.New("stop")

@@ -1,0 +1,163 @@
+package node
+
+// Metadata (key 3), versions 0-12.
+//
+// Lists the registered brokers (each with the Kafka address it advertises),
+// the controller (the controller group's Raft leader), and the requested
+// topics (all when the list is null; none when it is empty, v1+). A
+// partition's leader is what this broker's own replica of it knows when it
+// hosts one, else the leader last reported to the controller. ISR is the
+// set of voters the leader has heard from recently; off the leader it is
+// the replica set.
+//
+// Unknown topics are created when auto-creation is on and the request
+// allows it (v4+; always allowed before v4, as Kafka does); the answer is
+// then LEADER_NOT_AVAILABLE and the client asks again. v10+ may name topics
+// by id. v13 (top-level error code) is not advertised.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/controller"
+)
+
+func init() { register(3, 0, 12, serveMetadata) }
+
+func serveMetadata(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	st := r.ctl.state
+	resp.ClusterID = kmsg.StringPtr(st.ClusterID)
+	resp.ControllerID = -1
+	if lead := r.controllerLeader(); lead != 0 {
+		resp.ControllerID = int32(lead)
+	}
+	resp.Brokers = r.metadataBrokers()
+
+	if req.Topics == nil {
+		for _, name := range st.TopicNames() {
+			resp.Topics = append(resp.Topics, r.metadataTopic(st.Topics[name]))
+		}
+		respond(resp)
+		return
+	}
+	autoCreate := r.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	for _, rt := range req.Topics {
+		t := lookupTopic(st, rt.Topic, rt.TopicID)
+		if t != nil {
+			resp.Topics = append(resp.Topics, r.metadataTopic(t))
+			continue
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic = rt.Topic
+		mt.TopicID = rt.TopicID
+		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		if rt.Topic != nil && autoCreate {
+			if err := controller.ValidateTopicName(*rt.Topic); err != nil {
+				mt.ErrorCode = kerr.InvalidTopicException.Code
+			} else {
+				r.autoCreate(*rt.Topic)
+				mt.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
+	respond(resp)
+}
+
+func lookupTopic(st *controller.State, name *string, id [16]byte) *controller.Topic {
+	if name != nil {
+		return st.Topics[*name]
+	}
+	if id == ([16]byte{}) {
+		return nil
+	}
+	for _, n := range st.TopicNames() {
+		if st.Topics[n].ID == id {
+			return st.Topics[n]
+		}
+	}
+	return nil
+}
+
+func (r *Reactor) metadataBrokers() []kmsg.MetadataResponseBroker {
+	st := r.ctl.state
+	var out []kmsg.MetadataResponseBroker
+	for _, id := range st.BrokerIDs() {
+		b := st.Brokers[id]
+		// A decommissioned broker leaves Metadata once it holds no replica,
+		// unless it is a controller voter (clients must still reach the
+		// controller through it).
+		if b.Decommissioned && !r.holdsReplicas(id) && !containsU64(r.ctl.rep.Conf().Voters, uint64(id)) {
+			continue
+		}
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = b.ID, b.KafkaHost, b.KafkaPort
+		if b.Rack != "" {
+			mb.Rack = kmsg.StringPtr(b.Rack)
+		}
+		out = append(out, mb)
+	}
+	return out
+}
+
+// holdsReplicas reports whether a broker still holds a replica of any
+// partition (or is the target of a move).
+func (r *Reactor) holdsReplicas(id int32) bool {
+	st := r.ctl.state
+	for _, name := range st.TopicNames() {
+		for _, p := range st.Topics[name].Partitions {
+			if containsID(p.Replicas, id) || containsID(p.Target, id) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (r *Reactor) metadataTopic(t *controller.Topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = kmsg.StringPtr(t.Name)
+	mt.TopicID = t.ID
+	mt.IsInternal = t.Internal
+	for i := range t.Partitions {
+		p := &t.Partitions[i]
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.Index
+		mp.Leader, mp.LeaderEpoch = r.partitionLeader(p)
+		mp.Replicas = append([]int32(nil), p.Replicas...)
+		mp.ISR = r.partitionISR(p)
+		if mp.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+// partitionLeader returns the leader and epoch of a partition as well as
+// this broker knows them.
+func (r *Reactor) partitionLeader(p *controller.Partition) (int32, int32) {
+	if lp, ok := r.parts[p.Group]; ok && lp.Leader() != 0 {
+		return int32(lp.Leader()), int32(lp.Term())
+	}
+	if p.Leader > 0 {
+		return p.Leader, p.LeaderEpoch
+	}
+	return -1, -1
+}
+
+// partitionISR returns the replicas in sync: on the leader, the voters
+// Raft has heard from within an election timeout; elsewhere, the replicas.
+func (r *Reactor) partitionISR(p *controller.Partition) []int32 {
+	lp, ok := r.parts[p.Group]
+	if !ok || !lp.IsLeader() {
+		return append([]int32(nil), p.Replicas...)
+	}
+	var isr []int32
+	for _, id := range r.activeVoters(lp.Replica()) {
+		isr = append(isr, int32(id))
+	}
+	return isr
+}

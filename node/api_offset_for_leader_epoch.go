@@ -1,0 +1,50 @@
+package node
+
+// OffsetForLeaderEpoch (key 23), versions 0-4.
+//
+// Clients (KIP-320) ask, after a leader change, where the epoch they last
+// read from ends, and truncate their position if it is past that. The
+// partition's leader epoch is its Raft term, so the end offset of epoch E
+// is the offset of the first entry of a later term, found by binary search
+// over the log's terms; the current epoch ends at the log end. v2+ checks
+// CurrentLeaderEpoch. Only the leader answers.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(23, 0, 4, serveOffsetForLeaderEpoch) }
+
+func serveOffsetForLeaderEpoch(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.LeaderEpoch, sp.EndOffset = -1, -1
+			p, ok := r.byName[topicPartition{rt.Topic, rp.Partition}]
+			switch {
+			case !ok:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case req.Version >= 2 && checkLeaderEpoch(p, rp.CurrentLeaderEpoch) != nil:
+				sp.ErrorCode = errCode(checkLeaderEpoch(p, rp.CurrentLeaderEpoch))
+			case !p.Ready():
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+			default:
+				end, epoch := p.EpochEndOffset(rp.LeaderEpoch)
+				// Never point past what consumers can see.
+				if end > p.HighWatermark() {
+					end = p.HighWatermark()
+				}
+				sp.EndOffset, sp.LeaderEpoch = end, epoch
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	respond(resp)
+}

@@ -1,0 +1,221 @@
+package node
+
+// Produce (key 0), versions 0-11; v0-2 are advertised only so librdkafka
+// detects codec support, and are answered UNSUPPORTED_VERSION (as Kafka 4
+// does): they predate the v2 batch format Floe stores.
+//
+// Each partition's records must be exactly one v2 batch (v3+ rule). It is
+// validated whole (magic, lengths, CRC, codec, record framing, size against
+// max.message.bytes, keys on compacted topics) before anything is written;
+// a bad batch gets CORRUPT_MESSAGE, INVALID_RECORD or MESSAGE_TOO_LARGE and
+// the log is untouched. The leader assigns offsets and proposes the batch to
+// the partition's Raft group.
+//
+// acks=0: no response at all. acks=1: answered once the leader has
+// appended (not yet replicated nor fsynced: documented as weaker). acks=-1:
+// answered once the batch is committed — fsynced on a quorum — and applied
+// on the leader, or REQUEST_TIMED_OUT after the request's timeout (the
+// write may still happen: retry with idempotence). min.insync.replicas is
+// checked against the voters the leader heard from recently
+// (NOT_ENOUGH_REPLICAS). Idempotent batches follow kafka-notes.md: a
+// duplicate is answered with its original offset once that is committed.
+// Transactional produce is not supported yet.
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/partition"
+	"github.com/floe-broker/floe/node/records"
+)
+
+func init() { register(0, 0, 11, serveProduce) }
+
+// produceTimeoutDefault applies when a client sends no timeout.
+const produceTimeoutDefault = 30 * time.Second
+
+// producing is one Produce request waiting for its partitions.
+type producing struct {
+	resp      *kmsg.ProduceResponse
+	respond   func(kmsg.Response)
+	remaining int
+	done      bool
+}
+
+func (pr *producing) finish() {
+	if pr.done {
+		return
+	}
+	pr.done = true
+	pr.respond(pr.resp)
+}
+
+func serveProduce(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	// remaining starts at one for the loop below, so a partition whose
+	// commit is already known (a duplicate of an applied batch) cannot
+	// complete the request before the other partitions are appended.
+	pr := &producing{resp: resp, respond: respond, remaining: 1}
+	now := r.env.Clock.Now()
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	for ti, rt := range req.Topics {
+		for pi, rp := range rt.Partitions {
+			sp := &resp.Topics[ti].Partitions[pi]
+			r.produceOne(req, rt.Topic, rp.Records, sp, pr, now)
+		}
+	}
+	pr.remaining--
+	if req.Acks == 0 {
+		pr.done = true
+		respond(nil)
+		return
+	}
+	if pr.remaining == 0 {
+		pr.finish()
+		return
+	}
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	if timeout <= 0 {
+		timeout = produceTimeoutDefault
+	}
+	r.env.Sched.After(timeout, func() {
+		if pr.done {
+			return
+		}
+		for ti := range resp.Topics {
+			for pi := range resp.Topics[ti].Partitions {
+				sp := &resp.Topics[ti].Partitions[pi]
+				if sp.BaseOffset == pendingOffset {
+					sp.BaseOffset = -1
+					sp.ErrorCode = kerr.RequestTimedOut.Code
+				}
+			}
+		}
+		pr.finish()
+	})
+}
+
+// pendingOffset marks a partition whose commit is still awaited.
+const pendingOffset = -2
+
+func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte, sp *kmsg.ProduceResponseTopicPartition, pr *producing, now time.Time) {
+	fail := func(err error) { sp.ErrorCode, sp.ErrorMessage = errParts(err) }
+	if req.Version < 3 {
+		fail(kerr.UnsupportedVersion)
+		return
+	}
+	if req.TransactionID != nil {
+		fail(withMessage(kerr.TransactionalIDAuthorizationFailed, "transactions are not supported yet"))
+		return
+	}
+	p, ok := r.byName[topicPartition{topic, sp.Partition}]
+	if !ok {
+		fail(kerr.UnknownTopicOrPartition)
+		return
+	}
+	if t := r.ctl.state.Topics[topic]; t != nil && t.Internal {
+		// Internal topics hold the brokers' own state (group offsets) in
+		// their own record format; a client write would corrupt it.
+		fail(withMessage(kerr.TopicAuthorizationFailed, "internal topics are written by the brokers only"))
+		return
+	}
+	if !p.IsLeader() {
+		fail(kerr.NotLeaderForPartition)
+		return
+	}
+	h, err := validateProduce(data, p.Cfg)
+	if err != nil {
+		r.stats.BadBatches++
+		fail(err)
+		return
+	}
+	if req.Acks == -1 && len(r.activeVoters(p.Replica())) < p.Cfg.MinInsyncReplicas {
+		fail(kerr.NotEnoughReplicas)
+		return
+	}
+	res, err := p.Append(data, h, now)
+	if err != nil {
+		fail(err)
+		return
+	}
+	sp.LogStartOffset = p.StartOffset()
+	if p.Cfg.LogAppendTime {
+		sp.LogAppendTime = now.UnixMilli()
+	}
+	if !res.Duplicate {
+		r.stats.BytesIn += int64(len(data))
+		r.stats.RecordsIn += int64(h.RecordCount)
+	}
+	if req.Acks != -1 && !res.Duplicate {
+		sp.BaseOffset = res.BaseOffset
+		return
+	}
+	sp.BaseOffset = pendingOffset
+	pr.remaining++
+	base := res.BaseOffset
+	p.WaitCommit(res.Index, res.Term, base, func(err error) {
+		if pr.done {
+			return
+		}
+		if err != nil {
+			sp.BaseOffset = -1
+			fail(err)
+		} else {
+			sp.BaseOffset = base
+		}
+		pr.remaining--
+		if pr.remaining == 0 {
+			pr.finish()
+		}
+	})
+}
+
+// validateProduce checks that data is exactly one well-formed batch that
+// the topic accepts.
+func validateProduce(data []byte, cfg partition.Config) (records.Header, error) {
+	batches, err := records.Split(data)
+	if err != nil {
+		return records.Header{}, err
+	}
+	if len(batches) != 1 {
+		return records.Header{}, withMessage(kerr.InvalidRecord, "a produce request must carry exactly one batch per partition")
+	}
+	s, err := records.ValidateWith(data, records.ValidateOptions{MaxMessageBytes: cfg.MaxMessageBytes, RequireKeys: cfg.Compact})
+	if err != nil {
+		return records.Header{}, kerrOf(err)
+	}
+	if s.IsTransactional() {
+		return records.Header{}, withMessage(kerr.InvalidRecord, "transactional batches are not supported yet")
+	}
+	if s.MaxTimestamp != s.Header.MaxTimestamp && s.MaxTimestamp != records.NoTimestamp {
+		// The time index trusts the batch's maxTimestamp; a client that
+		// wrote a wrong one gets it corrected, as Kafka does.
+		if err := records.SetMaxTimestamp(data, s.MaxTimestamp); err != nil {
+			return records.Header{}, kerrOf(err)
+		}
+		s.Header.MaxTimestamp = s.MaxTimestamp
+	}
+	return s.Header, nil
+}
+
+// kerrOf maps a records validation error to its Kafka error.
+func kerrOf(err error) error {
+	code := records.ErrorCode(err)
+	if ke := kerr.ErrorForCode(code); ke != nil {
+		return withMessage(ke, err.Error())
+	}
+	return withMessage(kerr.CorruptMessage, err.Error())
+}

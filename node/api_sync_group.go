@@ -1,0 +1,21 @@
+package node
+
+// SyncGroup (key 14), versions 0-5: node/group's (group/sync.go), routed to
+// the group's coordinator. The leader's SyncGroup is answered once its
+// assignment is committed to __consumer_offsets; followers wait for it.
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func init() { register(14, 0, 5, serveSyncGroup) }
+
+func serveSyncGroup(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.SyncGroupRequest)
+	co, err := r.coordinatorFor(req.Group)
+	if err != nil {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = err.Code
+		respond(resp)
+		return
+	}
+	co.SyncGroup(r.monoNow(), req, func(resp *kmsg.SyncGroupResponse) { respond(resp) })
+}

@@ -1,0 +1,207 @@
+package node
+
+import (
+	"path"
+
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/logstore"
+	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node/controller"
+	"github.com/floe-broker/floe/node/replica"
+)
+
+// EntryCommand is the Raft entry type of a controller command.
+const EntryCommand = replica.EntryBatch + 8
+
+// ctlSnapshotEvery is how many applied controller entries pass between
+// snapshots of the metadata (each snapshot lets the log drop its prefix).
+const ctlSnapshotEvery = 1024
+
+// ctlGroup is this node's replica of the controller group.
+type ctlGroup struct {
+	r     *Reactor
+	rep   *replica.Replica
+	state *controller.State
+	dirty bool // applied a change not yet reconciled with local replicas
+
+	lead       uint64
+	term       uint64
+	sinceSnap  int
+	leaderSeen bool
+}
+
+// Restore implements replica.StateMachine.
+func (c *ctlGroup) Restore(meta consensus.SnapshotMeta, sd replica.SnapshotData) error {
+	st, err := controller.Restore(sd.App)
+	if err != nil {
+		return err
+	}
+	if st.ClusterID == "" {
+		st.ClusterID = c.r.cfg.ClusterID
+	}
+	c.state = st
+	c.dirty = true
+	return nil
+}
+
+// Apply implements replica.StateMachine.
+func (c *ctlGroup) Apply(e consensus.Entry) {
+	c.sinceSnap++
+	switch e.Type {
+	case EntryCommand:
+		cmd, err := controller.DecodeCommand(e.Data)
+		if err != nil {
+			c.r.env.Logf("node %d: controller entry %d does not decode: %v", c.r.self, e.Index, err)
+			return
+		}
+		res := c.state.Apply(cmd)
+		c.dirty = true
+		if cmd.ReqID != "" {
+			c.r.resolveForward(cmd.ReqID, res)
+		}
+	case consensus.EntryConfChange:
+		cc, err := consensus.UnmarshalConfChange(e.Data)
+		if err == nil && len(cc.Context) > 0 && cc.NodeID != c.r.self {
+			if res, ok := c.r.env.Net.(netx.Resolver); ok {
+				res.SetPeer(netx.NodeID(cc.NodeID), string(cc.Context))
+			}
+		}
+	}
+}
+
+// maybeSnapshot records the metadata at the applied index as the log's
+// snapshot point and drops the log prefix before it.
+func (c *ctlGroup) maybeSnapshot() {
+	if c.sinceSnap < ctlSnapshotEvery || c.rep.Busy() {
+		return
+	}
+	idx := c.rep.Applied()
+	term, err := c.rep.Log.Term(idx)
+	if err != nil {
+		return
+	}
+	sd := replica.SnapshotData{Conf: c.rep.Conf(), App: c.state.Snapshot()}
+	m := logstore.SnapshotMeta{Index: idx, Term: term, Data: replica.EncodeSnapshotData(sd)}
+	if err := c.rep.Log.SetSnapshot(m); err != nil {
+		c.r.env.Logf("node %d: controller snapshot: %v", c.r.self, err)
+		return
+	}
+	if _, err := c.rep.Log.CompactTo(idx); err != nil {
+		c.r.env.Logf("node %d: controller compact: %v", c.r.self, err)
+	}
+	c.sinceSnap = 0
+}
+
+// controllerLeader returns the controller group's leader as this node knows
+// it, or 0.
+func (r *Reactor) controllerLeader() uint64 {
+	if r.ctl == nil {
+		return 0
+	}
+	return r.ctl.lead
+}
+
+// Metadata returns the applied cluster metadata (callers must not keep it
+// across events).
+func (r *Reactor) Metadata() *controller.State { return r.ctl.state }
+
+// reconcile brings the local replicas in line with the metadata: opens the
+// partitions placed here, dooms those no longer placed here, refreshes
+// topic configs and peer addresses.
+func (r *Reactor) reconcile() {
+	c := r.ctl
+	if !c.dirty {
+		return
+	}
+	c.dirty = false
+	st := c.state
+	if res, ok := r.env.Net.(netx.Resolver); ok {
+		for _, id := range st.BrokerIDs() {
+			b := st.Brokers[id]
+			if uint64(id) != r.self && b.RaftAddr != "" {
+				res.SetPeer(netx.NodeID(id), b.RaftAddr)
+			}
+		}
+	}
+	want := map[uint64]bool{}
+	for _, name := range st.TopicNames() {
+		t := st.Topics[name]
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			if !containsID(p.Replicas, int32(r.self)) && !containsID(p.Target, int32(r.self)) {
+				continue
+			}
+			want[p.Group] = true
+			if err := r.ensurePartition(t, p); err != nil {
+				r.fatal(err)
+				return
+			}
+			r.parts[p.Group].Cfg = r.topicConfig(t)
+		}
+	}
+	for _, g := range r.groupIDs() {
+		if g != controller.ControllerGroup && !want[g] {
+			r.doomed[g] = true
+		}
+	}
+}
+
+// reapDoomed deletes the local replicas of partitions no longer placed here
+// (deleted topics, finished reassignments) once no Ready is in flight.
+func (r *Reactor) reapDoomed() {
+	for _, g := range sortedKeys(r.doomed) {
+		p, ok := r.parts[g]
+		if !ok {
+			delete(r.doomed, g)
+			continue
+		}
+		rep := p.Replica()
+		if rep.Busy() {
+			continue
+		}
+		p.FailWaiters(errUnknownPartition)
+		r.host.Remove(consensus.GroupID(g))
+		delete(r.parts, g)
+		delete(r.byName, topicPartition{p.Topic, p.Index})
+		delete(r.doomed, g)
+		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)
+		_ = rep.Log.Close()
+		if err := removeAll(r.env.FS, dir); err != nil {
+			r.env.Logf("node %d: remove %s: %v", r.self, dir, err)
+		}
+	}
+}
+
+// removeAll removes a log directory and its files, then syncs the parent so
+// the removal is durable.
+func removeAll(fs logstore.FS, dir string) error {
+	names, err := fs.List(dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := fs.Remove(path.Join(dir, n)); err != nil {
+			return err
+		}
+	}
+	if err := fs.Remove(dir); err != nil {
+		return err
+	}
+	return fs.SyncDir(path.Dir(dir))
+}
+
+// Ready reports whether the broker can serve clients: a controller leader is
+// known and this broker's registration has been applied. The reason says
+// what is missing.
+func (r *Reactor) Ready() (bool, string) {
+	if r.stopped {
+		return false, "stopped"
+	}
+	if r.controllerLeader() == 0 {
+		return false, "no controller leader yet"
+	}
+	if _, ok := r.ctl.state.Brokers[int32(r.self)]; !ok {
+		return false, "broker not registered yet"
+	}
+	return true, ""
+}

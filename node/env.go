@@ -1,0 +1,127 @@
+package node
+
+import (
+	"math/rand"
+	"time"
+
+	"github.com/floe-broker/floe/clock"
+	"github.com/floe-broker/floe/logstore"
+	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node/group"
+)
+
+// Env is everything a Reactor gets from the world. The production runtime
+// and the simulator each build one.
+type Env struct {
+	Clock clock.Clock
+	// Sched runs a function later on the reactor's own thread.
+	Sched clock.Scheduler
+	FS    logstore.FS
+	Net   netx.Transport
+	Disk  Disk
+	// Rand is the reactor's only randomness (Raft election timeouts,
+	// producer id jitter). The simulator seeds it.
+	Rand *rand.Rand
+	// Logf logs a line (the simulator adds it to its trace).
+	Logf func(format string, args ...any)
+	// Fatal is called when the node cannot go on (an fsync failed: the page
+	// cache may have dropped the data, so the only safe answer is to stop
+	// and recover from what is durable). Production exits the process; the
+	// simulator crashes the node.
+	Fatal func(err error)
+	// Buggify, when set (simulation only), makes fault sites inside
+	// product code fire with small seeded probabilities.
+	Buggify *rand.Rand
+}
+
+// Disk runs fsyncs off the reactor.
+//
+// Contract: Sync runs every plan (in any order, possibly in parallel) and
+// then calls done exactly once on the reactor's thread with the first error,
+// or nil. It never calls done synchronously from inside Sync. Plans handed to
+// one Sync call may be grouped with other calls' into one round of fsyncs
+// (group commit).
+type Disk interface {
+	Sync(plans []*logstore.SyncPlan, done func(err error))
+}
+
+// Peer is an initial controller voter.
+type Peer struct {
+	ID       int32
+	RaftAddr string
+}
+
+// Config is a broker's static configuration.
+type Config struct {
+	NodeID    int32
+	ClusterID string
+	// KafkaHost and KafkaPort are the address clients are told to use.
+	KafkaHost string
+	KafkaPort int32
+	RaftAddr  string
+	Rack      string
+	// Peers are the initial controller voters. Empty means a single-node
+	// cluster whose only voter is this node. A node that is not among them
+	// joins an existing cluster as a controller learner.
+	Peers []Peer
+	// Join is the Raft address of a running broker to ask for admission
+	// when this node is not an initial voter.
+	Join string
+	// DataDir is the directory, inside Env.FS, holding every log.
+	DataDir string
+
+	TickInterval   time.Duration
+	ElectionTicks  int
+	HeartbeatTicks int
+
+	AutoCreateTopics       bool
+	DefaultPartitions      int32
+	DefaultReplication     int16 // 0: min(3, brokers)
+	OffsetsTopicPartitions int32
+	// TopicDefaults overrides Kafka's topic config defaults broker-wide.
+	TopicDefaults map[string]string
+	// ForwardTimeout bounds how long a broker waits for the controller to
+	// apply a command it asked for.
+	ForwardTimeout time.Duration
+	// Groups configures the consumer group coordinator (zero: Kafka's
+	// defaults).
+	Groups group.Config
+}
+
+// withDefaults fills unset fields.
+func (c Config) withDefaults() Config {
+	if c.NodeID == 0 {
+		c.NodeID = 1
+	}
+	if c.ClusterID == "" {
+		c.ClusterID = "floe"
+	}
+	if c.KafkaHost == "" {
+		c.KafkaHost = "127.0.0.1"
+	}
+	if c.KafkaPort == 0 {
+		c.KafkaPort = 9092
+	}
+	if c.TickInterval == 0 {
+		c.TickInterval = 50 * time.Millisecond
+	}
+	if c.ElectionTicks == 0 {
+		c.ElectionTicks = 10
+	}
+	if c.HeartbeatTicks == 0 {
+		c.HeartbeatTicks = 2
+	}
+	if c.DefaultPartitions == 0 {
+		c.DefaultPartitions = 1
+	}
+	if c.OffsetsTopicPartitions == 0 {
+		c.OffsetsTopicPartitions = 16
+	}
+	if c.ForwardTimeout == 0 {
+		c.ForwardTimeout = 30 * time.Second
+	}
+	if c.DataDir == "" {
+		c.DataDir = "."
+	}
+	return c
+}

@@ -1,0 +1,328 @@
+package group
+
+import (
+	"container/heap"
+	"math/rand"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fakeTimers is a deterministic timer heap driven by the test's clock.
+type fakeTimers struct {
+	q   timerQueue
+	seq uint64
+	now *time.Duration
+}
+
+type timerEntry struct {
+	at  time.Duration
+	seq uint64
+	fn  func(time.Duration)
+}
+
+type timerQueue []timerEntry
+
+func (q timerQueue) Len() int { return len(q) }
+func (q timerQueue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q timerQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *timerQueue) Push(x any)   { *q = append(*q, x.(timerEntry)) }
+func (q *timerQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+func (f *fakeTimers) After(d time.Duration, fn func(time.Duration)) {
+	f.seq++
+	heap.Push(&f.q, timerEntry{at: *f.now + max(d, 0), seq: f.seq, fn: fn})
+}
+
+// fakeLog is __consumer_offsets as the coordinator sees it. Writes commit
+// at once unless hold is set; then commitAll or failAll decides them.
+// committed keeps every committed record in order, for replay.
+type fakeLog struct {
+	hold      bool
+	queued    []pendingWrite
+	committed []Record
+	writes    int
+	now       *time.Duration
+	failWith  error // when set, every write fails with it
+}
+
+type pendingWrite struct {
+	recs []Record
+	done func(time.Duration, error)
+}
+
+func (l *fakeLog) Write(recs []Record, done func(time.Duration, error)) {
+	l.writes++
+	if l.failWith != nil {
+		done(*l.now, l.failWith)
+		return
+	}
+	if l.hold {
+		l.queued = append(l.queued, pendingWrite{recs, done})
+		return
+	}
+	l.committed = append(l.committed, recs...)
+	done(*l.now, nil)
+}
+
+func (l *fakeLog) commitAll() {
+	q := l.queued
+	l.queued = nil
+	for _, w := range q {
+		l.committed = append(l.committed, w.recs...)
+		w.done(*l.now, nil)
+	}
+}
+
+func (l *fakeLog) failAll(err error) {
+	q := l.queued
+	l.queued = nil
+	for _, w := range q {
+		w.done(*l.now, err)
+	}
+}
+
+// harness drives one coordinator with a fake clock, timers and log.
+type harness struct {
+	t      *testing.T
+	now    time.Duration
+	timers *fakeTimers
+	log    *fakeLog
+	cfg    Config
+	c      *Coordinator
+	known  map[string]int32 // topic → partitions; nil: everything exists
+	rand   *rand.Rand       // shared across failovers, as the node's is
+}
+
+func newHarness(t *testing.T, cfg Config) *harness {
+	h := &harness{t: t, cfg: cfg, rand: rand.New(rand.NewSource(1))}
+	h.timers = &fakeTimers{now: &h.now}
+	h.log = &fakeLog{now: &h.now}
+	h.c = New(cfg, h.env())
+	h.c.Start(h.now)
+	return h
+}
+
+func (h *harness) env() Env {
+	return Env{
+		Log: h.log, Timers: h.timers, Rand: h.rand,
+		WallMillis: func() int64 { return 1_700_000_000_000 + int64(h.now/time.Millisecond) },
+		Known: func(topic string, p int32) bool {
+			if h.known == nil {
+				return true
+			}
+			n, ok := h.known[topic]
+			return ok && p >= 0 && p < n
+		},
+	}
+}
+
+// advance moves the clock forward by d, firing due timers in order.
+func (h *harness) advance(d time.Duration) {
+	end := h.now + d
+	for h.timers.q.Len() > 0 && h.timers.q[0].at <= end {
+		e := heap.Pop(&h.timers.q).(timerEntry)
+		h.now = e.at
+		e.fn(h.now)
+	}
+	h.now = end
+}
+
+// failover replaces the coordinator with a new one rebuilt from the
+// committed records, as a new leader of the partition would.
+func (h *harness) failover() {
+	h.c.Close()
+	h.timers.q = nil
+	h.c = New(h.cfg, h.env())
+	for _, r := range h.log.committed {
+		if err := h.c.Replay(r.Key, r.Value); err != nil {
+			h.t.Fatalf("replay: %v", err)
+		}
+	}
+	h.c.Start(h.now)
+}
+
+// reply captures the one answer a request must get.
+type reply[T any] struct {
+	t     *testing.T
+	n     int
+	resp  *T
+	label string
+}
+
+func (r *reply[T]) set(resp *T) {
+	r.n++
+	if r.n > 1 {
+		r.t.Errorf("%s answered %d times", r.label, r.n)
+	}
+	r.resp = resp
+}
+
+func (r *reply[T]) must() *T {
+	r.t.Helper()
+	if r.n == 0 {
+		r.t.Fatalf("%s not answered", r.label)
+	}
+	return r.resp
+}
+
+func (r *reply[T]) parked() bool { return r.n == 0 }
+
+// joinSpec is one JoinGroup.
+type joinSpec struct {
+	group     string
+	member    string
+	instance  string
+	client    string
+	version   int16
+	session   time.Duration
+	rebalance time.Duration
+	protocols []string // names; metadata is consumerMeta(topics)
+	topics    []string
+}
+
+func (h *harness) join(s joinSpec) *reply[kmsg.JoinGroupResponse] {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Version = s.version
+	if req.Version == 0 {
+		req.Version = 9 // the default; build v0 requests by hand
+	}
+	req.Group, req.MemberID, req.ProtocolType = s.group, s.member, "consumer"
+	req.SessionTimeoutMillis = int32(orDur(s.session, 10*time.Second) / time.Millisecond)
+	req.RebalanceTimeoutMillis = int32(orDur(s.rebalance, 20*time.Second) / time.Millisecond)
+	if s.instance != "" {
+		inst := s.instance
+		req.InstanceID = &inst
+	}
+	protos := s.protocols
+	if len(protos) == 0 {
+		protos = []string{"range"}
+	}
+	topics := s.topics
+	if topics == nil {
+		topics = []string{"t"}
+	}
+	for _, p := range protos {
+		jp := kmsg.NewJoinGroupRequestProtocol()
+		jp.Name, jp.Metadata = p, consumerMeta(topics)
+		req.Protocols = append(req.Protocols, jp)
+	}
+	r := &reply[kmsg.JoinGroupResponse]{t: h.t, label: "join " + s.member + s.instance}
+	client := s.client
+	if client == "" {
+		client = "c"
+	}
+	h.c.JoinGroup(h.now, Client{ID: client, Host: "/127.0.0.1"}, req, r.set)
+	return r
+}
+
+func orDur(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+func consumerMeta(topics []string) []byte {
+	m := kmsg.NewConsumerMemberMetadata()
+	m.Version = 1
+	m.Topics = topics
+	return m.AppendTo(nil)
+}
+
+// joinNew performs the KIP-394 dance for a new dynamic member: the first
+// join gets MEMBER_ID_REQUIRED and an id; the second join parks.
+func (h *harness) joinNew(group string) (string, *reply[kmsg.JoinGroupResponse]) {
+	h.t.Helper()
+	first := h.join(joinSpec{group: group}).must()
+	if first.ErrorCode != kerr.MemberIDRequired.Code || first.MemberID == "" {
+		h.t.Fatalf("first join: code %d id %q, want MEMBER_ID_REQUIRED with an id", first.ErrorCode, first.MemberID)
+	}
+	return first.MemberID, h.join(joinSpec{group: group, member: first.MemberID})
+}
+
+func (h *harness) sync(group, member string, gen int32, assign map[string]string) *reply[kmsg.SyncGroupResponse] {
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.Version = 5
+	req.Group, req.MemberID, req.Generation = group, member, gen
+	for _, id := range sortedMapKeys(assign) {
+		a := kmsg.NewSyncGroupRequestGroupAssignment()
+		a.MemberID, a.MemberAssignment = id, []byte(assign[id])
+		req.GroupAssignment = append(req.GroupAssignment, a)
+	}
+	r := &reply[kmsg.SyncGroupResponse]{t: h.t, label: "sync " + member}
+	h.c.SyncGroup(h.now, req, r.set)
+	return r
+}
+
+func (h *harness) heartbeat(group, member string, gen int32) int16 {
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Version = 4
+	req.Group, req.MemberID, req.Generation = group, member, gen
+	return h.c.Heartbeat(h.now, req).ErrorCode
+}
+
+func (h *harness) commit(group, member string, gen int32, topic string, partition int32, offset int64) *reply[kmsg.OffsetCommitResponse] {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version = 8
+	req.Group, req.MemberID, req.Generation = group, member, gen
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = partition, offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	r := &reply[kmsg.OffsetCommitResponse]{t: h.t, label: "commit"}
+	h.c.OffsetCommit(h.now, req, r.set)
+	return r
+}
+
+func commitCode(resp *kmsg.OffsetCommitResponse) int16 { return resp.Topics[0].Partitions[0].ErrorCode }
+
+// fetch returns the committed offset of one partition (and its error).
+func (h *harness) fetch(group, topic string, partition int32, requireStable bool) (int64, int16) {
+	rt := kmsg.NewOffsetFetchRequestGroupTopic()
+	rt.Topic, rt.Partitions = topic, []int32{partition}
+	g := h.c.FetchOffsets(group, []kmsg.OffsetFetchRequestGroupTopic{rt}, requireStable)
+	p := g.Topics[0].Partitions[0]
+	return p.Offset, p.ErrorCode
+}
+
+func sortedMapKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// state returns a group's state name.
+func (h *harness) state(group string) string {
+	s, _ := h.c.GroupState(group)
+	return s.String()
+}
+
+func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
+	t.Helper()
+	wantCode := int16(0)
+	if want != nil {
+		wantCode = want.Code
+	}
+	if got != wantCode {
+		t.Fatalf("%s: error %v, want %v", what, kerr.ErrorForCode(got), want)
+	}
+}

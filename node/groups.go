@@ -1,0 +1,165 @@
+package node
+
+import (
+	"fmt"
+	"path"
+
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/logstore"
+	"github.com/floe-broker/floe/node/controller"
+	"github.com/floe-broker/floe/node/partition"
+	"github.com/floe-broker/floe/node/replica"
+)
+
+// raftConfig is the Raft configuration every group on this node shares.
+func (r *Reactor) raftConfig() consensus.Config {
+	return consensus.Config{
+		ID:                         r.self,
+		ElectionTicks:              r.cfg.ElectionTicks,
+		HeartbeatTicks:             r.cfg.HeartbeatTicks,
+		MaxSizePerMsg:              1 << 20,
+		MaxInflightMsgs:            256,
+		MaxInflightBytes:           32 << 20,
+		MaxUncommittedEntriesBytes: 256 << 20,
+		CheckQuorum:                true,
+		PreVote:                    true,
+		Rand:                       r.env.Rand,
+	}
+}
+
+// bootstrap writes a new group's first entries when this node is one of its
+// initial voters: one configuration change per voter at term 1, committed.
+// Every initial voter writes the same entries, so their logs agree from the
+// start, and a replica added later learns the full membership by replaying
+// them like any other entry.
+func bootstrap(log *logstore.Log, voters []uint64) error {
+	if log.LastIndex() != 0 || log.Snapshot().Index != 0 || len(voters) == 0 {
+		return nil
+	}
+	es := make([]logstore.Entry, len(voters))
+	for i, v := range voters {
+		cc := consensus.ConfChange{Type: consensus.ConfAddVoter, NodeID: v}
+		es[i] = replica.ToLog(consensus.Entry{Term: 1, Index: uint64(i + 1), Type: consensus.EntryConfChange, Data: cc.Marshal()})
+	}
+	if err := log.Append(es...); err != nil {
+		return err
+	}
+	log.SetHardState(logstore.HardState{Term: 1, Commit: uint64(len(voters))})
+	return log.Sync()
+}
+
+func (r *Reactor) logOptions(segmentBytes int64) logstore.Options {
+	return logstore.Options{SegmentBytes: segmentBytes, Clock: r.env.Clock}
+}
+
+// openController opens (or, on first boot, creates) the controller group.
+func (r *Reactor) openController() error {
+	dir := path.Join(r.cfg.DataDir, "controller")
+	log, rec, err := logstore.Open(r.env.FS, dir, r.logOptions(64<<20))
+	if err != nil {
+		return fmt.Errorf("node: controller log: %w", err)
+	}
+	if rec.EntriesCut > 0 {
+		r.env.Logf("node %d: controller log recovery cut %d entries: %s", r.self, rec.EntriesCut, rec.Reason)
+	}
+	if r.isInitialVoter() {
+		if err := bootstrap(log, r.initialVoters()); err != nil {
+			return fmt.Errorf("node: controller bootstrap: %w", err)
+		}
+	}
+	c := &ctlGroup{r: r, state: controller.NewState(r.cfg.ClusterID)}
+	rep, err := replica.New(replica.Config{Group: consensus.GroupID(controller.ControllerGroup), Raft: r.raftConfig()}, log, c)
+	if err != nil {
+		return err
+	}
+	c.rep = rep
+	r.ctl = c
+	r.host.Add(consensus.GroupID(controller.ControllerGroup), rep.Raft)
+	return nil
+}
+
+func (r *Reactor) initialVoters() []uint64 {
+	if len(r.cfg.Peers) == 0 {
+		if r.cfg.Join != "" {
+			return nil // joining a running cluster: its voters will tell us
+		}
+		return []uint64{r.self}
+	}
+	ids := make([]uint64, 0, len(r.cfg.Peers))
+	for _, p := range r.cfg.Peers {
+		ids = append(ids, uint64(p.ID))
+	}
+	return ids
+}
+
+func (r *Reactor) isInitialVoter() bool {
+	for _, id := range r.initialVoters() {
+		if id == r.self {
+			return true
+		}
+	}
+	return false
+}
+
+func partitionDir(dataDir, topic string, index int32, group uint64) string {
+	return path.Join(dataDir, "partitions", fmt.Sprintf("%s-%d-%d", topic, index, group))
+}
+
+// ensurePartition opens the local replica of a partition, creating its log
+// on first sight. A replica that is one of the partition's initial voters
+// bootstraps the group; one added later starts empty and is caught up by
+// the leader.
+func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) error {
+	if _, ok := r.parts[p.Group]; ok {
+		return nil
+	}
+	cfg := r.topicConfig(t)
+	log, rec, err := logstore.Open(r.env.FS, partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group), r.logOptions(cfg.SegmentBytes))
+	if err != nil {
+		return fmt.Errorf("node: open %s-%d: %w", t.Name, p.Index, err)
+	}
+	if rec.EntriesCut > 0 {
+		r.env.Logf("node %d: %s-%d recovery cut %d entries: %s", r.self, t.Name, p.Index, rec.EntriesCut, rec.Reason)
+	}
+	if p.Target == nil && containsID(p.Replicas, int32(r.self)) && !r.everHadConf(p) {
+		voters := make([]uint64, len(p.Replicas))
+		for i, id := range p.Replicas {
+			voters[i] = uint64(id)
+		}
+		if err := bootstrap(log, voters); err != nil {
+			_ = log.Close()
+			return fmt.Errorf("node: bootstrap %s-%d: %w", t.Name, p.Index, err)
+		}
+	}
+	part := partition.New(t.Name, p.Index, cfg)
+	rep, err := replica.New(replica.Config{Group: consensus.GroupID(p.Group), Raft: r.raftConfig()}, log, part)
+	if err != nil {
+		_ = log.Close()
+		return err
+	}
+	part.Attach(rep)
+	r.parts[p.Group] = part
+	r.byName[topicPartition{t.Name, p.Index}] = part
+	r.host.Add(consensus.GroupID(p.Group), rep.Raft)
+	if len(p.Replicas) > 0 && p.Replicas[0] == int32(r.self) && p.Target == nil && rep.Raft.Status().Lead == 0 {
+		// The preferred leader campaigns at once instead of waiting out an
+		// election timeout: a new topic is writable in one round trip.
+		rep.Raft.Campaign()
+	}
+	return nil
+}
+
+// everHadConf reports whether the partition's membership has changed since
+// creation (then only the leader may tell a fresh replica who the voters
+// are). The controller records each change with SetReplicas and the target
+// of a reassignment; a partition that never moved has neither.
+func (r *Reactor) everHadConf(p *controller.Partition) bool { return p.Moved }
+
+func containsID(ids []int32, id int32) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,354 @@
+package node
+
+// Consumer groups on the node: one group.Coordinator per partition of
+// __consumer_offsets that this broker leads.
+//
+// The coordinator of a group is the leader of partition
+// PartitionFor(group, N) of __consumer_offsets (Kafka's hash, so tools
+// agree). The topic (internal, compacted, N = Config.OffsetsTopicPartitions,
+// the default replication factor) is created through the controller on the
+// first FindCoordinator. When a local replica of one of its partitions
+// becomes a ready leader (it has committed an entry of its own term, so its
+// high watermark covers everything earlier leaders committed), the
+// coordinator is rebuilt by replaying the partition's committed records;
+// until then group requests get COORDINATOR_LOAD_IN_PROGRESS. When the
+// replica stops leading (or changes term), the coordinator is closed: its
+// parked requests get NOT_COORDINATOR, and writes in flight fail through
+// the partition's own waiters. Requests for groups of partitions led
+// elsewhere get NOT_COORDINATOR.
+//
+// Hooks the rest of the node calls: syncCoordinators after every apply and
+// on every tick (reconciles coordinators with leadership), GroupLags for
+// metrics.
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/floe-broker/floe/node/controller"
+	"github.com/floe-broker/floe/node/group"
+	"github.com/floe-broker/floe/node/partition"
+	"github.com/floe-broker/floe/node/records"
+)
+
+// groupCoordinators is the reactor's consumer-group state.
+//
+// Invariant: every shard's coordinator is open and its partition was a
+// ready leader in shard.term when last reconciled.
+type groupCoordinators struct {
+	shards   map[uint64]*coordShard // by Raft group of the offsets partition
+	creating bool                   // a CreateTopic for __consumer_offsets is in flight
+}
+
+// coordShard is the coordinator of one offsets partition.
+type coordShard struct {
+	index int32
+	term  uint64
+	coord *group.Coordinator
+}
+
+// offsetsTopic returns __consumer_offsets, or nil before it exists.
+func (r *Reactor) offsetsTopic() *controller.Topic {
+	return r.ctl.state.Topics[group.OffsetsTopic]
+}
+
+// ensureOffsetsTopic asks the controller to create __consumer_offsets,
+// once at a time. In a multi-broker cluster it waits until enough brokers
+// have registered for the default replication factor, so the topic is not
+// created under-replicated for ever by the first FindCoordinator.
+func (r *Reactor) ensureOffsetsTopic() {
+	if r.groups.creating || r.offsetsTopic() != nil {
+		return
+	}
+	if r.cfg.DefaultReplication == 0 && len(r.cfg.Peers) > 0 && len(r.ctl.state.Brokers) < min(3, len(r.cfg.Peers)) {
+		return
+	}
+	t, err := r.planTopic(topicSpec{
+		name: group.OffsetsTopic, partitions: r.cfg.OffsetsTopicPartitions, replication: -1,
+		// Kafka's offsets.topic.segment.bytes: compaction works on closed
+		// segments, so a smaller segment keeps replay after failover short.
+		configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600"}, internal: true,
+	})
+	if err != nil {
+		r.env.Logf("node %d: plan %s: %v", r.self, group.OffsetsTopic, err)
+		return
+	}
+	r.groups.creating = true
+	r.propose(&controller.Command{CreateTopic: t}, func(controller.Result) { r.groups.creating = false })
+}
+
+// coordinatorFor returns the local coordinator of a group, or the error a
+// request for it gets.
+func (r *Reactor) coordinatorFor(name string) (*group.Coordinator, *kerr.Error) {
+	t := r.offsetsTopic()
+	if t == nil || len(t.Partitions) == 0 {
+		return nil, kerr.NotCoordinator
+	}
+	cp := &t.Partitions[group.PartitionFor(name, int32(len(t.Partitions)))]
+	p, ok := r.parts[cp.Group]
+	if !ok || !p.IsLeader() {
+		return nil, kerr.NotCoordinator
+	}
+	if sh := r.groups.shards[cp.Group]; sh == nil || sh.term != p.Term() {
+		r.syncShard(cp)
+	}
+	sh := r.groups.shards[cp.Group]
+	if sh == nil {
+		return nil, kerr.CoordinatorLoadInProgress
+	}
+	return sh.coord, nil
+}
+
+// syncCoordinators opens, rebuilds and closes coordinators to match which
+// offsets partitions this node leads now.
+func (r *Reactor) syncCoordinators() {
+	if r.groups.shards == nil {
+		r.groups.shards = map[uint64]*coordShard{}
+	}
+	t := r.offsetsTopic()
+	want := map[uint64]bool{}
+	if t != nil {
+		for i := range t.Partitions {
+			want[t.Partitions[i].Group] = true
+			r.syncShard(&t.Partitions[i])
+		}
+	}
+	for _, g := range sortedKeys(r.groups.shards) {
+		if !want[g] {
+			r.closeShard(g)
+		}
+	}
+}
+
+// syncShard reconciles the coordinator of one offsets partition.
+func (r *Reactor) syncShard(cp *controller.Partition) {
+	if r.groups.shards == nil {
+		r.groups.shards = map[uint64]*coordShard{}
+	}
+	p, ok := r.parts[cp.Group]
+	sh := r.groups.shards[cp.Group]
+	if !ok || !p.Ready() {
+		if sh != nil {
+			r.closeShard(cp.Group)
+		}
+		return
+	}
+	if sh != nil && sh.term == p.Term() {
+		return
+	}
+	if sh != nil {
+		r.closeShard(cp.Group)
+	}
+	coord, err := r.loadCoordinator(p)
+	if err != nil {
+		r.env.Logf("node %d: load %s-%d: %v", r.self, p.Topic, p.Index, err)
+		return // retried on the next tick; requests get COORDINATOR_LOAD_IN_PROGRESS
+	}
+	r.groups.shards[cp.Group] = &coordShard{index: cp.Index, term: p.Term(), coord: coord}
+}
+
+func (r *Reactor) closeShard(g uint64) {
+	if sh := r.groups.shards[g]; sh != nil {
+		sh.coord.Close()
+		delete(r.groups.shards, g)
+	}
+}
+
+// loadCoordinator builds a coordinator from the partition's committed
+// records, keeping the last value per key.
+func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, error) {
+	g := p.Replica().Group
+	term := p.Term()
+	coord := group.New(r.groupConfig(), group.Env{
+		Log:        &offsetsLog{r: r, group: uint64(g), term: term},
+		Timers:     reactorTimers{r},
+		Rand:       r.env.Rand,
+		WallMillis: func() int64 { return r.env.Clock.Now().UnixMilli() },
+		Known:      r.partitionExists,
+	})
+	skipped := 0
+	for off := p.StartOffset(); off < p.HighWatermark(); {
+		data, err := p.Read(off, 1<<20)
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == 0 {
+			break
+		}
+		batches, err := records.Split(data)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range batches {
+			h, err := records.ParseHeader(b)
+			if err != nil {
+				return nil, err
+			}
+			off = h.NextOffset()
+			if h.IsControl() {
+				continue
+			}
+			err = records.Records(b, func(rec records.Record) error {
+				if coord.Replay(rec.Key, rec.Value) != nil {
+					skipped++
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	if skipped > 0 {
+		r.env.Logf("node %d: %s-%d: skipped %d records that do not decode", r.self, p.Topic, p.Index, skipped)
+	}
+	coord.Start(r.env.Clock.Monotonic())
+	return coord, nil
+}
+
+// partitionExists reports whether the metadata has this topic partition.
+func (r *Reactor) partitionExists(topic string, partition int32) bool {
+	t := r.ctl.state.Topics[topic]
+	return t != nil && partition >= 0 && int(partition) < len(t.Partitions)
+}
+
+// groupConfig is the coordinators' configuration.
+func (r *Reactor) groupConfig() group.Config { return r.cfg.Groups }
+
+// offsetsLog is a coordinator's group.Log: its offsets partition, written
+// as the leader of the term the coordinator was loaded in.
+type offsetsLog struct {
+	r     *Reactor
+	group uint64
+	term  uint64
+}
+
+// Write implements group.Log: one uncompressed batch, appended on the
+// leader path and reported once committed (acks=all).
+func (l *offsetsLog) Write(recs []group.Record, done func(now time.Duration, err error)) {
+	r := l.r
+	fail := func(err error) { done(r.env.Clock.Monotonic(), err) }
+	p, ok := r.parts[l.group]
+	if !ok || !p.IsLeader() || p.Term() != l.term {
+		fail(kerr.NotLeaderForPartition)
+		return
+	}
+	now := r.env.Clock.Now()
+	rs := make([]records.Record, len(recs))
+	for i, rec := range recs {
+		rs[i] = records.Record{Key: rec.Key, Value: rec.Value}
+	}
+	batch := records.Build(records.BuildOptions{Codec: records.CodecNone, BaseTimestamp: now.UnixMilli()}, rs)
+	h, err := records.ParseHeader(batch)
+	if err != nil {
+		fail(kerr.UnknownServerError)
+		return
+	}
+	if max := p.Cfg.MaxMessageBytes; max > 0 && len(batch) > max {
+		fail(kerr.MessageTooLarge)
+		return
+	}
+	res, err := p.Append(batch, h, now)
+	if err != nil {
+		fail(err)
+		return
+	}
+	p.WaitCommit(res.Index, res.Term, res.BaseOffset, func(err error) { done(r.env.Clock.Monotonic(), err) })
+	r.queueProcess()
+}
+
+// reactorTimers is group.Timers on the reactor's scheduler.
+type reactorTimers struct{ r *Reactor }
+
+func (t reactorTimers) After(d time.Duration, fn func(now time.Duration)) {
+	r := t.r
+	r.env.Sched.After(d, func() {
+		if r.stopped {
+			return
+		}
+		fn(r.env.Clock.Monotonic())
+		r.queueProcess()
+	})
+}
+
+// groupClient is how a coordinator sees a request's connection.
+func groupClient(c Client) group.Client {
+	host := c.Remote
+	if i := strings.LastIndexByte(host, ':'); i >= 0 {
+		host = host[:i]
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return group.Client{ID: c.ClientID, Host: "/" + host}
+}
+
+func (r *Reactor) monoNow() time.Duration { return r.env.Clock.Monotonic() }
+
+// GroupLag is one group's position on one partition.
+type GroupLag struct {
+	Group     string
+	Topic     string
+	Partition int32
+	Committed int64
+	// LogEnd is the partition's high watermark as this broker knows it
+	// (exact on its leader); -1 when this broker holds no replica.
+	LogEnd int64
+	// Lag is LogEnd - Committed (never negative), or -1 when LogEnd is
+	// unknown.
+	Lag int64
+}
+
+// GroupLags returns the lag of every group this broker coordinates, per
+// committed partition, sorted by group, topic and partition. Groups
+// coordinated elsewhere are reported by their own coordinator's broker.
+func (r *Reactor) GroupLags() []GroupLag {
+	var out []GroupLag
+	for _, g := range sortedKeys(r.groups.shards) {
+		for _, o := range r.groups.shards[g].coord.Committed() {
+			gl := GroupLag{Group: o.Group, Topic: o.Topic, Partition: o.Partition, Committed: o.Offset, LogEnd: -1, Lag: -1}
+			if p, ok := r.byName[topicPartition{o.Topic, o.Partition}]; ok {
+				gl.LogEnd = p.HighWatermark()
+				gl.Lag = max(0, gl.LogEnd-o.Offset)
+			}
+			out = append(out, gl)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Group != b.Group {
+			return a.Group < b.Group
+		}
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return out
+}
+
+// localCoordinators returns the open coordinators, in partition order (for
+// ListGroups, which asks each).
+func (r *Reactor) localCoordinators() []*group.Coordinator {
+	shards := make([]*coordShard, 0, len(r.groups.shards))
+	for _, g := range sortedKeys(r.groups.shards) {
+		shards = append(shards, r.groups.shards[g])
+	}
+	sort.Slice(shards, func(i, j int) bool { return shards[i].index < shards[j].index })
+	out := make([]*group.Coordinator, len(shards))
+	for i, sh := range shards {
+		out[i] = sh.coord
+	}
+	return out
+}
+
+// groupsAfterApply reconciles the coordinator of g when g is a partition of
+// __consumer_offsets: it may just have become a ready leader.
+func (r *Reactor) groupsAfterApply(g uint64) {
+	t, cp, ok := r.ctl.state.PartitionByGroup(g)
+	if !ok || t.Name != group.OffsetsTopic {
+		return
+	}
+	r.syncShard(cp)
+}

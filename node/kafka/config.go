@@ -1,0 +1,113 @@
+package kafka
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Config configures a Server. The zero value of every field means its
+// default.
+type Config struct {
+	// Addr is the TCP address to listen on; default DefaultAddr. Use
+	// "127.0.0.1:0" for a free port and read Server.Addr.
+	Addr string
+	// MaxRequestBytes caps a request's size prefix (Kafka's
+	// socket.request.max.bytes); a larger, negative or too-small prefix
+	// closes the connection before anything is allocated for it. Default
+	// 100 MiB.
+	MaxRequestBytes int32
+	// MaxInFlightPerConn is how many requests of one connection may await
+	// their response; at the limit the server stops reading from that
+	// connection (backpressure through TCP). Default 128.
+	MaxInFlightPerConn int
+	// Versions is the advertised table: the APIs the handler implements.
+	// Default DefaultVersions(). ApiVersions itself is always the server's.
+	Versions []ApiRange
+	// IdleTimeout closes a connection that sends nothing and awaits no
+	// response for this long (Kafka's connections.max.idle.ms), and one
+	// whose client stops reading responses for this long. Default 10
+	// minutes; negative disables it.
+	IdleTimeout time.Duration
+	// Logger receives protocol errors (debug), handler contract violations
+	// (warn) and recovered panics (error). Default: discard.
+	Logger *slog.Logger
+	// Observer receives metrics events; default none.
+	Observer Observer
+}
+
+// Defaults.
+const (
+	DefaultAddr               = "127.0.0.1:9092"
+	DefaultMaxRequestBytes    = 100 << 20
+	DefaultMaxInFlightPerConn = 128
+	DefaultIdleTimeout        = 10 * time.Minute
+)
+
+func (c Config) withDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.MaxInFlightPerConn <= 0 {
+		c.MaxInFlightPerConn = DefaultMaxInFlightPerConn
+	}
+	if c.Versions == nil {
+		c.Versions = DefaultVersions()
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
+	return c
+}
+
+// Observer receives the server's metrics events. Methods are called from
+// connection goroutines, concurrently: implementations must be safe for
+// that and fast (update counters, nothing more).
+type Observer interface {
+	// ObserveRequest is called once per request read in full. apiKey and
+	// version are -1 when the request was not understood (an unknown key
+	// or unsupported version: such values are unbounded, keep them out of
+	// metric labels). bytesIn counts the size prefix; bytesOut is 0 when
+	// nothing was written. latency runs from the request read to its
+	// response handed to the socket. err is true when the request got no
+	// proper answer: it did not decode, or its connection closed first.
+	ObserveRequest(apiKey, version int16, bytesIn, bytesOut int, latency time.Duration, err bool)
+	// ObserveConnOpen is called when a connection is accepted.
+	ObserveConnOpen()
+	// ObserveConnClose is called once per opened connection, when it is
+	// closed, with why.
+	ObserveConnClose(reason CloseReason)
+}
+
+// CloseReason says why a connection closed; values are fit for a metric
+// label.
+type CloseReason string
+
+const (
+	ReasonClientClosed       CloseReason = "client_closed"       // EOF or reset at a frame boundary
+	ReasonIdle               CloseReason = "idle"                // IdleTimeout passed
+	ReasonShutdown           CloseReason = "shutdown"            // Shutdown: drained, then closed
+	ReasonServerClosed       CloseReason = "server_closed"       // Close
+	ReasonBadFrame           CloseReason = "bad_frame"           // size prefix out of range, or frame cut short
+	ReasonBadRequest         CloseReason = "bad_request"         // header or body did not decode
+	ReasonUnsupportedAPI     CloseReason = "unsupported_api"     // key unknown or not advertised
+	ReasonUnsupportedVersion CloseReason = "unsupported_version" // version outside the advertised range
+	ReasonHandler            CloseReason = "handler"             // the handler responded CloseConnection
+	ReasonHandlerBug         CloseReason = "handler_bug"         // response of the wrong kind or version
+	ReasonWriteError         CloseReason = "write_error"         // writing failed or timed out
+	ReasonPanic              CloseReason = "panic"               // recovered panic in the connection
+)
+
+type nopObserver struct{}
+
+func (nopObserver) ObserveRequest(int16, int16, int, int, time.Duration, bool) {}
+func (nopObserver) ObserveConnOpen()                                           {}
+func (nopObserver) ObserveConnClose(CloseReason)                               {}

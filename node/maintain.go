@@ -1,0 +1,53 @@
+package node
+
+import (
+	"github.com/floe-broker/floe/logstore"
+	"github.com/floe-broker/floe/node/partition"
+)
+
+// maintain runs retention and compaction on every local partition replica.
+// Each replica does so on its own: only whole segments of applied entries
+// go, and before they go the log records a snapshot point describing the
+// state just after them (partition.CheckpointAt), so a follower that falls
+// behind the new start is sent that snapshot and then every entry the
+// leader still has.
+func (r *Reactor) maintain() {
+	now := r.env.Clock.Now()
+	for _, g := range sortedKeys(r.parts) {
+		p := r.parts[g]
+		rep := p.Replica()
+		if rep.Busy() {
+			continue
+		}
+		limit := rep.Applied() + 1 // entries at or past limit stay
+		if p.Cfg.Delete {
+			r.retain(p, now.UnixMilli(), limit)
+		}
+		if p.Cfg.Compact {
+			cc := logstore.CleanConfig{DeleteRetentionMs: p.Cfg.DeleteRetentionMs, BytesPerStepMax: 8 << 20}
+			if _, err := rep.Log.CleanStep(now, cc, limit); err != nil {
+				r.env.Logf("node %d: compact %s-%d: %v", r.self, p.Topic, p.Index, err)
+			}
+		}
+	}
+}
+
+func (r *Reactor) retain(p *partition.Partition, nowMs int64, limit uint64) {
+	log := p.Replica().Log
+	bound := log.RetentionBound(nowMs, p.Cfg.RetentionMs, p.Cfg.RetentionBytes, limit)
+	if bound <= log.Snapshot().Index {
+		return
+	}
+	meta, err := p.CheckpointAt(bound)
+	if err != nil {
+		r.env.Logf("node %d: retention checkpoint %s-%d: %v", r.self, p.Topic, p.Index, err)
+		return
+	}
+	if err := log.SetSnapshot(meta); err != nil {
+		r.env.Logf("node %d: retention snapshot %s-%d: %v", r.self, p.Topic, p.Index, err)
+		return
+	}
+	if _, err := log.CompactTo(bound); err != nil {
+		r.env.Logf("node %d: retention %s-%d: %v", r.self, p.Topic, p.Index, err)
+	}
+}

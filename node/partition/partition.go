@@ -1,0 +1,398 @@
+package partition
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/internal/plant"
+	"github.com/floe-broker/floe/logstore"
+	"github.com/floe-broker/floe/node/records"
+	"github.com/floe-broker/floe/node/replica"
+)
+
+// EntryStartOffset is a replicated DeleteRecords: Data is the new log start
+// offset as 8 big-endian bytes.
+const EntryStartOffset = replica.EntryBatch + 1
+
+// Partition is one replica of one Kafka partition.
+//
+// Invariants: startOffset <= hw <= the log's NextOffset; on the leader,
+// pending is applied plus every batch in the log after the applied index,
+// and nextOffset is the log's NextOffset; waiters are ordered by Index.
+type Partition struct {
+	Topic string
+	Index int32
+	Cfg   Config
+
+	rep *replica.Replica
+
+	applied     *Producers
+	startOffset int64
+	hw          int64 // offset after the last applied batch
+
+	leader     bool
+	lead       uint64
+	term       uint64
+	ready      bool // leader has applied an entry of its own term
+	pending    *Producers
+	nextOffset int64
+
+	waiters []waiter
+}
+
+// waiter is an acks=all produce (or a duplicate of one) waiting for its
+// entry to commit.
+type waiter struct {
+	index uint64
+	term  uint64 // 0: match by base offset instead (duplicate after restart)
+	base  int64
+	done  func(err error)
+}
+
+// New makes a partition state machine; attach it to its replica with Attach
+// once replica.New has restored it.
+func New(topic string, index int32, cfg Config) *Partition {
+	return &Partition{Topic: topic, Index: index, Cfg: cfg, applied: NewProducers()}
+}
+
+// Attach connects the partition to its replica (the log and Raft).
+func (p *Partition) Attach(r *replica.Replica) { p.rep = r }
+
+// Replica returns the attached replica.
+func (p *Partition) Replica() *replica.Replica { return p.rep }
+
+// Restore implements replica.StateMachine.
+func (p *Partition) Restore(meta consensus.SnapshotMeta, sd replica.SnapshotData) error {
+	c, err := DecodeCheckpoint(sd.App)
+	if err != nil {
+		return err
+	}
+	p.applied = c.Producers
+	p.startOffset = c.StartOffset
+	p.hw = sd.NextOffset
+	if p.startOffset > p.hw {
+		p.startOffset = p.hw
+	}
+	return nil
+}
+
+// Apply implements replica.StateMachine.
+func (p *Partition) Apply(e consensus.Entry) {
+	switch e.Type {
+	case replica.EntryBatch:
+		h, err := records.ParseHeader(e.Data)
+		if err == nil {
+			if h.ProducerID >= 0 {
+				p.applied.Record(h.ProducerID, h.ProducerEpoch, SeqBatch{
+					FirstSeq: h.BaseSequence, LastSeq: LastSeq(h.BaseSequence, h.RecordCount),
+					BaseOffset: h.BaseOffset, Index: e.Index, Term: e.Term,
+				})
+			}
+			p.hw = h.BaseOffset + int64(h.LastOffsetDelta) + 1
+		}
+	case EntryStartOffset:
+		if off, ok := decodeOffset(e.Data); ok && off > p.startOffset {
+			if off > p.hw {
+				off = p.hw
+			}
+			p.startOffset = off
+			// The log keeps the logical start; whole segments below it go
+			// with the next retention pass. A scratch copy replaying for a
+			// checkpoint has no replica.
+			if p.rep != nil {
+				_ = p.rep.Log.SetStartOffset(off)
+			}
+		}
+	}
+	if p.leader && e.Term == p.term {
+		p.ready = true
+	}
+	if len(p.waiters) > 0 {
+		p.fire(e)
+	}
+}
+
+// fire completes the waiters for entry e. A waiter whose entry was replaced
+// by another leader's (a different term at its index) fails: the client
+// must retry, and idempotence makes the retry safe.
+func (p *Partition) fire(e consensus.Entry) {
+	n := 0
+	for n < len(p.waiters) && p.waiters[n].index <= e.Index {
+		w := p.waiters[n]
+		n++
+		switch {
+		case w.index < e.Index:
+			w.done(errReplaced)
+		case w.term != 0 && w.term == e.Term:
+			w.done(nil)
+		case w.term == 0 && e.Type == replica.EntryBatch && batchBase(e.Data) == w.base:
+			w.done(nil)
+		default:
+			w.done(errReplaced)
+		}
+	}
+	p.waiters = append(p.waiters[:0], p.waiters[n:]...)
+}
+
+var errReplaced = kerr.NotLeaderForPartition
+
+func batchBase(b []byte) int64 {
+	h, err := records.ParseHeader(b)
+	if err != nil {
+		return -1
+	}
+	return h.BaseOffset
+}
+
+// RoleChanged is called by the node when Raft reports a new leader or role.
+// Becoming leader rebuilds the pending producer table from the log; losing
+// leadership fails every waiter (their entries may still commit: the client
+// sees a retriable error and retries idempotently).
+func (p *Partition) RoleChanged(lead uint64, isLeader bool, term uint64) {
+	p.lead = lead
+	was := p.leader
+	p.leader = isLeader
+	p.term = term
+	if isLeader && !was {
+		p.ready = false
+		p.rebuildPending()
+	}
+	if !isLeader {
+		p.ready = false
+		p.pending = nil
+		p.FailWaiters(kerr.NotLeaderForPartition)
+	}
+}
+
+// rebuildPending replays the log after the applied index onto a copy of the
+// applied table, so the new leader judges sequences against everything its
+// log holds, committed or not.
+func (p *Partition) rebuildPending() {
+	p.pending = p.applied.Clone()
+	log := p.rep.Log
+	p.nextOffset = log.NextOffset()
+	for lo := p.rep.Applied() + 1; lo <= log.LastIndex(); {
+		es, err := log.Entries(lo, log.LastIndex()+1, 1<<20)
+		if err != nil || len(es) == 0 {
+			return
+		}
+		for _, e := range es {
+			if e.Kind != logstore.KindBatch {
+				continue
+			}
+			h, err := records.ParseHeader(e.Data)
+			if err != nil || h.ProducerID < 0 {
+				continue
+			}
+			p.pending.Record(h.ProducerID, h.ProducerEpoch, SeqBatch{
+				FirstSeq: h.BaseSequence, LastSeq: LastSeq(h.BaseSequence, h.RecordCount),
+				BaseOffset: h.BaseOffset, Index: e.Index, Term: e.Term,
+			})
+		}
+		lo = es[len(es)-1].Index + 1
+	}
+}
+
+// FailWaiters fails every pending acks=all waiter with err.
+func (p *Partition) FailWaiters(err error) {
+	ws := p.waiters
+	p.waiters = nil
+	for _, w := range ws {
+		w.done(err)
+	}
+}
+
+// IsLeader reports whether this replica leads the partition, and Ready
+// whether it has committed an entry of its own term (its high watermark is
+// then at least every previous leader's).
+func (p *Partition) IsLeader() bool { return p.leader }
+func (p *Partition) Ready() bool    { return p.leader && p.ready }
+func (p *Partition) Leader() uint64 { return p.lead }
+func (p *Partition) Term() uint64   { return p.term }
+
+// HighWatermark is the offset after the last committed batch.
+func (p *Partition) HighWatermark() int64 { return p.hw }
+
+// StartOffset is the first readable offset.
+func (p *Partition) StartOffset() int64 {
+	if s := p.rep.Log.StartOffset(); s > p.startOffset {
+		return min(s, p.hw)
+	}
+	return p.startOffset
+}
+
+// AppendResult says what became of a produced batch on the leader.
+type AppendResult struct {
+	BaseOffset int64
+	Index      uint64
+	Term       uint64
+	Duplicate  bool
+}
+
+// Append assigns offsets to a validated batch and proposes it. The batch
+// bytes are modified in place (base offset, leader epoch, maybe the append
+// time) and owned by the log afterwards.
+func (p *Partition) Append(batch []byte, h records.Header, now time.Time) (AppendResult, error) {
+	if !p.leader || p.pending == nil {
+		return AppendResult{}, kerr.NotLeaderForPartition
+	}
+	if h.ProducerID >= 0 {
+		last := LastSeq(h.BaseSequence, h.RecordCount)
+		switch v, sb := p.pending.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, last); v {
+		case Duplicate:
+			return AppendResult{BaseOffset: sb.BaseOffset, Index: sb.Index, Term: sb.Term, Duplicate: true}, nil
+		case OutOfOrder:
+			return AppendResult{}, kerr.OutOfOrderSequenceNumber
+		case Fenced:
+			return AppendResult{}, kerr.InvalidProducerEpoch
+		}
+	}
+	base := p.nextOffset
+	records.SetBaseOffset(batch, base)
+	records.SetPartitionLeaderEpoch(batch, int32(p.term))
+	if p.Cfg.LogAppendTime {
+		records.SetLogAppendTime(batch, now.UnixMilli())
+	}
+	index, term, err := p.rep.Raft.Propose(replica.EntryBatch, batch)
+	if err != nil {
+		if errors.Is(err, consensus.ErrNotLeader) {
+			return AppendResult{}, kerr.NotLeaderForPartition
+		}
+		return AppendResult{}, kerr.RequestTimedOut
+	}
+	if h.ProducerID >= 0 {
+		p.pending.Record(h.ProducerID, h.ProducerEpoch, SeqBatch{
+			FirstSeq: h.BaseSequence, LastSeq: LastSeq(h.BaseSequence, h.RecordCount),
+			BaseOffset: base, Index: index, Term: term,
+		})
+	}
+	p.nextOffset = base + int64(h.LastOffsetDelta) + 1
+	return AppendResult{BaseOffset: base, Index: index, Term: term}, nil
+}
+
+// WaitCommit calls done once the entry at index (appended in term, holding
+// a batch at base) is committed and applied, or with an error once it can
+// no longer be. A term of 0 matches the entry by its base offset.
+func (p *Partition) WaitCommit(index, term uint64, base int64, done func(err error)) {
+	if plant.Enabled(plant.AckBeforeQuorum) {
+		done(nil)
+		return
+	}
+	if index <= p.rep.Applied() {
+		// Already applied: it committed if nothing replaced it, which the
+		// applied producer table can tell for duplicates; a fresh append is
+		// never applied before it is waited on.
+		done(nil)
+		return
+	}
+	w := waiter{index: index, term: term, base: base, done: done}
+	i := len(p.waiters)
+	for i > 0 && p.waiters[i-1].index > index {
+		i--
+	}
+	p.waiters = append(p.waiters, waiter{})
+	copy(p.waiters[i+1:], p.waiters[i:])
+	p.waiters[i] = w
+}
+
+// ProposeStartOffset replicates a DeleteRecords request.
+func (p *Partition) ProposeStartOffset(off int64) (index, term uint64, err error) {
+	if !p.leader {
+		return 0, 0, kerr.NotLeaderForPartition
+	}
+	index, term, err = p.rep.Raft.Propose(EntryStartOffset, encodeOffset(off))
+	if err != nil {
+		return 0, 0, kerr.NotLeaderForPartition
+	}
+	return index, term, nil
+}
+
+// Read returns whole committed batches from offset, up to maxBytes (at least
+// one batch if any is committed there).
+func (p *Partition) Read(offset int64, maxBytes int) ([]byte, error) {
+	if offset < p.StartOffset() || offset > p.hw {
+		return nil, kerr.OffsetOutOfRange
+	}
+	if offset == p.hw {
+		return nil, nil
+	}
+	res, err := p.rep.Log.Read(offset, maxBytes, p.hw)
+	if err != nil {
+		return nil, err
+	}
+	return res.Data, nil
+}
+
+// OffsetForTime returns the first committed offset whose timestamp is at or
+// after ts, or -1.
+func (p *Partition) OffsetForTime(ts int64) int64 {
+	off, ok, err := p.rep.Log.OffsetForTime(ts)
+	if err != nil || !ok || off >= p.hw {
+		return -1
+	}
+	if s := p.StartOffset(); off < s {
+		return s
+	}
+	return off
+}
+
+// EpochEndOffset answers OffsetForLeaderEpoch: the end offset of the given
+// leader epoch (Raft term) in this replica's log, and the largest epoch at
+// or below the requested one. Terms are monotonic along the log, so a
+// binary search over indexes finds the first entry of a later term.
+func (p *Partition) EpochEndOffset(epoch int32) (endOffset int64, foundEpoch int32) {
+	log := p.rep.Log
+	lo, hi := log.FirstIndex(), log.LastIndex()+1 // search [lo, hi)
+	if uint64(epoch) >= p.term && p.leader {
+		return log.NextOffset(), int32(p.term)
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		t, err := log.Term(mid)
+		if err != nil {
+			return -1, -1
+		}
+		if t <= uint64(epoch) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	// lo is the first index with a term above epoch.
+	if lo <= log.FirstIndex() {
+		return -1, -1
+	}
+	t, err := log.Term(lo - 1)
+	if err != nil {
+		return -1, -1
+	}
+	return log.OffsetAfterIndex(lo - 1), int32(t)
+}
+
+// Checkpoint returns the applied state, for the log's snapshot point.
+func (p *Partition) Checkpoint() []byte {
+	return EncodeCheckpoint(Checkpoint{StartOffset: p.startOffset, Producers: p.applied})
+}
+
+func encodeOffset(off int64) []byte {
+	b := make([]byte, 8)
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(off)
+		off >>= 8
+	}
+	return b
+}
+
+func decodeOffset(b []byte) (int64, bool) {
+	if len(b) != 8 {
+		return 0, false
+	}
+	var off int64
+	for _, c := range b {
+		off = off<<8 | int64(c)
+	}
+	return off, true
+}

@@ -1,0 +1,202 @@
+package node
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node/controller"
+	"github.com/floe-broker/floe/node/partition"
+	"github.com/floe-broker/floe/node/replica"
+)
+
+// Reactor is one broker's deterministic core. Every method runs on the
+// reactor's single thread (the runtime's event loop, or the simulator's).
+//
+// Invariants: at most one round of fsyncs is in flight (syncing); every
+// replica in syncBatch has a Ready in flight and every replica in waiting
+// has one written but not yet in a sync round; parts and byName index the
+// same partitions.
+type Reactor struct {
+	cfg  Config
+	env  Env
+	self uint64
+
+	host *consensus.Host
+	ctl  *ctlGroup
+
+	parts  map[uint64]*partition.Partition // by Raft group
+	byName map[topicPartition]*partition.Partition
+	doomed map[uint64]bool // replicas to delete once idle
+
+	syncing   bool
+	syncBatch []*replica.Replica
+	waiting   []*replica.Replica
+
+	processQueued bool
+	stopped       bool
+	ticks         uint64
+
+	fetches  []*fetchWait
+	creating map[string]bool // topics being auto-created
+
+	settingReplicas map[uint64]bool // SetReplicas reports in flight, by group
+	forwards        map[string]*forward
+	reqSeq          uint64
+	reqNonce        uint64
+
+	pidNext, pidEnd int64 // the producer id block in hand
+	pidWaiters      []func(pid int64, err error)
+
+	reports       map[uint64]controller.LeaderReport // leadership to tell the controller
+	reporting     bool                               // a ReportLeaders forward is in flight
+	registering   bool                               // a RegisterBroker forward is in flight
+	joinSentTicks uint64
+
+	groups groupCoordinators // consumer group coordinators (groups_glue.go)
+
+	stats Stats
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// New creates a reactor. Call Start to open the logs and begin ticking.
+func New(cfg Config, env Env) *Reactor {
+	cfg = cfg.withDefaults()
+	if env.Logf == nil {
+		env.Logf = func(string, ...any) {}
+	}
+	return &Reactor{
+		cfg: cfg, env: env, self: uint64(cfg.NodeID),
+		host:     consensus.NewHost(uint64(cfg.NodeID)),
+		parts:    map[uint64]*partition.Partition{},
+		byName:   map[topicPartition]*partition.Partition{},
+		doomed:   map[uint64]bool{},
+		forwards: map[string]*forward{},
+		reports:  map[uint64]controller.LeaderReport{},
+		stats:    Stats{Requests: map[int16]uint64{}},
+	}
+}
+
+// Start opens the controller log (creating it on first boot), reopens the
+// partitions the metadata assigns here, and starts the tick loop.
+func (r *Reactor) Start() error {
+	if err := r.env.FS.MkdirAll(r.cfg.DataDir); err != nil {
+		return fmt.Errorf("node: data dir: %w", err)
+	}
+	if res, ok := r.env.Net.(netx.Resolver); ok {
+		for _, p := range r.cfg.Peers {
+			if p.ID != r.cfg.NodeID {
+				res.SetPeer(netx.NodeID(p.ID), p.RaftAddr)
+			}
+		}
+	}
+	if err := r.openController(); err != nil {
+		return err
+	}
+	r.env.Sched.After(r.cfg.TickInterval, r.tick)
+	r.queueProcess()
+	return nil
+}
+
+// Stop stops handling events; pending requests are failed by the runtime
+// closing connections. The logs are synced and closed.
+func (r *Reactor) Stop() {
+	if r.stopped {
+		return
+	}
+	r.stopped = true
+	for _, g := range r.groupIDs() {
+		rep := r.replicaOf(g)
+		if rep != nil {
+			_ = rep.Log.Sync()
+			_ = rep.Log.Close()
+		}
+	}
+}
+
+// Stopped reports whether Stop or a fatal error stopped the reactor.
+func (r *Reactor) Stopped() bool { return r.stopped }
+
+// fatal stops the node: it must not go on after losing track of durability.
+func (r *Reactor) fatal(err error) {
+	if r.stopped {
+		return
+	}
+	r.stopped = true
+	r.env.Logf("node %d: fatal: %v", r.self, err)
+	if r.env.Fatal != nil {
+		r.env.Fatal(err)
+	}
+}
+
+func (r *Reactor) tick() {
+	if r.stopped {
+		return
+	}
+	r.ticks++
+	r.host.Tick()
+	r.onTick()
+	r.queueProcess()
+	r.env.Sched.After(r.cfg.TickInterval, r.tick)
+}
+
+// HandlePeer handles one frame from another broker.
+func (r *Reactor) HandlePeer(from netx.NodeID, frame []byte) {
+	if r.stopped || len(frame) == 0 {
+		return
+	}
+	switch frame[0] {
+	case frameRaft:
+		if err := r.host.Receive(uint64(from), frame[1:]); err != nil {
+			r.stats.BadFrames++
+			return
+		}
+	case frameRPC:
+		r.handleRPC(uint64(from), frame[1:])
+	default:
+		r.stats.BadFrames++
+		return
+	}
+	r.queueProcess()
+}
+
+// queueProcess arranges one process pass after the events already queued,
+// so a burst of events shares one pass (and one round of fsyncs).
+func (r *Reactor) queueProcess() {
+	if r.processQueued || r.stopped {
+		return
+	}
+	r.processQueued = true
+	r.env.Sched.After(0, r.process)
+}
+
+// groupIDs returns every local group, sorted (the controller first).
+func (r *Reactor) groupIDs() []uint64 {
+	ids := make([]uint64, 0, len(r.parts)+1)
+	if r.ctl != nil {
+		ids = append(ids, controller.ControllerGroup)
+	}
+	for g := range r.parts { //floe:unordered sorted below
+		ids = append(ids, g)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+func (r *Reactor) replicaOf(g uint64) *replica.Replica {
+	if g == controller.ControllerGroup {
+		if r.ctl == nil {
+			return nil
+		}
+		return r.ctl.rep
+	}
+	if p, ok := r.parts[g]; ok {
+		return p.Replica()
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package node
+
+import (
+	"fmt"
+
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/internal/plant"
+	"github.com/floe-broker/floe/logstore"
+	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node/replica"
+)
+
+// Frame kinds on the node-to-node transport.
+const (
+	frameRaft = 1 // a consensus.Host frame
+	frameRPC  = 2 // a node RPC (rpc.go)
+)
+
+// process walks every group's Ready through its obligations:
+//
+//  1. take it: the log write happens now (not synced), messages that may go
+//     before the fsync are queued;
+//  2. a Ready that needs no fsync completes at once; the others wait for the
+//     next round of fsyncs, and only one round is in flight at a time, so
+//     every write that arrives during a round shares the next one (group
+//     commit);
+//  3. when a round completes, each Ready completes: its after-persist
+//     messages go out and its committed entries are applied.
+func (r *Reactor) process() {
+	r.processQueued = false
+	if r.stopped {
+		return
+	}
+	for _, g := range r.groupIDs() {
+		rep := r.replicaOf(g)
+		if rep == nil || !rep.HasWork() {
+			continue
+		}
+		r.take(consensus.GroupID(g), rep)
+		if r.stopped {
+			return
+		}
+	}
+	r.startSync()
+	r.reapDoomed()
+	r.flush()
+}
+
+func (r *Reactor) take(g consensus.GroupID, rep *replica.Replica) {
+	now, mustSync, err := rep.Take()
+	if err != nil {
+		r.fatal(fmt.Errorf("group %d: %w", g, err))
+		return
+	}
+	r.host.Enqueue(g, now)
+	r.observeRole(uint64(g), rep)
+	if !mustSync || plant.Enabled(plant.AckBeforeFsync) {
+		r.complete(g, rep)
+		if plant.Enabled(plant.AckBeforeFsync) && mustSync {
+			// The planted bug: acknowledge, and let the fsync come later.
+			r.waitingSyncOnly(rep)
+		}
+		return
+	}
+	r.waiting = append(r.waiting, rep)
+}
+
+// waitingSyncOnly queues a background sync for a replica whose Ready was
+// already completed (only reachable with the ack-before-fsync planted bug).
+func (r *Reactor) waitingSyncOnly(rep *replica.Replica) {
+	if plan := rep.Log.PrepareSync(); plan != nil {
+		log := rep.Log
+		r.env.Disk.Sync([]*logstore.SyncPlan{plan}, func(err error) { log.FinishSync(plan, err) })
+	}
+}
+
+func (r *Reactor) complete(g consensus.GroupID, rep *replica.Replica) {
+	after, err := rep.Complete()
+	if err != nil {
+		r.fatal(fmt.Errorf("group %d: %w", g, err))
+		return
+	}
+	r.host.Enqueue(g, after)
+	r.afterApply(uint64(g))
+}
+
+// startSync begins a round of fsyncs for every waiting replica, unless a
+// round is in flight already.
+func (r *Reactor) startSync() {
+	if r.syncing || len(r.waiting) == 0 {
+		return
+	}
+	batch := r.waiting
+	r.waiting = nil
+	plans := make([]*logstore.SyncPlan, 0, len(batch))
+	owners := make([]*logstore.Log, 0, len(batch))
+	for _, rep := range batch {
+		if p := rep.Log.PrepareSync(); p != nil {
+			plans = append(plans, p)
+			owners = append(owners, rep.Log)
+		}
+	}
+	r.syncing = true
+	r.syncBatch = batch
+	r.stats.SyncRounds++
+	r.env.Disk.Sync(plans, func(err error) {
+		for i, p := range plans {
+			owners[i].FinishSync(p, err)
+		}
+		r.syncDone(err)
+	})
+}
+
+func (r *Reactor) syncDone(err error) {
+	if r.stopped {
+		return
+	}
+	if err != nil {
+		r.fatal(fmt.Errorf("fsync: %w", err))
+		return
+	}
+	batch := r.syncBatch
+	r.syncBatch = nil
+	r.syncing = false
+	for _, rep := range batch {
+		r.complete(rep.Group, rep)
+		if r.stopped {
+			return
+		}
+	}
+	r.queueProcess()
+}
+
+// flush sends every queued Raft message, one frame per peer.
+func (r *Reactor) flush() {
+	for _, out := range r.host.Flush() {
+		frame := make([]byte, 0, len(out.Frame)+1)
+		frame = append(frame, frameRaft)
+		frame = append(frame, out.Frame...)
+		r.env.Net.Send(netx.NodeID(out.To), frame)
+	}
+}

@@ -1,0 +1,261 @@
+package node
+
+import (
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/node/controller"
+	"github.com/floe-broker/floe/node/partition"
+)
+
+// Replica movement. The controller only records where a partition should
+// live (its Target while a reassignment is in progress, else its Replicas);
+// the partition's own Raft leader walks its group there, one single-server
+// membership change at a time, each committed before the next:
+//
+//  1. add each new replica as a learner (its broker opens an empty replica
+//     when it applies the metadata and is caught up by log or snapshot);
+//  2. promote a learner to voter once it has everything the leader has
+//     committed;
+//  3. remove each replica that is no longer wanted — the leader, if it is
+//     one of them, first hands leadership to a wanted voter that is caught
+//     up;
+//  4. when the voters are exactly the target, report SetReplicas to the
+//     controller, which ends the reassignment; brokers that lost their
+//     replica delete it when they apply that.
+//
+// A cancelled reassignment (Target cleared) walks back to Replicas the same
+// way. Every step is decided from the applied membership and the leader's
+// progress view, so a new leader picks up where the old one stopped.
+
+// reassignTicks is how often (in ticks) leaders check their membership.
+const reassignTicks = 5
+
+func (r *Reactor) driveReassignments() {
+	st := r.ctl.state
+	for _, g := range sortedKeys(r.parts) {
+		p := r.parts[g]
+		if !p.Ready() || p.Replica().Busy() {
+			continue
+		}
+		_, cp, ok := st.PartitionByGroup(g)
+		if !ok {
+			continue
+		}
+		r.driveOne(g, p, cp)
+	}
+}
+
+func (r *Reactor) driveOne(g uint64, p *partition.Partition, cp *controller.Partition) {
+	want := cp.Replicas
+	if cp.Target != nil {
+		want = cp.Target
+	}
+	rep := p.Replica()
+	conf := rep.Conf()
+	status := rep.Raft.Status()
+	if status.Applied < status.Commit {
+		return // a committed change may not be applied yet
+	}
+	progress := map[uint64]consensus.PeerProgress{}
+	for _, pr := range status.Progress {
+		progress[pr.ID] = pr
+	}
+	wanted := map[uint64]bool{}
+	for _, id := range want {
+		wanted[uint64(id)] = true
+	}
+	change := func(cc consensus.ConfChange) {
+		if _, _, err := rep.Raft.ProposeConfChange(cc); err == nil {
+			r.queueProcess()
+		}
+	}
+	for _, id := range want {
+		if !containsU64(conf.Voters, uint64(id)) && !containsU64(conf.Learners, uint64(id)) {
+			change(consensus.ConfChange{Type: consensus.ConfAddLearner, NodeID: uint64(id)})
+			return
+		}
+	}
+	for _, id := range conf.Learners {
+		if wanted[id] && progress[id].Match >= status.Commit {
+			change(consensus.ConfChange{Type: consensus.ConfAddVoter, NodeID: id})
+			return
+		}
+	}
+	for _, id := range append(append([]uint64(nil), conf.Voters...), conf.Learners...) {
+		if wanted[id] {
+			continue
+		}
+		if id == r.self {
+			if to := r.transferTarget(rep.Conf().Voters, wanted, progress, status.LastIndex); to != 0 {
+				rep.Raft.TransferLeader(to)
+				r.queueProcess()
+			}
+			return
+		}
+		change(consensus.ConfChange{Type: consensus.ConfRemove, NodeID: id})
+		return
+	}
+	if cp.Target != nil && len(conf.Learners) == 0 && sameIDs(conf.Voters, cp.Target) && !r.settingReplicas[g] {
+		r.reportReplicas(g, cp.Target)
+	}
+}
+
+// transferTarget picks a wanted voter that has the leader's whole log.
+func (r *Reactor) transferTarget(voters []uint64, wanted map[uint64]bool, progress map[uint64]consensus.PeerProgress, last uint64) uint64 {
+	for _, id := range voters {
+		if id != r.self && wanted[id] && progress[id].Match >= last && progress[id].RecentActive {
+			return id
+		}
+	}
+	return 0
+}
+
+func (r *Reactor) reportReplicas(g uint64, replicas []int32) {
+	if r.settingReplicas == nil {
+		r.settingReplicas = map[uint64]bool{}
+	}
+	r.settingReplicas[g] = true
+	cmd := &controller.Command{SetReplicas: &controller.SetReplicas{Group: g, Replicas: append([]int32(nil), replicas...)}}
+	r.propose(cmd, func(controller.Result) { delete(r.settingReplicas, g) })
+}
+
+func sameIDs(ids []uint64, want []int32) bool {
+	if len(ids) != len(want) {
+		return false
+	}
+	for _, id := range want {
+		if !containsU64(ids, uint64(id)) {
+			return false
+		}
+	}
+	return true
+}
+
+// balanceTicks is how often (in ticks) leaders hand leadership back to the
+// preferred replica (the first of the partition's replicas), Kafka's
+// auto.leader.rebalance.
+const balanceTicks = 200
+
+// balanceLeaders moves leadership of partitions led here to their preferred
+// replica when it is a live voter with the whole log.
+func (r *Reactor) balanceLeaders() {
+	st := r.ctl.state
+	for _, g := range sortedKeys(r.parts) {
+		p := r.parts[g]
+		if !p.Ready() {
+			continue
+		}
+		_, cp, ok := st.PartitionByGroup(g)
+		if !ok || cp.Target != nil || len(cp.Replicas) == 0 {
+			continue
+		}
+		pref := uint64(cp.Replicas[0])
+		if pref == r.self || r.isDecommissioned(int32(pref)) {
+			continue
+		}
+		status := p.Replica().Raft.Status()
+		for _, pr := range status.Progress {
+			if pr.ID == pref && !pr.IsLearner && pr.RecentActive && pr.Match >= status.LastIndex {
+				p.Replica().Raft.TransferLeader(pref)
+				r.queueProcess()
+			}
+		}
+	}
+}
+
+func (r *Reactor) isDecommissioned(id int32) bool {
+	b, ok := r.ctl.state.Brokers[id]
+	return ok && b.Decommissioned
+}
+
+// TransferLeaderships asks every group this node leads to hand leadership
+// to a caught-up voter (graceful shutdown), and returns how many groups it
+// still leads.
+func (r *Reactor) TransferLeaderships() int {
+	led := 0
+	for _, g := range r.groupIDs() {
+		rep := r.replicaOf(g)
+		if rep == nil {
+			continue
+		}
+		status := rep.Raft.Status()
+		if status.RaftState != consensus.StateLeader {
+			continue
+		}
+		led++
+		var best uint64
+		var bestMatch uint64
+		for _, pr := range status.Progress {
+			if pr.ID == r.self || pr.IsLearner || !pr.RecentActive {
+				continue
+			}
+			if best == 0 || pr.Match > bestMatch {
+				best, bestMatch = pr.ID, pr.Match
+			}
+		}
+		if best != 0 && status.LeadTransferee == 0 {
+			rep.Raft.TransferLeader(best)
+		}
+	}
+	r.queueProcess()
+	return led
+}
+
+// evacuate moves replicas off decommissioned brokers: the controller
+// leader proposes a reassignment for each partition that still has one,
+// replacing it with the eligible broker holding the fewest replicas.
+func (r *Reactor) evacuate() {
+	if r.controllerLeader() != r.self || len(r.forwards) > 0 {
+		return
+	}
+	st := r.ctl.state
+	load := map[int32]int{}
+	for _, name := range st.TopicNames() {
+		for _, p := range st.Topics[name].Partitions {
+			for _, id := range p.Replicas {
+				load[id]++
+			}
+		}
+	}
+	for _, name := range st.TopicNames() {
+		t := st.Topics[name]
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			if p.Target != nil {
+				continue
+			}
+			var target []int32
+			moved := false
+			for _, id := range p.Replicas {
+				if !r.isDecommissioned(id) {
+					target = append(target, id)
+					continue
+				}
+				repl := r.replacement(p.Replicas, target, load)
+				if repl == 0 {
+					target = append(target, id) // nowhere to go yet
+					continue
+				}
+				target = append(target, repl)
+				load[repl]++
+				moved = true
+			}
+			if moved {
+				r.propose(&controller.Command{Reassign: &controller.Reassign{Topic: t.Name, Partition: p.Index, Target: target}}, nil)
+				return // one at a time; the next tick continues
+			}
+		}
+	}
+}
+
+func (r *Reactor) replacement(current, chosen []int32, load map[int32]int) int32 {
+	var best int32
+	for _, id := range r.ctl.state.BrokerIDs() {
+		if r.isDecommissioned(id) || containsID(current, id) || containsID(chosen, id) {
+			continue
+		}
+		if best == 0 || load[id] < load[best] {
+			best = id
+		}
+	}
+	return best
+}

@@ -1,0 +1,177 @@
+package replica
+
+import (
+	"fmt"
+
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/logstore"
+)
+
+// StateMachine is the application a group replicates (a partition, the
+// controller's metadata). Both methods run on the reactor.
+type StateMachine interface {
+	// Apply applies one committed entry, in log order, exactly once per
+	// incarnation of the replica. After a restart entries after the
+	// snapshot point are applied again on top of Restore's state, so Apply
+	// must rebuild state, not assume it was lost.
+	Apply(e consensus.Entry)
+	// Restore replaces the state with the one recorded in a snapshot.
+	Restore(meta consensus.SnapshotMeta, sd SnapshotData) error
+}
+
+// Replica is one Raft group on this node with its log.
+//
+// Invariant: at most one Ready is in flight (taken, written, not yet
+// completed); applied <= the Raft commit index.
+type Replica struct {
+	Group consensus.GroupID
+	Log   *logstore.Log
+	Raft  *consensus.RawNode
+	sm    StateMachine
+
+	inflight *consensus.Ready
+	applied  uint64
+	conf     consensus.ConfState
+}
+
+// Config is what New needs besides the log.
+type Config struct {
+	Group consensus.GroupID
+	Raft  consensus.Config // Storage and Applied are filled in by New
+}
+
+// New starts a replica on an open log: it restores the state machine from
+// the log's snapshot point and starts Raft, which will hand every committed
+// entry after that point to Apply again.
+func New(cfg Config, log *logstore.Log, sm StateMachine) (*Replica, error) {
+	st := NewStorage(log)
+	snap, err := st.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	sd, err := DecodeSnapshotData(snap.Data)
+	if err != nil {
+		return nil, err
+	}
+	if err := sm.Restore(snap.Meta, sd); err != nil {
+		return nil, fmt.Errorf("replica %d: restore: %w", cfg.Group, err)
+	}
+	rc := cfg.Raft
+	rc.Storage = st
+	rc.Applied = snap.Meta.Index
+	rn, err := consensus.NewRawNode(rc)
+	if err != nil {
+		return nil, fmt.Errorf("replica %d: %w", cfg.Group, err)
+	}
+	return &Replica{Group: cfg.Group, Log: log, Raft: rn, sm: sm, applied: snap.Meta.Index, conf: sd.Conf}, nil
+}
+
+// Applied returns the index of the last applied entry.
+func (r *Replica) Applied() uint64 { return r.applied }
+
+// Conf returns the membership as of the last applied entry.
+func (r *Replica) Conf() consensus.ConfState { return r.conf }
+
+// Busy reports whether a Ready is in flight.
+func (r *Replica) Busy() bool { return r.inflight != nil }
+
+// HasWork reports whether Take would return a Ready.
+func (r *Replica) HasWork() bool { return r.inflight == nil && r.Raft.HasReady() }
+
+// Take collects the next Ready and writes its persistent part to the log
+// (not synced). It returns the messages that may be sent at once and
+// whether the write needs an fsync before Complete. The caller sends
+// messages, syncs if asked, and then calls Complete.
+func (r *Replica) Take() (sendNow []consensus.Message, mustSync bool, err error) {
+	if r.inflight != nil {
+		return nil, false, fmt.Errorf("replica %d: a Ready is already in flight", r.Group)
+	}
+	rd := r.Raft.Ready()
+	if err := r.write(&rd); err != nil {
+		return nil, false, err
+	}
+	r.inflight = &rd
+	return rd.Messages, rd.MustSync || !rd.Snapshot.IsEmpty() || len(rd.Entries) > 0, nil
+}
+
+func (r *Replica) write(rd *consensus.Ready) error {
+	if !rd.Snapshot.IsEmpty() {
+		sd, err := DecodeSnapshotData(rd.Snapshot.Data)
+		if err != nil {
+			return fmt.Errorf("replica %d: snapshot: %w", r.Group, err)
+		}
+		m := logstore.SnapshotMeta{Index: rd.Snapshot.Meta.Index, Term: rd.Snapshot.Meta.Term,
+			NextOffset: sd.NextOffset, Data: rd.Snapshot.Data}
+		if err := r.Log.InstallSnapshot(m); err != nil {
+			return fmt.Errorf("replica %d: install snapshot: %w", r.Group, err)
+		}
+	}
+	if len(rd.Entries) > 0 {
+		first := rd.Entries[0].Index
+		if first <= r.Log.LastIndex() {
+			if err := r.Log.TruncateAfter(first - 1); err != nil {
+				return fmt.Errorf("replica %d: truncate after %d: %w", r.Group, first-1, err)
+			}
+		}
+		les := make([]logstore.Entry, len(rd.Entries))
+		for i, e := range rd.Entries {
+			les[i] = ToLog(e)
+		}
+		if err := r.Log.Append(les...); err != nil {
+			return fmt.Errorf("replica %d: append: %w", r.Group, err)
+		}
+	}
+	if rd.HardState != (consensus.HardState{}) {
+		hs := rd.HardState
+		r.Log.SetHardState(logstore.HardState{Term: hs.Term, Vote: hs.Vote, Commit: hs.Commit})
+	}
+	return nil
+}
+
+// Complete finishes the in-flight Ready once its write is durable: it
+// restores a received snapshot, applies committed entries, advances Raft,
+// and returns the messages that had to wait for the persist.
+func (r *Replica) Complete() (sendAfter []consensus.Message, err error) {
+	rd := r.inflight
+	if rd == nil {
+		return nil, nil
+	}
+	r.inflight = nil
+	if !rd.Snapshot.IsEmpty() && rd.Snapshot.Meta.Index > r.applied {
+		sd, err := DecodeSnapshotData(rd.Snapshot.Data)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.sm.Restore(rd.Snapshot.Meta, sd); err != nil {
+			return nil, fmt.Errorf("replica %d: restore: %w", r.Group, err)
+		}
+		r.applied = rd.Snapshot.Meta.Index
+		r.conf = rd.Snapshot.Meta.ConfState
+	}
+	for _, e := range rd.CommittedEntries {
+		if e.Index <= r.applied {
+			continue
+		}
+		if e.Type == consensus.EntryConfChange {
+			r.applyConfChange(e)
+		}
+		r.sm.Apply(e)
+		r.applied = e.Index
+	}
+	r.Raft.Advance(*rd)
+	return rd.MessagesAfterPersist, nil
+}
+
+func (r *Replica) applyConfChange(e consensus.Entry) {
+	cc, err := consensus.UnmarshalConfChange(e.Data)
+	if err != nil {
+		// A committed entry that does not decode was written by a broken
+		// leader; every replica skips it the same way.
+		return
+	}
+	r.conf = r.Raft.ApplyConfChange(cc)
+}
+
+// Abandon drops the in-flight Ready without completing it (the sync failed:
+// the node must stop this replica, since Raft cannot be told "not durable").
+func (r *Replica) Abandon() { r.inflight = nil }

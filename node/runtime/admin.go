@@ -1,0 +1,59 @@
+package runtime
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// adminServer serves /metrics (Prometheus), /healthz (the process and its
+// reactor answer) and /readyz (the broker is registered in applied metadata
+// and a controller leader is known, so clients can be served).
+type adminServer struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+func startAdmin(addr string, b *Broker) (*adminServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	b.metrics.reg.MustRegister(newReactorCollector(b))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !b.loop.call(func() {}, 2*time.Second) {
+			http.Error(w, "reactor not responding", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		var ready bool
+		var why string
+		if !b.loop.call(func() { ready, why = b.reactor.Ready() }, 2*time.Second) {
+			http.Error(w, "reactor not responding", http.StatusServiceUnavailable)
+			return
+		}
+		if !ready {
+			http.Error(w, why, http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	a := &adminServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
+	go a.srv.Serve(ln)
+	return a, nil
+}
+
+func (a *adminServer) addr() string { return a.ln.Addr().String() }
+
+func (a *adminServer) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = a.srv.Shutdown(ctx)
+}

@@ -1,0 +1,162 @@
+package runtime
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node"
+	"github.com/floe-broker/floe/node/kafka"
+)
+
+// metrics holds the broker's Prometheus metrics. Request metrics come from
+// the Kafka server's observer hook, fsync latency from the disk worker, and
+// everything the reactor knows (bytes, offsets, log sizes) from a collector
+// that asks the reactor for a snapshot at scrape time.
+type metrics struct {
+	reg         *prometheus.Registry
+	requests    *prometheus.CounterVec
+	errors      *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	netBytesIn  prometheus.Counter
+	netBytesOut prometheus.Counter
+	conns       prometheus.Gauge
+	fsync       prometheus.Histogram
+	fsyncPlans  prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_requests_total", Help: "Kafka requests served, by API."}, []string{"api"})
+	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_request_errors_total", Help: "Kafka requests that failed to decode or were refused, by API."}, []string{"api"})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "floe_request_duration_seconds", Help: "Time from reading a Kafka request to writing its response, by API.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+	}, []string{"api"})
+	m.netBytesIn = prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_network_bytes_in_total", Help: "Kafka request bytes read."})
+	m.netBytesOut = prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_network_bytes_out_total", Help: "Kafka response bytes written."})
+	m.conns = prometheus.NewGauge(prometheus.GaugeOpts{Name: "floe_connections", Help: "Open Kafka client connections."})
+	m.fsync = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "floe_fsync_duration_seconds", Help: "Duration of one group-commit round of fsyncs.",
+		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 18),
+	})
+	m.fsyncPlans = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "floe_fsync_round_logs", Help: "Logs synced in one group-commit round.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+	})
+	m.reg.MustRegister(m.requests, m.errors, m.latency, m.netBytesIn, m.netBytesOut, m.conns, m.fsync, m.fsyncPlans)
+	return m
+}
+
+func apiName(key int16) string {
+	if key < 0 {
+		return "unknown"
+	}
+	if n := kmsg.NameForKey(key); n != "" {
+		return n
+	}
+	return strconv.Itoa(int(key))
+}
+
+// ObserveRequest implements kafka.Observer.
+func (m *metrics) ObserveRequest(key, version int16, bytesIn, bytesOut int, latency time.Duration, failed bool) {
+	name := apiName(key)
+	m.requests.WithLabelValues(name).Inc()
+	if failed {
+		m.errors.WithLabelValues(name).Inc()
+	}
+	m.latency.WithLabelValues(name).Observe(latency.Seconds())
+	m.netBytesIn.Add(float64(bytesIn))
+	m.netBytesOut.Add(float64(bytesOut))
+}
+
+// ObserveConnOpen and ObserveConnClose implement kafka.Observer.
+func (m *metrics) ObserveConnOpen()                   { m.conns.Inc() }
+func (m *metrics) ObserveConnClose(kafka.CloseReason) { m.conns.Dec() }
+
+// ObserveSync implements metricsSink.
+func (m *metrics) ObserveSync(d time.Duration, plans int) {
+	m.fsync.Observe(d.Seconds())
+	m.fsyncPlans.Observe(float64(plans))
+}
+
+// reactorCollector exports the reactor's own figures at scrape time.
+type reactorCollector struct {
+	b *Broker
+
+	bytesIn, recordsIn, bytesOut, badBatches, corrupt, syncRounds *prometheus.Desc
+	leo, hw, start, logBytes, segments, leader                    *prometheus.Desc
+	groupLag, groupCommitted                                      *prometheus.Desc
+}
+
+func newReactorCollector(b *Broker) *reactorCollector {
+	pl := []string{"topic", "partition"}
+	return &reactorCollector{
+		b:          b,
+		bytesIn:    prometheus.NewDesc("floe_produce_bytes_total", "Record batch bytes appended by produce requests.", nil, nil),
+		recordsIn:  prometheus.NewDesc("floe_produce_records_total", "Records appended by produce requests.", nil, nil),
+		bytesOut:   prometheus.NewDesc("floe_fetch_bytes_total", "Record batch bytes returned by fetch requests.", nil, nil),
+		badBatches: prometheus.NewDesc("floe_produce_rejected_batches_total", "Produced batches refused by validation.", nil, nil),
+		corrupt:    prometheus.NewDesc("floe_corrupt_reads_total", "Reads that met a checksum failure (never served).", nil, nil),
+		syncRounds: prometheus.NewDesc("floe_sync_rounds_total", "Group-commit rounds started.", nil, nil),
+		leo:        prometheus.NewDesc("floe_partition_log_end_offset", "Offset after the last appended batch.", pl, nil),
+		hw:         prometheus.NewDesc("floe_partition_high_watermark", "Offset after the last committed batch.", pl, nil),
+		start:      prometheus.NewDesc("floe_partition_log_start_offset", "First readable offset.", pl, nil),
+		logBytes:   prometheus.NewDesc("floe_partition_log_bytes", "Bytes in the partition's log segments.", pl, nil),
+		segments:   prometheus.NewDesc("floe_partition_segments", "Segments in the partition's log.", pl, nil),
+		leader:     prometheus.NewDesc("floe_partition_leader", "1 if this broker leads the partition.", pl, nil),
+		groupLag: prometheus.NewDesc("floe_consumer_group_lag", "Log end offset minus the group's committed offset, for groups this broker coordinates.",
+			[]string{"group", "topic", "partition"}, nil),
+		groupCommitted: prometheus.NewDesc("floe_consumer_group_committed_offset", "The group's committed offset, for groups this broker coordinates.",
+			[]string{"group", "topic", "partition"}, nil),
+	}
+}
+
+func (c *reactorCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.badBatches, c.corrupt, c.syncRounds, c.leo, c.hw, c.start, c.logBytes, c.segments, c.leader, c.groupLag, c.groupCommitted} {
+		ch <- d
+	}
+}
+
+func (c *reactorCollector) Collect(ch chan<- prometheus.Metric) {
+	var st node.Stats
+	var ps []node.PartitionStats
+	var lags []node.GroupLag
+	if !c.b.loop.call(func() { st, ps = c.b.reactor.Snapshot(); lags = c.b.reactor.GroupLags() }, 5*time.Second) {
+		return
+	}
+	for _, l := range lags {
+		lv := []string{l.Group, l.Topic, strconv.Itoa(int(l.Partition))}
+		ch <- prometheus.MustNewConstMetric(c.groupCommitted, prometheus.GaugeValue, float64(l.Committed), lv...)
+		if l.Lag >= 0 {
+			ch <- prometheus.MustNewConstMetric(c.groupLag, prometheus.GaugeValue, float64(l.Lag), lv...)
+		}
+	}
+	counter := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
+	counter(c.bytesIn, float64(st.BytesIn))
+	counter(c.recordsIn, float64(st.RecordsIn))
+	counter(c.bytesOut, float64(st.BytesOut))
+	counter(c.badBatches, float64(st.BadBatches))
+	counter(c.corrupt, float64(st.CorruptReads))
+	counter(c.syncRounds, float64(st.SyncRounds))
+	for _, p := range ps {
+		lv := []string{p.Topic, strconv.Itoa(int(p.Partition))}
+		gauge := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+		}
+		gauge(c.leo, float64(p.LogEndOffset))
+		gauge(c.hw, float64(p.HighWatermark))
+		gauge(c.start, float64(p.StartOffset))
+		gauge(c.logBytes, float64(p.LogBytes))
+		gauge(c.segments, float64(p.Segments))
+		leader := 0.0
+		if p.Leader {
+			leader = 1
+		}
+		gauge(c.leader, leader)
+	}
+}

@@ -1,0 +1,46 @@
+package node
+
+// Stats are a broker's counters, read on the reactor (the admin endpoint
+// asks the reactor for a copy).
+type Stats struct {
+	Requests     map[int16]uint64 // by API key
+	BytesIn      int64
+	RecordsIn    int64
+	BytesOut     int64
+	BadFrames    uint64 // peer frames that did not decode
+	BadBatches   uint64 // produced batches that failed validation
+	CorruptReads uint64 // reads that met a checksum failure
+	SyncRounds   uint64 // rounds of group-commit fsyncs
+}
+
+// PartitionStats describes one local partition replica.
+type PartitionStats struct {
+	Topic         string
+	Partition     int32
+	Leader        bool
+	LogEndOffset  int64
+	HighWatermark int64
+	StartOffset   int64
+	LogBytes      int64
+	Segments      int
+}
+
+// Snapshot returns a copy of the counters and per-partition figures.
+func (r *Reactor) Snapshot() (Stats, []PartitionStats) {
+	s := r.stats
+	s.Requests = map[int16]uint64{}
+	for _, k := range sortedKeys(r.stats.Requests) {
+		s.Requests[k] = r.stats.Requests[k]
+	}
+	var ps []PartitionStats
+	for _, g := range sortedKeys(r.parts) {
+		p := r.parts[g]
+		ls := p.Replica().Log.Stats()
+		ps = append(ps, PartitionStats{
+			Topic: p.Topic, Partition: p.Index, Leader: p.IsLeader(),
+			LogEndOffset: p.Replica().Log.NextOffset(), HighWatermark: p.HighWatermark(),
+			StartOffset: p.StartOffset(), LogBytes: ls.SizeBytes, Segments: ls.Segments,
+		})
+	}
+	return s, ps
+}

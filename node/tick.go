@@ -1,0 +1,135 @@
+package node
+
+import (
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node/controller"
+	"github.com/floe-broker/floe/node/replica"
+)
+
+// maintenanceTicks is how often (in ticks) retention and compaction run.
+const maintenanceTicks = 100
+
+// onTick does the periodic work beside Raft's own ticking.
+func (r *Reactor) onTick() {
+	r.retryForwards()
+	r.ensureRegistered()
+	r.sendReports()
+	r.ensureJoined()
+	r.ctl.maybeSnapshot()
+	r.syncCoordinators()
+	if r.ticks%maintenanceTicks == 0 {
+		r.maintain()
+	}
+	if r.ticks%reassignTicks == 0 {
+		r.driveReassignments()
+		r.evacuate()
+	}
+	if r.ticks%balanceTicks == 0 {
+		r.balanceLeaders()
+	}
+}
+
+// observeRole tells the state machine of group g about leadership changes
+// Raft reported in the Ready just taken.
+func (r *Reactor) observeRole(g uint64, rep *replica.Replica) {
+	st := rep.Raft.Status()
+	isLeader := st.RaftState == consensus.StateLeader
+	if g == controller.ControllerGroup {
+		r.ctl.lead, r.ctl.term = st.Lead, st.Term
+		return
+	}
+	p, ok := r.parts[g]
+	if !ok {
+		return
+	}
+	if p.Leader() == st.Lead && p.IsLeader() == isLeader && p.Term() == st.Term {
+		return
+	}
+	p.RoleChanged(st.Lead, isLeader, st.Term)
+	if isLeader {
+		r.reports[g] = controller.LeaderReport{Group: g, Leader: int32(r.self), Epoch: int32(st.Term)}
+	}
+}
+
+// afterApply runs after group g applied committed entries.
+func (r *Reactor) afterApply(g uint64) {
+	if g == controller.ControllerGroup {
+		r.reconcile()
+		return
+	}
+	r.wakeFetches()
+	r.groupsAfterApply(g)
+}
+
+// ensureRegistered asks the controller to record this broker (its
+// addresses and rack) until the applied metadata shows it as configured.
+func (r *Reactor) ensureRegistered() {
+	if r.registering || r.controllerLeader() == 0 {
+		return
+	}
+	want := controller.Broker{
+		ID: int32(r.self), KafkaHost: r.cfg.KafkaHost, KafkaPort: r.cfg.KafkaPort,
+		RaftAddr: r.cfg.RaftAddr, Rack: r.cfg.Rack,
+	}
+	if b, ok := r.ctl.state.Brokers[want.ID]; ok {
+		want.Decommissioned = b.Decommissioned
+		if *b == want {
+			return
+		}
+	}
+	r.registering = true
+	r.propose(&controller.Command{RegisterBroker: &want}, func(controller.Result) { r.registering = false })
+}
+
+// sendReports tells the controller which partitions this node now leads,
+// so every broker's Metadata answers point clients here.
+func (r *Reactor) sendReports() {
+	if r.reporting || len(r.reports) == 0 || r.controllerLeader() == 0 {
+		return
+	}
+	var reps []controller.LeaderReport
+	for _, g := range sortedKeys(r.reports) {
+		p, ok := r.parts[g]
+		if ok && p.IsLeader() {
+			reps = append(reps, r.reports[g])
+		}
+		delete(r.reports, g)
+	}
+	if len(reps) == 0 {
+		return
+	}
+	r.reporting = true
+	r.propose(&controller.Command{ReportLeaders: reps}, func(res controller.Result) {
+		r.reporting = false
+		if res.Err != nil {
+			for _, rep := range reps {
+				if _, again := r.reports[rep.Group]; !again {
+					r.reports[rep.Group] = rep
+				}
+			}
+		}
+	})
+}
+
+// ensureJoined: a broker that is not an initial voter asks to join until it
+// hears from a controller leader.
+func (r *Reactor) ensureJoined() {
+	if r.isInitialVoter() || (r.cfg.Join == "" && len(r.cfg.Peers) == 0) || r.controllerLeader() != 0 {
+		return
+	}
+	if r.ticks-r.joinSentTicks < 20 && r.joinSentTicks != 0 {
+		return
+	}
+	r.joinSentTicks = r.ticks
+	if len(r.cfg.Peers) > 0 {
+		// The initial voters are known by id: ask each; whoever is not the
+		// leader passes the request on.
+		for _, p := range r.cfg.Peers {
+			r.sendJoin(netx.NodeID(p.ID), r.self, r.cfg.RaftAddr)
+		}
+		return
+	}
+	r.setPeer(joinPeer, r.cfg.Join)
+	r.sendJoin(joinPeer, r.self, r.cfg.RaftAddr)
+}

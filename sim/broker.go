@@ -1,0 +1,121 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand"
+	"time"
+
+	"github.com/floe-broker/floe/clock"
+	"github.com/floe-broker/floe/logstore"
+	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node"
+)
+
+// Broker is a sim Instance running a full Floe broker: node.Reactor, the
+// production code, on the node's simulated clock, scheduler, network, FS
+// and disk.
+type Broker struct {
+	R *node.Reactor
+}
+
+// Handle passes a peer frame to the reactor.
+func (b *Broker) Handle(from netx.NodeID, msg []byte) { b.R.HandlePeer(from, msg) }
+
+// Stop stops the reactor cleanly (its logs are synced and closed).
+func (b *Broker) Stop() { b.R.Stop() }
+
+// BrokerConfig shapes the brokers of a simulated cluster.
+type BrokerConfig struct {
+	// Nodes is the cluster size; every node is an initial controller voter.
+	Nodes int
+	// Tick is the reactor's tick (node.Config.TickInterval).
+	Tick time.Duration
+	// ElectionTicks and HeartbeatTicks are Raft's timeouts, in ticks.
+	ElectionTicks, HeartbeatTicks int
+	// OffsetsPartitions is the partition count of __consumer_offsets.
+	OffsetsPartitions int32
+	// ForwardTimeout bounds a broker's wait for the controller.
+	ForwardTimeout time.Duration
+	// DiskLatencyMin and DiskLatencyMax bound one round of fsyncs; with
+	// probability DiskSlowProb a round takes DiskSlow more.
+	DiskLatencyMin, DiskLatencyMax time.Duration
+	DiskSlowProb                   float64
+	DiskSlow                       time.Duration
+}
+
+// BrokerFactory returns the Factory that boots a broker on every node. A
+// broker that cannot start (its logs do not open) calls Env.Fatal with the
+// reason, so the world records it and the node goes down again.
+func BrokerFactory(bc BrokerConfig) Factory {
+	peers := make([]node.Peer, bc.Nodes)
+	for i := range peers {
+		peers[i] = node.Peer{ID: int32(i + 1), RaftAddr: fmt.Sprintf("n%d:7000", i+1)}
+	}
+	return func(env Env) Instance {
+		cfg := node.Config{
+			NodeID:                 int32(env.ID),
+			ClusterID:              "sim",
+			KafkaHost:              fmt.Sprintf("n%d", env.ID),
+			KafkaPort:              9092,
+			RaftAddr:               peers[env.ID-1].RaftAddr,
+			Peers:                  peers,
+			DataDir:                "data",
+			TickInterval:           bc.Tick,
+			ElectionTicks:          bc.ElectionTicks,
+			HeartbeatTicks:         bc.HeartbeatTicks,
+			DefaultReplication:     int16(min(3, bc.Nodes)),
+			OffsetsTopicPartitions: bc.OffsetsPartitions,
+			ForwardTimeout:         bc.ForwardTimeout,
+		}
+		disk := &simDisk{sched: env.Sched, rng: rand.New(rand.NewSource(env.Rand.Int63())), cfg: bc, trace: env.Tracef}
+		nenv := node.Env{
+			Clock:   env.Clock,
+			Sched:   env.Sched,
+			FS:      env.FS,
+			Net:     env.Net,
+			Disk:    disk,
+			Rand:    env.Rand,
+			Logf:    env.Tracef,
+			Fatal:   env.Fatal,
+			Buggify: env.Buggify,
+		}
+		r := node.New(cfg, nenv)
+		if err := r.Start(); err != nil {
+			env.Fatal(fmt.Errorf("start: %w", err))
+		}
+		return &Broker{R: r}
+	}
+}
+
+// simDisk is node.Disk on the simulator: a round of fsyncs completes after
+// a seeded latency, and only then do its plans run (so a crash before the
+// completion loses what they would have made durable). Sync failures come
+// from the node's SimFS (SetFailProb, FailNext).
+type simDisk struct {
+	sched clock.Scheduler
+	rng   *rand.Rand
+	cfg   BrokerConfig
+	trace func(string, ...any)
+}
+
+func (d *simDisk) Sync(plans []*logstore.SyncPlan, done func(err error)) {
+	lat := d.cfg.DiskLatencyMin
+	if span := d.cfg.DiskLatencyMax - d.cfg.DiskLatencyMin; span > 0 {
+		lat += time.Duration(d.rng.Int63n(int64(span)))
+	}
+	if d.cfg.DiskSlowProb > 0 && d.rng.Float64() < d.cfg.DiskSlowProb {
+		lat += d.cfg.DiskSlow
+	}
+	d.sched.After(lat, func() {
+		var first error
+		for _, p := range plans {
+			if err := p.Run(); err != nil && first == nil {
+				first = err
+			}
+		}
+		if first != nil {
+			d.trace("disk: sync of %d plans failed: %v", len(plans), first)
+		}
+		done(first)
+	})
+}

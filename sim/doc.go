@@ -1,0 +1,24 @@
+// Package sim is Floe's deterministic simulator.
+//
+// A World hosts N nodes on one simulated clock (clock.Sim, an event heap
+// ordered by simulated time and sequence), one simulated network
+// (netx.SimNetwork) and one crashable in-memory file system per node
+// (logstore.SimFS). It runs on the caller's goroutine, one event at a time,
+// and every random choice in a run derives from Config.Seed, so a seed
+// replays bit for bit. It injects process faults itself (crash, restart,
+// pause, resume) and forwards network faults (partition, isolate, heal).
+//
+// Everything that happens is written to a trace: each scheduler event, each
+// message delivery, each fault, and the nodes' own trace lines. TraceHash is
+// the SHA-256 of that trace; the determinism test proves the same seed gives
+// the same hash and different seeds different ones.
+//
+// Node code does not know it is simulated: it is written against the Env a
+// Factory receives (clock.Clock, clock.Scheduler, netx.Transport,
+// logstore.FS, *rand.Rand), the same contracts the production runtime
+// satisfies.
+//
+// What it must not do: sim starts no goroutines, reads no wall clock, uses no
+// global randomness and iterates no map into its trace. Nothing under node
+// imports sim.
+package sim

@@ -1,0 +1,344 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/floe-broker/floe/logstore"
+	"github.com/floe-broker/floe/netx"
+)
+
+// nemesis injects a run's faults during the safety phase: at exponentially
+// distributed intervals (the sum of the seed's rates) it picks a fault in
+// proportion to its rate, applies it, and schedules its heal after a
+// seeded duration. A supervisor restarts nodes that went down on their own
+// (Env.Fatal), as systemd would.
+type nemesis struct {
+	r   *run
+	w   *World
+	o   FaultOptions
+	rng *rand.Rand
+	on  bool
+	// restartDue marks nodes with a restart scheduled.
+	restartDue map[netx.NodeID]bool
+	// corrupted are the nodes whose files were damaged: at most a minority
+	// in a run, so other replicas keep good copies.
+	corrupted map[netx.NodeID]bool
+	// counts of faults applied, by kind, for the run's figures.
+	counts map[string]int
+}
+
+type faultKind struct {
+	name  string
+	rate  float64
+	apply func()
+}
+
+func newNemesis(r *run) *nemesis {
+	return &nemesis{
+		r: r, w: r.w, o: r.o.Faults, rng: rand.New(rand.NewSource(r.w.Rand().Int63())),
+		restartDue: map[netx.NodeID]bool{}, corrupted: map[netx.NodeID]bool{}, counts: map[string]int{},
+	}
+}
+
+func (n *nemesis) kinds() []faultKind {
+	return []faultKind{
+		{"crash", n.o.Crash, n.crash},
+		{"powercut", n.o.PowerCut, n.powerCut},
+		{"pause", n.o.Pause, n.pause},
+		{"partition", n.o.Partition, n.partition},
+		{"clock", n.o.Clock, n.clock},
+		{"transfer", n.o.Transfer, n.transfer},
+		{"corrupt", n.o.Corrupt, n.corrupt},
+	}
+}
+
+// start turns the link and disk faults on and begins injecting.
+func (n *nemesis) start() {
+	n.on = true
+	n.w.SetFaults(n.o.Link)
+	for _, id := range n.w.IDs() {
+		n.w.FS(id).SetFailProb(logstore.OpSync, n.o.SyncFailProb)
+		n.w.FS(id).SetFailProb(logstore.OpWrite, n.o.WriteFailProb)
+	}
+	n.scheduleNext()
+	n.supervise()
+}
+
+// stop ends injection and heals everything: network, disks, paused and
+// down nodes. Clock skew stays: a healthy cluster lives with it.
+func (n *nemesis) stop() {
+	n.on = false
+	n.w.Tracef("nemesis: heal everything")
+	n.w.Heal()
+	n.w.SetFaults(netx.LinkFaults{DelayMin: n.o.Link.DelayMin, DelayMax: n.o.Link.DelayMax})
+	for _, id := range n.w.IDs() {
+		n.w.FS(id).SetFailProb(logstore.OpSync, 0)
+		n.w.FS(id).SetFailProb(logstore.OpWrite, 0)
+		if n.w.Paused(id) {
+			n.w.Resume(id)
+		}
+		if !n.w.Up(id) {
+			n.w.Restart(id)
+		}
+	}
+}
+
+func (n *nemesis) scheduleNext() {
+	total := 0.0
+	for _, k := range n.kinds() {
+		total += k.rate
+	}
+	if total <= 0 {
+		return
+	}
+	wait := time.Duration(n.rng.ExpFloat64() / total * float64(time.Second))
+	n.w.After(wait, func() {
+		if !n.on {
+			return
+		}
+		x := n.rng.Float64() * total
+		for _, k := range n.kinds() {
+			if x < k.rate {
+				n.counts[k.name]++
+				k.apply()
+				break
+			}
+			x -= k.rate
+		}
+		n.scheduleNext()
+	})
+}
+
+// supervise restarts, after a while, any node down with no restart
+// scheduled (one that stopped itself).
+func (n *nemesis) supervise() {
+	n.w.After(100*time.Millisecond, func() {
+		if !n.on {
+			return
+		}
+		for _, id := range n.w.IDs() {
+			if !n.w.Up(id) && !n.restartDue[id] {
+				n.restartAfter(id, n.duration()/2)
+			}
+		}
+		n.supervise()
+	})
+}
+
+func (n *nemesis) duration() time.Duration {
+	lo := 20 * time.Millisecond
+	if n.o.DurMax <= lo {
+		return lo
+	}
+	return lo + time.Duration(n.rng.Int63n(int64(n.o.DurMax-lo)))
+}
+
+func (n *nemesis) restartAfter(id netx.NodeID, d time.Duration) {
+	n.restartDue[id] = true
+	n.w.After(d, func() {
+		delete(n.restartDue, id)
+		if n.on && !n.w.Up(id) {
+			n.w.Restart(id)
+		}
+	})
+}
+
+// target picks a node: with probability Aim a partition leader or the
+// controller as the clients last saw them, otherwise any node.
+func (n *nemesis) target() netx.NodeID {
+	ids := n.w.IDs()
+	if n.rng.Float64() < n.o.Aim {
+		if n.rng.Intn(3) == 0 && n.r.meta.controller != 0 {
+			return n.r.meta.controller
+		}
+		if id, ok := n.r.meta.leader(int32(n.rng.Intn(int(n.r.o.Partitions)))); ok {
+			return id
+		}
+	}
+	return ids[n.rng.Intn(len(ids))]
+}
+
+func (n *nemesis) crashMode() logstore.CrashMode {
+	return []logstore.CrashMode{logstore.CrashRandom, logstore.CrashLoseAll, logstore.CrashKeepAll, logstore.CrashTornLast}[n.rng.Intn(4)]
+}
+
+func (n *nemesis) crash() {
+	id := n.target()
+	if !n.w.Up(id) {
+		return
+	}
+	n.w.CrashWith(id, n.crashMode())
+	n.restartAfter(id, n.duration())
+}
+
+// powerCut crashes a majority, or every node, at one instant.
+func (n *nemesis) powerCut() {
+	ids := n.shuffled()
+	k := len(ids)/2 + 1
+	if n.rng.Intn(2) == 0 {
+		k = len(ids)
+	}
+	n.w.Tracef("nemesis: power cut of %d nodes", k)
+	for _, id := range ids[:k] {
+		if n.w.Up(id) {
+			n.w.CrashWith(id, []logstore.CrashMode{logstore.CrashRandom, logstore.CrashLoseAll}[n.rng.Intn(2)])
+			n.restartAfter(id, n.duration())
+		}
+	}
+}
+
+func (n *nemesis) pause() {
+	id := n.target()
+	if !n.w.Up(id) || n.w.Paused(id) {
+		return
+	}
+	n.w.Pause(id)
+	n.w.After(n.duration(), func() { n.w.Resume(id) })
+}
+
+func (n *nemesis) shuffled() []netx.NodeID {
+	ids := n.w.IDs()
+	n.rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	return ids
+}
+
+// partition applies one network partition and heals it later.
+func (n *nemesis) partition() {
+	ids := n.shuffled()
+	switch n.rng.Intn(4) {
+	case 0: // isolate one node
+		n.w.Isolate(n.target())
+	case 1: // majority | minority
+		k := 1 + n.rng.Intn(len(ids)-1)
+		n.w.Partition(ids[:k], ids[k:])
+	case 2: // bridge: two halves that both reach one node
+		half := (len(ids) - 1) / 2
+		a, b := ids[1:1+half], ids[1+half:]
+		n.w.Tracef("nemesis: bridge through n%d", ids[0])
+		for _, x := range a {
+			for _, y := range b {
+				n.w.Cut(x, y)
+				n.w.Cut(y, x)
+			}
+		}
+	default: // asymmetric: a node that can receive but not send, or the reverse
+		id := n.target()
+		out := n.rng.Intn(2) == 0
+		for _, other := range ids {
+			if other == id {
+				continue
+			}
+			if out {
+				n.w.Cut(id, other)
+			} else {
+				n.w.Cut(other, id)
+			}
+		}
+	}
+	n.w.After(n.duration(), n.w.Heal)
+}
+
+// clock skews or jumps one node's wall clock, by up to minutes: far less
+// than any retention, so no data may legitimately expire.
+func (n *nemesis) clock() {
+	id := n.target()
+	d := time.Duration(n.rng.Int63n(int64(2*time.Minute))) - time.Minute
+	if n.rng.Intn(2) == 0 {
+		n.w.SkewClock(id, 10*d)
+		return
+	}
+	n.w.JumpClock(id, d)
+}
+
+// transfer makes one node hand off every leadership it holds, as an
+// operator draining it would.
+func (n *nemesis) transfer() {
+	id := n.target()
+	n.w.Call(id, 0, "admin transfer-leaderships", func(inst Instance) {
+		if b, ok := inst.(*Broker); ok {
+			b.R.TransferLeaderships()
+		}
+	}, nil)
+}
+
+// corrupt damages one file of one node, while it is down, where the other
+// replicas keep good copies: it crashes the node, flips a bit in or cuts
+// the tail of one of its log files, and restarts it later.
+func (n *nemesis) corrupt() {
+	if len(n.corrupted) >= (len(n.w.IDs())-1)/2 {
+		return
+	}
+	id := n.target()
+	if n.corrupted[id] {
+		return
+	}
+	files := dataFiles(n.w.FS(id), "data")
+	if len(files) == 0 {
+		return
+	}
+	if n.w.Up(id) {
+		n.w.CrashWith(id, n.crashMode())
+	}
+	n.corrupted[id] = true
+	name := files[n.rng.Intn(len(files))]
+	data, err := n.w.FS(id).ReadFile(name)
+	if err != nil || len(data) == 0 {
+		return
+	}
+	off := n.rng.Int63n(int64(len(data)))
+	if n.rng.Intn(2) == 0 {
+		bit := uint(n.rng.Intn(8))
+		n.w.Tracef("fault corrupt n%d: flip bit %d of byte %d of %s (%d bytes)", id, bit, off, name, len(data))
+		_ = n.w.FS(id).FlipBit(name, off, bit)
+	} else {
+		n.w.Tracef("fault corrupt n%d: truncate %s from %d to %d bytes", id, name, len(data), off)
+		_ = n.w.FS(id).TruncateFile(name, off)
+	}
+	n.r.corruptedFiles = append(n.r.corruptedFiles, fmt.Sprintf("n%d:%s", id, name))
+	if !n.restartDue[id] {
+		n.restartAfter(id, n.duration())
+	}
+}
+
+// dataFiles lists the segment and index files under dir, sorted.
+func dataFiles(fs *logstore.SimFS, dir string) []string {
+	var out []string
+	var walk func(d string, depth int)
+	walk = func(d string, depth int) {
+		names, err := fs.List(d)
+		if err != nil || depth > 4 {
+			return
+		}
+		for _, name := range names {
+			p := path.Join(d, name)
+			switch {
+			case strings.HasSuffix(name, ".log") || strings.HasSuffix(name, ".idx"):
+				out = append(out, p)
+			default:
+				walk(p, depth+1) // a directory, or List fails and it is skipped
+			}
+		}
+	}
+	walk(dir, 0)
+	sort.Strings(out)
+	return out
+}
+
+// summary lists the faults applied, sorted by name.
+func (n *nemesis) summary() string {
+	keys := make([]string, 0, len(n.counts))
+	for k := range n.counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, n.counts[k])
+	}
+	return strings.Join(parts, " ")
+}

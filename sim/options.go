@@ -1,0 +1,160 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"time"
+
+	"github.com/floe-broker/floe/netx"
+)
+
+// Options is everything one cluster run does. ChooseOptions draws them from
+// a seed (swarm testing: each seed enables its own mix of faults at its own
+// rates), so a seed names a run; tests and `floe sim` may then adjust them.
+type Options struct {
+	Seed int64
+
+	// Cluster.
+	Nodes      int
+	Partitions int32
+	Broker     BrokerConfig
+
+	// Workload.
+	Producers      int
+	IdempotentProb float64 // chance each producer is idempotent
+	RecordsMax     int     // records per produce, 1..RecordsMax
+	Fetchers       int
+	Consumers      int
+	Groups         int // consumer groups the consumers share
+	ThinkMax       time.Duration
+	OpTimeout      time.Duration // a produce's delivery timeout
+	RequestTimeout time.Duration // one request's client-side timeout
+	ClientLatMin   time.Duration
+	ClientLatMax   time.Duration
+
+	// Phases.
+	SafetyDur   time.Duration // faults and workload
+	LivenessMax time.Duration // after healing: bound on leaders, writes, final reads
+
+	Faults FaultOptions
+}
+
+// FaultOptions are the fault rates of a run. Rates are mean faults per
+// simulated second; zero turns a fault off.
+type FaultOptions struct {
+	Crash     float64 // crash one node (seeded disk outcome), restart later
+	PowerCut  float64 // crash a majority or every node at once
+	Pause     float64 // SIGSTOP one node, resume later
+	Partition float64 // isolate one, majority/minority, bridge, asymmetric
+	Clock     float64 // skew or jump one node's wall clock
+	Transfer  float64 // a node hands off every leadership it holds
+	Corrupt   float64 // flip bits in or truncate a file of a down node (a minority only)
+	// Aim is the chance a process fault or isolation targets a partition
+	// leader or the controller instead of a random node.
+	Aim float64
+	// DurMax bounds how long a fault lasts before its heal.
+	DurMax time.Duration
+	// Link is every link's drop/duplicate/reorder/delay during the safety
+	// phase.
+	Link netx.LinkFaults
+	// SyncFailProb and WriteFailProb make fsyncs and writes fail; a node
+	// whose fsync fails stops (Env.Fatal) and is restarted.
+	SyncFailProb  float64
+	WriteFailProb float64
+	// Buggify turns on fault sites inside product code (Env.Buggify).
+	Buggify bool
+}
+
+// DefaultSafety and friends are the defaults ChooseOptions starts from.
+const (
+	defaultSafety   = 4 * time.Second
+	defaultLiveness = 30 * time.Second
+)
+
+// ChooseOptions draws a run's options from its seed. The generator used here
+// is not the world's: choosing options consumes nothing of the run itself.
+func ChooseOptions(seed int64) Options {
+	rng := rand.New(rand.NewSource(seed ^ 0x5eed0f7105))
+	pick := func(p float64) bool { return rng.Float64() < p }
+	rate := func(p, lo, hi float64) float64 {
+		if !pick(p) {
+			return 0
+		}
+		return lo + rng.Float64()*(hi-lo)
+	}
+	nodes := 3
+	if pick(0.25) {
+		nodes = 5
+	}
+	o := Options{
+		Seed:       seed,
+		Nodes:      nodes,
+		Partitions: int32(1 + rng.Intn(2)),
+		Broker: BrokerConfig{
+			Nodes:             nodes,
+			Tick:              10 * time.Millisecond,
+			ElectionTicks:     10,
+			HeartbeatTicks:    2,
+			OffsetsPartitions: 1,
+			ForwardTimeout:    2 * time.Second,
+			DiskLatencyMin:    200 * time.Microsecond,
+			DiskLatencyMax:    time.Duration(300+rng.Intn(1700)) * time.Microsecond,
+		},
+		Producers:      2 + rng.Intn(3),
+		IdempotentProb: []float64{0, 0.5, 1}[rng.Intn(3)],
+		RecordsMax:     1 + rng.Intn(3),
+		Fetchers:       1 + rng.Intn(2),
+		Consumers:      1 + rng.Intn(2),
+		Groups:         1 + rng.Intn(2),
+		ThinkMax:       time.Duration(5+rng.Intn(20)) * time.Millisecond,
+		OpTimeout:      4 * time.Second,
+		RequestTimeout: 1 * time.Second,
+		ClientLatMin:   100 * time.Microsecond,
+		ClientLatMax:   time.Duration(200+rng.Intn(800)) * time.Microsecond,
+		SafetyDur:      defaultSafety,
+		LivenessMax:    defaultLiveness,
+	}
+	if pick(0.3) {
+		o.Broker.DiskSlowProb, o.Broker.DiskSlow = 0.05, time.Duration(5+rng.Intn(45))*time.Millisecond
+	}
+	f := &o.Faults
+	f.Crash = rate(0.6, 0.2, 1.5)
+	f.PowerCut = rate(0.25, 0.05, 0.4)
+	f.Pause = rate(0.5, 0.2, 1.5)
+	f.Partition = rate(0.6, 0.2, 1.5)
+	f.Clock = rate(0.4, 0.2, 2)
+	f.Transfer = rate(0.3, 0.2, 1)
+	f.Aim = rng.Float64()
+	f.DurMax = time.Duration(200+rng.Intn(1800)) * time.Millisecond
+	if pick(0.7) {
+		f.Link = netx.LinkFaults{
+			DropProb:    rate(0.6, 0.001, 0.1),
+			DupProb:     rate(0.5, 0.001, 0.05),
+			ReorderProb: rate(0.5, 0.001, 0.1),
+		}
+	}
+	f.Link.DelayMin = 50 * time.Microsecond
+	f.Link.DelayMax = time.Duration(100+rng.Intn(rng.Intn(5000)+1)) * time.Microsecond
+	f.SyncFailProb = rate(0.2, 0.0005, 0.01)
+	f.WriteFailProb = rate(0.1, 0.0005, 0.005)
+	f.Buggify = pick(0.5)
+	return o
+}
+
+// String lists the options, one group per line, for a failing run's report.
+func (o Options) String() string {
+	var b strings.Builder
+	f := o.Faults
+	fmt.Fprintf(&b, "seed=%d nodes=%d partitions=%d tick=%v election=%dt disk=%v..%v slow=%.2f/%v\n",
+		o.Seed, o.Nodes, o.Partitions, o.Broker.Tick, o.Broker.ElectionTicks,
+		o.Broker.DiskLatencyMin, o.Broker.DiskLatencyMax, o.Broker.DiskSlowProb, o.Broker.DiskSlow)
+	fmt.Fprintf(&b, "workload: producers=%d idempotent=%.1f records<=%d fetchers=%d consumers=%d groups=%d think<=%v op-timeout=%v req-timeout=%v\n",
+		o.Producers, o.IdempotentProb, o.RecordsMax, o.Fetchers, o.Consumers, o.Groups, o.ThinkMax, o.OpTimeout, o.RequestTimeout)
+	fmt.Fprintf(&b, "phases: safety=%v liveness<=%v\n", o.SafetyDur, o.LivenessMax)
+	fmt.Fprintf(&b, "faults/s: crash=%.2f powercut=%.2f pause=%.2f partition=%.2f clock=%.2f transfer=%.2f corrupt=%.2f aim=%.2f dur<=%v\n",
+		f.Crash, f.PowerCut, f.Pause, f.Partition, f.Clock, f.Transfer, f.Corrupt, f.Aim, f.DurMax)
+	fmt.Fprintf(&b, "link: drop=%.3f dup=%.3f reorder=%.3f delay=%v..%v; disk: sync-fail=%.4f write-fail=%.4f; buggify=%v",
+		f.Link.DropProb, f.Link.DupProb, f.Link.ReorderProb, f.Link.DelayMin, f.Link.DelayMax, f.SyncFailProb, f.WriteFailProb, f.Buggify)
+	return b.String()
+}

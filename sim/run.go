@@ -1,0 +1,397 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/jepsen/check"
+	"github.com/floe-broker/floe/jepsen/history"
+	"github.com/floe-broker/floe/logstore"
+	"github.com/floe-broker/floe/netx"
+)
+
+// A cluster run: Options in, Result out. Run boots Options.Nodes full
+// brokers in a World, creates the workload topic, then
+//
+//  1. safety phase (SafetyDur): producers, fetchers and consumers run while
+//     the nemesis injects the seed's faults;
+//  2. heal: faults stop, everything heals, producers and fetchers finish
+//     their operations in flight;
+//  3. liveness phase (LivenessMax from the heal): every partition must
+//     accept an acks=all write, be read in full (the final reads), and
+//     every consumer must drain it and commit;
+//  4. the history goes through every shared checker (jepsen/check).
+//
+// Everything derives from Options.Seed, so a run replays bit for bit.
+
+// Result is what a run found.
+type Result struct {
+	Options Options
+	// Violations fail the run, one line each: checker anomalies and
+	// inconclusive checks, liveness failures, served corruption,
+	// unexpected node failures.
+	Violations []string
+	// Notes are things worth a look that do not fail the run.
+	Notes  []string
+	Report check.Report
+	Stats  RunStats
+	// TraceHash is the SHA-256 of the whole trace; TraceTail its last lines.
+	TraceHash string
+	TraceTail []string
+	History   history.History
+}
+
+// RunStats are a run's figures.
+type RunStats struct {
+	SimTime  time.Duration
+	Events   uint64
+	Produces int
+	Acked    int
+	Fetches  int
+	Polls    int
+	Commits  int
+	Faults   string // by kind
+	Fatals   int
+	// Recovery is, per partition, the simulated time from the heal to its
+	// first acknowledged acks=all write.
+	Recovery []time.Duration
+}
+
+// Failed reports whether the run found a violation.
+func (res *Result) Failed() bool { return len(res.Violations) > 0 }
+
+// ReplayCommands are the commands that rerun this seed bit for bit.
+func (res *Result) ReplayCommands() string {
+	return fmt.Sprintf("go test ./sim -run '^TestSim$' -seed %d -v\n\tgo run ./cmd/floe sim --seed %d",
+		res.Options.Seed, res.Options.Seed)
+}
+
+// Summary is the report of a run: verdict, seed, options, figures, the
+// violations with the checker summary, and how to replay it.
+func (res *Result) Summary() string {
+	var b strings.Builder
+	verdict := "PASS"
+	if res.Failed() {
+		verdict = "FAIL"
+	}
+	s := res.Stats
+	fmt.Fprintf(&b, "%s seed %d: %v simulated, %d events; produces=%d acked=%d fetches=%d polls=%d commits=%d fatals=%d\n",
+		verdict, res.Options.Seed, s.SimTime, s.Events, s.Produces, s.Acked, s.Fetches, s.Polls, s.Commits, s.Fatals)
+	fmt.Fprintf(&b, "faults: %s; recovery after heal: %v\n", s.Faults, s.Recovery)
+	fmt.Fprintf(&b, "options:\n\t%s\n", strings.ReplaceAll(res.Options.String(), "\n", "\n\t"))
+	for _, v := range res.Violations {
+		fmt.Fprintf(&b, "VIOLATION %s\n", v)
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	if res.Failed() {
+		fmt.Fprintf(&b, "checkers:\n%s", res.Report.Summary())
+		fmt.Fprintf(&b, "trace hash %s; replay with:\n\t%s\n", res.TraceHash, res.ReplayCommands())
+	}
+	return b.String()
+}
+
+// run is one run in progress: the world, the clients' shared state, the
+// history.
+type run struct {
+	w    *World
+	o    Options
+	rng  *rand.Rand // the workload's choices
+	kn   *kafkaNet
+	meta *metaCache
+	rec  *history.Recorder
+	nem  *nemesis
+
+	topic    string
+	values   int64
+	procNext int64
+	// topOffset is, per partition, the largest high watermark or
+	// acknowledged end offset seen: fetchers pick offsets below it.
+	topOffset map[int32]int64
+
+	// stopping: producers and fetchers finish their operation and stop;
+	// active counts those still running.
+	stopping bool
+	active   int
+	// draining: consumers read to finalHWM and commit; drainedConsumers
+	// counts those done.
+	draining         bool
+	finalHWM         map[int32]int64
+	drainedConsumers int
+	// liveDeadline bounds the liveness phase's retries.
+	liveDeadline time.Duration
+
+	corruptedFiles []string
+	violations     []string
+	notes          []string
+	stats          RunStats
+}
+
+func (r *run) now() time.Duration { return r.w.Clock().Monotonic() }
+
+func (r *run) newProc() int64 {
+	r.procNext++
+	return r.procNext
+}
+
+// think is a client's pause between operations.
+func (r *run) think() time.Duration {
+	return time.Duration(r.rng.Int63n(int64(r.o.ThinkMax) + 1))
+}
+
+// backoff is a client's pause before a retry.
+func (r *run) backoff() time.Duration {
+	return 10*time.Millisecond + time.Duration(r.rng.Int63n(int64(40*time.Millisecond)))
+}
+
+func (r *run) sawOffset(part int32, off int64) {
+	r.topOffset[part] = max(r.topOffset[part], off)
+}
+
+func (r *run) violation(kind, msg string) {
+	r.w.Tracef("VIOLATION %s: %s", kind, msg)
+	r.violations = append(r.violations, kind+": "+msg)
+}
+
+func (r *run) note(msg string) {
+	r.w.Tracef("note: %s", msg)
+	if len(r.notes) < 20 {
+		r.notes = append(r.notes, msg)
+	}
+}
+
+// Run runs one simulated cluster as o says and checks its history.
+func Run(o Options) *Result {
+	w := NewWorld(Config{
+		Seed: o.Seed, Nodes: o.Nodes, Buggify: o.Faults.Buggify, TraceKeep: 4000,
+		Faults: netx.LinkFaults{DelayMin: o.Faults.Link.DelayMin, DelayMax: o.Faults.Link.DelayMax},
+	}, BrokerFactory(o.Broker))
+	r := &run{
+		w: w, o: o, topic: "sim", topOffset: map[int32]int64{}, finalHWM: map[int32]int64{},
+		rng: rand.New(rand.NewSource(w.Rand().Int63())),
+	}
+	r.kn = &kafkaNet{w: w, rng: rand.New(rand.NewSource(w.Rand().Int63())),
+		latMin: o.ClientLatMin, latMax: o.ClientLatMax, calls: map[int16]int{}}
+	r.meta = newMetaCache(r)
+	r.rec = history.NewRecorder(nil, func() int64 { return int64(w.Clock().Monotonic()) })
+	r.nem = newNemesis(r)
+	w.Tracef("options %s", strings.ReplaceAll(o.String(), "\n", "; "))
+	if r.setup() {
+		r.safety()
+		r.heal()
+		r.liveness()
+	}
+	return r.finish()
+}
+
+// setup creates the topic on a healthy cluster and waits for its leaders.
+func (r *run) setup() bool {
+	w := r.w
+	created := false
+	var create func()
+	create = func() {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version = 7
+		req.TimeoutMillis = 5000
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = r.topic, r.o.Partitions, int16(min(3, r.o.Nodes))
+		for _, c := range [][2]string{{"retention.ms", "-1"}, {"retention.bytes", "-1"}, {"segment.bytes", "16384"}} {
+			cc := kmsg.NewCreateTopicsRequestTopicConfig()
+			cc.Name, cc.Value = c[0], kmsg.StringPtr(c[1])
+			t.Configs = append(t.Configs, cc)
+		}
+		req.Topics = append(req.Topics, t)
+		r.kn.call(r.meta.anyNode(), req, 6*time.Second, func(resp kmsg.Response, err error) {
+			if err == nil {
+				code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode
+				if code == 0 || code == kerr.TopicAlreadyExists.Code {
+					created = true
+					return
+				}
+			}
+			w.After(100*time.Millisecond, create)
+		})
+	}
+	w.After(50*time.Millisecond, create)
+	if !w.RunUntil(func() bool { return created }, 30*time.Second) {
+		r.violation("liveness", "a healthy cluster did not create the topic within 30s")
+		return false
+	}
+	if !r.waitLeaders(30 * time.Second) {
+		r.violation("liveness", "a healthy cluster's new topic has no leader for every partition within 30s")
+		return false
+	}
+	w.Tracef("setup done: topic %s has %d partitions with leaders", r.topic, r.o.Partitions)
+	return true
+}
+
+// waitLeaders refreshes metadata until every partition has a leader.
+func (r *run) waitLeaders(max time.Duration) bool {
+	known := func() bool { return len(r.meta.leaders) == int(r.o.Partitions) }
+	var poll func()
+	poll = func() {
+		if !known() {
+			r.meta.refresh(func() { r.w.After(50*time.Millisecond, poll) })
+		}
+	}
+	poll()
+	return r.w.RunUntil(known, max)
+}
+
+// safety runs the workload under the nemesis for SafetyDur.
+func (r *run) safety() {
+	r.w.Tracef("phase: safety for %v", r.o.SafetyDur)
+	for i := 0; i < r.o.Producers; i++ {
+		p := &producer{r: r, idem: r.rng.Float64() < r.o.IdempotentProb}
+		p.start()
+	}
+	for i := 0; i < r.o.Fetchers; i++ {
+		(&fetcher{r: r}).start()
+	}
+	for i := 0; i < r.o.Consumers; i++ {
+		c := &consumer{r: r, group: fmt.Sprintf("g%d", i%max(r.o.Groups, 1))}
+		c.start()
+	}
+	r.nem.start()
+	r.w.RunFor(r.o.SafetyDur)
+}
+
+// heal stops the faults and lets producers and fetchers finish.
+func (r *run) heal() {
+	r.nem.stop()
+	r.stopping = true
+	r.liveDeadline = r.now() + r.o.LivenessMax
+	r.w.Tracef("phase: heal; waiting for %d clients to finish their operations", r.active)
+	if !r.w.RunUntil(func() bool { return r.active == 0 }, r.o.OpTimeout+2*r.o.RequestTimeout) {
+		r.note(fmt.Sprintf("%d clients still busy after the heal", r.active))
+	}
+}
+
+// liveness: each partition must take an acks=all write and be read in full,
+// and every consumer must drain, all before liveDeadline.
+func (r *run) liveness() {
+	healAt := r.now()
+	r.w.Tracef("phase: liveness, deadline %v", r.liveDeadline)
+	r.stats.Recovery = make([]time.Duration, r.o.Partitions)
+	probed, read := 0, 0
+	readsOK := true
+	for p := int32(0); p < r.o.Partitions; p++ {
+		r.probe(p, healAt, func() {
+			probed++
+			r.finalRead(p, func(ok bool, hwm int64) {
+				read++
+				readsOK = readsOK && ok
+				r.finalHWM[p] = hwm
+			})
+		})
+	}
+	left := r.liveDeadline - r.now()
+	if !r.w.RunUntil(func() bool { return read == int(r.o.Partitions) }, left) {
+		r.violation("liveness", fmt.Sprintf("%d of %d partitions took an acks=all write and %d were read in full within %v of the heal",
+			probed, r.o.Partitions, read, r.o.LivenessMax))
+		return
+	}
+	if !readsOK {
+		r.violation("liveness", fmt.Sprintf("final reads did not complete within %v of the heal", r.o.LivenessMax))
+		return
+	}
+	r.draining = true
+	left = r.liveDeadline - r.now()
+	if !r.w.RunUntil(func() bool { return r.drainedConsumers == r.o.Consumers }, left) {
+		r.violation("liveness", fmt.Sprintf("%d of %d consumers drained and committed within %v of the heal",
+			r.drainedConsumers, r.o.Consumers, r.o.LivenessMax))
+	}
+}
+
+// probe writes to partition part until a write is acknowledged (or the
+// liveness deadline passes), then calls done.
+func (r *run) probe(part int32, healAt time.Duration, done func()) {
+	proc := r.newProc()
+	var try func()
+	try = func() {
+		r.produceOp(proc, part, 1, producerStamp{pid: -1}, func(typ history.Type) {
+			if typ == history.OK {
+				r.stats.Recovery[part] = r.now() - healAt
+				done()
+				return
+			}
+			proc = r.newProc()
+			if r.now() < r.liveDeadline {
+				r.w.After(r.backoff(), try)
+			}
+		})
+	}
+	try()
+}
+
+// finish checks the history and gathers the result.
+func (r *run) finish() *Result {
+	w := r.w
+	h := r.rec.History()
+	rep := check.Check(h, check.Options{})
+	for _, res := range rep.Results {
+		if res.Valid == check.Valid {
+			continue
+		}
+		line := fmt.Sprintf("%s %s", res.Checker, res.Valid)
+		for _, name := range sortedStrings(res.Counts) {
+			line += fmt.Sprintf(" %s=%d", name, res.Counts[name])
+		}
+		for _, n := range res.Notes {
+			line += "; " + n
+		}
+		r.violation("checker", line)
+	}
+	for _, f := range w.Fatals() {
+		switch {
+		case injected(f.Err):
+		case r.nem.corrupted[f.ID]:
+			r.note(fmt.Sprintf("n%d.%d (a node with corrupted files) stopped: %v", f.ID, f.Inc, f.Err))
+		default:
+			r.violation("node-fatal", fmt.Sprintf("n%d.%d stopped with no injected cause at %v: %v", f.ID, f.Inc, f.At, f.Err))
+		}
+	}
+	if len(r.corruptedFiles) > 0 {
+		r.note("corrupted: " + strings.Join(r.corruptedFiles, ", "))
+	}
+	r.stats.SimTime = w.Clock().Monotonic()
+	r.stats.Events = w.Clock().Executed()
+	r.stats.Faults = r.nem.summary()
+	r.stats.Fatals = len(w.Fatals())
+	w.Tracef("done: %d violations", len(r.violations))
+	return &Result{
+		Options: r.o, Violations: r.violations, Notes: r.notes, Report: rep, Stats: r.stats,
+		TraceHash: w.TraceHash(), TraceTail: tail(w.Trace(), 200), History: h,
+	}
+}
+
+// injected reports whether err comes from a fault the simulator injected.
+// The log's sticky failure (logstore.ErrFailed) keeps its cause as text
+// only, so the text is checked too.
+func injected(err error) bool {
+	return errors.Is(err, logstore.ErrInjected) || strings.Contains(err.Error(), logstore.ErrInjected.Error())
+}
+
+func sortedStrings[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func tail(lines []string, n int) []string {
+	if len(lines) > n {
+		return lines[len(lines)-n:]
+	}
+	return lines
+}

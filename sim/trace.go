@@ -1,0 +1,66 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"slices"
+	"time"
+)
+
+// tracer records the run as lines of text. Each line starts with the
+// simulated time in seconds (fixed width, nanosecond precision), so traces
+// of two runs diff line by line.
+//
+// Line shapes:
+//
+//	0.010000000 ev #12                      a scheduler event runs (time, seq)
+//	0.010000000 n2.1 timer                  it is incarnation 1 of node 2's timer
+//	0.010000000 n2.1 recv n1 len=9 h=1a2b3c4d   a delivery (sender, size, FNV-32a)
+//	0.010000000 n2.1 ...: held | gone       paused node / dead incarnation
+//	0.010000000 n2.1 | text                 the node's own Tracef
+//	0.010000000 world | fault crash n2.1    a fault, or a world-level line
+type tracer struct {
+	// lines are the last lines added: all of them, or at least keep when
+	// keep > 0 (older ones are dropped in bulk).
+	lines []string
+	keep  int
+	total int
+	// sum hashes every line followed by "\n", as it is added.
+	sum hash.Hash
+}
+
+func newTracer(keep int) tracer { return tracer{sum: sha256.New(), keep: keep} }
+
+func (t *tracer) add(at time.Duration, format string, args ...any) {
+	line := fmtTime(at) + " " + fmt.Sprintf(format, args...)
+	if t.keep > 0 && len(t.lines) >= 2*t.keep {
+		t.lines = append(t.lines[:0:0], t.lines[len(t.lines)-t.keep:]...)
+	}
+	t.lines = append(t.lines, line)
+	t.total++
+	t.sum.Write([]byte(line))
+	t.sum.Write([]byte{'\n'})
+}
+
+// fmtTime formats a simulated time as seconds.nanoseconds.
+func fmtTime(d time.Duration) string {
+	return fmt.Sprintf("%d.%09d", d/time.Second, d%time.Second)
+}
+
+// Tracef adds a world-level line to the trace: test drivers use it to mark
+// phases and the choices their seed made.
+func (w *World) Tracef(format string, args ...any) {
+	w.trace.add(w.clock.Monotonic(), "world | %s", fmt.Sprintf(format, args...))
+}
+
+// Trace returns a copy of the trace lines kept so far (all of them unless
+// Config.TraceKeep bounds them).
+func (w *World) Trace() []string { return slices.Clone(w.trace.lines) }
+
+// TraceHash returns the SHA-256 of the trace so far, in hex.
+func (w *World) TraceHash() string { return hex.EncodeToString(w.trace.sum.Sum(nil)) }
+
+// TraceLen returns the number of trace lines so far, kept or not.
+func (w *World) TraceLen() int { return w.trace.total }
