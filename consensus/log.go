@@ -191,7 +191,13 @@ func (l *raftLog) appliedTo(i uint64) {
 
 func (l *raftLog) stableTo(i, t uint64) { l.unstable.stableTo(i, t) }
 
-func (l *raftLog) stableSnapTo(i uint64) { l.unstable.stableSnapTo(i) }
+// stableSnapTo marks the pending snapshot at i persisted, which also
+// applies it.
+func (l *raftLog) stableSnapTo(i uint64) {
+	if l.unstable.stableSnapTo(i) {
+		l.applied = max(l.applied, i)
+	}
+}
 
 // restore replaces the log with snapshot s; s is committed by definition.
 func (l *raftLog) restore(s Snapshot) {

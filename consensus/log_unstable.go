@@ -65,11 +65,14 @@ func (u *unstable) stableTo(i, t uint64) {
 	}
 }
 
-// stableSnapTo marks the snapshot at index i as persisted.
-func (u *unstable) stableSnapTo(i uint64) {
+// stableSnapTo marks the snapshot at index i as persisted; it reports
+// whether that was the pending snapshot.
+func (u *unstable) stableSnapTo(i uint64) bool {
 	if u.snapshot != nil && u.snapshot.Meta.Index == i {
 		u.snapshot = nil
+		return true
 	}
+	return false
 }
 
 // restore replaces everything with snapshot s.

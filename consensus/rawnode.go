@@ -155,7 +155,6 @@ func (rn *RawNode) Advance(rd Ready) {
 	}
 	if !rd.Snapshot.IsEmpty() {
 		r.log.stableSnapTo(rd.Snapshot.Meta.Index)
-		r.log.applied = max(r.log.applied, rd.Snapshot.Meta.Index)
 	}
 	if n := len(rd.Entries); n > 0 {
 		last := rd.Entries[n-1]

@@ -309,3 +309,20 @@ func TestCommittedEntriesBounded(t *testing.T) {
 		t.Fatalf("applied up to %d in %d Readies", next-1, readies)
 	}
 }
+
+// TestAdvanceWithForeignReady: Advance with a Ready that RawNode did not
+// hand out breaks no invariant.
+func TestAdvanceWithForeignReady(t *testing.T) {
+	rn, ms := newTestRawNode(t, 1, 1, 2, 3)
+	becomeLeaderOf3(t, rn, ms)
+	rn.Ready()
+	rn.Advance(Ready{
+		Entries:          []Entry{{Term: 9, Index: 99}},
+		CommittedEntries: []Entry{{Term: 9, Index: 50}},
+		Snapshot:         Snapshot{Meta: SnapshotMeta{Index: 70, Term: 9}},
+	})
+	l := rn.raft.log
+	if l.applied > l.committed || l.committed > l.lastIndex() || l.lastIndex() != 1 {
+		t.Fatalf("applied %d committed %d last %d", l.applied, l.committed, l.lastIndex())
+	}
+}

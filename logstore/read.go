@@ -143,14 +143,23 @@ func (l *Log) Read(offset int64, maxBytes int, limitOffset int64) (ReadResult, e
 		return res, err
 	}
 	k := sort.Search(len(l.segs), func(k int) bool { return l.segs[k].nextOffset > offset })
-	if k < len(l.segs) {
-		res.Data = make([]byte, 0, min(max(maxBytes, 0), 1<<20))
+	if k >= len(l.segs) {
+		return res, nil
 	}
+	start := findByOffset(l.segs[k].sparse, offset)
+	// Size the result by what the log holds past the start, not by the
+	// budget: a consumer at the head asks for megabytes and gets a few
+	// batches, and zeroing a megabyte per fetch would dominate the CPU.
+	avail := l.segs[k].size - start
+	for _, s := range l.segs[k+1:] {
+		avail += s.size
+	}
+	res.Data = make([]byte, 0, min(int64(max(maxBytes, 0)), avail, 1<<20))
 	for first := true; k < len(l.segs); k, first = k+1, false {
 		s := l.segs[k]
 		pos := int64(0)
 		if first {
-			pos = findByOffset(s.sparse, offset)
+			pos = start
 		}
 		done, err := l.readSegment(s, pos, offset, maxBytes, limitOffset, &res)
 		if err != nil || done {

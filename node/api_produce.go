@@ -52,7 +52,7 @@ func (pr *producing) finish() {
 	pr.respond(pr.resp)
 }
 
-func serveProduce(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+func serveProduce(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	// remaining starts at one for the loop below, so a partition whose
@@ -74,7 +74,8 @@ func serveProduce(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Res
 	for ti, rt := range req.Topics {
 		for pi, rp := range rt.Partitions {
 			sp := &resp.Topics[ti].Partitions[pi]
-			r.produceOne(req, rt.Topic, rp.Records, sp, pr, now)
+			pre, ok := c.Prepared.batch(ti, pi)
+			r.produceOne(req, rt.Topic, rp.Records, sp, pr, now, pre, ok)
 		}
 	}
 	pr.remaining--
@@ -111,7 +112,8 @@ func serveProduce(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Res
 // pendingOffset marks a partition whose commit is still awaited.
 const pendingOffset = -2
 
-func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte, sp *kmsg.ProduceResponseTopicPartition, pr *producing, now time.Time) {
+func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte, sp *kmsg.ProduceResponseTopicPartition,
+	pr *producing, now time.Time, pre preparedBatch, prepared bool) {
 	fail := func(err error) { sp.ErrorCode, sp.ErrorMessage = errParts(err) }
 	if req.Version < 3 {
 		fail(kerr.UnsupportedVersion)
@@ -136,7 +138,7 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 		fail(kerr.NotLeaderForPartition)
 		return
 	}
-	h, err := validateProduce(data, p.Cfg)
+	h, err := validateProduce(data, p.Cfg, pre, prepared)
 	if err != nil {
 		r.stats.BadBatches++
 		fail(err)
@@ -184,18 +186,19 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 }
 
 // validateProduce checks that data is exactly one well-formed batch that
-// the topic accepts.
-func validateProduce(data []byte, cfg partition.Config) (records.Header, error) {
-	batches, err := records.Split(data)
+// the topic accepts. A batch the runtime already checked (prepared) only
+// needs the checks that depend on the topic's configuration.
+func validateProduce(data []byte, cfg partition.Config, pre preparedBatch, prepared bool) (records.Header, error) {
+	opts := records.ValidateOptions{MaxMessageBytes: cfg.MaxMessageBytes, RequireKeys: cfg.Compact}
+	s, err := pre.summary, pre.err
+	if !prepared || cfg.Compact {
+		s, err = checkBatch(data, opts)
+	} else if err == nil && cfg.MaxMessageBytes > 0 && len(data) > cfg.MaxMessageBytes {
+		// The same check and code ValidateWith applies first.
+		s, err = checkBatch(data, opts)
+	}
 	if err != nil {
 		return records.Header{}, err
-	}
-	if len(batches) != 1 {
-		return records.Header{}, withMessage(kerr.InvalidRecord, "a produce request must carry exactly one batch per partition")
-	}
-	s, err := records.ValidateWith(data, records.ValidateOptions{MaxMessageBytes: cfg.MaxMessageBytes, RequireKeys: cfg.Compact})
-	if err != nil {
-		return records.Header{}, kerrOf(err)
 	}
 	if s.IsTransactional() {
 		return records.Header{}, withMessage(kerr.InvalidRecord, "transactional batches are not supported yet")
@@ -209,6 +212,22 @@ func validateProduce(data []byte, cfg partition.Config) (records.Header, error) 
 		s.Header.MaxTimestamp = s.MaxTimestamp
 	}
 	return s.Header, nil
+}
+
+// checkBatch validates data as exactly one batch under opts.
+func checkBatch(data []byte, opts records.ValidateOptions) (records.Summary, error) {
+	batches, err := records.Split(data)
+	if err != nil {
+		return records.Summary{}, kerrOf(err)
+	}
+	if len(batches) != 1 {
+		return records.Summary{}, withMessage(kerr.InvalidRecord, "a produce request must carry exactly one batch per partition")
+	}
+	s, err := records.ValidateWith(data, opts)
+	if err != nil {
+		return records.Summary{}, kerrOf(err)
+	}
+	return s, nil
 }
 
 // kerrOf maps a records validation error to its Kafka error.

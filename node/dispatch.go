@@ -9,6 +9,9 @@ type Client struct {
 	ConnID   uint64
 	ClientID string
 	Remote   string
+	// Prepared is what Prepare computed for this request off the reactor,
+	// or nil (the reactor then does that work itself).
+	Prepared *Prepared
 }
 
 // APIRange is one advertised API version range.

@@ -3,29 +3,16 @@
 package sim
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/floe-broker/floe/internal/plant"
 )
 
-func plantedRun(t *testing.T, bug string, seeds int) {
-	plant.Set(bug)
+func TestPlantedBugDebug(t *testing.T) {
+	plant.Set(plant.AckBeforeFsync)
 	defer plant.Reset()
-	caught := 0
-	for seed := int64(1); seed <= int64(seeds); seed++ {
+	for _, seed := range []int64{1, 2, 3, 4} {
 		res := Run(ChooseOptions(seed))
-		if res.Failed() {
-			caught++
-			t.Logf("seed %d: %v", seed, res.Violations)
-		}
+		t.Log(seed, res.TraceHash, res.Stats.Events, res.Violations)
 	}
-	t.Logf("%s caught in %d of %d seeds", bug, caught, seeds)
-}
-
-func TestPlantedBugProbe(t *testing.T) {
-	for _, bug := range []string{plant.AckBeforeQuorum, plant.AckBeforeFsync, plant.VoteWithoutLogCheck} {
-		t.Run(bug, func(t *testing.T) { plantedRun(t, bug, 30) })
-	}
-	_ = fmt.Sprint
 }

@@ -129,10 +129,35 @@ type run struct {
 	// liveDeadline bounds the liveness phase's retries.
 	liveDeadline time.Duration
 
+	// halted: the run used up its event budget (eventsMax): the simulation
+	// stopped making progress in simulated time, a livelock.
+	halted bool
+
 	corruptedFiles []string
 	violations     []string
 	notes          []string
 	stats          RunStats
+}
+
+// eventsMax bounds a run's events. A healthy run takes tens of thousands;
+// one that reaches this is spinning without simulated time passing.
+const eventsMax = 4_000_000
+
+// runUntil is World.RunUntil within the run's event budget.
+func (r *run) runUntil(pred func() bool, maxWait time.Duration) bool {
+	ok := r.w.RunUntil(func() bool { return r.exhausted() || pred() }, maxWait)
+	return ok && !r.halted
+}
+
+// runFor runs d of simulated time within the event budget.
+func (r *run) runFor(d time.Duration) { r.runUntil(func() bool { return false }, d) }
+
+func (r *run) exhausted() bool {
+	if !r.halted && r.w.Clock().Executed() >= eventsMax {
+		r.halted = true
+		r.violation("livelock", fmt.Sprintf("%d events by %v simulated: the cluster spins without time passing", eventsMax, r.now()))
+	}
+	return r.halted
 }
 
 func (r *run) now() time.Duration { return r.w.Clock().Monotonic() }
@@ -186,8 +211,12 @@ func Run(o Options) *Result {
 	w.Tracef("options %s", strings.ReplaceAll(o.String(), "\n", "; "))
 	if r.setup() {
 		r.safety()
-		r.heal()
-		r.liveness()
+		if !r.halted {
+			r.heal()
+		}
+		if !r.halted {
+			r.liveness()
+		}
 	}
 	return r.finish()
 }
@@ -221,7 +250,7 @@ func (r *run) setup() bool {
 		})
 	}
 	w.After(50*time.Millisecond, create)
-	if !w.RunUntil(func() bool { return created }, 30*time.Second) {
+	if !r.runUntil(func() bool { return created }, 30*time.Second) {
 		r.violation("liveness", "a healthy cluster did not create the topic within 30s")
 		return false
 	}
@@ -243,7 +272,7 @@ func (r *run) waitLeaders(max time.Duration) bool {
 		}
 	}
 	poll()
-	return r.w.RunUntil(known, max)
+	return r.runUntil(known, max)
 }
 
 // safety runs the workload under the nemesis for SafetyDur.
@@ -261,7 +290,7 @@ func (r *run) safety() {
 		c.start()
 	}
 	r.nem.start()
-	r.w.RunFor(r.o.SafetyDur)
+	r.runFor(r.o.SafetyDur)
 }
 
 // heal stops the faults and lets producers and fetchers finish.
@@ -270,7 +299,7 @@ func (r *run) heal() {
 	r.stopping = true
 	r.liveDeadline = r.now() + r.o.LivenessMax
 	r.w.Tracef("phase: heal; waiting for %d clients to finish their operations", r.active)
-	if !r.w.RunUntil(func() bool { return r.active == 0 }, r.o.OpTimeout+2*r.o.RequestTimeout) {
+	if !r.runUntil(func() bool { return r.active == 0 }, r.o.OpTimeout+2*r.o.RequestTimeout) {
 		r.note(fmt.Sprintf("%d clients still busy after the heal", r.active))
 	}
 }
@@ -294,7 +323,7 @@ func (r *run) liveness() {
 		})
 	}
 	left := r.liveDeadline - r.now()
-	if !r.w.RunUntil(func() bool { return read == int(r.o.Partitions) }, left) {
+	if !r.runUntil(func() bool { return read == int(r.o.Partitions) }, left) {
 		r.violation("liveness", fmt.Sprintf("%d of %d partitions took an acks=all write and %d were read in full within %v of the heal",
 			probed, r.o.Partitions, read, r.o.LivenessMax))
 		return
@@ -305,7 +334,7 @@ func (r *run) liveness() {
 	}
 	r.draining = true
 	left = r.liveDeadline - r.now()
-	if !r.w.RunUntil(func() bool { return r.drainedConsumers == r.o.Consumers }, left) {
+	if !r.runUntil(func() bool { return r.drainedConsumers == r.o.Consumers }, left) {
 		r.violation("liveness", fmt.Sprintf("%d of %d consumers drained and committed within %v of the heal",
 			r.drainedConsumers, r.o.Consumers, r.o.LivenessMax))
 	}

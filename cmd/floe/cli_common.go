@@ -46,7 +46,7 @@ func (cf *clientFlags) client(opts ...kgo.Opt) (*kgo.Client, error) {
 // which brokers did not answer in time.
 func (cf *clientFlags) explain(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("no answer from %s within %v (is a broker running there? see --brokers)", *cf.brokers, *cf.timeout)
+		return fmt.Errorf("no answer from %s within %v (is a broker running there? see --brokers): %w", *cf.brokers, *cf.timeout, err)
 	}
 	return err
 }

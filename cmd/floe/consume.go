@@ -117,20 +117,17 @@ func consumeMain(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var plan *readPlan
+	if cc.exitAtEnd {
+		if plan, err = cc.plan(ctx, cf); err != nil || plan.done() {
+			return err // nothing to read: no need to join a group
+		}
+	}
 	cl, err := cf.client(cc.clientOpts()...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	var plan *readPlan
-	if cc.exitAtEnd {
-		pctx, cancel := context.WithTimeout(ctx, *cf.timeout)
-		plan, err = planRead(pctx, kadm.NewClient(cl), cc)
-		cancel()
-		if err != nil {
-			return cf.explain(err)
-		}
-	}
 	w := bufio.NewWriterSize(out, 64<<10)
 	err = consumeLoop(ctx, cl, cc, plan, w)
 	if ferr := w.Flush(); err == nil {
@@ -146,12 +143,33 @@ func consumeMain(ctx context.Context, args []string, out io.Writer) error {
 	return err
 }
 
+// plan finds, for --exit-at-end, where reading starts and must end, with a
+// client of its own (a group member is only needed if there is something
+// to read).
+func (cc consumeConfig) plan(ctx context.Context, cf *clientFlags) (*readPlan, error) {
+	cl, err := cf.client()
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	pctx, cancel := context.WithTimeout(ctx, *cf.timeout)
+	defer cancel()
+	plan, err := planRead(pctx, kadm.NewClient(cl), cc)
+	return plan, cf.explain(err)
+}
+
+// fetchWaitMax bounds a fetch's long poll. The client adds a partition
+// whose start it has just resolved only to its next fetch, so a long poll
+// on the others would hold that partition's records back for as long.
+const fetchWaitMax = 500 * time.Millisecond
+
 func (cc consumeConfig) clientOpts() []kgo.Opt {
 	off := cc.start.kgoOffset()
+	opts := []kgo.Opt{kgo.FetchMaxWait(fetchWaitMax)}
 	if cc.partition >= 0 {
-		return []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cc.topic: {cc.partition: off}})}
+		return append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cc.topic: {cc.partition: off}}))
 	}
-	opts := []kgo.Opt{kgo.ConsumeTopics(cc.topic), kgo.ConsumeResetOffset(off)}
+	opts = append(opts, kgo.ConsumeTopics(cc.topic), kgo.ConsumeResetOffset(off))
 	if cc.group != "" {
 		opts = append(opts, kgo.ConsumerGroup(cc.group), kgo.AutoCommitMarks())
 	}

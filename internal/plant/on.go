@@ -2,7 +2,11 @@
 
 package plant
 
-import "sync"
+import (
+	"os"
+	"strings"
+	"sync"
+)
 
 // Available reports whether this build can plant bugs.
 const Available = true
@@ -11,6 +15,16 @@ var (
 	mu      sync.RWMutex
 	planted = map[string]bool{}
 )
+
+// A binary built with floe_bugs plants the bugs named in FLOE_PLANT
+// (comma-separated) at start, so the Docker suite can run a planted build.
+func init() {
+	for _, name := range strings.Split(os.Getenv("FLOE_PLANT"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			planted[name] = true
+		}
+	}
+}
 
 // Enabled reports whether the named bug is planted.
 func Enabled(name string) bool {

@@ -76,6 +76,9 @@ func (r *Reader) fail(err error) {
 }
 
 func (r *Reader) Uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
 	v, n := binary.Uvarint(r.B)
 	if n <= 0 {
 		r.fail(ErrShort)
@@ -86,6 +89,9 @@ func (r *Reader) Uvarint() uint64 {
 }
 
 func (r *Reader) Varint() int64 {
+	if r.err != nil {
+		return 0
+	}
 	v, n := binary.Varint(r.B)
 	if n <= 0 {
 		r.fail(ErrShort)

@@ -146,6 +146,9 @@ func (s *State) Apply(c *Command) Result {
 		if !ok {
 			return Result{Err: kerr.UnknownTopicOrPartition}
 		}
+		if err := s.checkReplicaList(c.SetReplicas.Replicas); err != nil {
+			return Result{Err: err}
+		}
 		p.Replicas = append([]int32(nil), c.SetReplicas.Replicas...)
 		p.Moved = true
 		if sameSet(p.Replicas, p.Target) {
@@ -278,12 +281,8 @@ func (s *State) reassign(r *Reassign) Result {
 		p.Target = nil
 		return Result{}
 	}
-	seen := map[int32]bool{}
-	for _, b := range r.Target {
-		if _, ok := s.Brokers[b]; !ok || seen[b] {
-			return Result{Err: kerr.InvalidReplicaAssignment}
-		}
-		seen[b] = true
+	if err := s.checkReplicaList(r.Target); err != nil {
+		return Result{Err: err}
 	}
 	p.Target = append([]int32(nil), r.Target...)
 	if sameSet(p.Target, p.Replicas) {
@@ -292,6 +291,21 @@ func (s *State) reassign(r *Reassign) Result {
 	}
 	p.Moved = true
 	return Result{}
+}
+
+// checkReplicaList requires a non-empty list of distinct registered brokers.
+func (s *State) checkReplicaList(ids []int32) error {
+	if len(ids) == 0 {
+		return kerr.InvalidReplicaAssignment
+	}
+	seen := map[int32]bool{}
+	for _, b := range ids {
+		if _, ok := s.Brokers[b]; !ok || seen[b] {
+			return kerr.InvalidReplicaAssignment
+		}
+		seen[b] = true
+	}
+	return nil
 }
 
 func sameSet(a, b []int32) bool {

@@ -11,26 +11,46 @@ import (
 // replicas each, over the brokers for which eligible returns true.
 //
 // Brokers are ordered so that consecutive ones sit on different racks
-// (Kafka's rack-alternating order), then partition i takes rf consecutive
-// brokers starting at a rotating offset; so a partition's replicas span
-// min(rf, racks) racks and leaders spread evenly. The rotation starts after
-// the partitions the cluster already has, so topics do not all pile their
-// first replica onto the lowest broker id.
+// (Kafka's rack-alternating order). Partition i's first replica (its
+// preferred leader) is the broker at a rotating position in that order, so
+// leaders spread evenly; its other replicas are the next brokers in the
+// order whose rack holds none of its replicas yet, until every rack holds
+// one (then any broker not chosen). So a partition's replicas span
+// min(rf, racks) racks even when racks have different sizes. The rotation
+// starts after the partitions the cluster already has, so topics do not all
+// pile their first replica onto the lowest broker id.
 func (s *State) Place(n, rf int, first int32, eligible func(id int32) bool) ([]Partition, error) {
 	order := s.rackAlternating(eligible)
-	if rf <= 0 || n <= 0 {
+	if rf <= 0 || n <= 0 || rf > len(order) {
 		return nil, kerr.InvalidReplicationFactor
 	}
-	if rf > len(order) {
-		return nil, kerr.InvalidReplicationFactor
+	racks := map[string]bool{}
+	for _, id := range order {
+		racks[s.Brokers[id].Rack] = true
 	}
 	start := s.partitionCount()
 	out := make([]Partition, n)
 	for i := 0; i < n; i++ {
 		p := Partition{Index: first + int32(i), Leader: -1, LeaderEpoch: -1}
 		shift := (start + i) % len(order)
-		for j := 0; j < rf; j++ {
-			p.Replicas = append(p.Replicas, order[(shift+j)%len(order)])
+		chosen := map[int32]bool{}
+		used := map[string]bool{}
+		take := func(id int32) {
+			p.Replicas = append(p.Replicas, id)
+			chosen[id] = true
+			used[s.Brokers[id].Rack] = true
+		}
+		take(order[shift])
+		for j := 1; j < len(order) && len(p.Replicas) < rf; j++ {
+			id := order[(shift+j)%len(order)]
+			if !used[s.Brokers[id].Rack] {
+				take(id)
+			}
+		}
+		for j := 1; j < len(order) && len(p.Replicas) < rf; j++ {
+			if id := order[(shift+j)%len(order)]; !chosen[id] {
+				take(id)
+			}
 		}
 		out[i] = p
 	}

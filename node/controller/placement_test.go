@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"testing"
 
@@ -178,10 +177,6 @@ func TestPlaceSpreadsRacksBalanced(t *testing.T) {
 // Place's comment promises that "a partition's replicas span min(rf, racks)
 // racks" for any rack layout.
 func TestPlaceSpreadsRacksUneven(t *testing.T) {
-	if os.Getenv("FLOE_KNOWN_BUGS") == "" {
-		t.Skip("BUG: controller.Place puts two replicas on one rack when racks are uneven although enough racks exist " +
-			"(brokers 1,2,3 on r1 and 4 on r2, rf=2: order 1,4,2,3, a partition starting at 2 gets [2 3], both r1); set FLOE_KNOWN_BUGS=1 to run")
-	}
 	s := NewState("c")
 	for id, rack := range map[int32]string{1: "r1", 2: "r1", 3: "r1", 4: "r2"} {
 		s.Apply(&Command{RegisterBroker: &Broker{ID: id, Rack: rack}})

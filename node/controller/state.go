@@ -99,6 +99,16 @@ func Restore(b []byte) (*State, error) {
 	if s.Topics == nil {
 		s.Topics = map[string]*Topic{}
 	}
+	for id, b := range s.Brokers { //floe:unordered validation only; the first error found is as good as any
+		if b == nil || b.ID != id {
+			return nil, fmt.Errorf("controller: snapshot: broker %d is malformed", id)
+		}
+	}
+	for name, t := range s.Topics { //floe:unordered validation only
+		if t == nil || t.Name != name {
+			return nil, fmt.Errorf("controller: snapshot: topic %q is malformed", name)
+		}
+	}
 	s.reindex()
 	return s, nil
 }

@@ -153,10 +153,12 @@ func batchBase(b []byte) int64 {
 // sees a retriable error and retries idempotently).
 func (p *Partition) RoleChanged(lead uint64, isLeader bool, term uint64) {
 	p.lead = lead
-	was := p.leader
+	was, wasTerm := p.leader, p.term
 	p.leader = isLeader
 	p.term = term
-	if isLeader && !was {
+	if isLeader && (!was || term != wasTerm) {
+		// A new term, even one this node leads again without having been
+		// seen as a follower: nothing of it is committed yet.
 		p.ready = false
 		p.rebuildPending()
 	}
@@ -346,7 +348,11 @@ func (p *Partition) OffsetForTime(ts int64) int64 {
 func (p *Partition) EpochEndOffset(epoch int32) (endOffset int64, foundEpoch int32) {
 	log := p.rep.Log
 	lo, hi := log.FirstIndex(), log.LastIndex()+1 // search [lo, hi)
-	if uint64(epoch) >= p.term && p.leader {
+	switch {
+	case epoch < 0 || uint64(epoch) > p.term:
+		// Kafka answers an epoch it has not seen with undefined values.
+		return -1, -1
+	case uint64(epoch) == p.term && p.leader:
 		return log.NextOffset(), int32(p.term)
 	}
 	for lo < hi {

@@ -3,7 +3,6 @@ package partition
 import (
 	"bytes"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -256,9 +255,6 @@ func TestRoleChangeFailsWaitersAndRebuildsPending(t *testing.T) {
 // the term moved between two Readies while the node stayed (or became
 // again) leader.
 func TestReadyResetOnNewTerm(t *testing.T) {
-	if os.Getenv("FLOE_KNOWN_BUGS") == "" {
-		t.Skip("BUG: Partition.RoleChanged keeps ready (and the stale pending table and nextOffset) when a leader observes a new term without a follower state in between (partition.go RoleChanged: only `isLeader && !was` resets); set FLOE_KNOWN_BUGS=1 to run")
-	}
 	r := newRig(t, DefaultConfig())
 	r.lead()
 	term := r.p.Term()

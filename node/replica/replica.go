@@ -32,6 +32,7 @@ type Replica struct {
 	inflight *consensus.Ready
 	applied  uint64
 	conf     consensus.ConfState
+	storage  *Storage
 }
 
 // Config is what New needs besides the log.
@@ -58,12 +59,14 @@ func New(cfg Config, log *logstore.Log, sm StateMachine) (*Replica, error) {
 	}
 	rc := cfg.Raft
 	rc.Storage = st
+	rep := &Replica{Group: cfg.Group, Log: log, sm: sm, applied: snap.Meta.Index, conf: sd.Conf, storage: st}
 	rc.Applied = snap.Meta.Index
 	rn, err := consensus.NewRawNode(rc)
 	if err != nil {
 		return nil, fmt.Errorf("replica %d: %w", cfg.Group, err)
 	}
-	return &Replica{Group: cfg.Group, Log: log, Raft: rn, sm: sm, applied: snap.Meta.Index, conf: sd.Conf}, nil
+	rep.Raft = rn
+	return rep, nil
 }
 
 // Applied returns the index of the last applied entry.
@@ -105,6 +108,7 @@ func (r *Replica) write(rd *consensus.Ready) error {
 		if err := r.Log.InstallSnapshot(m); err != nil {
 			return fmt.Errorf("replica %d: install snapshot: %w", r.Group, err)
 		}
+		r.storage.cache.reset()
 	}
 	if len(rd.Entries) > 0 {
 		first := rd.Entries[0].Index
@@ -118,8 +122,10 @@ func (r *Replica) write(rd *consensus.Ready) error {
 			les[i] = ToLog(e)
 		}
 		if err := r.Log.Append(les...); err != nil {
+			r.storage.cache.reset()
 			return fmt.Errorf("replica %d: append: %w", r.Group, err)
 		}
+		r.storage.cache.add(rd.Entries)
 	}
 	if rd.HardState != (consensus.HardState{}) {
 		hs := rd.HardState

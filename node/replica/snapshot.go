@@ -69,36 +69,8 @@ func readIDs(r *wire.Reader) []uint64 {
 }
 
 // ApplyConf returns the membership after a configuration change, as Raft
-// applies it: a voter added (or a learner promoted), a learner added (or a
-// voter demoted), or a member removed. Lists stay sorted.
+// applies it (consensus.ConfState.Apply): a change Raft refuses leaves the
+// membership as it is.
 func ApplyConf(cs consensus.ConfState, cc consensus.ConfChange) consensus.ConfState {
-	out := consensus.ConfState{Voters: without(cs.Voters, cc.NodeID), Learners: without(cs.Learners, cc.NodeID)}
-	switch cc.Type {
-	case consensus.ConfAddVoter:
-		out.Voters = insertSorted(out.Voters, cc.NodeID)
-	case consensus.ConfAddLearner:
-		out.Learners = insertSorted(out.Learners, cc.NodeID)
-	}
-	return out
-}
-
-func without(ids []uint64, id uint64) []uint64 {
-	var out []uint64
-	for _, x := range ids {
-		if x != id {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-func insertSorted(ids []uint64, id uint64) []uint64 {
-	i := 0
-	for i < len(ids) && ids[i] < id {
-		i++
-	}
-	ids = append(ids, 0)
-	copy(ids[i+1:], ids[i:])
-	ids[i] = id
-	return ids
+	return cs.Apply(cc)
 }

@@ -49,11 +49,14 @@ func FromLog(e logstore.Entry) consensus.Entry {
 // the group: the membership and opaque state recorded at the log's snapshot
 // point (logstore.SnapshotMeta.Data holds them, encoded by EncodeSnapshotData).
 type Storage struct {
-	log *logstore.Log
+	log   *logstore.Log
+	cache entryCache
 }
 
 // NewStorage adapts log to consensus.Storage.
-func NewStorage(log *logstore.Log) *Storage { return &Storage{log: log} }
+func NewStorage(log *logstore.Log) *Storage {
+	return &Storage{log: log, cache: entryCache{bytesMax: entryCacheBytes}}
+}
 
 // InitialState implements consensus.Storage.
 func (s *Storage) InitialState() (consensus.HardState, consensus.ConfState, error) {
@@ -72,6 +75,9 @@ func (s *Storage) Entries(lo, hi, maxBytes uint64) ([]consensus.Entry, error) {
 	}
 	if hi > s.log.LastIndex()+1 {
 		return nil, consensus.ErrUnavailable
+	}
+	if ents, ok := s.cache.get(lo, hi, maxBytes); ok {
+		return ents, nil
 	}
 	if maxBytes > uint64(maxInt) {
 		maxBytes = uint64(maxInt)

@@ -52,6 +52,10 @@ type storagePair struct {
 	st   *Storage
 	mem  *consensus.MemoryStorage
 	conf consensus.ConfState
+	// rep, if set, writes Readies through Replica.write (and st is the
+	// storage its Raft reads, with whatever it caches); otherwise the
+	// test writes the log itself the same way.
+	rep *Replica
 }
 
 func newStoragePair(t fataler) *storagePair {
@@ -60,6 +64,17 @@ func newStoragePair(t fataler) *storagePair {
 		t.Fatalf("open: %v", err)
 	}
 	return &storagePair{log: log, st: NewStorage(log), mem: consensus.NewMemoryStorage()}
+}
+
+// newReplicaStoragePair is a storagePair written through a replica.
+func newReplicaStoragePair(t fataler) *storagePair {
+	sp := newStoragePair(t)
+	rep, err := New(Config{Group: 16, Raft: raftConfig(1)}, sp.log, &appSM{})
+	if err != nil {
+		t.Fatalf("replica: %v", err)
+	}
+	sp.rep, sp.st = rep, rep.storage
+	return sp
 }
 
 type fataler interface {
@@ -106,23 +121,29 @@ func (sp *storagePair) Append(t *rapid.T) {
 		}
 		es = append(es, e)
 	}
-	if from <= last {
-		if err := sp.log.TruncateAfter(from - 1); err != nil {
-			t.Fatalf("truncate after %d: %v", from-1, err)
+	hs := consensus.HardState{Term: term, Vote: 1, Commit: from - 1}
+	if sp.rep != nil {
+		if err := sp.rep.write(&consensus.Ready{Entries: es, HardState: hs}); err != nil {
+			t.Fatalf("replica write: %v", err)
 		}
-	}
-	les := make([]logstore.Entry, len(es))
-	for i, e := range es {
-		les[i] = ToLog(e)
-	}
-	if err := sp.log.Append(les...); err != nil {
-		t.Fatalf("log append: %v", err)
+	} else {
+		if from <= last {
+			if err := sp.log.TruncateAfter(from - 1); err != nil {
+				t.Fatalf("truncate after %d: %v", from-1, err)
+			}
+		}
+		les := make([]logstore.Entry, len(es))
+		for i, e := range es {
+			les[i] = ToLog(e)
+		}
+		if err := sp.log.Append(les...); err != nil {
+			t.Fatalf("log append: %v", err)
+		}
+		sp.log.SetHardState(logstore.HardState{Term: hs.Term, Vote: hs.Vote, Commit: hs.Commit})
 	}
 	if err := sp.mem.Append(es); err != nil {
 		t.Fatalf("memory append: %v", err)
 	}
-	hs := consensus.HardState{Term: term, Vote: 1, Commit: from - 1}
-	sp.log.SetHardState(logstore.HardState{Term: hs.Term, Vote: hs.Vote, Commit: hs.Commit})
 	sp.mem.SetHardState(hs)
 	if err := sp.log.Sync(); err != nil {
 		t.Fatalf("sync: %v", err)
@@ -163,13 +184,18 @@ func (sp *storagePair) Install(t *rapid.T) {
 	next := max(sp.log.NextOffset(), 0) + rapid.Int64Range(0, 5).Draw(t, "offsetStep")
 	sp.conf = consensus.ConfState{Voters: []uint64{2}, Learners: []uint64{i}}
 	data := EncodeSnapshotData(SnapshotData{Conf: sp.conf, NextOffset: next})
-	if err := sp.log.InstallSnapshot(logstore.SnapshotMeta{Index: i, Term: term, NextOffset: next, Data: data}); err != nil {
+	snapshot := consensus.Snapshot{Meta: consensus.SnapshotMeta{Index: i, Term: term, ConfState: sp.conf}, Data: data}
+	if sp.rep != nil {
+		if err := sp.rep.write(&consensus.Ready{Snapshot: snapshot}); err != nil {
+			t.Fatalf("replica write of snapshot %d: %v", i, err)
+		}
+	} else if err := sp.log.InstallSnapshot(logstore.SnapshotMeta{Index: i, Term: term, NextOffset: next, Data: data}); err != nil {
 		t.Fatalf("InstallSnapshot(%d): %v", i, err)
 	}
 	if err := sp.log.Sync(); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
-	if err := sp.mem.ApplySnapshot(consensus.Snapshot{Meta: consensus.SnapshotMeta{Index: i, Term: term, ConfState: sp.conf}, Data: data}); err != nil {
+	if err := sp.mem.ApplySnapshot(snapshot); err != nil {
 		t.Fatalf("ApplySnapshot(%d): %v", i, err)
 	}
 }
@@ -240,6 +266,18 @@ func (sp *storagePair) Check(t *rapid.T) {
 func TestStorageMatchesMemoryStorage(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		sp := newStoragePair(t)
+		t.Repeat(rapid.StateMachineActions(sp))
+	})
+}
+
+// The same, with every Ready written by Replica.write and read back
+// through the storage Raft uses: whatever the replica keeps in memory must
+// answer like the log.
+func TestReplicaStorageMatchesMemoryStorage(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		sp := newReplicaStoragePair(t)
+		// A small cache, so that it also evicts.
+		sp.st.cache.bytesMax = rapid.IntRange(1, 80).Draw(t, "cacheBytes")
 		t.Repeat(rapid.StateMachineActions(sp))
 	})
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// adminServer serves /metrics (Prometheus), /healthz (the process and its
+// adminServer serves /metrics (Prometheus), /debug/pprof, /healthz (the process and its
 // reactor answer) and /readyz (the broker is registered in applied metadata
 // and a controller leader is known, so clients can be served).
 type adminServer struct {
@@ -25,6 +26,12 @@ func startAdmin(addr string, b *Broker) (*adminServer, error) {
 	b.metrics.reg.MustRegister(newReactorCollector(b))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
+	// Profiles, for finding hot paths on a live broker. The admin address
+	// is loopback by default; expose it only where profiling is welcome.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if !b.loop.call(func() {}, 2*time.Second) {
 			http.Error(w, "reactor not responding", http.StatusServiceUnavailable)

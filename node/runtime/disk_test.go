@@ -52,12 +52,19 @@ func pendingPlan(t *testing.T, seed int64, failWith error) (*logstore.Log, *logs
 }
 
 // reactor stands in for the reactor's loop: the disk posts completions to
-// it, and the test runs them.
+// it, and the test runs them. While hold is open, a post does not return
+// until hold is closed, which keeps the worker inside its round.
 type reactor struct {
 	posted chan func()
+	hold   chan struct{}
 }
 
-func (r *reactor) post(fn func()) { r.posted <- fn }
+func (r *reactor) post(fn func()) {
+	r.posted <- fn
+	if r.hold != nil {
+		<-r.hold
+	}
+}
 
 // completion records how one Sync request ended.
 type completion struct {
@@ -71,7 +78,7 @@ type completion struct {
 func TestDiskGroupsRequestsAndReportsEachOwnError(t *testing.T) {
 	errX, errY := errors.New("disk X"), errors.New("disk Y")
 	sink := &roundSink{}
-	r := &reactor{posted: make(chan func())} // unbuffered: a post blocks until the test takes it
+	r := &reactor{posted: make(chan func()), hold: make(chan struct{})}
 	d := newDisk(r.post, sink)
 	defer d.stop()
 
@@ -81,8 +88,8 @@ func TestDiskGroupsRequestsAndReportsEachOwnError(t *testing.T) {
 	}
 	logA, pA := pendingPlan(t, 1, nil)
 	d.Sync([]*logstore.SyncPlan{pA}, cb("A"))
-	// The worker finished round 1 and is now blocked posting A's
-	// completion: everything submitted now queues for round 2.
+	// The worker finished round 1 and is held posting A's completion:
+	// everything submitted now queues for round 2.
 	var first func()
 	select {
 	case first = <-r.posted:
@@ -98,6 +105,7 @@ func TestDiskGroupsRequestsAndReportsEachOwnError(t *testing.T) {
 	d.Sync([]*logstore.SyncPlan{pC1, pC2, pC3}, cb("C")) // first error: X
 	d.Sync(nil, cb("empty"))
 	d.Sync([]*logstore.SyncPlan{pD}, cb("D"))
+	close(r.hold)
 	first()
 	for len(done) < 5 {
 		select {

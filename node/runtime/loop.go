@@ -78,11 +78,20 @@ func (l *loop) run() {
 				break
 			}
 			for i, fn := range batch {
+				if l.isStopped() {
+					return
+				}
 				fn()
 				batch[i] = nil
 			}
 		}
 	}
+}
+
+func (l *loop) isStopped() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stopped
 }
 
 // stop ends run after the event in progress.

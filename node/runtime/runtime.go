@@ -221,7 +221,7 @@ func (b *Broker) closeEarly() {
 type handler struct{ b *Broker }
 
 func (h handler) Serve(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg.Response)) {
-	client := node.Client{ConnID: c.ID, ClientID: c.ClientID, Remote: c.Remote}
+	client := node.Client{ConnID: c.ID, ClientID: c.ClientID, Remote: c.Remote, Prepared: node.Prepare(req)}
 	h.b.loop.post(func() { h.b.reactor.HandleRequest(client, req, respond) })
 }
 

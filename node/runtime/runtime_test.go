@@ -82,7 +82,9 @@ func client(t *testing.T, b *Broker) *kgo.Client {
 	addr := b.KafkaAddr()
 	var d net.Dialer
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr),
-		kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) { return d.DialContext(ctx, network, addr) }))
+		kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +155,18 @@ func TestBrokerLifecycle(t *testing.T) {
 		t.Fatalf("/healthz: %d %q", code, body)
 	}
 	waitReady(t, b)
+
+	// A reactor that does not answer is unhealthy.
+	release := make(chan struct{})
+	b.loop.post(func() { <-release })
+	code, body := get(t, b, "/healthz")
+	close(release)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "not responding") {
+		t.Fatalf("/healthz with the reactor stuck: %d %q, want 503", code, body)
+	}
+	if code, _ := get(t, b, "/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz after the reactor recovered: %d", code)
+	}
 
 	// A second broker on the same directory is refused while the first
 	// runs, and says why.
@@ -270,6 +284,7 @@ func TestStartAdminAddrInUse(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real broker")
 	}
+	baseline := goruntime.NumGoroutine()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +296,8 @@ func TestStartAdminAddrInUse(t *testing.T) {
 		_ = b.Shutdown(context.Background())
 		t.Fatalf("started with the admin address taken")
 	}
-	b := startBroker(t, dir) // the lock was released
+	checkGoroutines(t, baseline) // a failed start stops what it started
+	b := startBroker(t, dir)     // and releases the lock
 	if err := b.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
