@@ -190,6 +190,10 @@ type Config struct {
 	PreVote                   bool
 	// Rand is the only source of randomness. Required.
 	Rand *rand.Rand
+	// VoteFence restarts a member that discarded damaged entries of its log
+	// (read back from the application's durable record of it): see
+	// RawNode.SetVoteFence. 0: none.
+	VoteFence uint64
 }
 
 // StateType is a node's role.

@@ -24,7 +24,7 @@ func (r *raft) defaultCampaign() campaignType {
 
 // hup starts an election if this member may.
 func (r *raft) hup(t campaignType) {
-	if r.state == StateLeader || !r.promotable() {
+	if r.state == StateLeader || !r.promotable() || r.fenced() {
 		return
 	}
 	// A committed but unapplied configuration change may remove us or
@@ -113,7 +113,7 @@ func (r *raft) handleVoteRequest(m Message) {
 	if plant.Enabled(plant.VoteWithoutLogCheck) {
 		upToDate = true
 	}
-	if !canVote || !upToDate {
+	if !canVote || !upToDate || r.fenced() {
 		r.send(Message{To: m.From, Term: r.term, Type: respType, Reject: true})
 		return
 	}

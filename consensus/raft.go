@@ -10,6 +10,10 @@ import (
 // collect in msgs and msgsAfterPersist and leave through a Ready.
 type raft struct {
 	id uint64
+	// voteFence, when set, is the last index this member held before it
+	// discarded damaged entries (see fence.go): until its log reaches it
+	// again, it neither votes nor campaigns.
+	voteFence uint64
 	// term and vote are the persistent state; vote is 0 or the member we
 	// voted for in term.
 	term uint64
@@ -102,6 +106,7 @@ func newRaft(c Config) (*raft, error) {
 		maxInflightMsgs:     c.MaxInflightMsgs,
 		maxInflightBytes:    c.MaxInflightBytes,
 		rand:                c.Rand,
+		voteFence:           c.VoteFence,
 		readOnly:            newReadOnly(),
 	}
 	if r.maxInflightMsgs == 0 {

@@ -43,19 +43,31 @@ func (r *raft) handleAppend(m Message) {
 	// all of our entries from a term it does not share in one round trip.
 	hintIndex := min(m.Index, r.log.lastIndex())
 	hintIndex, hintTerm := r.log.findConflictByTerm(hintIndex, m.LogTerm)
-	r.send(Message{
+	resp := Message{
 		To:         m.From,
 		Type:       MsgAppResp,
 		Index:      m.Index,
 		Reject:     true,
 		RejectHint: hintIndex,
 		LogTerm:    hintTerm,
-	})
+	}
+	if r.fenced() {
+		// We discarded entries the leader believes we hold: tell it, or it
+		// would take this refusal for a stale one and never resend them.
+		resp.Context = []byte(lostEntriesContext)
+	}
+	r.send(resp)
 }
 
 // handleHeartbeat learns the commit index (the leader sends at most what it
 // knows we hold) and answers, echoing any ReadIndex context.
 func (r *raft) handleHeartbeat(m Message) {
 	r.log.commitTo(m.Commit)
+	if r.fenced() {
+		// A leader with nothing new to send would never learn that we lost
+		// entries it counts as ours: refuse, with our real log end.
+		r.send(Message{To: m.From, Type: MsgAppResp, Index: r.log.lastIndex() + 1, Reject: true,
+			RejectHint: r.log.lastIndex(), LogTerm: r.log.lastTerm(), Context: []byte(lostEntriesContext)})
+	}
 	r.send(Message{To: m.From, Type: MsgHeartbeatResp, Context: m.Context})
 }

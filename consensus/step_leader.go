@@ -35,6 +35,15 @@ func (r *raft) handleAppendReject(m Message, pr *progress) {
 	if m.LogTerm > 0 {
 		next, _ = r.log.findConflictByTerm(m.RejectHint, m.LogTerm)
 	}
+	if string(m.Context) == lostEntriesContext && pr.match > next {
+		// A fenced member (fence.go) lost entries we had counted as
+		// matched. Lowering match is safe: commit never goes back, and a
+		// lower match only makes further commits wait for others.
+		pr.match = next
+		pr.becomeProbe()
+		r.sendAppend(m.From)
+		return
+	}
 	if pr.maybeDecrTo(m.Index, next) {
 		if pr.state == ProgressReplicate {
 			pr.becomeProbe()

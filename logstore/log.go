@@ -388,3 +388,14 @@ func (l *Log) unseal(s *segment) error {
 	l.sy.dirDirty = true
 	return nil
 }
+
+// SetSegmentLimits changes when the active segment rolls (segment.bytes and
+// segment.ms altered on a live topic). It takes effect at the next append;
+// segments already sealed keep their size. A bytes value <= 0 keeps the
+// current one; an age <= 0 turns rolling by age off.
+func (l *Log) SetSegmentLimits(bytes int64, age time.Duration) {
+	if bytes > 0 {
+		l.opts.SegmentBytes = bytes
+	}
+	l.opts.SegmentAge = max(age, 0)
+}

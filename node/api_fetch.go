@@ -21,11 +21,13 @@ package node
 // watermark.
 
 import (
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/node/partition"
 )
 
@@ -166,17 +168,21 @@ func (r *Reactor) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartitio
 	hw := p.HighWatermark()
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, p.StartOffset()
 	limit := min(int(rp.PartitionMaxBytes), *budget)
+	if first && r.buggify(20) {
+		limit = 1 // BUGGIFY: one batch only (buggify.go)
+	}
 	if limit <= 0 && !first {
 		return sp
 	}
 	data, err := p.Read(rp.FetchOffset, max(limit, 1))
 	if err != nil {
 		sp.ErrorCode = errCode(err)
-		if sp.ErrorCode == kerr.UnknownServerError.Code {
-			// A corrupt sealed segment: never serve it. The error is
-			// retriable; the replica is repaired from a peer.
+		if errors.Is(err, logstore.ErrCorrupt) {
+			// Damaged data is never served. The error is retriable; the
+			// replica is repaired from a peer (repair.go).
 			sp.ErrorCode = kerr.KafkaStorageError.Code
 			r.stats.CorruptReads++
+			p.Replica().MarkDamaged()
 		}
 		return sp
 	}

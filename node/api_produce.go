@@ -172,6 +172,9 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 		if pr.done {
 			return
 		}
+		if err == nil && r.buggify(50) {
+			err = kerr.RequestTimedOut // BUGGIFY: a lost answer (buggify.go)
+		}
 		if err != nil {
 			sp.BaseOffset = -1
 			fail(err)

@@ -136,7 +136,10 @@ func (r *Reactor) reconcile() {
 				r.fatal(err)
 				return
 			}
-			r.parts[p.Group].Cfg = r.topicConfig(t)
+			cfg := r.topicConfig(t)
+			part := r.parts[p.Group]
+			part.Cfg = cfg
+			part.Replica().Log.SetSegmentLimits(cfg.SegmentBytes, segmentAge(cfg))
 		}
 	}
 	for _, g := range r.groupIDs() {

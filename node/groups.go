@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"path"
+	"time"
 
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/logstore"
@@ -48,14 +49,14 @@ func bootstrap(log *logstore.Log, voters []uint64) error {
 	return log.Sync()
 }
 
-func (r *Reactor) logOptions(segmentBytes int64) logstore.Options {
-	return logstore.Options{SegmentBytes: segmentBytes, Clock: r.env.Clock}
+func (r *Reactor) logOptions(segmentBytes int64, segmentAge time.Duration) logstore.Options {
+	return logstore.Options{SegmentBytes: segmentBytes, SegmentAge: segmentAge, Clock: r.env.Clock}
 }
 
 // openController opens (or, on first boot, creates) the controller group.
 func (r *Reactor) openController() error {
 	dir := path.Join(r.cfg.DataDir, "controller")
-	log, rec, err := logstore.Open(r.env.FS, dir, r.logOptions(64<<20))
+	log, rec, err := logstore.Open(r.env.FS, dir, r.logOptions(64<<20, 0))
 	if err != nil {
 		return fmt.Errorf("node: controller log: %w", err)
 	}
@@ -114,7 +115,7 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 		return nil
 	}
 	cfg := r.topicConfig(t)
-	log, rec, err := logstore.Open(r.env.FS, partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group), r.logOptions(cfg.SegmentBytes))
+	log, rec, err := logstore.Open(r.env.FS, partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group), r.logOptions(cfg.SegmentBytes, segmentAge(cfg)))
 	if err != nil {
 		return fmt.Errorf("node: open %s-%d: %w", t.Name, p.Index, err)
 	}
@@ -132,7 +133,22 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 		}
 	}
 	part := partition.New(t.Name, p.Index, cfg)
-	rep, err := replica.New(replica.Config{Group: consensus.GroupID(p.Group), Raft: r.raftConfig()}, log, part)
+	rc := r.raftConfig()
+	dir := partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group)
+	if rc.VoteFence = readFence(r.env.FS, dir); rc.VoteFence != 0 {
+		r.fences[p.Group] = rc.VoteFence
+	}
+	if rec.Corrupt {
+		// Recovery cut entries that were durable: this replica may have
+		// acknowledged them. Fence its vote until it has them again.
+		rc.VoteFence = max(rc.VoteFence, log.LastIndex()+uint64(rec.EntriesCut))
+		if err := writeFence(r.env.FS, dir, rc.VoteFence); err != nil {
+			_ = log.Close()
+			return fmt.Errorf("node: fence %s-%d: %w", t.Name, p.Index, err)
+		}
+		r.fences[p.Group] = rc.VoteFence
+	}
+	rep, err := replica.New(replica.Config{Group: consensus.GroupID(p.Group), Raft: rc}, log, part)
 	if err != nil {
 		_ = log.Close()
 		return err
@@ -141,12 +157,41 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	r.parts[p.Group] = part
 	r.byName[topicPartition{t.Name, p.Index}] = part
 	r.host.Add(consensus.GroupID(p.Group), rep.Raft)
-	if len(p.Replicas) > 0 && p.Replicas[0] == int32(r.self) && p.Target == nil && rep.Raft.Status().Lead == 0 {
-		// The preferred leader campaigns at once instead of waiting out an
-		// election timeout: a new topic is writable in one round trip.
-		rep.Raft.Campaign()
+	if len(p.Replicas) > 0 && p.Replicas[0] == int32(r.self) && p.Target == nil && rep.Log.HardState().Term <= 1 {
+		// The preferred leader of a new partition campaigns as soon as it
+		// has applied its bootstrap membership (campaignSoon), instead of
+		// waiting out an election timeout: a new topic is writable in one
+		// round trip.
+		r.campaignSoon[p.Group] = true
 	}
 	return nil
+}
+
+// segmentAge is segment.ms as a duration.
+func segmentAge(cfg partition.Config) time.Duration {
+	return time.Duration(cfg.SegmentMs) * time.Millisecond
+}
+
+// campaignIfDue starts the election of a new partition's preferred leader
+// once its membership is applied (before that it is not yet a voter).
+func (r *Reactor) campaignIfDue(g uint64) {
+	if !r.campaignSoon[g] {
+		return
+	}
+	p, ok := r.parts[g]
+	if !ok {
+		delete(r.campaignSoon, g)
+		return
+	}
+	rep := p.Replica()
+	if !containsU64(rep.Conf().Voters, r.self) {
+		return
+	}
+	delete(r.campaignSoon, g)
+	if rep.Raft.Status().Lead == 0 {
+		rep.Raft.Campaign()
+		r.queueProcess()
+	}
 }
 
 // everHadConf reports whether the partition's membership has changed since

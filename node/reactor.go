@@ -42,9 +42,14 @@ type Reactor struct {
 	creating map[string]bool // topics being auto-created
 
 	settingReplicas map[uint64]bool // SetReplicas reports in flight, by group
-	forwards        map[string]*forward
-	reqSeq          uint64
-	reqNonce        uint64
+	campaignSoon    map[uint64]bool // new partitions whose preferred leader should campaign
+
+	fences            map[uint64]uint64 // vote fences in force, by group (repair.go)
+	unrepairable      map[uint64]bool   // damaged replicas with no peer to repair from, reported
+	ctlDamageReported bool
+	forwards          map[string]*forward
+	reqSeq            uint64
+	reqNonce          uint64
 
 	pidNext, pidEnd int64 // the producer id block in hand
 	pidWaiters      []func(pid int64, err error)
@@ -72,13 +77,16 @@ func New(cfg Config, env Env) *Reactor {
 	}
 	return &Reactor{
 		cfg: cfg, env: env, self: uint64(cfg.NodeID),
-		host:     consensus.NewHost(uint64(cfg.NodeID)),
-		parts:    map[uint64]*partition.Partition{},
-		byName:   map[topicPartition]*partition.Partition{},
-		doomed:   map[uint64]bool{},
-		forwards: map[string]*forward{},
-		reports:  map[uint64]controller.LeaderReport{},
-		stats:    Stats{Requests: map[int16]uint64{}},
+		host:         consensus.NewHost(uint64(cfg.NodeID)),
+		parts:        map[uint64]*partition.Partition{},
+		byName:       map[topicPartition]*partition.Partition{},
+		doomed:       map[uint64]bool{},
+		forwards:     map[string]*forward{},
+		reports:      map[uint64]controller.LeaderReport{},
+		stats:        Stats{Requests: map[int16]uint64{}},
+		campaignSoon: map[uint64]bool{},
+		fences:       map[uint64]uint64{},
+		unrepairable: map[uint64]bool{},
 	}
 }
 

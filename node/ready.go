@@ -54,6 +54,7 @@ func (r *Reactor) take(g consensus.GroupID, rep *replica.Replica) {
 	}
 	r.host.Enqueue(g, now)
 	r.observeRole(uint64(g), rep)
+	r.afterApply(uint64(g)) // Take may have applied entries already durable
 	if !mustSync || plant.Enabled(plant.AckBeforeFsync) {
 		r.complete(g, rep)
 		if plant.Enabled(plant.AckBeforeFsync) && mustSync {

@@ -4,6 +4,7 @@ import (
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/partition"
+	"github.com/floe-broker/floe/node/replica"
 )
 
 // Replica movement. The controller only records where a partition should
@@ -173,31 +174,35 @@ func (r *Reactor) isDecommissioned(id int32) bool {
 func (r *Reactor) TransferLeaderships() int {
 	led := 0
 	for _, g := range r.groupIDs() {
-		rep := r.replicaOf(g)
-		if rep == nil {
-			continue
-		}
-		status := rep.Raft.Status()
-		if status.RaftState != consensus.StateLeader {
-			continue
-		}
-		led++
-		var best uint64
-		var bestMatch uint64
-		for _, pr := range status.Progress {
-			if pr.ID == r.self || pr.IsLearner || !pr.RecentActive {
-				continue
-			}
-			if best == 0 || pr.Match > bestMatch {
-				best, bestMatch = pr.ID, pr.Match
-			}
-		}
-		if best != 0 && status.LeadTransferee == 0 {
-			rep.Raft.TransferLeader(best)
+		if rep := r.replicaOf(g); rep != nil && r.transferOne(rep) {
+			led++
 		}
 	}
 	r.queueProcess()
 	return led
+}
+
+// transferOne asks a group this node leads to hand leadership to its most
+// caught-up live voter; it reports whether this node leads the group.
+func (r *Reactor) transferOne(rep *replica.Replica) bool {
+	status := rep.Raft.Status()
+	if status.RaftState != consensus.StateLeader {
+		return false
+	}
+	var best, bestMatch uint64
+	for _, pr := range status.Progress {
+		if pr.ID == r.self || pr.IsLearner || !pr.RecentActive {
+			continue
+		}
+		if best == 0 || pr.Match > bestMatch {
+			best, bestMatch = pr.ID, pr.Match
+		}
+	}
+	if best != 0 && status.LeadTransferee == 0 {
+		rep.Raft.TransferLeader(best)
+		r.queueProcess()
+	}
+	return true
 }
 
 // evacuate moves replicas off decommissioned brokers: the controller

@@ -11,6 +11,7 @@ type Stats struct {
 	BadBatches   uint64 // produced batches that failed validation
 	CorruptReads uint64 // reads that met a checksum failure
 	SyncRounds   uint64 // rounds of group-commit fsyncs
+	Repairs      uint64 // damaged replicas cut back to be refetched from peers
 }
 
 // PartitionStats describes one local partition replica.

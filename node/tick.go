@@ -21,6 +21,8 @@ func (r *Reactor) onTick() {
 	if r.ticks%maintenanceTicks == 0 {
 		r.maintain()
 	}
+	r.repairDamaged()
+	r.liftFences()
 	if r.ticks%reassignTicks == 0 {
 		r.driveReassignments()
 		r.evacuate()
@@ -58,6 +60,7 @@ func (r *Reactor) afterApply(g uint64) {
 		r.reconcile()
 		return
 	}
+	r.campaignIfDue(g)
 	r.wakeFetches()
 	r.groupsAfterApply(g)
 }

@@ -54,6 +54,9 @@ func (r *Reactor) planTopic(s topicSpec) (*controller.Topic, error) {
 		if s.partitions != -1 || s.replication != -1 {
 			return nil, withMessage(kerr.InvalidRequest, "give either a replica assignment or partitions and replication factor")
 		}
+		if len(s.assignment) > partitionsPerTopicMax {
+			return nil, withMessage(kerr.InvalidPartitions, fmt.Sprintf("at most %d partitions per topic", partitionsPerTopicMax))
+		}
 		for i, reps := range s.assignment {
 			t.Partitions = append(t.Partitions, controller.Partition{Index: int32(i), Replicas: reps, Leader: -1, LeaderEpoch: -1})
 		}
@@ -68,6 +71,9 @@ func (r *Reactor) planTopic(s topicSpec) (*controller.Topic, error) {
 	}
 	if n <= 0 {
 		return nil, kerr.InvalidPartitions
+	}
+	if n > partitionsPerTopicMax {
+		return nil, withMessage(kerr.InvalidPartitions, fmt.Sprintf("at most %d partitions per topic", partitionsPerTopicMax))
 	}
 	if rf <= 0 {
 		return nil, kerr.InvalidReplicationFactor

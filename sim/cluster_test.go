@@ -1,30 +1,156 @@
 package sim
 
 import (
+	"flag"
 	"fmt"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 )
 
-func TestSimOne(t *testing.T) {
-	for _, seed := range testSeeds(1) {
-		res := Run(ChooseOptions(seed))
-		t.Log(res.Summary())
-		if res.Failed() {
-			t.Log(strings.Join(res.TraceTail, "\n"))
-			t.Fail()
-		}
+// Whole Floe clusters under faults (run.go). The default run is
+//
+//	go test ./sim                                   seeds 1..200 + regressions
+//	go test ./sim -run '^TestSim$' -seeds 2000      more seeds
+//	go test ./sim -run '^TestSim$' -seed 42 -v      replay one seed
+//	go test ./sim -run '^TestSim$' -corrupt         with disk corruption
+//
+// Long campaigns: make sim SEEDS=N (floe sim --seeds N).
+
+// simSeedsDefault is how many seeds TestSim runs by default.
+const simSeedsDefault = 200
+
+var corruptFlag = flag.Bool("corrupt", false, "TestSim: also inject disk corruption on a minority of nodes")
+
+// regressionSeeds are seeds that once found a bug, named after it. They
+// run in TestSim's default set whatever -seeds says, so a fix that
+// regresses fails at once. Add one for every bug the simulator finds.
+var regressionSeeds = []struct {
+	name string
+	seed int64
+}{}
+
+// simOptions is the options TestSim gives a seed.
+func simOptions(seed int64) Options {
+	o := ChooseOptions(seed)
+	if *corruptFlag {
+		o = o.WithCorruption()
 	}
+	return o
 }
 
-func TestSimMany(t *testing.T) {
-	for _, seed := range testSeeds(40) {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			t.Parallel()
-			res := Run(ChooseOptions(seed))
+// TestSim runs every seed as a whole cluster under its faults and checks
+// the history. A failing seed reports its options, its violations, the
+// checkers' summary, the end of its trace and the commands that replay it.
+func TestSim(t *testing.T) {
+	seeds := testSeeds(simSeedsDefault)
+	names := map[int64]string{}
+	if !seedIsSet {
+		for _, rs := range regressionSeeds {
+			names[rs.seed] = rs.name
+			if rs.seed > int64(len(seeds)) {
+				seeds = append(seeds, rs.seed)
+			}
+		}
+	}
+	for _, seed := range seeds {
+		name := fmt.Sprintf("seed=%d", seed)
+		if n := names[seed]; n != "" {
+			name += "/" + n
+		}
+		t.Run(name, func(t *testing.T) {
+			if !seedIsSet {
+				t.Parallel()
+			}
+			res := Run(simOptions(seed))
+			if testing.Verbose() || res.Failed() {
+				t.Log(res.Summary())
+			}
 			if res.Failed() {
-				t.Error(res.Summary())
+				t.Errorf("seed %d failed; last trace lines:\n\t%s", seed, strings.Join(res.TraceTail(60), "\n\t"))
 			}
 		})
 	}
+}
+
+// The determinism proof for the full node: the same seed gives the same
+// trace, byte for byte, and different seeds different traces. The seeds
+// are picked so that together they crash, pause, partition, skew clocks,
+// fail fsyncs and fire BUGGIFY sites.
+func TestSimSameSeedSameTrace(t *testing.T) {
+	seeds := []int64{1, 2, 9, 11}
+	if seedIsSet {
+		seeds = testSeeds(1)
+	}
+	hashes := map[string]int64{}
+	for _, seed := range seeds {
+		o := simOptions(seed)
+		o.TraceKeep = -1
+		a, b := Run(o), Run(o)
+		if a.TraceHash != b.TraceHash {
+			t.Fatalf("seed %d gave two traces: %s", seed, firstDiff(a.Trace, b.Trace))
+		}
+		if len(a.History) != len(b.History) || !reflect.DeepEqual(a.Stats, b.Stats) {
+			t.Errorf("seed %d: same trace, different results: %+v vs %+v", seed, a.Stats, b.Stats)
+		}
+		if other, dup := hashes[a.TraceHash]; dup {
+			t.Errorf("seeds %d and %d gave the same trace", other, seed)
+		}
+		hashes[a.TraceHash] = seed
+		all := strings.Join(a.Trace, "\n")
+		for _, want := range []string{"kafka Produce", "kafka Fetch", "kafka OffsetCommit", "kafka FindCoordinator", " recv n", "world | fault "} {
+			if !strings.Contains(all, want) {
+				t.Errorf("seed %d: trace never shows %q: not the full node?", seed, want)
+			}
+		}
+		t.Logf("seed %d: %d trace lines, hash %s, faults %s", seed, len(a.Trace), a.TraceHash[:16], a.Stats.Faults)
+	}
+}
+
+// Every seed is a faulty one, and the swarm really varies: over a range of
+// seeds each fault kind is on in some and off in others.
+func TestChooseOptionsSwarm(t *testing.T) {
+	on := map[string]int{}
+	const n = 200
+	for seed := int64(1); seed <= n; seed++ {
+		o := ChooseOptions(seed)
+		if o != ChooseOptions(seed) {
+			t.Fatalf("seed %d: ChooseOptions is not a function of the seed", seed)
+		}
+		f := o.Faults
+		if f.Crash+f.PowerCut+f.Pause+f.Partition+f.Clock+f.Transfer == 0 {
+			t.Errorf("seed %d has no process, network or clock fault", seed)
+		}
+		if f.Corrupt != 0 {
+			t.Errorf("seed %d: corruption is on by default", seed)
+		}
+		for name, v := range map[string]float64{"crash": f.Crash, "powercut": f.PowerCut, "pause": f.Pause,
+			"partition": f.Partition, "clock": f.Clock, "transfer": f.Transfer, "drop": f.Link.DropProb,
+			"sync-fail": f.SyncFailProb} {
+			if v > 0 {
+				on[name]++
+			}
+		}
+		if f.Buggify {
+			on["buggify"]++
+		}
+		if o.Nodes == 5 {
+			on["5 nodes"]++
+		}
+	}
+	keys := make([]string, 0, len(on))
+	for k := range on {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if on[k] == 0 || on[k] == n {
+			t.Errorf("%s is on in %d of %d seeds: the swarm does not vary it", k, on[k], n)
+		}
+	}
+	if len(on) < 10 {
+		t.Errorf("only %d fault kinds ever on: %v", len(on), on)
+	}
+	t.Logf("kinds on, of %d seeds: %v", n, on)
 }

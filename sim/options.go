@@ -38,6 +38,21 @@ type Options struct {
 	LivenessMax time.Duration // after healing: bound on leaders, writes, final reads
 
 	Faults FaultOptions
+
+	// TraceKeep is how many trace lines the Result keeps (0: the last
+	// 4,000; -1: all of them, for a replay written to a file).
+	TraceKeep int
+}
+
+// CorruptRate is the rate of the corruption fault when a run enables it
+// (WithCorruption). It is off by default: see the Simulator section of
+// docs/testing.md for why.
+const CorruptRate = 0.5
+
+// WithCorruption returns o with the disk corruption fault turned on.
+func (o Options) WithCorruption() Options {
+	o.Faults.Corrupt = CorruptRate
+	return o
 }
 
 // FaultOptions are the fault rates of a run. Rates are mean faults per
@@ -68,7 +83,7 @@ type FaultOptions struct {
 
 // DefaultSafety and friends are the defaults ChooseOptions starts from.
 const (
-	defaultSafety   = 4 * time.Second
+	defaultSafety   = 3 * time.Second // to twice this
 	defaultLiveness = 30 * time.Second
 )
 
@@ -108,25 +123,28 @@ func ChooseOptions(seed int64) Options {
 		Consumers:      1 + rng.Intn(2),
 		Groups:         1 + rng.Intn(2),
 		ThinkMax:       time.Duration(5+rng.Intn(20)) * time.Millisecond,
-		OpTimeout:      4 * time.Second,
-		RequestTimeout: 1 * time.Second,
+		OpTimeout:      time.Duration(300+rng.Intn(3700)) * time.Millisecond,
+		RequestTimeout: time.Duration(200+rng.Intn(800)) * time.Millisecond,
 		ClientLatMin:   100 * time.Microsecond,
 		ClientLatMax:   time.Duration(200+rng.Intn(800)) * time.Microsecond,
-		SafetyDur:      defaultSafety,
+		SafetyDur:      defaultSafety + time.Duration(rng.Int63n(int64(defaultSafety))),
 		LivenessMax:    defaultLiveness,
 	}
 	if pick(0.3) {
 		o.Broker.DiskSlowProb, o.Broker.DiskSlow = 0.05, time.Duration(5+rng.Intn(45))*time.Millisecond
 	}
 	f := &o.Faults
-	f.Crash = rate(0.6, 0.2, 1.5)
-	f.PowerCut = rate(0.25, 0.05, 0.4)
-	f.Pause = rate(0.5, 0.2, 1.5)
-	f.Partition = rate(0.6, 0.2, 1.5)
+	f.Crash = rate(0.6, 0.2, 3)
+	f.PowerCut = rate(0.4, 0.1, 1)
+	f.Pause = rate(0.5, 0.2, 2)
+	f.Partition = rate(0.7, 0.2, 3)
 	f.Clock = rate(0.4, 0.2, 2)
-	f.Transfer = rate(0.3, 0.2, 1)
+	f.Transfer = rate(0.3, 0.2, 2)
+	if f.Crash+f.PowerCut+f.Pause+f.Partition+f.Clock+f.Transfer == 0 {
+		f.Crash = rate(1, 0.2, 3) // every seed is a faulty one
+	}
 	f.Aim = rng.Float64()
-	f.DurMax = time.Duration(200+rng.Intn(1800)) * time.Millisecond
+	f.DurMax = time.Duration(200+rng.Intn(2800)) * time.Millisecond
 	if pick(0.7) {
 		f.Link = netx.LinkFaults{
 			DropProb:    rate(0.6, 0.001, 0.1),

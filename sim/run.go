@@ -42,9 +42,10 @@ type Result struct {
 	Notes  []string
 	Report check.Report
 	Stats  RunStats
-	// TraceHash is the SHA-256 of the whole trace; TraceTail its last lines.
+	// TraceHash is the SHA-256 of the whole trace; Trace its last lines
+	// (Options.TraceKeep).
 	TraceHash string
-	TraceTail []string
+	Trace     []string
 	History   history.History
 }
 
@@ -69,8 +70,12 @@ func (res *Result) Failed() bool { return len(res.Violations) > 0 }
 
 // ReplayCommands are the commands that rerun this seed bit for bit.
 func (res *Result) ReplayCommands() string {
-	return fmt.Sprintf("go test ./sim -run '^TestSim$' -seed %d -v\n\tgo run ./cmd/floe sim --seed %d",
-		res.Options.Seed, res.Options.Seed)
+	test, cli := "", ""
+	if res.Options.Faults.Corrupt > 0 {
+		test, cli = " -corrupt", " --corrupt"
+	}
+	return fmt.Sprintf("go test ./sim -run '^TestSim$' -seed %d%s -v\n\tgo run ./cmd/floe sim --seed %d%s",
+		res.Options.Seed, test, res.Options.Seed, cli)
 }
 
 // Summary is the report of a run: verdict, seed, options, figures, the
@@ -132,6 +137,9 @@ type run struct {
 	// halted: the run used up its event budget (eventsMax): the simulation
 	// stopped making progress in simulated time, a livelock.
 	halted bool
+	// sameInstant counts events run since simulated time last moved.
+	sameInstant int
+	lastInstant time.Duration
 
 	corruptedFiles []string
 	violations     []string
@@ -139,9 +147,13 @@ type run struct {
 	stats          RunStats
 }
 
-// eventsMax bounds a run's events. A healthy run takes tens of thousands;
-// one that reaches this is spinning without simulated time passing.
-const eventsMax = 4_000_000
+// eventsMax bounds a run's events, and sameInstantMax the events at one
+// simulated instant. A healthy run takes tens of thousands of events, and
+// a few dozen at one instant; one past either bound is spinning.
+const (
+	eventsMax      = 400_000
+	sameInstantMax = 20_000
+)
 
 // runUntil is World.RunUntil within the run's event budget.
 func (r *run) runUntil(pred func() bool, maxWait time.Duration) bool {
@@ -153,9 +165,20 @@ func (r *run) runUntil(pred func() bool, maxWait time.Duration) bool {
 func (r *run) runFor(d time.Duration) { r.runUntil(func() bool { return false }, d) }
 
 func (r *run) exhausted() bool {
-	if !r.halted && r.w.Clock().Executed() >= eventsMax {
+	if r.halted {
+		return true
+	}
+	if now := r.now(); now != r.lastInstant {
+		r.lastInstant, r.sameInstant = now, 0
+	}
+	r.sameInstant++
+	switch {
+	case r.sameInstant > sameInstantMax:
 		r.halted = true
-		r.violation("livelock", fmt.Sprintf("%d events by %v simulated: the cluster spins without time passing", eventsMax, r.now()))
+		r.violation("livelock", fmt.Sprintf("%d events at simulated instant %v: the cluster spins without time passing", r.sameInstant, r.now()))
+	case r.w.Clock().Executed() >= eventsMax:
+		r.halted = true
+		r.violation("livelock", fmt.Sprintf("%d events by %v simulated: the run never settles", eventsMax, r.now()))
 	}
 	return r.halted
 }
@@ -195,8 +218,15 @@ func (r *run) note(msg string) {
 
 // Run runs one simulated cluster as o says and checks its history.
 func Run(o Options) *Result {
+	keep := o.TraceKeep
+	switch {
+	case keep == 0:
+		keep = 4000
+	case keep < 0:
+		keep = 0 // the world keeps all
+	}
 	w := NewWorld(Config{
-		Seed: o.Seed, Nodes: o.Nodes, Buggify: o.Faults.Buggify, TraceKeep: 4000,
+		Seed: o.Seed, Nodes: o.Nodes, Buggify: o.Faults.Buggify, TraceKeep: keep,
 		Faults: netx.LinkFaults{DelayMin: o.Faults.Link.DelayMin, DelayMax: o.Faults.Link.DelayMax},
 	}, BrokerFactory(o.Broker))
 	r := &run{
@@ -398,7 +428,7 @@ func (r *run) finish() *Result {
 	w.Tracef("done: %d violations", len(r.violations))
 	return &Result{
 		Options: r.o, Violations: r.violations, Notes: r.notes, Report: rep, Stats: r.stats,
-		TraceHash: w.TraceHash(), TraceTail: tail(w.Trace(), 200), History: h,
+		TraceHash: w.TraceHash(), Trace: w.Trace(), History: h,
 	}
 }
 
@@ -418,9 +448,10 @@ func sortedStrings[V any](m map[string]V) []string {
 	return keys
 }
 
-func tail(lines []string, n int) []string {
-	if len(lines) > n {
-		return lines[len(lines)-n:]
+// TraceTail returns the last n lines of the kept trace.
+func (res *Result) TraceTail(n int) []string {
+	if len(res.Trace) > n {
+		return res.Trace[len(res.Trace)-n:]
 	}
-	return lines
+	return res.Trace
 }

@@ -94,7 +94,36 @@ func (r *Replica) Take() (sendNow []consensus.Message, mustSync bool, err error)
 		return nil, false, err
 	}
 	r.inflight = &rd
+	r.applyDurable(&rd)
 	return rd.Messages, rd.MustSync || !rd.Snapshot.IsEmpty() || len(rd.Entries) > 0, nil
+}
+
+// applyDurable applies the Ready's committed entries that are already
+// durable in this log, without waiting for the Ready's own fsync. A
+// committed entry can never be truncated, so once it is also on this disk
+// applying it early is as safe as applying it at Complete. On a leader
+// every committed entry is (commit counts the leader's own durable match),
+// so an acks=all answer waits for the fsync that made it durable and not
+// also for the next one, which carries whatever arrived meanwhile. A
+// follower may commit entries this very Ready writes; those wait.
+func (r *Replica) applyDurable(rd *consensus.Ready) {
+	if !rd.Snapshot.IsEmpty() {
+		return
+	}
+	durable := r.Log.DurableIndex()
+	for _, e := range rd.CommittedEntries {
+		if e.Index > durable {
+			return
+		}
+		if e.Index <= r.applied {
+			continue
+		}
+		if e.Type == consensus.EntryConfChange {
+			r.applyConfChange(e)
+		}
+		r.sm.Apply(e)
+		r.applied = e.Index
+	}
 }
 
 func (r *Replica) write(rd *consensus.Ready) error {
@@ -177,6 +206,16 @@ func (r *Replica) applyConfChange(e consensus.Entry) {
 	}
 	r.conf = r.Raft.ApplyConfChange(cc)
 }
+
+// Damaged reports whether a read of this replica's log met damaged data.
+func (r *Replica) Damaged() bool { return r.storage.damaged }
+
+// MarkDamaged records that a read outside Raft (a consumer's fetch) met
+// damaged data.
+func (r *Replica) MarkDamaged() { r.storage.damaged = true }
+
+// ClearDamaged forgets a damage report that a full scan did not confirm.
+func (r *Replica) ClearDamaged() { r.storage.damaged = false }
 
 // Abandon drops the in-flight Ready without completing it (the sync failed:
 // the node must stop this replica, since Raft cannot be told "not durable").

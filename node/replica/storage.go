@@ -51,6 +51,9 @@ func FromLog(e logstore.Entry) consensus.Entry {
 type Storage struct {
 	log   *logstore.Log
 	cache entryCache
+	// damaged is set when a read met a checksum failure: the node repairs
+	// the replica (node/repair.go).
+	damaged bool
 }
 
 // NewStorage adapts log to consensus.Storage.
@@ -84,6 +87,9 @@ func (s *Storage) Entries(lo, hi, maxBytes uint64) ([]consensus.Entry, error) {
 	}
 	les, err := s.log.Entries(lo, hi, int(maxBytes))
 	if err != nil {
+		if errors.Is(err, logstore.ErrCorrupt) {
+			s.damaged = true
+		}
 		return nil, mapErr(err)
 	}
 	out := make([]consensus.Entry, len(les))

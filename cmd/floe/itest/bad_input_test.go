@@ -476,7 +476,7 @@ func badBatches(t *testing.T, b *Broker) {
 			t.Errorf("%s: answered %v, want one of %v", c.what, kerr.ErrorForCode(code), c.codes)
 			continue
 		}
-		t.Logf("%s: %v", c.what, kerr.ErrorForCode(code))
+		t.Logf("%s: %s", c.what, kerr.ErrorForCode(code).(*kerr.Error).Message)
 		expectUsable(t, rc, c.what)
 	}
 }

@@ -1,17 +1,11 @@
-// Package itest runs real Kafka clients (franz-go, sarama, kcat) against a
-// real `floe serve` process.
 package itest
 
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// floeBin is the floe binary TestMain builds once for every test.
+// floeBin is the floe binary TestMain builds once for every test; it is
+// also the harness's default (Binary).
 var floeBin string
 
 func TestMain(m *testing.M) {
@@ -29,32 +24,24 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	floeBin = filepath.Join(dir, "floe")
-	build := exec.Command("go", "build", "-o", floeBin, "github.com/floe-broker/floe/cmd/floe")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "itest: building floe:", err)
+	floeBin, err = Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "itest:", err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	Binary = floeBin
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// broker is one `floe serve` process on free local ports with its own data
-// directory, which survives restarts.
+// broker is the consumer-group tests' view of a harness Broker: small
+// group timeouts and a few shortcuts.
 type broker struct {
-	t         testing.TB
-	dataDir   string
+	*Broker
 	kafkaAddr string
 	adminAddr string
-	extra     []string
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *os.File
 }
 
 // startBroker starts a single-node broker with small group timeouts
@@ -62,105 +49,19 @@ type broker struct {
 // when the test ends. extra flags are appended to floe serve's.
 func startBroker(t testing.TB, extra ...string) *broker {
 	t.Helper()
-	b := &broker{
-		t: t, dataDir: t.TempDir(), kafkaAddr: freeAddr(t), adminAddr: freeAddr(t),
-		extra: append([]string{"--group-initial-rebalance-delay-ms", "100", "--group-min-session-timeout-ms", "1000"}, extra...),
-	}
-	b.start()
-	t.Cleanup(b.stop)
-	return b
-}
-
-// freeAddr returns a local address nobody listens on right now.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
-func (b *broker) start() {
-	b.t.Helper()
-	args := append([]string{"serve", "--data-dir", b.dataDir, "--kafka-addr", b.kafkaAddr,
-		"--admin-addr", b.adminAddr, "--log-level", "warn"}, b.extra...)
-	log, err := os.OpenFile(filepath.Join(b.dataDir, "..", "floe.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	cmd := exec.Command(floeBin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		b.t.Fatalf("start floe: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	b.mu.Lock()
-	b.cmd, b.done, b.log = cmd, done, log
-	b.mu.Unlock()
-	b.waitReady()
-}
-
-// waitReady polls /readyz until the broker can serve clients.
-func (b *broker) waitReady() {
-	b.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-b.done:
-			b.t.Fatalf("floe serve exited while starting; log:\n%s", b.logTail())
-		default:
-		}
-		resp, err := http.Get("http://" + b.adminAddr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	b.t.Fatalf("floe serve not ready after 30s; log:\n%s", b.logTail())
-}
-
-func (b *broker) logTail() string {
-	data, _ := os.ReadFile(filepath.Join(b.dataDir, "..", "floe.log"))
-	if len(data) > 4000 {
-		data = data[len(data)-4000:]
-	}
-	return string(data)
-}
-
-// signal sends sig and waits for the process to exit.
-func (b *broker) signal(sig syscall.Signal) {
-	b.mu.Lock()
-	cmd, done := b.cmd, b.done
-	b.cmd = nil
-	b.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(sig)
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-	b.log.Close()
+	b := StartBroker(t, WithFlags(append([]string{"--group-initial-rebalance-delay-ms", "100",
+		"--group-min-session-timeout-ms", "1000"}, extra...)...))
+	return &broker{Broker: b, kafkaAddr: b.KafkaAddr, adminAddr: b.AdminAddr}
 }
 
 // stop shuts the broker down cleanly (SIGTERM).
-func (b *broker) stop() { b.signal(syscall.SIGTERM) }
+func (b *broker) stop() { b.Stop() }
 
 // kill crashes the broker (SIGKILL): only what it had fsynced survives.
-func (b *broker) kill() { b.signal(syscall.SIGKILL) }
+func (b *broker) kill() { b.Kill() }
 
 // restart starts the broker again on the same data and addresses.
-func (b *broker) restart() { b.start() }
+func (b *broker) restart() { b.Restart() }
 
 // client returns a franz-go client for the broker, closed with the test.
 func (b *broker) client(t testing.TB, opts ...kgo.Opt) *kgo.Client {

@@ -62,10 +62,10 @@ type crashWorkload struct {
 	outstanding atomic.Int64 // records produced and not yet called back
 }
 
-func startCrashWorkload(t *testing.T, addr, topic string) *crashWorkload {
+func startCrashWorkload(t *testing.T, addr, topic string, opts ...kgo.Opt) *crashWorkload {
 	w := &crashWorkload{topic: topic, stop: make(chan struct{}), acked: map[string]ackedRecord{}}
 	for p := range crashProducers {
-		cl := kgoClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		cl := kgoClient(t, addr, append([]kgo.Opt{kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.ProducerLinger(time.Millisecond), kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
 			// While restarting, before /readyz, the broker answers Produce
@@ -74,7 +74,7 @@ func startCrashWorkload(t *testing.T, addr, topic string) *crashWorkload {
 			// up after 4 such answers by default. Retrying on keeps the
 			// records in flight across the restart, which is the path this
 			// test exists for (idempotent retries after a crash).
-			kgo.UnknownTopicRetries(-1))
+			kgo.UnknownTopicRetries(-1)}, opts...)...)
 		w.wg.Add(1)
 		go w.produce(cl, p)
 	}
@@ -201,6 +201,14 @@ func runCrashTest(t *testing.T, rounds int, interrupt func(*Broker)) {
 // checkCrashHistory checks the acknowledged values against a full read.
 func checkCrashHistory(t *testing.T, topic string, acked map[string]ackedRecord, log map[int32][]*kgo.Record) {
 	t.Helper()
+	if problems := crashProblems(topic, acked, log); len(problems) > 0 {
+		t.Fatalf("%d acknowledged values checked; problems (first %d):\n%s", len(acked), len(problems), strings.Join(problems, "\n"))
+	}
+}
+
+// crashProblems returns the first problems (each starting with its
+// check's name: lost-write, order, duplicate) of a history.
+func crashProblems(topic string, acked map[string]ackedRecord, log map[int32][]*kgo.Record) []string {
 	var problems []string
 	report := func(format string, args ...any) {
 		if len(problems) < 20 {
@@ -229,8 +237,12 @@ func checkCrashHistory(t *testing.T, topic string, acked map[string]ackedRecord,
 			if a.offset >= 0 && a.offset < int64(len(recs)) {
 				got = strconv.Quote(string(recs[a.offset].Value))
 			}
-			report("lost-write: %s acknowledged at %s-%d@%d, which holds %s (value found at %s)",
-				value, topic, a.partition, a.offset, got, where[value])
+			found := where[value]
+			if found == "" {
+				found = "nowhere"
+			}
+			report("lost-write: %s acknowledged at %s-%d@%d, which holds %s (value found: %s)",
+				value, topic, a.partition, a.offset, got, found)
 		}
 		k := key{a.producer, a.partition}
 		bySeq[k] = append(bySeq[k], a)
@@ -244,7 +256,5 @@ func checkCrashHistory(t *testing.T, topic string, acked map[string]ackedRecord,
 			}
 		}
 	}
-	if len(problems) > 0 {
-		t.Fatalf("%d acknowledged values checked; problems (first %d):\n%s", len(acked), len(problems), strings.Join(problems, "\n"))
-	}
+	return problems
 }

@@ -30,7 +30,7 @@ func longRun() bool { return os.Getenv("FLOE_ITEST_LONG") == "1" }
 // start starts a broker from the binary TestMain built.
 func start(t testing.TB, opts ...Option) *Broker {
 	t.Helper()
-	return StartBroker(t, append([]Option{WithBinary(floeBin)}, opts...)...)
+	return StartBroker(t, opts...)
 }
 
 // ctxFor returns a context bounded by d and ended with the test.

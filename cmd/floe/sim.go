@@ -1,0 +1,196 @@
+package main
+
+// floe sim: run the deterministic simulator outside `go test`.
+//
+//	floe sim --seed 42                       replay one seed, bit for bit
+//	floe sim --seed 42 --trace t.txt         ... and write its whole trace
+//	floe sim --seeds 5000 --workers 2        a campaign over seeds 1..5000
+//
+// A campaign prints every failing seed's report as it is found, then the
+// figures: seeds, simulated hours, events per second, violations by kind.
+// It exits 1 if any seed failed.
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/floe-broker/floe/jepsen/history"
+	"github.com/floe-broker/floe/sim"
+)
+
+func init() { addCommand("sim", "run simulator seeds (replay one, or a campaign)", runSim) }
+
+type simFlags struct {
+	seed       int64
+	seeds      int
+	start      int64
+	workers    int
+	corrupt    bool
+	tracePath  string
+	historyOut string
+	verbose    bool
+}
+
+func runSim(args []string) error {
+	var f simFlags
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.Int64Var(&f.seed, "seed", 0, "replay this one seed and print its report")
+	fs.IntVar(&f.seeds, "seeds", 0, "run a campaign over this many seeds")
+	fs.Int64Var(&f.start, "start", 1, "first seed of a campaign")
+	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "seeds run in parallel in a campaign")
+	fs.BoolVar(&f.corrupt, "corrupt", false, "also inject disk corruption on a minority of nodes")
+	fs.StringVar(&f.tracePath, "trace", "", "with --seed: write the whole trace to this file")
+	fs.StringVar(&f.historyOut, "history", "", "with --seed: write the history (JSON lines) to this file")
+	fs.BoolVar(&f.verbose, "v", false, "print every seed's one-line result")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case f.seed != 0 && f.seeds == 0:
+		return replaySeed(f)
+	case f.seeds > 0 && f.seed == 0:
+		return campaign(f)
+	}
+	fmt.Fprintln(os.Stderr, "floe sim: give --seed N (replay) or --seeds N (campaign)")
+	fs.Usage()
+	return errUsage
+}
+
+func options(seed int64, f simFlags) sim.Options {
+	o := sim.ChooseOptions(seed)
+	if f.corrupt {
+		o = o.WithCorruption()
+	}
+	return o
+}
+
+func replaySeed(f simFlags) error {
+	o := options(f.seed, f)
+	if f.tracePath != "" {
+		o.TraceKeep = -1
+	}
+	began := time.Now()
+	res := sim.Run(o)
+	fmt.Print(res.Summary())
+	fmt.Printf("trace hash %s (%v wall)\n", res.TraceHash, time.Since(began).Round(time.Millisecond))
+	if f.tracePath != "" {
+		if err := os.WriteFile(f.tracePath, []byte(strings.Join(res.Trace, "\n")+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	if f.historyOut != "" {
+		out, err := os.Create(f.historyOut)
+		if err != nil {
+			return err
+		}
+		if err := history.Write(out, res.History); err != nil {
+			out.Close()
+			return err
+		}
+		if err := out.Close(); err != nil {
+			return err
+		}
+	}
+	if res.Failed() {
+		fmt.Println("last trace lines:")
+		for _, l := range res.TraceTail(40) {
+			fmt.Println("\t" + l)
+		}
+		return fmt.Errorf("seed %d failed", f.seed)
+	}
+	return nil
+}
+
+// campaignTotals are a campaign's figures.
+type campaignTotals struct {
+	seeds      int
+	failed     []int64
+	simTime    time.Duration
+	events     uint64
+	violations map[string]int
+	acked      int
+}
+
+func campaign(f simFlags) error {
+	seeds := make(chan int64)
+	results := make(chan *sim.Result)
+	var wg sync.WaitGroup
+	for i := 0; i < max(f.workers, 1); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range seeds {
+				results <- sim.Run(options(s, f))
+			}
+		}()
+	}
+	go func() {
+		for s := f.start; s < f.start+int64(f.seeds); s++ {
+			seeds <- s
+		}
+		close(seeds)
+		wg.Wait()
+		close(results)
+	}()
+	began := time.Now()
+	tot := campaignTotals{violations: map[string]int{}}
+	for res := range results {
+		tot.add(res)
+		if res.Failed() {
+			fmt.Print(res.Summary())
+		} else if f.verbose {
+			fmt.Printf("ok seed %d: %v simulated, %d events, %d acked\n", res.Options.Seed, res.Stats.SimTime, res.Stats.Events, res.Stats.Acked)
+		}
+		if tot.seeds%100 == 0 {
+			fmt.Fprintf(os.Stderr, "... %d seeds, %d failed, %v wall\n", tot.seeds, len(tot.failed), time.Since(began).Round(time.Second))
+		}
+	}
+	tot.print(time.Since(began), f.workers)
+	if len(tot.failed) > 0 {
+		return fmt.Errorf("%d of %d seeds failed", len(tot.failed), tot.seeds)
+	}
+	return nil
+}
+
+func (t *campaignTotals) add(res *sim.Result) {
+	t.seeds++
+	t.simTime += res.Stats.SimTime
+	t.events += res.Stats.Events
+	t.acked += res.Stats.Acked
+	if res.Failed() {
+		t.failed = append(t.failed, res.Options.Seed)
+	}
+	for _, v := range res.Violations {
+		kind, _, _ := strings.Cut(v, ":")
+		if kind == "checker" {
+			fields := strings.Fields(v)
+			if len(fields) > 1 {
+				kind += " " + fields[1]
+			}
+		}
+		t.violations[kind]++
+	}
+}
+
+func (t *campaignTotals) print(wall time.Duration, workers int) {
+	sort.Slice(t.failed, func(i, j int) bool { return t.failed[i] < t.failed[j] })
+	fmt.Printf("campaign: %d seeds, %d failed, %.2f simulated hours, %d events, %.0f events/s over %d workers, %d acknowledged writes, %v wall\n",
+		t.seeds, len(t.failed), t.simTime.Hours(), t.events, float64(t.events)/wall.Seconds(), workers, t.acked, wall.Round(time.Second))
+	kinds := make([]string, 0, len(t.violations))
+	for k := range t.violations {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		fmt.Printf("violations %-40s in %d seeds\n", k, t.violations[k])
+	}
+	if len(t.failed) > 0 {
+		fmt.Printf("failed seeds: %v\n", t.failed)
+	}
+}

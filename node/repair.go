@@ -1,0 +1,221 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/internal/wire"
+	"github.com/floe-broker/floe/logstore"
+	"github.com/floe-broker/floe/node/controller"
+	"github.com/floe-broker/floe/node/partition"
+)
+
+// Repairing a damaged partition replica.
+//
+// Every entry is checksummed, and a read that meets a bad checksum (a
+// fetch, Raft reading entries to apply or to send) is refused: damaged data
+// is never served. The replica is then repaired from its peers:
+//
+//  1. If this replica leads the partition, it hands leadership to a
+//     caught-up follower first; a replica that is the group's only voter
+//     has no peer to repair from and stays as it is (the damaged entries
+//     stay unreadable, the data on disk stays untouched, and the error is
+//     reported), since deleting data is never the answer to damage.
+//  2. It finds the first damaged entry and records, durably, a vote fence:
+//     the last index it holds now.
+//  3. It discards the damaged entry and everything after it and reopens
+//     the replica; the leader sends the discarded entries again (or a
+//     snapshot). Until the log is back past the fence the replica neither
+//     votes nor campaigns (consensus/fence.go says why that keeps Raft
+//     safe), and then the fence record is removed.
+//
+// The controller's own log is not repaired this way: rewinding the
+// metadata would make the broker drop replicas of topics the rewound
+// metadata does not hold yet. A damaged controller replica is reported and
+// left as it is.
+
+// fenceFile is the per-replica file holding a vote fence.
+const fenceFile = "vote.fence"
+
+func readFence(fs logstore.FS, dir string) uint64 {
+	f, err := fs.Open(path.Join(dir, fenceFile))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	buf := make([]byte, 16)
+	n, _ := f.ReadAt(buf, 0)
+	r := wire.Reader{B: buf[:n]}
+	v := r.U64()
+	if r.Err() != nil {
+		// A fence that does not read back: fail safe, fence forever is
+		// wrong too; the entries it protected are then re-fetched anyway.
+		return 0
+	}
+	return v
+}
+
+// writeFence makes a fence durable: written under a temporary name,
+// synced, renamed, and the directory synced.
+func writeFence(fs logstore.FS, dir string, index uint64) error {
+	tmp := path.Join(dir, fenceFile+".tmp")
+	_ = fs.Remove(tmp)
+	f, err := fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	var w wire.Writer
+	w.U64(index)
+	if _, err := f.Write(w.B); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := fs.Rename(tmp, path.Join(dir, fenceFile)); err != nil {
+		return err
+	}
+	return fs.SyncDir(dir)
+}
+
+// repairDamaged repairs at most one damaged partition replica per tick.
+func (r *Reactor) repairDamaged() {
+	if r.ctl.rep.Damaged() && !r.ctlDamageReported {
+		r.ctlDamageReported = true
+		r.env.Logf("node %d: the controller log has damaged entries; they are not served, and the controller log is not repaired automatically", r.self)
+	}
+	for _, g := range sortedKeys(r.parts) {
+		p := r.parts[g]
+		rep := p.Replica()
+		if !rep.Damaged() || rep.Busy() {
+			continue
+		}
+		if err := r.repair(g, p); err != nil {
+			r.env.Logf("node %d: repair %s-%d: %v", r.self, p.Topic, p.Index, err)
+		}
+		return
+	}
+}
+
+func (r *Reactor) repair(g uint64, p *partition.Partition) error {
+	rep := p.Replica()
+	if len(rep.Conf().Voters) < 2 {
+		if !r.unrepairable[g] {
+			r.unrepairable[g] = true
+			r.env.Logf("node %d: %s-%d has damaged entries and no other replica to repair from; they stay unreadable", r.self, p.Topic, p.Index)
+		}
+		return nil
+	}
+	if rep.Raft.Status().RaftState == consensus.StateLeader {
+		r.transferOne(rep)
+		return nil
+	}
+	first, err := firstDamaged(rep.Log)
+	if err != nil {
+		return err
+	}
+	if first == 0 {
+		rep.ClearDamaged() // the scan found nothing: a transient read error
+		return nil
+	}
+	_, cp, ok := r.ctl.state.PartitionByGroup(g)
+	if !ok {
+		return nil
+	}
+	t, _, _ := r.ctl.state.PartitionByGroup(g)
+	dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)
+	fence := max(rep.Log.LastIndex(), readFence(r.env.FS, dir))
+	if err := writeFence(r.env.FS, dir, fence); err != nil {
+		return fmt.Errorf("writing the vote fence: %w", err)
+	}
+	r.env.Logf("node %d: %s-%d: entry %d is damaged; discarding entries %d..%d to fetch them again from the leader (vote fence %d)",
+		r.self, p.Topic, p.Index, first, first, rep.Log.LastIndex(), fence)
+	r.stats.Repairs++
+	// Drop the replica, cut its log, reopen it.
+	p.FailWaiters(errUnknownPartition)
+	r.host.Remove(consensus.GroupID(g))
+	delete(r.parts, g)
+	delete(r.byName, topicPartition{p.Topic, p.Index})
+	log := rep.Log
+	cut := first - 1
+	if err := log.TruncateAfter(cut); err != nil {
+		_ = log.Close()
+		return r.reopen(t, cp, fmt.Errorf("truncating: %w", err))
+	}
+	if hs := log.HardState(); hs.Commit > cut {
+		hs.Commit = cut
+		log.SetHardState(hs)
+	}
+	if err := log.Close(); err != nil {
+		return r.reopen(t, cp, fmt.Errorf("closing: %w", err))
+	}
+	return r.reopen(t, cp, nil)
+}
+
+// reopen opens a partition replica again after a repair step; a failure to
+// reopen stops the node (it can no longer tell what it holds).
+func (r *Reactor) reopen(t *controller.Topic, cp *controller.Partition, cause error) error {
+	if err := r.ensurePartition(t, cp); err != nil {
+		r.fatal(fmt.Errorf("reopening %s-%d after repair: %w", t.Name, cp.Index, err))
+		return err
+	}
+	return cause
+}
+
+// liftFences removes the durable fence of every replica whose log is back
+// past it.
+func (r *Reactor) liftFences() {
+	for _, g := range sortedKeys(r.fences) {
+		p, ok := r.parts[g]
+		if !ok {
+			delete(r.fences, g)
+			continue
+		}
+		if p.Replica().Raft.VoteFence() != 0 || p.Replica().Log.DurableIndex() < r.fences[g] {
+			continue
+		}
+		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)
+		if err := r.env.FS.Remove(path.Join(dir, fenceFile)); err == nil || errors.Is(err, logstore.ErrNotExist) {
+			_ = r.env.FS.SyncDir(dir)
+			delete(r.fences, g)
+			r.env.Logf("node %d: %s-%d repaired: the log is back past its vote fence", r.self, p.Topic, p.Index)
+		}
+	}
+}
+
+// firstDamaged scans the log for the first entry whose checksum fails, and
+// returns its index (0 if none does).
+func firstDamaged(log *logstore.Log) (uint64, error) {
+	last := log.LastIndex()
+	for lo := log.FirstIndex(); lo <= last; {
+		es, err := log.Entries(lo, last+1, 1<<20)
+		if err == nil {
+			if len(es) == 0 {
+				return 0, fmt.Errorf("no entries at %d", lo)
+			}
+			lo = es[len(es)-1].Index + 1
+			continue
+		}
+		if !errors.Is(err, logstore.ErrCorrupt) {
+			return 0, err
+		}
+		// Somewhere in this chunk: walk it one entry at a time.
+		for i := lo; i <= last; i++ {
+			if _, err := log.Entries(i, i+1, 0); err != nil {
+				if errors.Is(err, logstore.ErrCorrupt) {
+					return i, nil
+				}
+				return 0, err
+			}
+		}
+		return 0, nil
+	}
+	return 0, nil
+}
