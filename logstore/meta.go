@@ -123,32 +123,40 @@ type metaFiles struct {
 // openMeta opens both meta files and returns the newest valid record. found
 // is false when neither holds one (a new log).
 func openMeta(fsys FS, dir string) (mf metaFiles, m metaState, found bool, err error) {
+	mf, m, found, _, err = openMetaFiles(fsys, dir)
+	return mf, m, found, err
+}
+
+// openMetaFiles is openMeta that also says whether either file holds any
+// bytes at all: two empty files mean no meta record was ever written.
+func openMetaFiles(fsys FS, dir string) (mf metaFiles, m metaState, found, written bool, err error) {
 	newest := -1
 	for i, name := range metaNames {
 		f, err := fsys.Open(path.Join(dir, name))
 		if errors.Is(err, ErrNotExist) {
 			if f, err = fsys.Create(path.Join(dir, name)); err != nil {
 				mf.close()
-				return mf, m, false, err
+				return mf, m, false, false, err
 			}
 		}
 		if err != nil {
 			mf.close()
-			return mf, m, false, err
+			return mf, m, false, false, err
 		}
 		mf.f[i] = f
 		b, err := readWhole(f)
 		if err != nil {
 			mf.close()
-			return mf, m, false, fmt.Errorf("read %s: %w", name, err)
+			return mf, m, false, false, fmt.Errorf("read %s: %w", name, err)
 		}
+		written = written || len(b) > 0
 		rec, derr := decodeMeta(b)
 		if derr == nil && (newest < 0 || rec.seq > m.seq) {
 			m, newest = rec, i
 		}
 	}
 	mf.next = (newest + 1) % 2 // newest == -1 gives 0
-	return mf, m, newest >= 0, nil
+	return mf, m, newest >= 0, written, nil
 }
 
 // write writes m into the file not holding the newest record. The caller

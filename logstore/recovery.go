@@ -100,13 +100,18 @@ func (l *Log) open(rec *Recovery) error {
 	if err != nil {
 		return err
 	}
-	mf, m, found, err := openMeta(l.fs, l.dir)
+	mf, m, found, written, err := openMetaFiles(l.fs, l.dir)
 	l.sy.meta = mf
 	if err != nil {
 		return err
 	}
 	if !found {
-		if len(segFiles) > 0 {
+		// Segments with two empty meta files: the log was created and
+		// written but no meta record was ever made durable (a crash during
+		// its first syncs). No hard state (so no vote) was ever recorded;
+		// recover the segments as a log starting at index 1. Meta files
+		// that hold bytes but no valid record are damage, and refused.
+		if len(segFiles) > 0 && written {
 			return fmt.Errorf("%w: %s has segments but no valid meta file", ErrCorrupt, l.dir)
 		}
 		m = metaState{logStart: chainPoint{index: 1, prevLink: anchor(0, 0, 0, 0)}}

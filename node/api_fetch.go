@@ -161,7 +161,7 @@ func (r *Reactor) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartitio
 		sp.ErrorCode = errCode(err)
 		return sp
 	}
-	if !p.Ready() {
+	if !r.leaseHeld(p) {
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
 		return sp
 	}

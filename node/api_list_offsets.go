@@ -49,7 +49,7 @@ func (r *Reactor) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartit
 		sp.ErrorCode = errCode(err)
 		return sp
 	}
-	if !p.Ready() {
+	if !r.leaseHeld(p) {
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
 		return sp
 	}

@@ -92,6 +92,11 @@ func (r *Reactor) coordinatorFor(name string) (*group.Coordinator, *kerr.Error) 
 	if !ok || !p.IsLeader() {
 		return nil, kerr.NotCoordinator
 	}
+	if !r.leaseHeld(p) {
+		// Possibly deposed without knowing it yet: answering from this
+		// state could hand out a stale committed offset (lease.go).
+		return nil, kerr.NotCoordinator
+	}
 	if sh := r.groups.shards[cp.Group]; sh == nil || sh.term != p.Term() {
 		r.syncShard(cp)
 	}

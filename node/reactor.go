@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/netx"
@@ -43,6 +44,10 @@ type Reactor struct {
 
 	settingReplicas map[uint64]bool // SetReplicas reports in flight, by group
 	campaignSoon    map[uint64]bool // new partitions whose preferred leader should campaign
+
+	leases     map[uint64]time.Duration // read lease expiry (monotonic), by group (lease.go)
+	leaseTerm  map[uint64]uint64        // the term a group's lease was granted in
+	leaseProbe map[uint64]time.Duration // send time of the lease confirmation in flight
 
 	fences            map[uint64]uint64 // vote fences in force, by group (repair.go)
 	unrepairable      map[uint64]bool   // damaged replicas with no peer to repair from, reported
@@ -86,6 +91,9 @@ func New(cfg Config, env Env) *Reactor {
 		stats:        Stats{Requests: map[int16]uint64{}},
 		campaignSoon: map[uint64]bool{},
 		fences:       map[uint64]uint64{},
+		leases:       map[uint64]time.Duration{},
+		leaseTerm:    map[uint64]uint64{},
+		leaseProbe:   map[uint64]time.Duration{},
 		unrepairable: map[uint64]bool{},
 	}
 }

@@ -54,6 +54,9 @@ func (r *Reactor) take(g consensus.GroupID, rep *replica.Replica) {
 	}
 	r.host.Enqueue(g, now)
 	r.observeRole(uint64(g), rep)
+	if rss := rep.TakeReadStates(); len(rss) > 0 {
+		r.observeReadStates(uint64(g), rss)
+	}
 	r.afterApply(uint64(g)) // Take may have applied entries already durable
 	if !mustSync || plant.Enabled(plant.AckBeforeFsync) {
 		r.complete(g, rep)

@@ -40,7 +40,7 @@ func waitLeaders(t *testing.T, c *cluster, topic string, partitions int32) {
 				if n.r == nil {
 					continue
 				}
-				if lp, ok := n.r.byName[topicPartition{topic, p}]; ok && lp.Ready() {
+				if lp, ok := n.r.byName[topicPartition{topic, p}]; ok && n.r.leaseHeld(lp) {
 					found = true
 				}
 			}
@@ -60,7 +60,7 @@ func leaderOf(c *cluster, topic string, p int32) int32 {
 		if n.r == nil {
 			continue
 		}
-		if lp, ok := n.r.byName[topicPartition{topic, p}]; ok && lp.Ready() {
+		if lp, ok := n.r.byName[topicPartition{topic, p}]; ok && n.r.leaseHeld(lp) {
 			return id
 		}
 	}

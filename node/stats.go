@@ -19,6 +19,7 @@ type PartitionStats struct {
 	Topic         string
 	Partition     int32
 	Leader        bool
+	LeaderEpoch   int32 // the replica's Raft term: a leader's epoch, or the latest it knows
 	LogEndOffset  int64
 	HighWatermark int64
 	StartOffset   int64
@@ -38,7 +39,7 @@ func (r *Reactor) Snapshot() (Stats, []PartitionStats) {
 		p := r.parts[g]
 		ls := p.Replica().Log.Stats()
 		ps = append(ps, PartitionStats{
-			Topic: p.Topic, Partition: p.Index, Leader: p.IsLeader(),
+			Topic: p.Topic, Partition: p.Index, Leader: p.IsLeader(), LeaderEpoch: int32(p.Term()),
 			LogEndOffset: p.Replica().Log.NextOffset(), HighWatermark: p.HighWatermark(),
 			StartOffset: p.StartOffset(), LogBytes: ls.SizeBytes, Segments: ls.Segments,
 		})

@@ -13,6 +13,7 @@ const maintenanceTicks = 100
 // onTick does the periodic work beside Raft's own ticking.
 func (r *Reactor) onTick() {
 	r.retryForwards()
+	r.renewLeases()
 	r.ensureRegistered()
 	r.sendReports()
 	r.ensureJoined()

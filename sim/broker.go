@@ -71,7 +71,7 @@ func BrokerFactory(bc BrokerConfig) Factory {
 		nenv := node.Env{
 			Clock:   env.Clock,
 			Sched:   env.Sched,
-			FS:      env.FS,
+			FS:      tracedFS{env.FS, env.Tracef},
 			Net:     env.Net,
 			Disk:    disk,
 			Rand:    env.Rand,

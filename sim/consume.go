@@ -10,6 +10,11 @@ import (
 	"github.com/floe-broker/floe/netx"
 )
 
+// offsetsTopic is where committed offsets live; with one partition
+// (BrokerConfig.OffsetsPartitions) every group's coordinator leads
+// partition 0.
+const offsetsTopic = "__consumer_offsets"
+
 // consumer is a client consuming every partition of the topic for a group
 // without joining it (simple, generation -1 commits, as a standalone
 // consumer does): it reads the group's committed offsets (OffsetFetch),
@@ -83,7 +88,8 @@ func (c *consumer) fetchCommitted() {
 			t.Partitions = append(t.Partitions, p)
 		}
 		req.Topics = append(req.Topics, t)
-		r.kn.call(c.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		probe := r.deposedProbe(c.coord, offsetsTopic, 0)
+		r.kn.callAt(c.coord, req, r.o.RequestTimeout, probe, func(resp kmsg.Response, err error, deposed bool) {
 			got, code := map[int32]int64{}, int16(0)
 			if err == nil {
 				fr := resp.(*kmsg.OffsetFetchResponse)
@@ -107,7 +113,7 @@ func (c *consumer) fetchCommitted() {
 				return
 			}
 			offs := c.allOffsets(func(p int32) int64 { return max(got[p], history.NoOffset) })
-			r.rec.Complete(inv, history.OK, history.Op{Group: c.group, Offsets: offs, Node: int32(c.coord)})
+			r.rec.Complete(inv, history.OK, history.Op{Group: c.group, Offsets: offs, Node: int32(c.coord), Note: deposedHow(deposed)})
 			c.pos = map[int32]int64{}
 			for p, off := range got {
 				c.pos[p] = max(off, 0)
@@ -182,7 +188,7 @@ func (c *consumer) poll() {
 	r.fetchOnce(part, c.pos[part], int32(r.rng.Intn(50)), func(res fetched) {
 		switch {
 		case res.ok():
-			r.rec.Complete(inv, history.OK, history.Op{Records: res.records, Node: int32(res.from)})
+			r.rec.Complete(inv, history.OK, history.Op{Records: res.records, Node: int32(res.from), Note: deposedHow(res.deposed)})
 			if n := len(res.records); n > 0 {
 				c.pos[part] = res.records[n-1].Offset + 1
 			}
@@ -223,7 +229,8 @@ func (c *consumer) commit(final bool) {
 			t.Partitions = append(t.Partitions, p)
 		}
 		req.Topics = append(req.Topics, t)
-		r.kn.call(c.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		probe := r.deposedProbe(c.coord, offsetsTopic, 0) // samples the coordinator's epoch
+		r.kn.callAt(c.coord, req, r.o.RequestTimeout, probe, func(resp kmsg.Response, err error, _ bool) {
 			code := int16(0)
 			if err == nil {
 				for _, rt := range resp.(*kmsg.OffsetCommitResponse).Topics {

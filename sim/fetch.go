@@ -13,6 +13,7 @@ import (
 // fetched is what one Fetch of one partition returned.
 type fetched struct {
 	from    netx.NodeID
+	deposed bool             // from answered while another broker led the partition in a later epoch
 	records []history.Record // at or after the fetch offset, in order
 	hwm     int64
 	code    int16 // the partition's error code
@@ -52,8 +53,8 @@ func (r *run) fetchOnce(part int32, offset int64, maxWaitMs int32, done func(fet
 	rp.LogStartOffset = -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
-		res := fetched{from: leader, hwm: -1}
+	r.kn.callAt(leader, req, r.o.RequestTimeout, r.deposedProbe(leader, r.topic, part), func(resp kmsg.Response, err error, deposed bool) {
+		res := fetched{from: leader, hwm: -1, deposed: deposed}
 		if err != nil {
 			res.err = err
 			if err == errConnRefused {
@@ -141,7 +142,7 @@ func (f *fetcher) op() {
 		switch {
 		case res.ok():
 			hw := history.Offset{Topic: r.topic, Partition: part, Offset: res.hwm}
-			r.rec.Complete(inv, history.OK, history.Op{Records: res.records, HWMs: []history.Offset{hw}, Node: int32(res.from)})
+			r.rec.Complete(inv, history.OK, history.Op{Records: res.records, HWMs: []history.Offset{hw}, Node: int32(res.from), Note: deposedHow(res.deposed)})
 			r.sawOffset(part, res.hwm)
 		case res.err == errClientTimeout:
 			r.rec.Complete(inv, history.Info, history.Op{Error: res.why(), Node: int32(res.from)})

@@ -51,24 +51,31 @@ func (k *kafkaNet) latency() time.Duration {
 
 // call sends req to node id and calls done with its response or an error.
 func (k *kafkaNet) call(id netx.NodeID, req kmsg.Request, timeout time.Duration, done func(kmsg.Response, error)) {
+	k.callAt(id, req, timeout, nil, func(resp kmsg.Response, err error, _ bool) { done(resp, err) })
+}
+
+// callAt is call with a probe run on the broker's side at the instant it
+// answers; its verdict reaches done with the response (false when there
+// was no answer).
+func (k *kafkaNet) callAt(id netx.NodeID, req kmsg.Request, timeout time.Duration, probe func() bool, done func(kmsg.Response, error, bool)) {
 	finished := false
-	finish := func(resp kmsg.Response, err error) {
+	finish := func(resp kmsg.Response, err error, probed bool) {
 		if finished {
 			return
 		}
 		finished = true
-		done(resp, err)
+		done(resp, err, probed)
 	}
 	wire, err := roundTripRequest(req)
 	if err != nil {
-		k.w.After(0, func() { finish(nil, err) })
+		k.w.After(0, func() { finish(nil, err, false) })
 		return
 	}
 	k.conns++
 	k.calls[req.Key()]++
 	conn := k.conns
 	name := kmsg.NameForKey(req.Key())
-	k.w.After(timeout, func() { finish(nil, errClientTimeout) })
+	k.w.After(timeout, func() { finish(nil, errClientTimeout, false) })
 	k.w.Call(id, k.latency(), "kafka "+name, func(inst Instance) {
 		b, ok := inst.(*Broker)
 		if !ok {
@@ -77,13 +84,14 @@ func (k *kafkaNet) call(id netx.NodeID, req kmsg.Request, timeout time.Duration,
 		b.R.HandleRequest(node.Client{ConnID: conn, ClientID: "sim"}, wire, func(resp kmsg.Response) {
 			lat := k.latency()
 			if resp == nil {
-				k.w.After(lat, func() { finish(nil, errNoResponse) })
+				k.w.After(lat, func() { finish(nil, errNoResponse, false) })
 				return
 			}
+			probed := probe != nil && probe()
 			out, err := roundTripResponse(req, resp)
-			k.w.After(lat, func() { finish(out, err) })
+			k.w.After(lat, func() { finish(out, err, probed) })
 		})
-	}, func() { finish(nil, errConnRefused) })
+	}, func() { finish(nil, errConnRefused, false) })
 }
 
 // roundTripRequest encodes req and decodes it into a fresh request of the

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/netx"
 )
@@ -54,6 +56,7 @@ func (n *nemesis) kinds() []faultKind {
 		{"clock", n.o.Clock, n.clock},
 		{"transfer", n.o.Transfer, n.transfer},
 		{"corrupt", n.o.Corrupt, n.corrupt},
+		{"reassign", n.o.Reassign, n.reassign},
 	}
 }
 
@@ -264,6 +267,49 @@ func (n *nemesis) transfer() {
 			b.R.TransferLeaderships()
 		}
 	}, nil)
+}
+
+// reassign moves one partition of the topic to a new replica set, as an
+// operator would with AlterPartitionReassignments: another set of brokers
+// in a 5-node cluster, a reordering (new preferred leader) or a shrink to
+// two replicas and back in a 3-node one. It is an admin request, not an
+// operation of the history.
+func (n *nemesis) reassign() {
+	r := n.r
+	part := int32(n.rng.Intn(int(r.o.Partitions)))
+	ids := n.shuffled()
+	k := min(3, len(ids))
+	if len(ids) == 3 && n.rng.Intn(3) == 0 {
+		k = 2
+	}
+	replicas := make([]int32, k)
+	for i := range replicas {
+		replicas[i] = int32(ids[i])
+	}
+	req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	rt.Topic = r.topic
+	rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+	rp.Partition, rp.Replicas = part, replicas
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	n.w.Tracef("fault reassign %s/%d to %v", r.topic, part, replicas)
+	r.kn.call(r.meta.anyNode(), req, 2*time.Second, func(resp kmsg.Response, err error) {
+		code := int16(-1)
+		if err == nil {
+			ar := resp.(*kmsg.AlterPartitionAssignmentsResponse)
+			code = ar.ErrorCode
+			for _, t := range ar.Topics {
+				for _, p := range t.Partitions {
+					if p.ErrorCode != 0 {
+						code = p.ErrorCode
+					}
+				}
+			}
+		}
+		n.w.Tracef("reassign %s/%d to %v: err=%v code=%d", r.topic, part, replicas, err, code)
+	})
 }
 
 // corrupt damages one file of one node, while it is down, where the other

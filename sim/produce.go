@@ -140,7 +140,7 @@ func (op *produceOp) attempt() {
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	timeout := min(r.o.RequestTimeout, op.deadline-now)
-	r.kn.call(leader, req, timeout, func(resp kmsg.Response, err error) {
+	r.kn.callAt(leader, req, timeout, r.deposedProbe(leader, r.topic, op.part), func(resp kmsg.Response, err error, _ bool) {
 		if err != nil {
 			op.retry(err.Error(), err == errConnRefused)
 			return

@@ -28,7 +28,7 @@ func exitCode(err error) int {
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	var configPath string
 	if fs.Lookup("config") == nil {
-		fs.StringVar(&configPath, "config", "", "config file of `name = value` lines (flag names without dashes)")
+		fs.StringVar(&configPath, "config", "", "config `file`: one setting per line, as flag-name = value (e.g. data-dir = /var/lib/floe)")
 	}
 	fs.SetOutput(os.Stderr)
 	if err := fs.Parse(args); err != nil {

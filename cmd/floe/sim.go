@@ -114,6 +114,7 @@ type campaignTotals struct {
 	simTime    time.Duration
 	events     uint64
 	violations map[string]int
+	known      map[string]int
 	acked      int
 }
 
@@ -139,7 +140,7 @@ func campaign(f simFlags) error {
 		close(results)
 	}()
 	began := time.Now()
-	tot := campaignTotals{violations: map[string]int{}}
+	tot := campaignTotals{violations: map[string]int{}, known: map[string]int{}}
 	for res := range results {
 		tot.add(res)
 		if res.Failed() {
@@ -166,6 +167,10 @@ func (t *campaignTotals) add(res *sim.Result) {
 	if res.Failed() {
 		t.failed = append(t.failed, res.Options.Seed)
 	}
+	for _, k := range res.Known {
+		name, _, _ := strings.Cut(strings.TrimPrefix(k, "KNOWN BUG "), ":")
+		t.known[name]++
+	}
 	for _, v := range res.Violations {
 		kind, _, _ := strings.Cut(v, ":")
 		if kind == "checker" {
@@ -182,15 +187,22 @@ func (t *campaignTotals) print(wall time.Duration, workers int) {
 	sort.Slice(t.failed, func(i, j int) bool { return t.failed[i] < t.failed[j] })
 	fmt.Printf("campaign: %d seeds, %d failed, %.2f simulated hours, %d events, %.0f events/s over %d workers, %d acknowledged writes, %v wall\n",
 		t.seeds, len(t.failed), t.simTime.Hours(), t.events, float64(t.events)/wall.Seconds(), workers, t.acked, wall.Round(time.Second))
-	kinds := make([]string, 0, len(t.violations))
-	for k := range t.violations {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	for _, k := range kinds {
+	for _, k := range sortedKeys(t.violations) {
 		fmt.Printf("violations %-40s in %d seeds\n", k, t.violations[k])
+	}
+	for _, k := range sortedKeys(t.known) {
+		fmt.Printf("known bug %-40s in %d seeds (not failed)\n", k, t.known[k])
 	}
 	if len(t.failed) > 0 {
 		fmt.Printf("failed seeds: %v\n", t.failed)
 	}
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -33,6 +33,9 @@ type Replica struct {
 	applied  uint64
 	conf     consensus.ConfState
 	storage  *Storage
+	// readStates are the ReadIndex answers of Readys taken since the last
+	// TakeReadStates.
+	readStates []consensus.ReadState
 }
 
 // Config is what New needs besides the log.
@@ -94,6 +97,7 @@ func (r *Replica) Take() (sendNow []consensus.Message, mustSync bool, err error)
 		return nil, false, err
 	}
 	r.inflight = &rd
+	r.readStates = append(r.readStates, rd.ReadStates...)
 	r.applyDurable(&rd)
 	return rd.Messages, rd.MustSync || !rd.Snapshot.IsEmpty() || len(rd.Entries) > 0, nil
 }
@@ -205,6 +209,13 @@ func (r *Replica) applyConfChange(e consensus.Entry) {
 		return
 	}
 	r.conf = r.Raft.ApplyConfChange(cc)
+}
+
+// TakeReadStates returns and forgets the ReadIndex answers received.
+func (r *Replica) TakeReadStates() []consensus.ReadState {
+	rs := r.readStates
+	r.readStates = nil
+	return rs
 }
 
 // Damaged reports whether a read of this replica's log met damaged data.

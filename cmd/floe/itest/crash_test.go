@@ -1,8 +1,8 @@
 package itest
 
 // Crashes during acks=all produces. Several producers (goroutines, each
-// with its own franz-go client, idempotent, acks=all) write unique values
-// to a three-partition topic without pause; the broker is killed with
+// with its own franz-go client, idempotent, acks=all) write records with
+// unique keys (the values below) to a three-partition topic without pause; the broker is killed with
 // SIGKILL while their requests are in flight, restarted on the same data
 // directory, and the producers carry on through it. After they stop, a
 // full read must show:
@@ -19,6 +19,7 @@ package itest
 // FLOE_ITEST_LONG=1 crashes five times instead of once.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -50,11 +51,12 @@ type ackedRecord struct {
 // crashWorkload is the producers and what they were told.
 type crashWorkload struct {
 	topic string
+	pad   []byte // every record's value; its key is its unique id
 	stop  chan struct{}
 	wg    sync.WaitGroup
 
 	mu     sync.Mutex
-	acked  map[string]ackedRecord // by value
+	acked  map[string]ackedRecord // by id
 	counts [crashProducers]int    // acknowledgements per producer
 	failed int                    // records that ended in an error (outcome unknown)
 	errs   []string               // the first errors, and each change of error
@@ -62,8 +64,10 @@ type crashWorkload struct {
 	outstanding atomic.Int64 // records produced and not yet called back
 }
 
-func startCrashWorkload(t *testing.T, addr, topic string, opts ...kgo.Opt) *crashWorkload {
-	w := &crashWorkload{topic: topic, stop: make(chan struct{}), acked: map[string]ackedRecord{}}
+// startCrashWorkload starts the producers; each record's key is its
+// unique id ("p<producer>-<seq>") and its value padBytes bytes.
+func startCrashWorkload(t *testing.T, addr, topic string, padBytes int, opts ...kgo.Opt) *crashWorkload {
+	w := &crashWorkload{topic: topic, pad: bytes.Repeat([]byte{'x'}, padBytes), stop: make(chan struct{}), acked: map[string]ackedRecord{}}
 	for p := range crashProducers {
 		cl := kgoClient(t, addr, append([]kgo.Opt{kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.ProducerLinger(time.Millisecond), kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -92,8 +96,8 @@ func (w *crashWorkload) produce(cl *kgo.Client, producer int) {
 			return
 		case slots <- struct{}{}:
 		}
-		value := fmt.Sprintf("p%d-%d", producer, seq)
-		rec := &kgo.Record{Topic: w.topic, Partition: int32(seq % crashPartitions), Value: []byte(value)}
+		id := fmt.Sprintf("p%d-%d", producer, seq)
+		rec := &kgo.Record{Topic: w.topic, Partition: int32(seq % crashPartitions), Key: []byte(id), Value: w.pad}
 		pending.Add(1)
 		w.outstanding.Add(1)
 		cl.Produce(context.Background(), rec, func(r *kgo.Record, err error) {
@@ -109,7 +113,7 @@ func (w *crashWorkload) produce(cl *kgo.Client, producer int) {
 				}
 				return
 			}
-			w.acked[value] = ackedRecord{producer: producer, seq: seq, partition: r.Partition, offset: r.Offset}
+			w.acked[id] = ackedRecord{producer: producer, seq: seq, partition: r.Partition, offset: r.Offset}
 			w.counts[producer]++
 		})
 	}
@@ -180,7 +184,7 @@ func runCrashTest(t *testing.T, rounds int, interrupt func(*Broker)) {
 	b := start(t)
 	const topic = "crash"
 	makeTopic(t, b.KafkaAddr, topic, crashPartitions, nil)
-	w := startCrashWorkload(t, b.KafkaAddr, topic)
+	w := startCrashWorkload(t, b.KafkaAddr, topic, 100)
 	for round := range rounds {
 		w.waitAcks(t, w.snapshot(), crashAcksBefore, fmt.Sprintf("round %d, before the crash", round))
 		if n := w.outstanding.Load(); n == 0 {
@@ -219,10 +223,10 @@ func crashProblems(topic string, acked map[string]ackedRecord, log map[int32][]*
 	for p, recs := range log {
 		for _, r := range recs {
 			at := fmt.Sprintf("%s-%d@%d", topic, p, r.Offset)
-			if prev, dup := where[string(r.Value)]; dup {
-				report("duplicate: %s at %s and %s", r.Value, prev, at)
+			if prev, dup := where[string(r.Key)]; dup {
+				report("duplicate: %s at %s and %s", r.Key, prev, at)
 			}
-			where[string(r.Value)] = at
+			where[string(r.Key)] = at
 		}
 	}
 	type key struct {
@@ -230,19 +234,19 @@ func crashProblems(topic string, acked map[string]ackedRecord, log map[int32][]*
 		partition int32
 	}
 	bySeq := map[key][]ackedRecord{}
-	for value, a := range acked {
+	for id, a := range acked {
 		recs := log[a.partition]
-		if a.offset < 0 || a.offset >= int64(len(recs)) || string(recs[a.offset].Value) != value {
+		if a.offset < 0 || a.offset >= int64(len(recs)) || string(recs[a.offset].Key) != id {
 			got := "nothing"
 			if a.offset >= 0 && a.offset < int64(len(recs)) {
-				got = strconv.Quote(string(recs[a.offset].Value))
+				got = strconv.Quote(string(recs[a.offset].Key))
 			}
-			found := where[value]
+			found := where[id]
 			if found == "" {
 				found = "nowhere"
 			}
-			report("lost-write: %s acknowledged at %s-%d@%d, which holds %s (value found: %s)",
-				value, topic, a.partition, a.offset, got, found)
+			report("lost-write: %s acknowledged at %s-%d@%d, which holds %s (found: %s)",
+				id, topic, a.partition, a.offset, got, found)
 		}
 		k := key{a.producer, a.partition}
 		bySeq[k] = append(bySeq[k], a)

@@ -95,22 +95,32 @@ func waitLeaders(t testing.TB, adm *kadm.Client, topic string, partitions int32)
 	}
 }
 
-// endOffsets returns each partition's high watermark.
+// endOffsets returns each partition's high watermark. Right after a
+// restart a partition may still be electing its leader (/readyz does not
+// wait for every partition): errors are retried until opWaitMax.
 func endOffsets(t testing.TB, addr, topic string) map[int32]int64 {
 	t.Helper()
 	adm := kadm.NewClient(kgoClient(t, addr))
-	listed, err := adm.ListEndOffsets(ctxFor(t, opWaitMax), topic)
-	if err != nil {
-		t.Fatalf("list end offsets of %s: %v", topic, err)
-	}
-	out := map[int32]int64{}
-	for p, o := range listed[topic] {
-		if o.Err != nil {
-			t.Fatalf("end offset of %s-%d: %v", topic, p, o.Err)
+	deadline := time.Now().Add(opWaitMax)
+	for {
+		listed, err := adm.ListEndOffsets(ctxFor(t, opWaitMax), topic)
+		out := map[int32]int64{}
+		if err == nil {
+			listed.Each(func(o kadm.ListedOffset) {
+				if o.Err != nil && err == nil {
+					err = fmt.Errorf("%s-%d: %w", topic, o.Partition, o.Err)
+				}
+				out[o.Partition] = o.Offset
+			})
 		}
-		out[p] = o.Offset
+		if err == nil && len(out) > 0 {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("list end offsets of %s: %v (%d partitions answered)", topic, err, len(out))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return out
 }
 
 // readAll consumes every partition of topic from offset 0 up to its
