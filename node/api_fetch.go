@@ -154,7 +154,7 @@ func (r *Reactor) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartitio
 	sp.RecordBatches = []byte{}
 	p, ok := r.byName[topicPartition{topic, rp.Partition}]
 	if !ok {
-		sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		sp.ErrorCode = r.missingPartition(topic, rp.Partition).Code
 		return sp
 	}
 	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {

@@ -42,7 +42,7 @@ func (r *Reactor) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartit
 	sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 	p, ok := r.byName[topicPartition{topic, rp.Partition}]
 	if !ok {
-		sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		sp.ErrorCode = r.missingPartition(topic, rp.Partition).Code
 		return sp
 	}
 	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {

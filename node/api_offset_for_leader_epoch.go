@@ -29,7 +29,7 @@ func serveOffsetForLeaderEpoch(r *Reactor, _ Client, kreq kmsg.Request, respond 
 			p, ok := r.byName[topicPartition{rt.Topic, rp.Partition}]
 			switch {
 			case !ok:
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				sp.ErrorCode = r.missingPartition(rt.Topic, rp.Partition).Code
 			case req.Version >= 2 && checkLeaderEpoch(p, rp.CurrentLeaderEpoch) != nil:
 				sp.ErrorCode = errCode(checkLeaderEpoch(p, rp.CurrentLeaderEpoch))
 			case !p.Ready():

@@ -125,7 +125,7 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 	}
 	p, ok := r.byName[topicPartition{topic, sp.Partition}]
 	if !ok {
-		fail(kerr.UnknownTopicOrPartition)
+		fail(r.missingPartition(topic, sp.Partition))
 		return
 	}
 	if t := r.ctl.state.Topics[topic]; t != nil && t.Internal {

@@ -206,5 +206,8 @@ func (r *Reactor) Ready() (bool, string) {
 	if _, ok := r.ctl.state.Brokers[int32(r.self)]; !ok {
 		return false, "broker not registered yet"
 	}
+	if st := r.ctl.rep.Raft.Status(); r.ctl.rep.Applied() < st.Commit {
+		return false, "metadata still catching up"
+	}
 	return true, ""
 }

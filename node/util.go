@@ -39,3 +39,19 @@ func errCode(err error) int16 {
 	}
 	return kerr.UnknownServerError.Code
 }
+
+// missingPartition is the error for a request naming a partition this
+// broker holds no replica of. If the applied metadata knows the partition,
+// or this broker's metadata may be behind (it is still catching up after a
+// start), the answer is NOT_LEADER_OR_FOLLOWER: clients refresh metadata
+// and retry. Only a partition the caught-up metadata does not know is
+// UNKNOWN_TOPIC_OR_PARTITION.
+func (r *Reactor) missingPartition(topic string, partition int32) *kerr.Error {
+	if ok, _ := r.Ready(); !ok {
+		return kerr.NotLeaderForPartition
+	}
+	if t, ok := r.ctl.state.Topics[topic]; ok && partition >= 0 && int(partition) < len(t.Partitions) {
+		return kerr.NotLeaderForPartition
+	}
+	return kerr.UnknownTopicOrPartition
+}

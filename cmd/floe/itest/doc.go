@@ -14,8 +14,10 @@
 // ListOffsets by time (list_offsets_test.go), kill -9 during acks=all
 // produces (crash_test.go), bad input on raw connections
 // (bad_input_test.go), and the README's client instructions as printed
-// (readme_test.go). docs/testing.md says how to run them and what each
-// proves. FLOE_ITEST_LONG=1 turns on the heavier variants.
+// (readme_test.go); with the floe_bugs tag (make planted),
+// planted_test.go shows the crash checks catch a planted lost-write bug.
+// docs/testing.md says how to run them and what each proves.
+// FLOE_ITEST_LONG=1 turns on the heavier variants.
 //
 // Nothing here asserts a speed: every wait is bounded so a hang fails the
 // test instead of stalling it, and the bounds are generous for a noisy
