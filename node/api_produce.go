@@ -22,6 +22,7 @@ package node
 // Transactional produce is not supported yet.
 
 import (
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -109,6 +110,47 @@ func serveProduce(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Res
 	})
 }
 
+// hintLeader tells a client that sent a produce to a former leader where
+// the partition's leader is now (KIP-951, v10+): the leader and its epoch in
+// the partition's answer, its address in the response, so the client moves
+// at once instead of waiting for its next metadata refresh.
+func (r *Reactor) hintLeader(resp *kmsg.ProduceResponse, topic string, sp *kmsg.ProduceResponseTopicPartition) {
+	if resp.Version < 10 {
+		return
+	}
+	id, epoch, ok := r.leaderHint(topic, sp.Partition)
+	if !ok || uint64(id) == r.self {
+		return
+	}
+	b, ok := r.ctl.state.Brokers[id]
+	if !ok {
+		return
+	}
+	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch
+	for _, rb := range resp.Brokers {
+		if rb.NodeID == id {
+			return
+		}
+	}
+	rb := kmsg.NewProduceResponseBroker()
+	rb.NodeID, rb.Host, rb.Port = b.ID, b.KafkaHost, b.KafkaPort
+	if b.Rack != "" {
+		rb.Rack = kmsg.StringPtr(b.Rack)
+	}
+	resp.Brokers = append(resp.Brokers, rb)
+}
+
+// leaderHint returns the leader and epoch of a partition as this broker
+// knows them.
+func (r *Reactor) leaderHint(topic string, partition int32) (int32, int32, bool) {
+	t, ok := r.ctl.state.Topics[topic]
+	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
+		return 0, 0, false
+	}
+	id, epoch := r.partitionLeader(&t.Partitions[partition])
+	return id, epoch, id > 0 && epoch >= 0
+}
+
 // pendingOffset marks a partition whose commit is still awaited.
 const pendingOffset = -2
 
@@ -136,6 +178,7 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 	}
 	if !p.IsLeader() {
 		fail(kerr.NotLeaderForPartition)
+		r.hintLeader(pr.resp, topic, sp)
 		return
 	}
 	h, err := validateProduce(data, p.Cfg, pre, prepared)
@@ -151,6 +194,9 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 	res, err := p.Append(data, h, now)
 	if err != nil {
 		fail(err)
+		if errors.Is(err, kerr.NotLeaderForPartition) {
+			r.hintLeader(pr.resp, topic, sp)
+		}
 		return
 	}
 	sp.LogStartOffset = p.StartOffset()

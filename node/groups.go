@@ -156,6 +156,7 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	part.Attach(rep)
 	r.parts[p.Group] = part
 	r.byName[topicPartition{t.Name, p.Index}] = part
+	r.opened[p.Group] = r.ticks
 	r.host.Add(consensus.GroupID(p.Group), rep.Raft)
 	if len(p.Replicas) > 0 && p.Replicas[0] == int32(r.self) && p.Target == nil && rep.Log.HardState().Term <= 1 {
 		// The preferred leader of a new partition campaigns as soon as it

@@ -42,8 +42,9 @@ type Reactor struct {
 	fetches  []*fetchWait
 	creating map[string]bool // topics being auto-created
 
-	settingReplicas map[uint64]bool // SetReplicas reports in flight, by group
-	campaignSoon    map[uint64]bool // new partitions whose preferred leader should campaign
+	settingReplicas map[uint64]bool   // SetReplicas reports in flight, by group
+	campaignSoon    map[uint64]bool   // new partitions whose preferred leader should campaign
+	opened          map[uint64]uint64 // the tick each partition replica was opened at
 
 	leases     map[uint64]time.Duration // read lease expiry (monotonic), by group (lease.go)
 	leaseTerm  map[uint64]uint64        // the term a group's lease was granted in
@@ -90,6 +91,7 @@ func New(cfg Config, env Env) *Reactor {
 		reports:      map[uint64]controller.LeaderReport{},
 		stats:        Stats{Requests: map[int16]uint64{}},
 		campaignSoon: map[uint64]bool{},
+		opened:       map[uint64]uint64{},
 		fences:       map[uint64]uint64{},
 		leases:       map[uint64]time.Duration{},
 		leaseTerm:    map[uint64]uint64{},

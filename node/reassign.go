@@ -136,13 +136,21 @@ func sameIDs(ids []uint64, want []int32) bool {
 // auto.leader.rebalance.
 const balanceTicks = 200
 
+// youngTicks is how long (in ticks) after a partition replica opened its
+// leadership is balanced on every reassignment check instead of every
+// balanceTicks: the first election of a new partition is a race between
+// replicas created at slightly different moments, and moving leadership
+// right away disturbs clients less than moving it once traffic flows.
+const youngTicks = 100
+
 // balanceLeaders moves leadership of partitions led here to their preferred
-// replica when it is a live voter with the whole log.
-func (r *Reactor) balanceLeaders() {
+// replica when it is a live voter with the whole log; with youngOnly, only
+// of partitions opened in the last youngTicks.
+func (r *Reactor) balanceLeaders(youngOnly bool) {
 	st := r.ctl.state
 	for _, g := range sortedKeys(r.parts) {
 		p := r.parts[g]
-		if !p.Ready() {
+		if !p.Ready() || (youngOnly && r.ticks-r.opened[g] > youngTicks) {
 			continue
 		}
 		_, cp, ok := st.PartitionByGroup(g)

@@ -37,12 +37,21 @@ func TestDamagedReplicaIsRepairedFromPeers(t *testing.T) {
 	var acked []string
 	for i := 0; i < 60; i++ {
 		v := fmt.Sprintf("value-%02d-%s", i, strings.Repeat("x", 40))
-		if sp := produce(c, leaderOf(c, "dmg", 0), "dmg", 0, -1, batchOf(v)); sp.ErrorCode != 0 {
-			t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
+		for attempt := 0; ; attempt++ {
+			lead := leaderOf(c, "dmg", 0)
+			if lead != 0 {
+				if sp := produce(c, lead, "dmg", 0, -1, batchOf(v)); sp.ErrorCode == 0 {
+					break
+				} else if attempt > 100 {
+					t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
+				}
+			}
+			c.runFor(10 * time.Millisecond)
 		}
 		acked = append(acked, v)
 	}
-	victim := leaderOf(c, "dmg", 0)
+	var victim int32
+	c.runUntil(10*time.Second, func() bool { victim = leaderOf(c, "dmg", 0); return victim != 0 })
 	vp := c.nodes[victim].r.byName[topicPartition{"dmg", 0}]
 	dir := partitionDir(".", "dmg", 0, uint64(vp.Replica().Group))
 	names, err := c.nodes[victim].fs.List(dir)

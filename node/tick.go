@@ -27,9 +27,7 @@ func (r *Reactor) onTick() {
 	if r.ticks%reassignTicks == 0 {
 		r.driveReassignments()
 		r.evacuate()
-	}
-	if r.ticks%balanceTicks == 0 {
-		r.balanceLeaders()
+		r.balanceLeaders(r.ticks%balanceTicks != 0)
 	}
 }
 
