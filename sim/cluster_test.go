@@ -15,13 +15,17 @@ import (
 //	go test ./sim -run '^TestSim$' -seeds 2000      more seeds
 //	go test ./sim -run '^TestSim$' -seed 42 -v      replay one seed
 //	go test ./sim -run '^TestSim$' -corrupt         with disk corruption
+//	go test ./sim -run '^TestSim$' -reassign        with membership changes
 //
 // Long campaigns: make sim SEEDS=N (floe sim --seeds N).
 
 // simSeedsDefault is how many seeds TestSim runs by default.
 const simSeedsDefault = 200
 
-var corruptFlag = flag.Bool("corrupt", false, "TestSim: also inject disk corruption on a minority of nodes")
+var (
+	corruptFlag  = flag.Bool("corrupt", false, "TestSim: also inject disk corruption on a minority of nodes")
+	reassignFlag = flag.Bool("reassign", false, "TestSim: also change partitions' membership (reassignment)")
+)
 
 // regressionSeeds are seeds that once found a bug, named after it. They
 // run in TestSim's default set whatever -seeds says, so a fix that
@@ -36,7 +40,6 @@ var regressionSeeds = []struct {
 	{"stale-read-from-deposed-leader/paused-coordinator", 32},
 	{"stale-read-from-deposed-leader/paused-partition-leader", 278},
 	{"stale-read-from-deposed-leader/successor-crashed", 569},
-	{"coordinator-stuck-after-failed-write", 310},
 }
 
 // simOptions is the options TestSim gives a seed.
@@ -44,6 +47,9 @@ func simOptions(seed int64) Options {
 	o := ChooseOptions(seed)
 	if *corruptFlag {
 		o = o.WithCorruption()
+	}
+	if *reassignFlag {
+		o = o.WithReassign()
 	}
 	return o
 }
@@ -83,17 +89,27 @@ func TestSim(t *testing.T) {
 }
 
 // The determinism proof for the full node: the same seed gives the same
-// trace, byte for byte, and different seeds different traces. The seeds
-// are picked so that together they crash, pause, partition, skew clocks,
-// fail fsyncs and fire BUGGIFY sites.
+// trace, byte for byte, and different seeds different traces. Together the
+// runs crash, pause, partition, skew clocks, fail fsyncs, corrupt files,
+// reassign partitions and fire BUGGIFY sites.
 func TestSimSameSeedSameTrace(t *testing.T) {
-	seeds := []int64{1, 2, 9, 11}
+	var runs []Options
+	for _, seed := range []int64{1, 2, 9} {
+		runs = append(runs, simOptions(seed))
+	}
+	// One with every optional fault and the BUGGIFY sites on.
+	all := ChooseOptions(11).WithCorruption().WithReassign()
+	for seed := int64(12); all.Faults.Reassign == 0; seed++ {
+		all = ChooseOptions(seed).WithCorruption().WithReassign()
+	}
+	all.Faults.Buggify = true
+	runs = append(runs, all)
 	if seedIsSet {
-		seeds = testSeeds(1)
+		runs = []Options{simOptions(testSeeds(1)[0])}
 	}
 	hashes := map[string]int64{}
-	for _, seed := range seeds {
-		o := simOptions(seed)
+	for _, o := range runs {
+		seed := o.Seed
 		o.TraceKeep = -1
 		a, b := Run(o), Run(o)
 		if a.TraceHash != b.TraceHash {
@@ -130,11 +146,14 @@ func TestChooseOptionsSwarm(t *testing.T) {
 		if f.Crash+f.PowerCut+f.Pause+f.Partition+f.Clock+f.Transfer+f.Reassign == 0 {
 			t.Errorf("seed %d has no process, network or clock fault", seed)
 		}
-		if f.Corrupt != 0 {
-			t.Errorf("seed %d: corruption is on by default", seed)
+		if f.Corrupt != 0 || f.Reassign != 0 {
+			t.Errorf("seed %d: corruption or reassignment is on by default", seed)
+		}
+		if o.WithReassign().Faults.Reassign > 0 {
+			on["reassign (-reassign)"]++
 		}
 		for name, v := range map[string]float64{"crash": f.Crash, "powercut": f.PowerCut, "pause": f.Pause,
-			"partition": f.Partition, "clock": f.Clock, "transfer": f.Transfer, "reassign": f.Reassign, "drop": f.Link.DropProb,
+			"partition": f.Partition, "clock": f.Clock, "transfer": f.Transfer, "drop": f.Link.DropProb,
 			"sync-fail": f.SyncFailProb} {
 			if v > 0 {
 				on[name]++

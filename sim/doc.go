@@ -18,6 +18,15 @@
 // logstore.FS, *rand.Rand), the same contracts the production runtime
 // satisfies.
 //
+// On top of the World, Run (run.go) runs a whole Floe cluster: full
+// brokers (node.Reactor through BrokerFactory, on a simulated disk),
+// simulated Kafka clients that record a history (jepsen/history), a
+// nemesis that injects the faults a seed chose (ChooseOptions: swarm
+// testing), a safety phase, a liveness phase after healing, and the shared
+// checkers of jepsen/check. go test ./sim runs it over many seeds; floe sim
+// replays one seed or runs a campaign. docs/testing.md ("Simulator") says
+// how to read and replay a failing run.
+//
 // What it must not do: sim starts no goroutines, reads no wall clock, uses no
 // global randomness and iterates no map into its trace. Nothing under node
 // imports sim.

@@ -82,6 +82,7 @@ func (h *host) fatal(inc uint64, err error) {
 
 // deliver hands a message to incarnation inc, through the pause gate.
 func (h *host) deliver(inc uint64, from netx.NodeID, msg []byte) {
+	h.w.deliveredBytes += int64(len(msg))
 	hash := fnv.New32a()
 	hash.Write(msg)
 	what := fmt.Sprintf("recv n%d len=%d h=%08x", from, len(msg), hash.Sum32())

@@ -74,7 +74,10 @@ func (res *Result) Failed() bool { return len(res.Violations) > 0 }
 func (res *Result) ReplayCommands() string {
 	test, cli := "", ""
 	if res.Options.Faults.Corrupt > 0 {
-		test, cli = " -corrupt", " --corrupt"
+		test, cli = test+" -corrupt", cli+" --corrupt"
+	}
+	if res.Options.Faults.Reassign > 0 {
+		test, cli = test+" -reassign", cli+" --reassign"
 	}
 	return fmt.Sprintf("go test ./sim -run '^TestSim$' -seed %d%s -v\n\tgo run ./cmd/floe sim --seed %d%s",
 		res.Options.Seed, test, res.Options.Seed, cli)
@@ -162,6 +165,10 @@ type run struct {
 const (
 	eventsMax      = 400_000
 	sameInstantMax = 20_000
+	// deliveredBytesMax bounds the peer traffic of a run (healthy runs
+	// move tens of megabytes): a storm of large messages is a livelock
+	// too, and a slow one.
+	deliveredBytesMax = 1 << 30
 )
 
 // runUntil is World.RunUntil within the run's event budget.
@@ -185,6 +192,9 @@ func (r *run) exhausted() bool {
 	case r.sameInstant > sameInstantMax:
 		r.halted = true
 		r.violation("livelock", fmt.Sprintf("%d events at simulated instant %v: the cluster spins without time passing", r.sameInstant, r.now()))
+	case r.w.DeliveredBytes() >= deliveredBytesMax:
+		r.halted = true
+		r.violation("livelock", fmt.Sprintf("%d bytes of peer messages by %v simulated: a message storm", r.w.DeliveredBytes(), r.now()))
 	case r.w.Clock().Executed() >= eventsMax:
 		r.halted = true
 		r.violation("livelock", fmt.Sprintf("%d events by %v simulated: the run never settles", eventsMax, r.now()))

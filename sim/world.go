@@ -90,6 +90,9 @@ type World struct {
 	hosts  []*host
 	trace  tracer
 	fatals []FatalEvent
+	// deliveredBytes counts the bytes of every message delivered (or held
+	// for a paused node).
+	deliveredBytes int64
 }
 
 // FatalEvent is one call of Env.Fatal.
@@ -218,6 +221,10 @@ func (w *World) Instance(id netx.NodeID) Instance {
 	}
 	return nil
 }
+
+// DeliveredBytes returns the bytes of every message the network has
+// handed to a node so far.
+func (w *World) DeliveredBytes() int64 { return w.deliveredBytes }
 
 // Fatals returns every Env.Fatal call so far, in order.
 func (w *World) Fatals() []FatalEvent { return slices.Clone(w.fatals) }

@@ -5,6 +5,7 @@ package main
 //	floe sim --seed 42                       replay one seed, bit for bit
 //	floe sim --seed 42 --trace t.txt         ... and write its whole trace
 //	floe sim --seeds 5000 --workers 2        a campaign over seeds 1..5000
+//	--corrupt, --reassign                    add the faults that are off by default
 //
 // A campaign prints every failing seed's report as it is found, then the
 // figures: seeds, simulated hours, events per second, violations by kind.
@@ -32,6 +33,7 @@ type simFlags struct {
 	start      int64
 	workers    int
 	corrupt    bool
+	reassign   bool
 	tracePath  string
 	historyOut string
 	verbose    bool
@@ -45,6 +47,7 @@ func runSim(args []string) error {
 	fs.Int64Var(&f.start, "start", 1, "first seed of a campaign")
 	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "seeds run in parallel in a campaign")
 	fs.BoolVar(&f.corrupt, "corrupt", false, "also inject disk corruption on a minority of nodes")
+	fs.BoolVar(&f.reassign, "reassign", false, "also change partitions' membership (reassignment)")
 	fs.StringVar(&f.tracePath, "trace", "", "with --seed: write the whole trace to this file")
 	fs.StringVar(&f.historyOut, "history", "", "with --seed: write the history (JSON lines) to this file")
 	fs.BoolVar(&f.verbose, "v", false, "print every seed's one-line result")
@@ -66,6 +69,9 @@ func options(seed int64, f simFlags) sim.Options {
 	o := sim.ChooseOptions(seed)
 	if f.corrupt {
 		o = o.WithCorruption()
+	}
+	if f.reassign {
+		o = o.WithReassign()
 	}
 	return o
 }
