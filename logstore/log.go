@@ -399,3 +399,9 @@ func (l *Log) SetSegmentLimits(bytes int64, age time.Duration) {
 	}
 	l.opts.SegmentAge = max(age, 0)
 }
+
+// Err returns the error that put the log in the failed state (a write or
+// fsync failed: the file may lack what the log holds in memory), or nil.
+// A failed log accepts no more appends and makes nothing more durable; its
+// owner must stop using it and reopen it, which recovers what is on disk.
+func (l *Log) Err() error { return l.failed }

@@ -48,6 +48,9 @@ func (r *Reactor) process() {
 
 func (r *Reactor) take(g consensus.GroupID, rep *replica.Replica) {
 	now, mustSync, err := rep.Take()
+	if err == nil {
+		err = rep.Log.Err()
+	}
 	if err != nil {
 		r.fatal(fmt.Errorf("group %d: %w", g, err))
 		return
@@ -99,7 +102,15 @@ func (r *Reactor) startSync() {
 	plans := make([]*logstore.SyncPlan, 0, len(batch))
 	owners := make([]*logstore.Log, 0, len(batch))
 	for _, rep := range batch {
-		if p := rep.Log.PrepareSync(); p != nil {
+		p := rep.Log.PrepareSync()
+		if err := rep.Log.Err(); err != nil {
+			// A write failed (possibly one flushed for a read): what Raft
+			// believes is written may not be. Nothing of it may be
+			// acknowledged; the node stops and recovers from the disk.
+			r.fatal(fmt.Errorf("group %d: %w", rep.Group, err))
+			return
+		}
+		if p != nil {
 			plans = append(plans, p)
 			owners = append(owners, rep.Log)
 		}

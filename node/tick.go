@@ -1,6 +1,8 @@
 package node
 
 import (
+	"fmt"
+
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/controller"
@@ -12,6 +14,14 @@ const maintenanceTicks = 100
 
 // onTick does the periodic work beside Raft's own ticking.
 func (r *Reactor) onTick() {
+	for _, g := range r.groupIDs() {
+		if rep := r.replicaOf(g); rep != nil && rep.Log.Err() != nil {
+			// A read's flush failed a write: the log lacks what Raft
+			// thinks it holds. Stop and recover from the disk.
+			r.fatal(fmt.Errorf("group %d: %w", g, rep.Log.Err()))
+			return
+		}
+	}
 	r.retryForwards()
 	r.renewLeases()
 	r.ensureRegistered()

@@ -40,6 +40,16 @@ var regressionSeeds = []struct {
 	{"stale-read-from-deposed-leader/paused-coordinator", 32},
 	{"stale-read-from-deposed-leader/paused-partition-leader", 278},
 	{"stale-read-from-deposed-leader/successor-crashed", 569},
+	// A write flushed by a read failed; the log stayed in memory what its
+	// file lacked and the node went on acknowledging (fixed: a failed log
+	// stops the node).
+	{"failed-write-not-fatal/coordinator-load-stuck", 248},
+	{"failed-write-not-fatal/peer-message-storm", 1758},
+	{"failed-write-not-fatal/offsets-diverge", 553},
+	{"failed-write-not-fatal/earlier", 310},
+	// A crash during a log's first syncs left segments beside two meta
+	// files that never held a record; the broker could never start again.
+	{"log-creation-not-crash-atomic", 5},
 }
 
 // simOptions is the options TestSim gives a seed.

@@ -26,15 +26,10 @@ type knownBug struct {
 	what string
 }
 
-var knownBugs = []knownBug{
-	{
-		name: "log-creation-not-crash-atomic",
-		seed: 5,
-		what: "a crash while a replica's log is being created (its first meta sync failed) can leave segment " +
-			"files without a valid meta file; logstore.Open then refuses the directory as corrupt for ever and " +
-			"the broker can never start again, though the log never held acknowledged data.",
-	},
-}
+// None open in the default fault set. log-creation-not-crash-atomic (seed
+// 5: segments beside meta files that never held a record were refused for
+// ever) was fixed in logstore's open and is a regression seed now.
+var knownBugs = []knownBug{}
 
 // staleReads names the stale-read bug the simulator found first (seeds 32,
 // 278 and 569 showed it: a paused or cut-off leader or group coordinator

@@ -177,6 +177,7 @@ func (t *campaignTotals) add(res *sim.Result) {
 		name, _, _ := strings.Cut(strings.TrimPrefix(k, "KNOWN BUG "), ":")
 		t.known[name]++
 	}
+	kinds := map[string]bool{}
 	for _, v := range res.Violations {
 		kind, _, _ := strings.Cut(v, ":")
 		if kind == "checker" {
@@ -185,7 +186,10 @@ func (t *campaignTotals) add(res *sim.Result) {
 				kind += " " + fields[1]
 			}
 		}
-		t.violations[kind]++
+		kinds[kind] = true
+	}
+	for kind := range kinds {
+		t.violations[kind]++ // seeds, not lines
 	}
 }
 
