@@ -132,6 +132,7 @@ func (r *Reactor) reconcile() {
 				continue
 			}
 			want[p.Group] = true
+			delete(r.doomed, p.Group) // wanted again before it was reaped
 			if err := r.ensurePartition(t, p); err != nil {
 				r.fatal(err)
 				return

@@ -69,7 +69,8 @@ func (r *Reactor) openController() error {
 		}
 	}
 	c := &ctlGroup{r: r, state: controller.NewState(r.cfg.ClusterID)}
-	rep, err := replica.New(replica.Config{Group: consensus.GroupID(controller.ControllerGroup), Raft: r.raftConfig()}, log, c)
+	rep, err := replica.New(replica.Config{Group: consensus.GroupID(controller.ControllerGroup), Raft: r.raftConfig(),
+		FS: r.env.FS, Dir: dir}, log, c)
 	if err != nil {
 		return err
 	}
@@ -148,7 +149,7 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 		}
 		r.fences[p.Group] = rc.VoteFence
 	}
-	rep, err := replica.New(replica.Config{Group: consensus.GroupID(p.Group), Raft: rc}, log, part)
+	rep, err := replica.New(replica.Config{Group: consensus.GroupID(p.Group), Raft: rc, FS: r.env.FS, Dir: dir}, log, part)
 	if err != nil {
 		_ = log.Close()
 		return err

@@ -36,12 +36,24 @@ type Replica struct {
 	// readStates are the ReadIndex answers of Readys taken since the last
 	// TakeReadStates.
 	readStates []consensus.ReadState
+
+	fs  logstore.FS
+	dir string
+	// confIndex is the index of the configuration change the membership
+	// checkpoint holds: replayed changes at or below it are already in
+	// Raft's membership.
+	confIndex uint64
+	confDirty bool // a change was applied and not yet checkpointed
 }
 
 // Config is what New needs besides the log.
 type Config struct {
 	Group consensus.GroupID
 	Raft  consensus.Config // Storage and Applied are filled in by New
+	// FS and Dir locate the replica's membership checkpoint
+	// (confcheckpoint.go); with a nil FS there is none.
+	FS  logstore.FS
+	Dir string
 }
 
 // New starts a replica on an open log: it restores the state machine from
@@ -62,7 +74,16 @@ func New(cfg Config, log *logstore.Log, sm StateMachine) (*Replica, error) {
 	}
 	rc := cfg.Raft
 	rc.Storage = st
-	rep := &Replica{Group: cfg.Group, Log: log, sm: sm, applied: snap.Meta.Index, conf: sd.Conf, storage: st}
+	rep := &Replica{Group: cfg.Group, Log: log, sm: sm, applied: snap.Meta.Index, conf: sd.Conf, storage: st,
+		fs: cfg.FS, dir: cfg.Dir}
+	if cfg.FS != nil {
+		if c, ok := readConfCheckpoint(cfg.FS, cfg.Dir); ok && c.Index > snap.Meta.Index {
+			// A later membership than the snapshot's: Raft starts with it,
+			// and replay does not apply the changes it already holds.
+			st.confOverride = &c.Conf
+			rep.conf, rep.confIndex = c.Conf, c.Index
+		}
+	}
 	rc.Applied = snap.Meta.Index
 	rn, err := consensus.NewRawNode(rc)
 	if err != nil {
@@ -98,7 +119,9 @@ func (r *Replica) Take() (sendNow []consensus.Message, mustSync bool, err error)
 	}
 	r.inflight = &rd
 	r.readStates = append(r.readStates, rd.ReadStates...)
-	r.applyDurable(&rd)
+	if err := r.applyDurable(&rd); err != nil {
+		return nil, false, err
+	}
 	return rd.Messages, rd.MustSync || !rd.Snapshot.IsEmpty() || len(rd.Entries) > 0, nil
 }
 
@@ -110,24 +133,27 @@ func (r *Replica) Take() (sendNow []consensus.Message, mustSync bool, err error)
 // so an acks=all answer waits for the fsync that made it durable and not
 // also for the next one, which carries whatever arrived meanwhile. A
 // follower may commit entries this very Ready writes; those wait.
-func (r *Replica) applyDurable(rd *consensus.Ready) {
+func (r *Replica) applyDurable(rd *consensus.Ready) error {
 	if !rd.Snapshot.IsEmpty() {
-		return
+		return nil
 	}
 	durable := r.Log.DurableIndex()
 	for _, e := range rd.CommittedEntries {
 		if e.Index > durable {
-			return
+			return nil
 		}
 		if e.Index <= r.applied {
 			continue
 		}
 		if e.Type == consensus.EntryConfChange {
-			r.applyConfChange(e)
+			if err := r.applyConfChange(e); err != nil {
+				return err
+			}
 		}
 		r.sm.Apply(e)
 		r.applied = e.Index
 	}
+	return r.saveConf()
 }
 
 func (r *Replica) write(rd *consensus.Ready) error {
@@ -186,29 +212,57 @@ func (r *Replica) Complete() (sendAfter []consensus.Message, err error) {
 		}
 		r.applied = rd.Snapshot.Meta.Index
 		r.conf = rd.Snapshot.Meta.ConfState
+		if rd.Snapshot.Meta.Index > r.confIndex {
+			r.confIndex = rd.Snapshot.Meta.Index
+			r.confDirty = r.fs != nil
+		}
 	}
 	for _, e := range rd.CommittedEntries {
 		if e.Index <= r.applied {
 			continue
 		}
 		if e.Type == consensus.EntryConfChange {
-			r.applyConfChange(e)
+			if err := r.applyConfChange(e); err != nil {
+				return nil, err
+			}
 		}
 		r.sm.Apply(e)
 		r.applied = e.Index
+	}
+	if err := r.saveConf(); err != nil {
+		return nil, err
 	}
 	r.Raft.Advance(*rd)
 	return rd.MessagesAfterPersist, nil
 }
 
-func (r *Replica) applyConfChange(e consensus.Entry) {
+func (r *Replica) applyConfChange(e consensus.Entry) error {
 	cc, err := consensus.UnmarshalConfChange(e.Data)
 	if err != nil {
 		// A committed entry that does not decode was written by a broken
 		// leader; every replica skips it the same way.
-		return
+		return nil
+	}
+	if e.Index <= r.confIndex {
+		return nil // replayed: the checkpointed membership already holds it
 	}
 	r.conf = r.Raft.ApplyConfChange(cc)
+	r.confIndex = e.Index
+	r.confDirty = r.fs != nil
+	return nil
+}
+
+// saveConf writes the membership checkpoint if a change was applied since
+// it was last written (once per Ready, however many changes it applied).
+func (r *Replica) saveConf() error {
+	if !r.confDirty {
+		return nil
+	}
+	r.confDirty = false
+	if err := writeConfCheckpoint(r.fs, r.dir, confCheckpoint{Index: r.confIndex, Conf: r.conf}); err != nil {
+		return fmt.Errorf("replica %d: membership checkpoint: %w", r.Group, err)
+	}
+	return nil
 }
 
 // TakeReadStates returns and forgets the ReadIndex answers received.

@@ -54,6 +54,10 @@ type Storage struct {
 	// damaged is set when a read met a checksum failure: the node repairs
 	// the replica (node/repair.go).
 	damaged bool
+	// confOverride, when set, is the membership InitialState reports
+	// instead of the snapshot's: a later one from the replica's
+	// membership checkpoint.
+	confOverride *consensus.ConfState
 }
 
 // NewStorage adapts log to consensus.Storage.
@@ -68,7 +72,11 @@ func (s *Storage) InitialState() (consensus.HardState, consensus.ConfState, erro
 	if err != nil {
 		return consensus.HardState{}, consensus.ConfState{}, err
 	}
-	return consensus.HardState{Term: hs.Term, Vote: hs.Vote, Commit: hs.Commit}, sd.Conf, nil
+	conf := sd.Conf
+	if s.confOverride != nil {
+		conf = *s.confOverride
+	}
+	return consensus.HardState{Term: hs.Term, Vote: hs.Vote, Commit: hs.Commit}, conf, nil
 }
 
 // Entries implements consensus.Storage.
