@@ -68,6 +68,7 @@ type SyncPlan struct {
 	limit       uint64
 	seq         uint64
 	hasMeta     bool // the plan writes a meta record holding snapIndex
+	meta        File // the meta file to sync, last (nil if none)
 	snapIndex   uint64
 	startedMono time.Duration
 }
@@ -149,6 +150,13 @@ func (l *Log) collectGraves() {
 
 func isNotExist(err error) bool { return errors.Is(err, ErrNotExist) }
 
+// commitRecordEvery is how far the commit index may run ahead of the meta
+// record before a sync writes it again. The recorded commit index is how a
+// replica that comes back with a shorter log than it had committed (a
+// truncated file) knows it lost entries it may have acknowledged; writing
+// it every few dozen entries costs a small write in a few group commits.
+const commitRecordEvery = 32
+
 // PrepareSync captures a group commit of everything written so far, or
 // returns nil when there is nothing to make durable, when a plan is already
 // in flight, or when the log has failed. It writes the meta record if the
@@ -159,7 +167,8 @@ func (l *Log) PrepareSync() *SyncPlan {
 	if sy.inflight != nil || l.failed != nil {
 		return nil
 	}
-	needMeta := sy.metaVersion > sy.metaWritten || l.hs.Term != sy.writtenHS.Term || l.hs.Vote != sy.writtenHS.Vote
+	needMeta := sy.metaVersion > sy.metaWritten || l.hs.Term != sy.writtenHS.Term || l.hs.Vote != sy.writtenHS.Vote ||
+		l.hs.Commit >= sy.writtenHS.Commit+commitRecordEvery
 	if len(sy.dirty) == 0 && !sy.dirDirty && !needMeta && sy.durableIndex >= l.lastIndex && !l.gravesWaiting() {
 		return nil
 	}
@@ -167,11 +176,14 @@ func (l *Log) PrepareSync() *SyncPlan {
 	sy.planSeq++
 	p := &SyncPlan{err: flushErr, fsys: l.fs, dir: l.dir, lastIndex: l.lastIndex, limit: l.lastIndex, seq: sy.planSeq,
 		startedMono: l.monoNow(), syncDir: sy.dirDirty, closeAfter: sy.closeAfterSync}
-	if needMeta && p.err == nil {
-		p.err = l.writeMeta(p)
-	}
 	if sy.durableIndex < l.lastIndex {
 		l.markDirty(l.active().f)
+	}
+	if needMeta && p.err == nil {
+		// The meta record goes last: once it is durable, so is every entry
+		// its commit index can name (node/groups.go lostOnRecovery relies
+		// on a log never recovering shorter than its recorded commit).
+		p.err = l.writeMeta(p)
 	}
 	p.files = sy.dirty
 	sy.dirty, sy.dirDirty, sy.closeAfterSync = nil, false, nil
@@ -188,7 +200,8 @@ func (l *Log) writeMeta(p *SyncPlan) error {
 	if err != nil {
 		return err
 	}
-	l.markDirty(f)
+	l.forget(f) // synced last, by itself (Run)
+	p.meta = f
 	sy.metaWritten = sy.metaVersion
 	sy.writtenHS = l.hs
 	p.hasMeta, p.snapIndex = true, l.snap.Index
@@ -207,7 +220,14 @@ func (p *SyncPlan) Run() error {
 		}
 	}
 	if p.syncDir {
-		return p.fsys.SyncDir(p.dir)
+		if err := p.fsys.SyncDir(p.dir); err != nil {
+			return err
+		}
+	}
+	// The meta record last: the segments and their names are durable
+	// before the commit index it records can be.
+	if p.meta != nil {
+		return p.meta.Sync()
 	}
 	return nil
 }

@@ -139,10 +139,13 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	if rc.VoteFence = readFence(r.env.FS, dir); rc.VoteFence != 0 {
 		r.fences[p.Group] = rc.VoteFence
 	}
-	if rec.Corrupt {
-		// Recovery cut entries that were durable: this replica may have
-		// acknowledged them. Fence its vote until it has them again.
-		rc.VoteFence = max(rc.VoteFence, log.LastIndex()+uint64(rec.EntriesCut))
+	if lost := lostOnRecovery(log, rec); lost > 0 && len(p.Replicas) > 1 {
+		// (A single replica has nobody to get the entries back from, and a
+		// fence would only keep it from ever leading again.)
+		// Recovery found the log shorter than what it had durably held:
+		// this replica may have acknowledged the missing entries. Fence
+		// its vote until it has them again.
+		rc.VoteFence = max(rc.VoteFence, lost)
 		if err := writeFence(r.env.FS, dir, rc.VoteFence); err != nil {
 			_ = log.Close()
 			return fmt.Errorf("node: fence %s-%d: %w", t.Name, p.Index, err)
@@ -167,6 +170,23 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 		r.campaignSoon[p.Group] = true
 	}
 	return nil
+}
+
+// lostOnRecovery returns the index a reopened log should reach again
+// before its replica may vote (0: nothing was lost). Entries cut because
+// they were damaged were durable; and a log that ends below the commit
+// index its meta record holds lost committed entries — a truncated file
+// looks like a torn tail, but a torn tail never reaches below what was
+// committed, since commit needs this replica's fsync or a quorum's.
+func lostOnRecovery(log *logstore.Log, rec logstore.Recovery) uint64 {
+	var lost uint64
+	if rec.Corrupt {
+		lost = log.LastIndex() + uint64(rec.EntriesCut)
+	}
+	if c := log.HardState().Commit; c > log.LastIndex() {
+		lost = max(lost, c)
+	}
+	return lost
 }
 
 // segmentAge is segment.ms as a duration.
