@@ -1,6 +1,3 @@
-// Package report writes what a Docker-suite run leaves behind: the nemesis
-// timeline, the checker results (JSON and a text summary) and a PNG plot
-// of throughput and latency over time with the fault windows shaded.
 package report
 
 import (
