@@ -215,3 +215,53 @@ func TestSimKnownBugs(t *testing.T) {
 		}
 	}
 }
+
+// optionalRegressionSeeds are seeds that found bugs with a fault that is
+// off by default (membership changes, disk corruption), named after the
+// bug and run with that fault on. They run in the default `go test ./sim`.
+var optionalRegressionSeeds = []struct {
+	name     string
+	seed     int64
+	reassign bool
+	corrupt  bool
+}{
+	// A replica restarted after a power cut rebuilt its membership from a
+	// stale commit index; a removed replica won an election and truncated
+	// committed entries (fixed: durable membership checkpoints).
+	{"membership-from-stale-commit/removed-leader-truncates", 542, true, false},
+	{"membership-from-stale-commit/lost-writes", 85, true, false},
+	{"membership-from-stale-commit/no-leader", 445, true, false},
+	{"membership-from-stale-commit/earlier", 1808, true, false},
+	// A truncated segment taken for a torn tail: the replica forgot
+	// entries it had acknowledged and voted (fixed: the meta record holds
+	// the commit index, and a log recovering shorter than it is fenced).
+	{"truncation-forgets-acknowledged-entries", 33, false, true},
+	{"truncation-forgets-acknowledged-entries/2", 61, false, true},
+	{"truncation-forgets-acknowledged-entries/3", 123, false, true},
+	{"truncation-then-wrong-offset", 423, false, true},
+	{"flipped-index-file-loses-writes", 333, false, true},
+	{"flips-on-two-replicas-no-leader", 292, false, true},
+}
+
+func TestSimOptionalFaultRegressions(t *testing.T) {
+	if seedIsSet {
+		t.Skip("-seed replays one seed through TestSim")
+	}
+	for _, rs := range optionalRegressionSeeds {
+		t.Run(fmt.Sprintf("seed=%d/%s", rs.seed, rs.name), func(t *testing.T) {
+			t.Parallel()
+			o := ChooseOptions(rs.seed)
+			if rs.reassign {
+				o = o.WithReassign()
+			}
+			if rs.corrupt {
+				o = o.WithCorruption()
+			}
+			res := Run(o)
+			if res.Failed() {
+				t.Log(res.Summary())
+				t.Errorf("seed %d failed; last trace lines:\n\t%s", rs.seed, strings.Join(res.TraceTail(60), "\n\t"))
+			}
+		})
+	}
+}
