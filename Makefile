@@ -29,7 +29,7 @@ help:
 	@echo "make build    go build -o $(BIN)/floe ./cmd/floe"
 	@echo "make lint     gofmt check, go vet, determinism lint (cmd/floelint)"
 	@echo "make fuzz     run every Fuzz target for FUZZ_TIME (default $(FUZZ_TIME))"
-	@echo "make sim      simulator campaigns          (PLACEHOLDER)"
+	@echo "make sim      simulator campaign: SEEDS=N (default 1000), SIM_FLAGS=--corrupt|--reassign"
 	@echo "make bench    benchmark report (floe vs NATS, disk limit) -> docs/benchmarks.md"
 	@echo "make jepsen   Docker fault-injection suite (~10 min; JEPSEN_MODE=smoke: 5 min)"
 	@echo "make cluster  start a local 3-broker cluster (make cluster-stop stops it)"
