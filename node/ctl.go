@@ -176,8 +176,12 @@ func (r *Reactor) reapDoomed() {
 	}
 }
 
-// removeAll removes a log directory and its files, then syncs the parent so
-// the removal is durable.
+// removeAll removes a log directory and its files durably. The files'
+// removal is synced in the directory before the directory itself goes:
+// otherwise a crash could undo the file removals, bring the directory back
+// with the old log in it, and a replica re-created at the same path would
+// restart on that old log and its old hard state (the simulator found a
+// broker voting twice in one term this way).
 func removeAll(fs logstore.FS, dir string) error {
 	names, err := fs.List(dir)
 	if err != nil {
@@ -187,6 +191,9 @@ func removeAll(fs logstore.FS, dir string) error {
 		if err := fs.Remove(path.Join(dir, n)); err != nil {
 			return err
 		}
+	}
+	if err := fs.SyncDir(dir); err != nil {
+		return err
 	}
 	if err := fs.Remove(dir); err != nil {
 		return err
