@@ -19,6 +19,14 @@ import (
 )
 
 func TestPlantedBugAckBeforeQuorumCaughtByKill9(t *testing.T) {
+	// A kill -9 loses only what the broker had not yet handed to the
+	// kernel, so catching the planted bug takes a lucky kill and can need
+	// many rounds on a loaded machine; the deterministic planted-bug tests
+	// of consensus and sim (and the Docker suite's) are make test's proof
+	// that the checkers fail. This one runs with FLOE_ITEST_LONG=1.
+	if !longRun() {
+		t.Skip("kill -9 against a planted build: set FLOE_ITEST_LONG=1")
+	}
 	bin, err := BuildPlanted(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
