@@ -32,10 +32,11 @@ type PeerProgress struct {
 	InflightMsgs int
 }
 
-// Status reports the member's state.
-func (rn *RawNode) Status() Status {
+// BasicStatus is Status without Config and Progress: it allocates
+// nothing, so a caller may ask for it on every Ready or every read.
+func (rn *RawNode) BasicStatus() Status {
 	r := rn.raft
-	st := Status{
+	return Status{
 		ID:             r.id,
 		HardState:      r.hardState(),
 		SoftState:      r.softState(),
@@ -43,8 +44,14 @@ func (rn *RawNode) Status() Status {
 		FirstIndex:     r.log.firstIndex(),
 		LastIndex:      r.log.lastIndex(),
 		LeadTransferee: r.leadTransferee,
-		Config:         r.trk.confState(),
 	}
+}
+
+// Status reports the member's state.
+func (rn *RawNode) Status() Status {
+	r := rn.raft
+	st := rn.BasicStatus()
+	st.Config = r.trk.confState()
 	if r.state != StateLeader {
 		return st
 	}

@@ -106,32 +106,16 @@ func (l *Log) CompactTo(index uint64) (segmentsRemoved int, err error) {
 
 // ApplyRetention deletes the oldest sealed segments past retentionMs (by
 // their largest batch timestamp against now; < 0: no limit) or while the
-// log stays at or above retentionBytes without them (< 0: no limit). It
-// never deletes the active segment, a segment holding an index >= limitIndex
+// log stays at or above retentionBytes without them (< 0: no limit), or
+// that lie wholly below the start offset (retainable says exactly which).
+// It never deletes the active segment, a segment holding an index >= limitIndex
 // (the node passes its applied or commit bound), or entries the snapshot
 // point does not cover: take snapshots (SetSnapshot) for retention to act.
 func (l *Log) ApplyRetention(now time.Time, retentionMs, retentionBytes int64, limitIndex uint64) (removed int, err error) {
 	if err := l.writable(); err != nil {
 		return 0, err
 	}
-	var total int64
-	for _, s := range l.segs {
-		total += s.size
-	}
-	cutoffMs := now.UnixMilli() - retentionMs
-	n := 0
-	for ; n < len(l.segs)-1; n++ {
-		s := l.segs[n]
-		if !s.sealed || s.last >= limitIndex || s.last > l.snap.Index {
-			break
-		}
-		byTime := retentionMs >= 0 && s.maxTimestamp < cutoffMs
-		bySize := retentionBytes >= 0 && total-s.size >= retentionBytes
-		if !byTime && !bySize {
-			break
-		}
-		total -= s.size
-	}
+	n := l.retainable(now.UnixMilli(), retentionMs, retentionBytes, limitIndex, l.snap.Index)
 	l.dropPrefix(n)
 	return n, nil
 }

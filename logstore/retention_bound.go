@@ -1,5 +1,7 @@
 package logstore
 
+import "math"
+
 // RetentionBound returns the last index of the newest sealed segment that
 // retention may drop now, or 0 when none may go. It is ApplyRetention's
 // choice without acting on it, and it also counts segments wholly below the
@@ -11,15 +13,29 @@ package logstore
 // Segments holding an index >= limitIndex and the active segment never
 // qualify.
 func (l *Log) RetentionBound(nowMs, retentionMs, retentionBytes int64, limitIndex uint64) uint64 {
+	n := l.retainable(nowMs, retentionMs, retentionBytes, limitIndex, math.MaxUint64)
+	if n == 0 {
+		return 0
+	}
+	return l.segs[n-1].last
+}
+
+// retainable counts the oldest segments retention may drop: sealed, not
+// the active one, every entry below limitIndex and at or below snapIndex,
+// and past retention.ms (by their largest batch timestamp), beyond
+// retention.bytes (the log stays at or above it without them), or wholly
+// below the log start offset. Retention stops at the first segment that
+// must stay.
+func (l *Log) retainable(nowMs, retentionMs, retentionBytes int64, limitIndex, snapIndex uint64) int {
 	var total int64
 	for _, s := range l.segs {
 		total += s.size
 	}
 	cutoffMs := nowMs - retentionMs
-	var bound uint64
-	for n := 0; n < len(l.segs)-1; n++ {
+	n := 0
+	for ; n < len(l.segs)-1; n++ {
 		s := l.segs[n]
-		if !s.sealed || s.last >= limitIndex || s.empty() {
+		if !s.sealed || s.last >= limitIndex || s.last > snapIndex || s.empty() {
 			break
 		}
 		byTime := retentionMs >= 0 && s.maxTimestamp >= 0 && s.maxTimestamp < cutoffMs
@@ -29,7 +45,6 @@ func (l *Log) RetentionBound(nowMs, retentionMs, retentionBytes int64, limitInde
 			break
 		}
 		total -= s.size
-		bound = s.last
 	}
-	return bound
+	return n
 }

@@ -32,27 +32,42 @@ func init() { register(33, 0, 2, serveAlterConfigs) }
 func serveAlterConfigs(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	g := newGather(func() { respond(resp) })
-	mentions := map[configResourceKey]int{}
-	for _, rr := range req.Resources {
-		mentions[configResourceKey{rr.ResourceType, rr.ResourceName}]++
-	}
 	resp.Resources = make([]kmsg.AlterConfigsResponseResource, len(req.Resources))
+	keys := make([]configResourceKey, len(req.Resources))
 	for i, rr := range req.Resources {
 		sr := &resp.Resources[i]
 		*sr = kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		set := func(err error) { sr.ErrorCode, sr.ErrorMessage = errParts(err) }
-		if mentions[configResourceKey{rr.ResourceType, rr.ResourceName}] > 1 {
-			set(errResourceTwice)
+		keys[i] = configResourceKey{rr.ResourceType, rr.ResourceName}
+	}
+	r.alterResources(keys, req.ValidateOnly,
+		func(i int) (*controller.AlterConfigs, error) { return r.planReplaceConfigs(req.Resources[i]) },
+		func(i int, err error) { resp.Resources[i].ErrorCode, resp.Resources[i].ErrorMessage = errParts(err) },
+		func() { respond(resp) })
+}
+
+// alterResources is what AlterConfigs and IncrementalAlterConfigs share: a
+// resource named twice in one request is refused; each other one is
+// planned and, unless validateOnly, proposed to the controller; set
+// records resource i's outcome, and answer runs once every one has one.
+func (r *Reactor) alterResources(keys []configResourceKey, validateOnly bool,
+	plan func(i int) (*controller.AlterConfigs, error), set func(i int, err error), answer func()) {
+	g := newGather(answer)
+	mentions := map[configResourceKey]int{}
+	for _, k := range keys {
+		mentions[k]++
+	}
+	for i, k := range keys {
+		if mentions[k] > 1 {
+			set(i, errResourceTwice)
 			continue
 		}
-		cmd, err := r.planReplaceConfigs(rr)
+		cmd, err := plan(i)
 		if err != nil {
-			set(err)
+			set(i, err)
 			continue
 		}
-		r.commitConfigChange(cmd, req.ValidateOnly, g, set)
+		r.commitConfigChange(cmd, validateOnly, g, func(err error) { set(i, err) })
 	}
 	g.done()
 }

@@ -23,13 +23,7 @@ func init() { register(45, 0, 0, serveAlterPartitionReassignments) }
 func serveAlterPartitionReassignments(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
-	pending := 1
-	release := func() {
-		pending--
-		if pending == 0 {
-			respond(resp)
-		}
-	}
+	g := newGather(func() { respond(resp) })
 	resp.Topics = make([]kmsg.AlterPartitionAssignmentsResponseTopic, len(req.Topics))
 	for ti, rt := range req.Topics {
 		st := &resp.Topics[ti]
@@ -54,13 +48,13 @@ func serveAlterPartitionReassignments(r *Reactor, _ Client, kreq kmsg.Request, r
 				sp.ErrorCode = kerr.NoReassignmentInProgress.Code
 				continue
 			}
-			pending++
+			g.add()
 			cmd := &controller.Command{Reassign: &controller.Reassign{Topic: rt.Topic, Partition: rp.Partition, Target: rp.Replicas}}
 			r.propose(cmd, func(res controller.Result) {
 				sp.ErrorCode, sp.ErrorMessage = errParts(res.Err)
-				release()
+				g.done()
 			})
 		}
 	}
-	release()
+	g.done()
 }

@@ -23,13 +23,7 @@ func init() { register(19, 0, 7, serveCreateTopics) }
 func serveCreateTopics(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-	pending := 1 // released after the loop, so synchronous answers do not respond early
-	release := func() {
-		pending--
-		if pending == 0 {
-			respond(resp)
-		}
-	}
+	g := newGather(func() { respond(resp) })
 	seen := map[string]int{}
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
@@ -54,17 +48,17 @@ func serveCreateTopics(r *Reactor, _ Client, kreq kmsg.Request, respond func(kms
 			r.fillCreated(st, t)
 			continue
 		}
-		pending++
+		g.add()
 		r.propose(&controller.Command{CreateTopic: t}, func(res controller.Result) {
 			if res.Err != nil {
 				st.ErrorCode, st.ErrorMessage = errParts(res.Err)
 			} else if ct, ok := r.ctl.state.Topics[t.Name]; ok {
 				r.fillCreated(st, ct)
 			}
-			release()
+			g.done()
 		})
 	}
-	release()
+	g.done()
 }
 
 func specOf(rt kmsg.CreateTopicsRequestTopic) topicSpec {

@@ -36,29 +36,18 @@ func init() { register(44, 0, 1, serveIncrementalAlterConfigs) }
 func serveIncrementalAlterConfigs(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	g := newGather(func() { respond(resp) })
-	mentions := map[configResourceKey]int{}
-	for _, rr := range req.Resources {
-		mentions[configResourceKey{rr.ResourceType, rr.ResourceName}]++
-	}
 	resp.Resources = make([]kmsg.IncrementalAlterConfigsResponseResource, len(req.Resources))
+	keys := make([]configResourceKey, len(req.Resources))
 	for i, rr := range req.Resources {
 		sr := &resp.Resources[i]
 		*sr = kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		set := func(err error) { sr.ErrorCode, sr.ErrorMessage = errParts(err) }
-		if mentions[configResourceKey{rr.ResourceType, rr.ResourceName}] > 1 {
-			set(errResourceTwice)
-			continue
-		}
-		cmd, err := r.planIncrementalConfigs(rr)
-		if err != nil {
-			set(err)
-			continue
-		}
-		r.commitConfigChange(cmd, req.ValidateOnly, g, set)
+		keys[i] = configResourceKey{rr.ResourceType, rr.ResourceName}
 	}
-	g.done()
+	r.alterResources(keys, req.ValidateOnly,
+		func(i int) (*controller.AlterConfigs, error) { return r.planIncrementalConfigs(req.Resources[i]) },
+		func(i int, err error) { resp.Resources[i].ErrorCode, resp.Resources[i].ErrorMessage = errParts(err) },
+		func() { respond(resp) })
 }
 
 // planIncrementalConfigs checks one resource's operations and returns the

@@ -8,6 +8,8 @@ package node
 // every topic.
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/node/controller"
@@ -23,19 +25,19 @@ func serveListPartitionReassignments(r *Reactor, _ Client, kreq kmsg.Request, re
 		rt := kmsg.NewListPartitionReassignmentsResponseTopic()
 		rt.Topic = t.Name
 		for _, p := range t.Partitions {
-			if p.Target == nil || (only != nil && !containsID(only, p.Index)) {
+			if p.Target == nil || (only != nil && !slices.Contains(only, p.Index)) {
 				continue
 			}
 			rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
 			rp.Partition = p.Index
 			rp.Replicas = append([]int32(nil), p.Replicas...)
 			for _, id := range p.Target {
-				if !containsID(p.Replicas, id) {
+				if !slices.Contains(p.Replicas, id) {
 					rp.AddingReplicas = append(rp.AddingReplicas, id)
 				}
 			}
 			for _, id := range p.Replicas {
-				if !containsID(p.Target, id) {
+				if !slices.Contains(p.Target, id) {
 					rp.RemovingReplicas = append(rp.RemovingReplicas, id)
 				}
 			}

@@ -16,6 +16,8 @@ package node
 // by id. v13 (top-level error code) is not advertised.
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -89,7 +91,7 @@ func (r *Reactor) metadataBrokers() []kmsg.MetadataResponseBroker {
 		// A decommissioned broker leaves Metadata once it holds no replica,
 		// unless it is a controller voter (clients must still reach the
 		// controller through it).
-		if b.Decommissioned && !r.holdsReplicas(id) && !containsU64(r.ctl.rep.Conf().Voters, uint64(id)) {
+		if b.Decommissioned && !r.holdsReplicas(id) && !slices.Contains(r.ctl.rep.Conf().Voters, uint64(id)) {
 			continue
 		}
 		mb := kmsg.NewMetadataResponseBroker()
@@ -108,7 +110,7 @@ func (r *Reactor) holdsReplicas(id int32) bool {
 	st := r.ctl.state
 	for _, name := range st.TopicNames() {
 		for _, p := range st.Topics[name].Partitions {
-			if containsID(p.Replicas, id) || containsID(p.Target, id) {
+			if slices.Contains(p.Replicas, id) || slices.Contains(p.Target, id) {
 				return true
 			}
 		}

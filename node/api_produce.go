@@ -187,7 +187,7 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 		fail(err)
 		return
 	}
-	if req.Acks == -1 && len(r.activeVoters(p.Replica())) < p.Cfg.MinInsyncReplicas {
+	if req.Acks == -1 && p.Cfg.MinInsyncReplicas > 1 && len(r.activeVoters(p.Replica())) < p.Cfg.MinInsyncReplicas {
 		fail(kerr.NotEnoughReplicas)
 		return
 	}

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"slices"
+
 	"path"
 
 	"github.com/floe-broker/floe/consensus"
@@ -128,7 +130,7 @@ func (r *Reactor) reconcile() {
 		t := st.Topics[name]
 		for i := range t.Partitions {
 			p := &t.Partitions[i]
-			if !containsID(p.Replicas, int32(r.self)) && !containsID(p.Target, int32(r.self)) {
+			if !slices.Contains(p.Replicas, int32(r.self)) && !slices.Contains(p.Target, int32(r.self)) {
 				continue
 			}
 			want[p.Group] = true
@@ -214,7 +216,7 @@ func (r *Reactor) Ready() (bool, string) {
 	if _, ok := r.ctl.state.Brokers[int32(r.self)]; !ok {
 		return false, "broker not registered yet"
 	}
-	if st := r.ctl.rep.Raft.Status(); r.ctl.rep.Applied() < st.Commit {
+	if st := r.ctl.rep.Raft.BasicStatus(); r.ctl.rep.Applied() < st.Commit {
 		return false, "metadata still catching up"
 	}
 	return true, ""

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"slices"
+
 	"fmt"
 	"path"
 	"time"
@@ -123,7 +125,7 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	if rec.EntriesCut > 0 {
 		r.env.Logf("node %d: %s-%d recovery cut %d entries: %s", r.self, t.Name, p.Index, rec.EntriesCut, rec.Reason)
 	}
-	if p.Target == nil && containsID(p.Replicas, int32(r.self)) && !r.everHadConf(p) {
+	if p.Target == nil && slices.Contains(p.Replicas, int32(r.self)) && !r.everHadConf(p) {
 		voters := make([]uint64, len(p.Replicas))
 		for i, id := range p.Replicas {
 			voters[i] = uint64(id)
@@ -206,11 +208,11 @@ func (r *Reactor) campaignIfDue(g uint64) {
 		return
 	}
 	rep := p.Replica()
-	if !containsU64(rep.Conf().Voters, r.self) {
+	if !slices.Contains(rep.Conf().Voters, r.self) {
 		return
 	}
 	delete(r.campaignSoon, g)
-	if rep.Raft.Status().Lead == 0 {
+	if rep.Raft.BasicStatus().Lead == 0 {
 		rep.Raft.Campaign()
 		r.queueProcess()
 	}
@@ -221,12 +223,3 @@ func (r *Reactor) campaignIfDue(g uint64) {
 // are). The controller records each change with SetReplicas and the target
 // of a reassignment; a partition that never moved has neither.
 func (r *Reactor) everHadConf(p *controller.Partition) bool { return p.Moved }
-
-func containsID(ids []int32, id int32) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
-}

@@ -16,7 +16,8 @@ import (
 // deposed; without a lease it would go on answering from its stale state
 // and a consumer would see the high watermark or a committed offset go back
 // (the simulator found exactly this). The lease comes from Raft's ReadIndex
-// and leader stickiness: every tick the leader sends a ReadIndex carrying
+// and leader stickiness: every tick on which less than half its lease is
+// left, the leader sends a ReadIndex carrying
 // the monotonic time it was sent; once a quorum has acknowledged it, each of
 // those followers had heard from the leader at or after that time, and a
 // follower ignores vote requests for an election timeout after hearing from
@@ -41,6 +42,9 @@ func (r *Reactor) renewLeases() {
 		}
 		if sent, pending := r.leaseProbe[g]; pending && now-sent < r.leaseDuration() {
 			continue
+		}
+		if r.leaseTerm[g] == p.Term() && r.leases[g]-now > r.leaseDuration()/2 {
+			continue // plenty left: one confirmation per half lease is enough
 		}
 		r.leaseProbe[g] = now
 		var ctx [9]byte
@@ -85,7 +89,7 @@ func (r *Reactor) leaseHeld(p *partition.Partition) bool {
 		return false
 	}
 	rep := p.Replica()
-	st := rep.Raft.Status()
+	st := rep.Raft.BasicStatus()
 	if st.LeadTransferee != 0 {
 		return false
 	}

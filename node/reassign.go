@@ -1,6 +1,8 @@
 package node
 
 import (
+	"slices"
+
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/partition"
@@ -70,7 +72,7 @@ func (r *Reactor) driveOne(g uint64, p *partition.Partition, cp *controller.Part
 		}
 	}
 	for _, id := range want {
-		if !containsU64(conf.Voters, uint64(id)) && !containsU64(conf.Learners, uint64(id)) {
+		if !slices.Contains(conf.Voters, uint64(id)) && !slices.Contains(conf.Learners, uint64(id)) {
 			change(consensus.ConfChange{Type: consensus.ConfAddLearner, NodeID: uint64(id)})
 			return
 		}
@@ -124,7 +126,7 @@ func sameIDs(ids []uint64, want []int32) bool {
 		return false
 	}
 	for _, id := range want {
-		if !containsU64(ids, uint64(id)) {
+		if !slices.Contains(ids, uint64(id)) {
 			return false
 		}
 	}
@@ -263,7 +265,7 @@ func (r *Reactor) evacuate() {
 func (r *Reactor) replacement(current, chosen []int32, load map[int32]int) int32 {
 	var best int32
 	for _, id := range r.ctl.state.BrokerIDs() {
-		if r.isDecommissioned(id) || containsID(current, id) || containsID(chosen, id) {
+		if r.isDecommissioned(id) || slices.Contains(current, id) || slices.Contains(chosen, id) {
 			continue
 		}
 		if best == 0 || load[id] < load[best] {

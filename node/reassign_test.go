@@ -1,6 +1,8 @@
 package node
 
 import (
+	"slices"
+
 	"fmt"
 	"testing"
 	"time"
@@ -104,7 +106,7 @@ func TestJoinThenMoveOntoNewBroker(t *testing.T) {
 	}
 	c.addNode(4)
 	c.waitReady() // waits for node 4 to be registered everywhere
-	if conf := c.nodes[1].r.ctl.rep.Conf(); !containsU64(conf.Learners, 4) {
+	if conf := c.nodes[1].r.ctl.rep.Conf(); !slices.Contains(conf.Learners, 4) {
 		t.Fatalf("node 4 is not a controller learner: %+v", conf)
 	}
 	reassign(t, c, 4, "grow", 0, []int32{1, 2, 4})

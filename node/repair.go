@@ -40,49 +40,25 @@ import (
 const fenceFile = "vote.fence"
 
 func readFence(fs logstore.FS, dir string) uint64 {
-	f, err := fs.Open(path.Join(dir, fenceFile))
+	b, err := logstore.ReadWholeFile(fs, path.Join(dir, fenceFile))
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
-	buf := make([]byte, 16)
-	n, _ := f.ReadAt(buf, 0)
-	r := wire.Reader{B: buf[:n]}
+	r := wire.Reader{B: b}
 	v := r.U64()
 	if r.Err() != nil {
-		// A fence that does not read back: fail safe, fence forever is
-		// wrong too; the entries it protected are then re-fetched anyway.
+		// A fence that does not read back is no fence; the entries it
+		// protected are fetched from the leader again anyway.
 		return 0
 	}
 	return v
 }
 
-// writeFence makes a fence durable: written under a temporary name,
-// synced, renamed, and the directory synced.
+// writeFence makes a fence durable before anything is discarded.
 func writeFence(fs logstore.FS, dir string, index uint64) error {
-	tmp := path.Join(dir, fenceFile+".tmp")
-	_ = fs.Remove(tmp)
-	f, err := fs.Create(tmp)
-	if err != nil {
-		return err
-	}
 	var w wire.Writer
 	w.U64(index)
-	if _, err := f.Write(w.B); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := fs.Rename(tmp, path.Join(dir, fenceFile)); err != nil {
-		return err
-	}
-	return fs.SyncDir(dir)
+	return logstore.WriteFileAtomic(fs, dir, fenceFile, w.B)
 }
 
 // repairDamaged repairs at most one damaged partition replica per tick.
@@ -113,7 +89,7 @@ func (r *Reactor) repair(g uint64, p *partition.Partition) error {
 		}
 		return nil
 	}
-	if rep.Raft.Status().RaftState == consensus.StateLeader {
+	if rep.Raft.BasicStatus().RaftState == consensus.StateLeader {
 		r.transferOne(rep)
 		return nil
 	}

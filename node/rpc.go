@@ -1,6 +1,8 @@
 package node
 
 import (
+	"slices"
+
 	"fmt"
 	"time"
 
@@ -157,7 +159,7 @@ func (r *Reactor) admit(id uint64, addr string) {
 	// The newcomer knows one address, and must answer the leader before it
 	// can apply the metadata that holds the others: tell it every peer.
 	r.sendPeers(netx.NodeID(id))
-	if containsU64(r.ctl.rep.Conf().Voters, id) || containsU64(r.ctl.rep.Conf().Learners, id) {
+	if slices.Contains(r.ctl.rep.Conf().Voters, id) || slices.Contains(r.ctl.rep.Conf().Learners, id) {
 		return
 	}
 	cc := consensus.ConfChange{Type: consensus.ConfAddLearner, NodeID: id, Context: []byte(addr)}
@@ -202,13 +204,4 @@ func (r *Reactor) sendJoin(to netx.NodeID, id uint64, addr string) {
 	w.Uvarint(id)
 	w.String(addr)
 	r.env.Net.Send(to, w.B)
-}
-
-func containsU64(ids []uint64, id uint64) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }

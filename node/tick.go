@@ -44,7 +44,7 @@ func (r *Reactor) onTick() {
 // observeRole tells the state machine of group g about leadership changes
 // Raft reported in the Ready just taken.
 func (r *Reactor) observeRole(g uint64, rep *replica.Replica) {
-	st := rep.Raft.Status()
+	st := rep.Raft.BasicStatus()
 	isLeader := st.RaftState == consensus.StateLeader
 	if g == controller.ControllerGroup {
 		r.ctl.lead, r.ctl.term = st.Lead, st.Term

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -66,7 +68,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range sortedNames(values) {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		f := fs.Lookup(name)
 		if f == nil {
 			return fmt.Errorf("%s: unknown setting %q", configPath, name)
@@ -107,17 +109,4 @@ func readConfigFile(path string) (map[string]string, error) {
 		values[name] = value
 	}
 	return values, sc.Err()
-}
-
-func sortedNames(m map[string]string) []string {
-	var names []string
-	for k := range m {
-		names = append(names, k)
-	}
-	for i := 1; i < len(names); i++ {
-		for j := i; j > 0 && names[j] < names[j-1]; j-- {
-			names[j], names[j-1] = names[j-1], names[j]
-		}
-	}
-	return names
 }

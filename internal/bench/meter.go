@@ -118,9 +118,9 @@ func printProgress(ctx context.Context, w io.Writer, interval time.Duration, sta
 				msgs, bytes, hist := nm.m.allMsgs.Load(), nm.m.allBytes.Load(), nm.m.latencyNs.Snapshot()
 				d := hist.Since(prev[i].hist)
 				fmt.Fprintf(&b, "  %s %s msg/s %.1f MB/s", nm.name,
-					formatCount(float64(msgs-prev[i].msgs)/secs), float64(bytes-prev[i].bytes)/1e6/secs)
+					FormatCount(float64(msgs-prev[i].msgs)/secs), float64(bytes-prev[i].bytes)/1e6/secs)
 				if d.Count() > 0 {
-					fmt.Fprintf(&b, " p50 %sms p99 %sms", formatMs(float64(d.ValueAt(50))/1e6), formatMs(float64(d.ValueAt(99))/1e6))
+					fmt.Fprintf(&b, " p50 %sms p99 %sms", FormatMs(float64(d.ValueAt(50))/1e6), FormatMs(float64(d.ValueAt(99))/1e6))
 				}
 				prev[i] = last{msgs, bytes, hist}
 				errs += nm.m.errors.Load()

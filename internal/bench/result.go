@@ -96,7 +96,7 @@ func (r *Result) WriteText(w io.Writer) {
 	}
 	load := "closed loop"
 	if r.OfferedPerSec > 0 {
-		load = "offered " + formatCount(r.OfferedPerSec) + " msg/s"
+		load = "offered " + FormatCount(r.OfferedPerSec) + " msg/s"
 	}
 	fmt.Fprintf(w, "%s: %d-byte messages, %s\n", title, r.MessageBytes, load)
 	writeSide(w, "produce", "ack latency", r.Produce)
@@ -108,18 +108,18 @@ func writeSide(w io.Writer, name, latencyName string, s *Side) {
 		return
 	}
 	fmt.Fprintf(w, "  %-8s %s msgs in %.2fs: %s msg/s, %.2f MB/s, %d errors\n",
-		name, formatCount(float64(s.Messages)), s.ElapsedSec, formatCount(s.MsgsPerSec), s.MBPerSec, s.Errors)
+		name, FormatCount(float64(s.Messages)), s.ElapsedSec, FormatCount(s.MsgsPerSec), s.MBPerSec, s.Errors)
 	if s.FirstError != "" {
 		fmt.Fprintf(w, "           first error: %s\n", s.FirstError)
 	}
 	if l := s.Latency; l != nil {
 		fmt.Fprintf(w, "           %s ms: p50 %s  p95 %s  p99 %s  p99.9 %s  max %s  mean %s\n", latencyName,
-			formatMs(l.P50Ms), formatMs(l.P95Ms), formatMs(l.P99Ms), formatMs(l.P999Ms), formatMs(l.MaxMs), formatMs(l.MeanMs))
+			FormatMs(l.P50Ms), FormatMs(l.P95Ms), FormatMs(l.P99Ms), FormatMs(l.P999Ms), FormatMs(l.MaxMs), FormatMs(l.MeanMs))
 	}
 }
 
-// formatCount prints 1234567 as "1,234,567" (rounded to an integer).
-func formatCount(v float64) string {
+// FormatCount prints 1234567 as "1,234,567" (rounded to an integer).
+func FormatCount(v float64) string {
 	s := fmt.Sprintf("%.0f", v)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
@@ -136,8 +136,8 @@ func formatCount(v float64) string {
 	return b.String()
 }
 
-// formatMs prints a millisecond figure with three significant digits.
-func formatMs(ms float64) string {
+// FormatMs prints a millisecond figure with three significant digits.
+func FormatMs(ms float64) string {
 	switch {
 	case ms >= 100:
 		return fmt.Sprintf("%.0f", ms)

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"encoding/binary"
 	"errors"
 	"time"
 
@@ -383,22 +384,11 @@ func (p *Partition) Checkpoint() []byte {
 	return EncodeCheckpoint(Checkpoint{StartOffset: p.startOffset, Producers: p.applied})
 }
 
-func encodeOffset(off int64) []byte {
-	b := make([]byte, 8)
-	for i := 7; i >= 0; i-- {
-		b[i] = byte(off)
-		off >>= 8
-	}
-	return b
-}
+func encodeOffset(off int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(off)) }
 
 func decodeOffset(b []byte) (int64, bool) {
 	if len(b) != 8 {
 		return 0, false
 	}
-	var off int64
-	for _, c := range b {
-		off = off<<8 | int64(c)
-	}
-	return off, true
+	return int64(binary.BigEndian.Uint64(b)), true
 }

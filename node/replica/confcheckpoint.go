@@ -62,17 +62,8 @@ func decodeConfCheckpoint(b []byte) (confCheckpoint, error) {
 
 // readConfCheckpoint returns the checkpoint in dir, if one is readable.
 func readConfCheckpoint(fs logstore.FS, dir string) (confCheckpoint, bool) {
-	f, err := fs.Open(path.Join(dir, confFile))
+	b, err := logstore.ReadWholeFile(fs, path.Join(dir, confFile))
 	if err != nil {
-		return confCheckpoint{}, false
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil || size <= 0 || size > 1<<20 {
-		return confCheckpoint{}, false
-	}
-	b := make([]byte, size)
-	if n, _ := f.ReadAt(b, 0); int64(n) != size {
 		return confCheckpoint{}, false
 	}
 	c, err := decodeConfCheckpoint(b)
@@ -82,28 +73,7 @@ func readConfCheckpoint(fs logstore.FS, dir string) (confCheckpoint, bool) {
 	return c, true
 }
 
-// writeConfCheckpoint makes c durable: written under a temporary name,
-// synced, renamed over the checkpoint, and the directory synced.
+// writeConfCheckpoint makes c durable.
 func writeConfCheckpoint(fs logstore.FS, dir string, c confCheckpoint) error {
-	tmp := path.Join(dir, confFile+".tmp")
-	_ = fs.Remove(tmp)
-	f, err := fs.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(encodeConfCheckpoint(c)); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := fs.Rename(tmp, path.Join(dir, confFile)); err != nil {
-		return err
-	}
-	return fs.SyncDir(dir)
+	return logstore.WriteFileAtomic(fs, dir, confFile, encodeConfCheckpoint(c))
 }
