@@ -6,7 +6,8 @@ package node
 // the controller (the controller group's Raft leader), and the requested
 // topics (all when the list is null; none when it is empty, v1+). A
 // partition's leader is what this broker's own replica of it knows when it
-// hosts one, else the leader last reported to the controller. ISR is the
+// hosts one (none, LEADER_NOT_AVAILABLE, when that replica knows none),
+// else the leader last reported to the controller. ISR is the
 // set of voters the leader has heard from recently; off the leader it is
 // the replica set.
 //
@@ -139,9 +140,20 @@ func (r *Reactor) metadataTopic(t *controller.Topic) kmsg.MetadataResponseTopic 
 }
 
 // partitionLeader returns the leader and epoch of a partition as well as
-// this broker knows them.
+// this broker knows them: from its own replica when it holds one, else from
+// the leader last reported to the controller.
+//
+// A replica that knows no leader means none (-1, LEADER_NOT_AVAILABLE): the
+// controller's record may name a leader that has stepped down since, this
+// broker itself when it lost its quorum, and could not be corrected without
+// a quorum of the controller either. Naming it sent clients round in a
+// loop: Produce to it, NOT_LEADER_OR_FOLLOWER, Metadata, the same leader
+// again (issue 24).
 func (r *Reactor) partitionLeader(p *controller.Partition) (int32, int32) {
-	if lp, ok := r.parts[p.Group]; ok && lp.Leader() != 0 {
+	if lp, ok := r.parts[p.Group]; ok {
+		if lp.Leader() == 0 {
+			return -1, -1
+		}
 		return int32(lp.Leader()), int32(lp.Term())
 	}
 	if p.Leader > 0 {
