@@ -93,7 +93,9 @@ func serveProduce(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Res
 	if timeout <= 0 {
 		timeout = produceTimeoutDefault
 	}
-	r.env.Sched.After(timeout, func() {
+	// On the reactor's deadline queue, so it answers before the request's
+	// deadline (deadline.go) due at the same instant.
+	r.after(timeout, func() {
 		if pr.done {
 			return
 		}
