@@ -474,3 +474,33 @@ func TestHandlersAnswerTheirOwnTimeouts(t *testing.T) {
 		t.Fatalf("%d requests answered by their deadline, want 0", r.stats.RequestsExpired)
 	}
 }
+
+// TestRestartedBrokerNamesItselfWhileElecting: right after a restart, before
+// its replica has elected itself, a single broker still names itself leader
+// from the controller's record (clients retry NOT_LEADER_OR_FOLLOWER for a
+// moment) rather than LEADER_NOT_AVAILABLE, which some clients do not retry
+// (kadm's ListOffsets). Only a replica open for longer stops doing so
+// (TestMajorityLossEveryAPIAnswersInTime).
+func TestRestartedBrokerNamesItselfWhileElecting(t *testing.T) {
+	c := newCluster(t, 1, 4)
+	c.waitReady()
+	createTopic(t, c, 1, "r", 1, 1, nil)
+	waitLeaders(t, c, "r", 1)
+	c.runFor(time.Second) // the leadership reaches the controller's record
+	n := c.nodes[1]
+	n.crash()
+	n.boot()
+	if !c.runUntil(10*time.Second, func() bool { return n.r.byName[topicPartition{"r", 0}] != nil }) {
+		t.Fatalf("the replica did not reopen")
+	}
+	if n.r.byName[topicPartition{"r", 0}].Leader() != 0 {
+		t.Skip("the replica elected itself before it could be asked")
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 12
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("r")}}
+	mp := c.request(1, md).(*kmsg.MetadataResponse).Topics[0].Partitions[0]
+	if mp.Leader != 1 {
+		t.Fatalf("restarted broker answers leader %d (%v), want itself", mp.Leader, kerr.ErrorForCode(mp.ErrorCode))
+	}
+}
