@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -22,6 +23,10 @@ func TestWatchdogTurnsAHangIntoAFailure(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestWatchdogHelperHangs$", "-test.v")
 	cmd.Env = append(os.Environ(), "FLOE_ITEST_WATCHDOG_HELPER=1", "FLOE_ITEST_BOUND=5s")
+	// The child and its brokers form a process group: if the watchdog
+	// fails, the context kills them all, leaving no broker behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
