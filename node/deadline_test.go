@@ -504,3 +504,23 @@ func TestRestartedBrokerNamesItselfWhileElecting(t *testing.T) {
 		t.Fatalf("restarted broker answers leader %d (%v), want itself", mp.Leader, kerr.ErrorForCode(mp.ErrorCode))
 	}
 }
+
+// TestAnsweredRequestsLeaveNoTimers: a request answered before its timeout
+// takes its timers with it (the handler's and its deadline), so a busy
+// broker does not carry one per recent request until they expire.
+func TestAnsweredRequestsLeaveNoTimers(t *testing.T) {
+	c := newCluster(t, 3, 5)
+	c.waitReady()
+	createTopic(t, c, 1, "a", 1, 3, nil)
+	waitLeaders(t, c, "a", 1)
+	c.runFor(5 * time.Second) // leaders settle on their preferred replicas
+	lead := leaderOf(c, "a", 0)
+	for i := 0; i < 50; i++ {
+		if sp := produce(c, lead, "a", 0, -1, batchOf(fmt.Sprint(i))); sp.ErrorCode != 0 {
+			t.Fatalf("produce %d: %v", i, kerr.ErrorForCode(sp.ErrorCode))
+		}
+	}
+	if n := c.nodes[lead].r.timers.queue.Len(); n != 0 {
+		t.Fatalf("%d timers left after 50 answered produces", n)
+	}
+}
