@@ -299,12 +299,12 @@ func TestClusterFailoverKillLeader(t *testing.T) {
 // is missing.
 //
 // The majority loss is set up as in the run of issue 24 that hung `make
-// test` for 20 minutes: the survivor is the partition's leader (it may
-// append a write, then can only time it out) and holds a block of producer
-// ids (an idempotent producer gets its id without the controller, and so
-// reaches the Produce). Whether it still leads when a Produce times out
-// depends on timing; node's TestMajorityLossEveryAPIAnswersInTime covers
-// that case deterministically.
+// test` for 20 minutes: the survivor is the partition's leader (it appends
+// a write, then can only time it out), it holds a block of producer ids (an
+// idempotent producer gets its id without the controller, and so reaches
+// the Produce), and the producer's request timeout (100 ms) passes before
+// the survivor steps down. With the old test's producer options (no
+// AllowIdempotentProduceCancellation) this test hangs, on any broker.
 func TestClusterMinorityAndMajorityLoss(t *testing.T) {
 	bs := startCluster(t, 3)
 	createReplicated(t, bs, "mm", 1, 3)
@@ -342,12 +342,37 @@ func TestClusterMinorityAndMajorityLoss(t *testing.T) {
 		t.Fatalf("InitProducerId: %v", err)
 	}
 
-	// A majority down.
+	// A majority down. The survivor learns it lost its quorum only at a
+	// check-quorum, 0.5-1 s later; until then it appends what it is sent.
 	victim.Kill()
+	// A franz-go producer, at once: its first Produce times out (100 ms)
+	// while the survivor still leads, so the answer is REQUEST_TIMED_OUT,
+	// and the write may yet commit. An idempotent franz-go producer gives
+	// up on such a record only if allowed to
+	// (AllowIdempotentProduceCancellation): without it, it retries until it
+	// learns the record's fate, which without a quorum is never, whatever
+	// its context says. That is how issue 24's run hung (docs/testing.md).
+	cl := kgoClient(t, alive.KafkaAddr, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(2),
+		kgo.ProduceRequestTimeout(100*time.Millisecond), kgo.RecordDeliveryTimeout(8*time.Second),
+		kgo.AllowIdempotentProduceCancellation())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- cl.ProduceSync(ctx, &kgo.Record{Topic: "mm", Value: []byte("must-fail")}).FirstErr() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("acks=all write acknowledged with two of three brokers down")
+		}
+		t.Logf("with a majority down, acks=all failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(opWaitMax):
+		t.Fatalf("ProduceSync with a 20s context still blocked after %v with a majority down", opWaitMax)
+	}
 	// Every acks=all Produce is answered, as a failure: REQUEST_TIMED_OUT
-	// while the survivor still believes it leads (the write may commit
-	// later: it is in its log), then NOT_LEADER_OR_FOLLOWER once it has
-	// stepped down (or NOT_ENOUGH_REPLICAS). readResponse bounds each wait.
+	// while the survivor still believes it leads, NOT_LEADER_OR_FOLLOWER
+	// once it has stepped down (or NOT_ENOUGH_REPLICAS). readResponse
+	// bounds each wait.
 	for i := 0; i < 3; i++ {
 		req := produceRequest(9, -1, "mm", 0, plainBatch(fmt.Sprintf("no-quorum-%d", i)))
 		req.TimeoutMillis = 2000
@@ -376,29 +401,6 @@ func TestClusterMinorityAndMajorityLoss(t *testing.T) {
 		p, ok := md.Topics["mm"].Partitions[0]
 		return ok && p.Leader == -1 && errors.Is(p.Err, kerr.LeaderNotAvailable)
 	})
-	// A franz-go producer fails its record within its delivery timeout. An
-	// idempotent one may only give up on a record whose earlier try was
-	// answered REQUEST_TIMED_OUT if allowed to
-	// (AllowIdempotentProduceCancellation): without it, it retries until
-	// it learns the record's fate, which without a quorum is never; that
-	// is what hung issue 24's run (docs/testing.md).
-	cl := kgoClient(t, alive.KafkaAddr, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(2),
-		kgo.ProduceRequestTimeout(2*time.Second), kgo.RecordDeliveryTimeout(8*time.Second),
-		kgo.AllowIdempotentProduceCancellation())
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	start := time.Now()
-	done := make(chan error, 1)
-	go func() { done <- cl.ProduceSync(ctx, &kgo.Record{Topic: "mm", Value: []byte("must-fail")}).FirstErr() }()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatalf("acks=all write acknowledged with two of three brokers down")
-		}
-		t.Logf("with a majority down, acks=all failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
-	case <-time.After(opWaitMax):
-		t.Fatalf("ProduceSync with a 20s context still blocked after %v with a majority down", opWaitMax)
-	}
 
 	// The majority returns: nothing acknowledged is missing.
 	for _, b := range bs {
