@@ -58,7 +58,7 @@ func serveDeleteRecords(r *Reactor, _ Client, kreq kmsg.Request, respond func(km
 		if timeout <= 0 {
 			timeout = deleteRecordsTimeoutDefault
 		}
-		r.env.Sched.After(timeout, func() {
+		r.after(timeout, func() { // before the request's deadline (deadline.go)
 			if answered {
 				return
 			}

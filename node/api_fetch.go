@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/clock"
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/node/partition"
 )
@@ -38,6 +39,7 @@ type fetchWait struct {
 	req     *kmsg.FetchRequest
 	respond func(kmsg.Response)
 	done    bool
+	timer   clock.TimerID // the max wait
 }
 
 func serveFetch(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
@@ -56,7 +58,9 @@ func serveFetch(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Respo
 	}
 	fw := &fetchWait{req: req, respond: respond}
 	r.fetches = append(r.fetches, fw)
-	r.env.Sched.After(time.Duration(req.MaxWaitMillis)*time.Millisecond, func() {
+	// On the reactor's deadline queue, so the max wait answers before the
+	// request's deadline (deadline.go), due at the same instant.
+	fw.timer = r.after(time.Duration(req.MaxWaitMillis)*time.Millisecond, func() {
 		if fw.done {
 			return
 		}
@@ -84,6 +88,7 @@ func (r *Reactor) wakeFetches() {
 		resp, n, failed := r.evalFetch(fw.req)
 		if failed || n >= int(fw.req.MinBytes) {
 			fw.done = true
+			r.cancelTimer(fw.timer)
 			r.stats.BytesOut += int64(n)
 			fw.respond(resp)
 		}

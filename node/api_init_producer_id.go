@@ -5,7 +5,10 @@ package node
 // Hands an idempotent producer a cluster-unique producer id at epoch 0.
 // Ids come in blocks the controller allocates through its log (so two
 // brokers never hand out the same id, even across restarts); a broker
-// asks for a new block when its block runs out. v3+ lets a producer that
+// asks for a new block when its block runs out. A request that waits for a
+// block the controller cannot commit (no quorum) is answered
+// COORDINATOR_LOAD_IN_PROGRESS at its deadline (expire.go), as Kafka
+// answers while a block is on its way (KIP-730); clients retry. v3+ lets a producer that
 // already has an id bump its epoch (KIP-360), which resets its sequences;
 // at the last epoch it gets a new id instead. Transactional ids are not
 // supported yet: the request fails with TRANSACTIONAL_ID_AUTHORIZATION_FAILED.

@@ -6,7 +6,9 @@ package node
 // the controller (the controller group's Raft leader), and the requested
 // topics (all when the list is null; none when it is empty, v1+). A
 // partition's leader is what this broker's own replica of it knows when it
-// hosts one, else the leader last reported to the controller. ISR is the
+// hosts one, else the leader last reported to the controller, unless that
+// is this broker, which knows it does not lead (then none,
+// LEADER_NOT_AVAILABLE: partitionLeader says when). ISR is the
 // set of voters the leader has heard from recently; off the leader it is
 // the replica set.
 //
@@ -139,16 +141,39 @@ func (r *Reactor) metadataTopic(t *controller.Topic) kmsg.MetadataResponseTopic 
 }
 
 // partitionLeader returns the leader and epoch of a partition as well as
-// this broker knows them.
+// this broker knows them: from its own replica when it holds one and that
+// replica knows a leader, else from the leader last reported to the
+// controller.
+//
+// Except when that record names this broker, whose replica knows no leader
+// and was opened longer ago than a restart's first election takes
+// (leaderlessGraceTicks): the broker then names none (-1,
+// LEADER_NOT_AVAILABLE). That is a leader that stepped down for lack of a
+// quorum, whose record the controller, without a quorum either, could not
+// correct; naming it sent clients round for ever: Produce,
+// NOT_LEADER_OR_FOLLOWER, Metadata, the same leader again (issue 24). Right
+// after a restart the record is kept: the broker is likely to lead again
+// within moments, and clients retry NOT_LEADER_OR_FOLLOWER.
 func (r *Reactor) partitionLeader(p *controller.Partition) (int32, int32) {
-	if lp, ok := r.parts[p.Group]; ok && lp.Leader() != 0 {
-		return int32(lp.Leader()), int32(lp.Term())
+	if lp, ok := r.parts[p.Group]; ok {
+		if lp.Leader() != 0 {
+			return int32(lp.Leader()), int32(lp.Term())
+		}
+		if p.Leader == int32(r.self) && r.ticks-r.opened[p.Group] > r.leaderlessGraceTicks() {
+			return -1, -1
+		}
 	}
 	if p.Leader > 0 {
 		return p.Leader, p.LeaderEpoch
 	}
 	return -1, -1
 }
+
+// leaderlessGraceTicks is how long a freshly opened replica may know no
+// leader before its broker stops naming itself from the controller's
+// record: a randomized election timeout (up to twice ElectionTicks) and a
+// pre-vote round.
+func (r *Reactor) leaderlessGraceTicks() uint64 { return 3 * uint64(r.cfg.ElectionTicks) }
 
 // partitionISR returns the replicas in sync: on the leader, the voters
 // Raft has heard from within an election timeout; elsewhere, the replicas.

@@ -43,6 +43,7 @@ type producing struct {
 	respond   func(kmsg.Response)
 	remaining int
 	done      bool
+	stopTimer func() // cancels the timeout timer, once armed
 }
 
 func (pr *producing) finish() {
@@ -50,6 +51,9 @@ func (pr *producing) finish() {
 		return
 	}
 	pr.done = true
+	if pr.stopTimer != nil {
+		pr.stopTimer()
+	}
 	pr.respond(pr.resp)
 }
 
@@ -93,7 +97,9 @@ func serveProduce(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Res
 	if timeout <= 0 {
 		timeout = produceTimeoutDefault
 	}
-	r.env.Sched.After(timeout, func() {
+	// On the reactor's deadline queue, so it answers before the request's
+	// deadline (deadline.go) due at the same instant.
+	id := r.after(timeout, func() {
 		if pr.done {
 			return
 		}
@@ -108,6 +114,7 @@ func serveProduce(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Res
 		}
 		pr.finish()
 	})
+	pr.stopTimer = func() { r.cancelTimer(id) }
 }
 
 // hintLeader tells a client that sent a produce to a former leader where

@@ -50,7 +50,9 @@ func Versions() []APIRange {
 
 // HandleRequest serves one decoded client request. The protocol server has
 // already checked the version against Versions; a request it could not map
-// to a handler is answered by closing the connection there.
+// to a handler is answered by closing the connection there. respond is
+// called exactly once: a request the handler leaves waiting is answered by
+// its deadline at the latest (deadline.go).
 func (r *Reactor) HandleRequest(c Client, req kmsg.Request, respond func(kmsg.Response)) {
 	a, ok := apis[req.Key()]
 	if !ok || r.stopped {
@@ -58,6 +60,10 @@ func (r *Reactor) HandleRequest(c Client, req kmsg.Request, respond func(kmsg.Re
 		return
 	}
 	r.stats.Requests[req.Key()]++
-	a.serve(r, c, req, respond)
+	p := &pendingRequest{r: r, req: req, respond: respond}
+	a.serve(r, c, req, p.answer)
+	if !p.answered {
+		p.armDeadline()
+	}
 	r.queueProcess()
 }

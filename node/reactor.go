@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/floe-broker/floe/clock"
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/controller"
@@ -39,6 +40,7 @@ type Reactor struct {
 	stopped       bool
 	ticks         uint64
 
+	timers   deadlineQueue // request deadlines and handler timers (deadline.go)
 	fetches  []*fetchWait
 	creating map[string]bool // topics being auto-created
 
@@ -90,6 +92,7 @@ func New(cfg Config, env Env) *Reactor {
 		forwards:     map[string]*forward{},
 		reports:      map[uint64]controller.LeaderReport{},
 		stats:        Stats{Requests: map[int16]uint64{}},
+		timers:       deadlineQueue{queue: clock.NewDeadlines()},
 		campaignSoon: map[uint64]bool{},
 		opened:       map[uint64]uint64{},
 		fences:       map[uint64]uint64{},

@@ -12,6 +12,11 @@ type Stats struct {
 	CorruptReads uint64 // reads that met a checksum failure
 	SyncRounds   uint64 // rounds of group-commit fsyncs
 	Repairs      uint64 // damaged replicas cut back to be refetched from peers
+	// RequestsExpired counts requests answered by their deadline because
+	// the handler had not answered in time (deadline.go); LateAnswers the
+	// handler answers that came after and were dropped.
+	RequestsExpired uint64
+	LateAnswers     uint64
 }
 
 // PartitionStats describes one local partition replica.

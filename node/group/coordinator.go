@@ -81,6 +81,16 @@ func (c *Coordinator) Close() {
 // Closed reports whether Close was called.
 func (c *Coordinator) Closed() bool { return c.closed }
 
+// RebalanceTimeout returns a group's rebalance timeout (the largest its
+// members asked for), or 0 for a group it does not hold: how long a
+// JoinGroup or SyncGroup of the group may wait by design.
+func (c *Coordinator) RebalanceTimeout(name string) time.Duration {
+	if g := c.groups[name]; g != nil {
+		return g.rebalanceTimeout()
+	}
+	return 0
+}
+
 // groupNames returns the group names, sorted.
 func (c *Coordinator) groupNames() []string {
 	names := make([]string, 0, len(c.groups))

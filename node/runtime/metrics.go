@@ -86,9 +86,9 @@ func (m *metrics) ObserveSync(d time.Duration, plans int) {
 type reactorCollector struct {
 	b *Broker
 
-	bytesIn, recordsIn, bytesOut, badBatches, corrupt, syncRounds *prometheus.Desc
-	leo, hw, start, logBytes, segments, leader                    *prometheus.Desc
-	groupLag, groupCommitted                                      *prometheus.Desc
+	bytesIn, recordsIn, bytesOut, badBatches, corrupt, syncRounds, expired *prometheus.Desc
+	leo, hw, start, logBytes, segments, leader                             *prometheus.Desc
+	groupLag, groupCommitted                                               *prometheus.Desc
 }
 
 func newReactorCollector(b *Broker) *reactorCollector {
@@ -101,6 +101,7 @@ func newReactorCollector(b *Broker) *reactorCollector {
 		badBatches: prometheus.NewDesc("floe_produce_rejected_batches_total", "Produced batches refused by validation.", nil, nil),
 		corrupt:    prometheus.NewDesc("floe_corrupt_reads_total", "Reads that met a checksum failure (never served).", nil, nil),
 		syncRounds: prometheus.NewDesc("floe_sync_rounds_total", "Group-commit rounds started.", nil, nil),
+		expired:    prometheus.NewDesc("floe_requests_expired_total", "Requests answered by their deadline because the handler had not answered within the request's timeout.", nil, nil),
 		leo:        prometheus.NewDesc("floe_partition_log_end_offset", "Offset after the last appended batch.", pl, nil),
 		hw:         prometheus.NewDesc("floe_partition_high_watermark", "Offset after the last committed batch.", pl, nil),
 		start:      prometheus.NewDesc("floe_partition_log_start_offset", "First readable offset.", pl, nil),
@@ -115,7 +116,7 @@ func newReactorCollector(b *Broker) *reactorCollector {
 }
 
 func (c *reactorCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.badBatches, c.corrupt, c.syncRounds, c.leo, c.hw, c.start, c.logBytes, c.segments, c.leader, c.groupLag, c.groupCommitted} {
+	for _, d := range []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.badBatches, c.corrupt, c.syncRounds, c.expired, c.leo, c.hw, c.start, c.logBytes, c.segments, c.leader, c.groupLag, c.groupCommitted} {
 		ch <- d
 	}
 }
@@ -143,6 +144,7 @@ func (c *reactorCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.badBatches, float64(st.BadBatches))
 	counter(c.corrupt, float64(st.CorruptReads))
 	counter(c.syncRounds, float64(st.SyncRounds))
+	counter(c.expired, float64(st.RequestsExpired))
 	for _, p := range ps {
 		lv := []string{p.Topic, strconv.Itoa(int(p.Partition))}
 		gauge := func(d *prometheus.Desc, v float64) {

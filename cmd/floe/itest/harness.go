@@ -26,6 +26,11 @@ const (
 	readyWaitMax = 60 * time.Second
 	stopWaitMax  = 30 * time.Second
 	logTailBytes = 6000
+	// testWaitMax bounds a whole test that starts brokers (watchdog.go);
+	// FLOE_ITEST_BOUND overrides it, and the long run (FLOE_ITEST_LONG=1)
+	// allows testWaitMaxLong.
+	testWaitMax     = 5 * time.Minute
+	testWaitMaxLong = 30 * time.Minute
 )
 
 // Build compiles ./cmd/floe into dir and returns the binary's path. Call it
@@ -179,7 +184,10 @@ type process struct {
 // StartBroker starts `floe serve` on free local ports with a temporary data
 // directory, waits until /readyz answers 200 (unless NoWait), and stops it
 // with SIGTERM (SIGKILL after 30s) when the test ends. If the test failed,
-// the broker's log tail goes to the test log.
+// the broker's log tail goes to the test log. The test is bounded by its
+// watchdog (watchdog.go): if it is still running after testWaitMax, the
+// log tails of its brokers and every goroutine's stack are printed and the
+// test binary fails at once.
 func StartBroker(t testing.TB, opts ...Option) *Broker {
 	t.Helper()
 	cfg := brokerConfig{nodeID: 1, logLevel: "warn", binary: Binary}
@@ -204,6 +212,7 @@ func StartBroker(t testing.TB, opts ...Option) *Broker {
 		LogPath: filepath.Join(t.TempDir(), fmt.Sprintf("floe-%d.log", cfg.nodeID)),
 		t:       t, cfg: cfg,
 	}
+	watch(t).add(b)
 	t.Cleanup(func() {
 		b.Stop()
 		if t.Failed() {
