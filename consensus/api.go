@@ -190,10 +190,18 @@ type Config struct {
 	PreVote                   bool
 	// Rand is the only source of randomness. Required.
 	Rand *rand.Rand
-	// VoteFence restarts a member that discarded damaged entries of its log
-	// (read back from the application's durable record of it): see
-	// RawNode.SetVoteFence. 0: none.
-	VoteFence uint64
+	// VoteFence restarts a member that lost entries of its log (read back
+	// from the application's durable record of it): see fence.go and
+	// RawNode.SetVoteFence. Zero: none.
+	VoteFence VoteFence
+	// Fresh says this member cannot have acknowledged any leader before
+	// this start (its group was just bootstrapped and has held no
+	// election). Otherwise a member started with CheckQuorum at a term
+	// above 0 neither grants a vote in a later term nor campaigns for an
+	// election timeout after it starts: it may have promised a leader, in
+	// an acknowledgement before a restart, not to (read leases rest on
+	// that promise). A member at term 0 is known to be fresh.
+	Fresh bool
 }
 
 // StateType is a node's role.

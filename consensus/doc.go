@@ -37,6 +37,7 @@
 //	confchange.go      single-server membership changes
 //	snapshot.go        sending and installing snapshots
 //	transfer.go        leader transfer
+//	fence.go           vote fences: voting safely after losing acknowledged entries
 //	readindex.go       linearizable reads
 //	codec.go           wire encoding of Message and ConfChange
 //	host.go            many groups per node, one frame per peer, coalesced heartbeats

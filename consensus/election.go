@@ -27,6 +27,12 @@ func (r *raft) hup(t campaignType) {
 	if r.state == StateLeader || !r.promotable() || r.fenced() {
 		return
 	}
+	if r.quietTicks > 0 && t != campaignTransfer {
+		// Our vote for ourselves would break the promise inLease keeps
+		// after a restart. (Timers never fire this early: an election
+		// timeout is at least electionTicks.)
+		return
+	}
 	// A committed but unapplied configuration change may remove us or
 	// change the quorum; wait until it is applied.
 	if r.hasUnappliedConfChanges() {
@@ -113,7 +119,9 @@ func (r *raft) handleVoteRequest(m Message) {
 	if plant.Enabled(plant.VoteWithoutLogCheck) {
 		upToDate = true
 	}
-	if !canVote || !upToDate || r.fenced() {
+	// A fenced member votes as if it still held the log it lost (fence.go).
+	fenceAdmits := !r.fenced() || r.voteFence.admits(m.Index, m.LogTerm)
+	if !canVote || !upToDate || !fenceAdmits {
 		r.send(Message{To: m.From, Term: r.term, Type: respType, Reject: true})
 		return
 	}

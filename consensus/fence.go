@@ -1,48 +1,112 @@
 package consensus
 
 // A vote fence protects Raft's safety when a member loses entries it had
-// acknowledged — a checksum caught a flipped bit, and the application
-// discarded the damaged entry and everything after it so the leader can
-// send them again. Raft assumes a member never forgets what it
-// acknowledged: a committed entry may be held by a bare majority that
-// includes this member, and if the member then voted for a candidate that
-// lacks the entry (its shortened log now looks no more up to date than the
-// candidate's), that candidate could win and the committed entry be lost.
-// So the member, until its log again reaches the last index it held before
-// discarding (the fence), grants no vote and starts no election. It still
-// accepts entries from the leader, which is how the fence is lifted.
-// (Alagappan et al., "Protocol-Aware Recovery for Consensus-Based
+// acknowledged — a checksum caught a flipped bit, or recovery found the log
+// shorter than it was, and the application discarded the damaged entries
+// so the leader can send them again. Raft assumes a member never forgets
+// what it acknowledged: a committed entry may be held by a bare majority
+// that includes this member, and if the member then voted for a candidate
+// that lacks the entry (its shortened log now looks no more up to date than
+// the candidate's), that candidate could win and the committed entry be
+// lost. (Alagappan et al., "Protocol-Aware Recovery for Consensus-Based
 // Storage", FAST 2018, describe the problem and this kind of remedy.)
+//
+// The fence (Index, Term) bounds the log the member held before it lost
+// entries, its "old log": Index is at least the old log's last index, Term
+// at least the term of its last entry (the largest term in it). While
+// fenced the member:
+//
+//   - votes as if it still held its old log: it grants a vote (or pre-vote)
+//     only to a candidate whose log is at least as up to date as
+//     (Index, Term) in Raft's order (a later last term, or the same last
+//     term and a last index at least Index), which is at least as up to
+//     date as the old log. Raft's election restriction is thus applied to
+//     the log the member acknowledged, which is all its proof needs. A
+//     fenced member never blocks an election that a member with its old
+//     log would have allowed, so two fenced members of three do not keep
+//     a partition leaderless once the third campaigns.
+//   - does not campaign (its own log is behind its fence: its vote for
+//     itself would break the rule above).
+//   - accepts entries from the leader, which is how the fence is lifted.
+//
+// The fence lifts once the log is one a member that had kept its old log
+// could have now: once its last index reaches Index (the leader's entries
+// then cover every index of the old log, matching or replacing it), or once
+// its last term exceeds Term (an entry of a term the old log lacks sits at
+// or below the old log's end, so a member with the old log would have
+// dropped everything from there on: a leader replaced an uncommitted tail).
+// The second case is what keeps an idle partition from staying fenced when
+// its new leader's log is shorter than the fenced member's old one.
 
 // lostEntriesContext marks a fenced member's refusal of an append: the
 // leader lowers its record of what the member holds (step_leader.go).
 const lostEntriesContext = "LostEntries"
 
-// fenced reports whether the member must not vote or campaign.
+// VoteFence bounds the log a member held before it lost entries it may
+// have acknowledged. Index is at least the last index that log held (and
+// the member may have acknowledged), Term at least the term of every entry
+// in it: the exact last (index, term) is best; when the term is unknown,
+// the member's hard-state term is a safe bound (no entry is of a later term
+// than the term its member was in when it stored it), at the price of a
+// fence that lifts later. When the last index is unknown (entries lost with
+// the file that held them), Index is math.MaxUint64: the fence then lifts
+// only once the log holds an entry of a later term than Term, and meanwhile
+// the member votes only for candidates whose log does. The zero value is no
+// fence.
+type VoteFence struct {
+	Index, Term uint64
+}
+
+// IsZero reports whether f is no fence.
+func (f VoteFence) IsZero() bool { return f == VoteFence{} }
+
+// Merge returns a fence at least as strict as f and g.
+func (f VoteFence) Merge(g VoteFence) VoteFence {
+	return VoteFence{Index: max(f.Index, g.Index), Term: max(f.Term, g.Term)}
+}
+
+// LiftedBy reports whether a log whose last entry is (lastIndex, lastTerm)
+// no longer needs the fence (see above). An application uses it with its
+// durable log end to know when it may drop its durable record of the fence.
+func (f VoteFence) LiftedBy(lastIndex, lastTerm uint64) bool {
+	return f.IsZero() || lastIndex >= f.Index || lastTerm > f.Term
+}
+
+// admits reports whether a candidate whose log ends at (index, term) is at
+// least as up to date as the fenced member's old log.
+func (f VoteFence) admits(index, term uint64) bool {
+	return term > f.Term || (term == f.Term && index >= f.Index)
+}
+
+// fenced reports whether the member is fenced, lifting the fence once the
+// log no longer needs it.
 func (r *raft) fenced() bool {
-	if r.voteFence == 0 {
+	if r.voteFence.IsZero() {
 		return false
 	}
-	if r.log.lastIndex() >= r.voteFence {
-		r.voteFence = 0
+	if r.voteFence.LiftedBy(r.log.lastIndex(), r.log.lastTerm()) {
+		r.voteFence = VoteFence{}
 		return false
 	}
 	return true
 }
 
-// SetVoteFence records that this member discarded entries up to index:
-// until its log reaches index again it neither votes nor campaigns. The
+// SetVoteFence records that this member lost entries of the log f bounds:
+// until the fence lifts, it votes only for candidates at least as up to date
+// as f and does not campaign. A fence already set is merged with f. The
 // caller must make the fence durable before it discards anything (and pass
 // it back as Config.VoteFence after a restart).
-func (rn *RawNode) SetVoteFence(index uint64) {
-	if index > rn.raft.voteFence {
-		rn.raft.voteFence = index
+func (rn *RawNode) SetVoteFence(f VoteFence) {
+	if f.IsZero() {
+		return
 	}
+	rn.raft.voteFence = rn.raft.voteFence.Merge(f)
 }
 
-// VoteFence returns the fence still in force, or 0 once the log has reached
-// it (the caller may then drop its durable record of it).
-func (rn *RawNode) VoteFence() uint64 {
+// VoteFence returns the fence still in force, or the zero fence once the
+// log no longer needs it (the caller may then drop its durable record of
+// it, once its durable log also lifts it: VoteFence.LiftedBy).
+func (rn *RawNode) VoteFence() VoteFence {
 	rn.raft.fenced()
 	return rn.raft.voteFence
 }

@@ -15,7 +15,7 @@ func TestVoteFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	rn, _ = newRawNodeOn(t, 2, ms)
-	rn.SetVoteFence(10) // we held up to 10 before discarding 4..10
+	rn.SetVoteFence(VoteFence{Index: 10, Term: 1}) // we held up to 1/10 before discarding 4..10
 	vote := Message{Type: MsgVote, From: 3, To: 2, Term: 2, Index: 3, LogTerm: 1}
 	if err := rn.Step(vote); err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func TestVoteFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	persistAndAdvance(t, rn, ms)
-	if f := rn.VoteFence(); f != 0 {
+	if f := rn.VoteFence(); !f.IsZero() {
 		t.Fatalf("fence %d still up with the log at %d", f, rn.Status().LastIndex)
 	}
 	vote = Message{Type: MsgVote, From: 3, To: 2, Term: 3, Index: 10, LogTerm: 1}

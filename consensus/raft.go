@@ -10,10 +10,10 @@ import (
 // collect in msgs and msgsAfterPersist and leave through a Ready.
 type raft struct {
 	id uint64
-	// voteFence, when set, is the last index this member held before it
-	// discarded damaged entries (see fence.go): until its log reaches it
-	// again, it neither votes nor campaigns.
-	voteFence uint64
+	// voteFence, when set, bounds the log this member held before it lost
+	// entries (see fence.go): until it lifts, the member votes only for
+	// candidates at least as up to date as it, and does not campaign.
+	voteFence VoteFence
 	// term and vote are the persistent state; vote is 0 or the member we
 	// voted for in term.
 	term uint64
@@ -26,6 +26,16 @@ type raft struct {
 	lead uint64
 	// leadTransferee is the member a leadership transfer is handing to.
 	leadTransferee uint64
+	// timeoutNowSent: as leader of term, we told a member to campaign at
+	// once (MsgTimeoutNow). Its campaign overrides the followers' leases,
+	// and the message may arrive at any time in this term, so we hold no
+	// read lease for the rest of the term (transfer.go).
+	timeoutNowSent bool
+	// quietTicks counts down the ticks after a restart during which this
+	// member neither grants a vote in a later term nor campaigns: before the
+	// restart it may have heard from a leader and promised it exactly that
+	// (see inLease).
+	quietTicks int
 	// pendingConfIndex: no new configuration change is accepted until
 	// the entry at this index is applied (one change at a time).
 	pendingConfIndex uint64
@@ -119,6 +129,9 @@ func newRaft(c Config) (*raft, error) {
 		return nil, err
 	}
 	r.becomeFollower(r.term, 0)
+	if r.checkQuorum && r.term > 0 && !c.Fresh {
+		r.quietTicks = r.electionTicks
+	}
 	return r, nil
 }
 
@@ -185,6 +198,7 @@ func (r *raft) reset(term uint64) {
 	r.heartbeatElapsedTicks = 0
 	r.resetRandomizedElectionTimeout()
 	r.leadTransferee = 0
+	r.timeoutNowSent = false
 	r.trk.resetVotes()
 	r.resetProgress()
 	r.pendingConfIndex = 0
@@ -254,6 +268,9 @@ func (r *raft) becomeLeader() {
 
 // tick advances the role's timer by one tick.
 func (r *raft) tick() {
+	if r.quietTicks > 0 {
+		r.quietTicks--
+	}
 	if r.state == StateLeader {
 		r.tickHeartbeat()
 		return
@@ -276,6 +293,15 @@ func (r *raft) tickHeartbeat() {
 	if r.electionElapsedTicks >= r.electionTicks {
 		r.electionElapsedTicks = 0
 		if r.checkQuorum && !r.checkQuorumActive() {
+			r.becomeFollower(r.term, 0)
+			return
+		}
+		if r.timeoutNowSent {
+			// A transfer that did not finish within an election timeout
+			// failed, but the MsgTimeoutNow may still arrive and start
+			// an election that ignores leases: without a lease for the
+			// rest of the term, we step down and let the group elect
+			// again (transfer.go).
 			r.becomeFollower(r.term, 0)
 			return
 		}
@@ -333,10 +359,7 @@ func (r *raft) step(m Message) {
 func (r *raft) stepHigherTerm(m Message) bool {
 	if m.Type == MsgVote || m.Type == MsgPreVote {
 		forced := string(m.Context) == campaignTransferContext
-		// With check-quorum, a member that heard from a leader within the
-		// election timeout ignores campaigns: the leader is alive.
-		inLease := r.checkQuorum && r.lead != 0 && r.electionElapsedTicks < r.electionTicks
-		if !forced && inLease {
+		if !forced && r.inLease() {
 			return false
 		}
 	}
@@ -352,6 +375,21 @@ func (r *raft) stepHigherTerm(m Message) bool {
 		r.becomeFollower(m.Term, 0)
 	}
 	return true
+}
+
+// inLease reports whether this member ignores campaigns for a later term.
+// With check-quorum, a member that heard from a leader within the election
+// timeout ignores them: the leader is alive. Read leases rest on this
+// promise (an acknowledged heartbeat means no vote in a later term for an
+// election timeout), so a member keeps it across a restart, when it no
+// longer knows whom it heard from: for an election timeout after it starts
+// it ignores every campaign. Only a leader's own transfer (MsgTimeoutNow)
+// overrides the promise, and that leader gives up its lease for it.
+func (r *raft) inLease() bool {
+	if !r.checkQuorum {
+		return false
+	}
+	return r.quietTicks > 0 || (r.lead != 0 && r.electionElapsedTicks < r.electionTicks)
 }
 
 // stepLowerTerm answers a message from an earlier term, or ignores it.

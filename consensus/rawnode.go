@@ -30,7 +30,9 @@ func NewRawNode(cfg Config) (*RawNode, error) {
 func (rn *RawNode) Tick() { rn.raft.tick() }
 
 // Campaign makes this member start an election now (with pre-vote if
-// configured). It does nothing on a leader or a non-voter.
+// configured). It does nothing on a leader or a non-voter, on a member
+// behind its vote fence (fence.go), nor, with CheckQuorum, during the
+// election timeout after a restart (Config.Fresh; raft.go inLease).
 func (rn *RawNode) Campaign() { rn.raft.hup(rn.raft.defaultCampaign()) }
 
 // Step feeds a message from another member of the group. Malformed

@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"path/filepath"
 	"slices"
@@ -42,9 +43,13 @@ func TestScenarios(t *testing.T) {
 //	propose ID DATA | propose-conf-change ID add-voter|add-learner|remove NODE
 //	transfer-leader ID TO | read-index ID CTX | compact ID INDEX | restart ID
 //	process-ready ID... | deliver-msgs ID... | drop-msgs [from=..] [to=..]
-//	stabilize [ID...] | isolate ID | heal (drops what was sent across a cut)
+//	stabilize [ID...] | isolate ID | cut ID ID (both ways)
+//	heal (drops what was sent across a cut)
 //	set-randomized-election-timeout ID TICKS
-//	raft-state | raft-log ID | status ID
+//	raft-state | raft-log ID | status ID | transfer-state ID
+//	lose-entries ID INDEX [unknown-extent=true] (the member loses its entries
+//	    after INDEX and restarts with a vote fence, as node/repair.go does;
+//	    or as node/groups.go does for a log found truncated) | vote-fence ID
 type scenarioEnv struct {
 	nodes   []*scenarioNode // nodes[i] has id i+1
 	pending []Message       // the network, in send order
@@ -124,6 +129,10 @@ func (env *scenarioEnv) handle(t *testing.T, c *ddCmd) string {
 			env.cut[[2]uint64{id, n.id}] = true
 			env.cut[[2]uint64{n.id, id}] = true
 		}
+	case "cut":
+		a, b := env.node(t, c, 0).id, env.node(t, c, 1).id
+		env.cut[[2]uint64{a, b}] = true
+		env.cut[[2]uint64{b, a}] = true
 	case "heal":
 		return env.heal()
 	case "set-randomized-election-timeout":
@@ -134,6 +143,21 @@ func (env *scenarioEnv) handle(t *testing.T, c *ddCmd) string {
 		return env.raftLog(env.node(t, c, 0))
 	case "status":
 		return env.status(env.node(t, c, 0))
+	case "lose-entries":
+		_, unknown := c.key("unknown-extent")
+		return env.loseEntries(env.node(t, c, 0), uint64(env.intArg(t, c, 1)), unknown)
+	case "vote-fence":
+		f := env.node(t, c, 0).rn.VoteFence()
+		switch {
+		case f.IsZero():
+			return "no fence"
+		case f.Index == math.MaxUint64:
+			return fmt.Sprintf("fence %d/any", f.Term)
+		}
+		return fmt.Sprintf("fence %d/%d", f.Term, f.Index)
+	case "transfer-state":
+		st := env.node(t, c, 0).rn.BasicStatus()
+		return fmt.Sprintf("LeadTransferee:%d TimeoutNowSent:%v", st.LeadTransferee, st.TimeoutNowSent)
 	default:
 		t.Fatalf("%s: unknown command %q", c.Pos, c.Name)
 	}
@@ -254,6 +278,32 @@ func (env *scenarioEnv) restart(t *testing.T, n *scenarioNode) string {
 	}
 	n.rn = rn
 	return ""
+}
+
+// loseEntries makes n lose every entry after index, as a replica whose
+// damaged entries are discarded does (node/repair.go): it records a vote
+// fence of its last index and term, cuts its log (and the commit index it
+// holds) to index, and restarts. With unknownExtent the fence is that of a
+// log found truncated on recovery (node/groups.go): any index, and the
+// hard state's term.
+func (env *scenarioEnv) loseEntries(n *scenarioNode, index uint64, unknownExtent bool) string {
+	ms := n.storage.MemoryStorage
+	last := ms.lastIndex()
+	term, err := ms.Term(last)
+	if err != nil || index < ms.ents[0].Index || index >= last {
+		return fmt.Sprintf("error: cannot cut the log (%d..%d) after %d", ms.firstIndex(), last, index)
+	}
+	f := VoteFence{Index: last, Term: term}
+	if unknownExtent {
+		f = VoteFence{Index: math.MaxUint64, Term: ms.hardState.Term}
+	}
+	n.cfg.VoteFence = n.cfg.VoteFence.Merge(f)
+	ms.ents = ms.ents[:index-ms.ents[0].Index+1]
+	hs := ms.hardState
+	hs.Commit = min(hs.Commit, index)
+	ms.hardState = hs
+	n.applied = min(n.applied, index)
+	return env.restart(nil, n)
 }
 
 // tickElection ticks until the member's election timer fires: its

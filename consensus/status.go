@@ -12,6 +12,11 @@ type Status struct {
 	LastIndex  uint64
 	// LeadTransferee is the member leadership is being handed to, or 0.
 	LeadTransferee uint64
+	// TimeoutNowSent: this leader told a member to campaign at once in
+	// this term (a leader transfer). That campaign ignores the followers'
+	// lease promises and may start at any time in the term, so a leader
+	// with TimeoutNowSent must not serve reads under a lease.
+	TimeoutNowSent bool
 	Config         ConfState
 	// Progress is the leader's view of every member (itself included),
 	// sorted by ID; empty on other roles.
@@ -44,6 +49,7 @@ func (rn *RawNode) BasicStatus() Status {
 		FirstIndex:     r.log.firstIndex(),
 		LastIndex:      r.log.lastIndex(),
 		LeadTransferee: r.leadTransferee,
+		TimeoutNowSent: r.timeoutNowSent,
 	}
 }
 

@@ -648,12 +648,16 @@ func TestRetentionChangeTakesEffect(t *testing.T) {
 }
 
 func fetchAt(c *cluster, id int32, topic string, offset int64) kmsg.FetchResponseTopicPartition {
+	return fetchPartitionAt(c, id, topic, 0, offset)
+}
+
+func fetchPartitionAt(c *cluster, id int32, topic string, partition int32, offset int64) kmsg.FetchResponseTopicPartition {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.MaxBytes = 11, 1<<20
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = offset, 1<<20, -1
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = partition, offset, 1<<20, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	return c.request(id, req).(*kmsg.FetchResponse).Topics[0].Partitions[0]

@@ -15,7 +15,8 @@ import (
 )
 
 // raftConfig is the Raft configuration every group on this node shares.
-func (r *Reactor) raftConfig() consensus.Config {
+// raftConfig configures the Raft member of a group whose log is log.
+func (r *Reactor) raftConfig(log *logstore.Log) consensus.Config {
 	return consensus.Config{
 		ID:                         r.self,
 		ElectionTicks:              r.cfg.ElectionTicks,
@@ -27,8 +28,17 @@ func (r *Reactor) raftConfig() consensus.Config {
 		CheckQuorum:                true,
 		PreVote:                    true,
 		Rand:                       r.env.Rand,
+		// Every group starts at term 1 (bootstrap) and elects its first
+		// leader in term 2; a replica added later starts at term 0. So a
+		// member still at term 1 or below has never heard from a leader,
+		// and has no lease promise to keep after a restart.
+		Fresh: log.HardState().Term <= bootstrapTerm,
 	}
 }
+
+// bootstrapTerm is the term of a new group's first entries; no leader is
+// ever elected in it.
+const bootstrapTerm = 1
 
 // bootstrap writes a new group's first entries when this node is one of its
 // initial voters: one configuration change per voter at term 1, committed.
@@ -42,12 +52,12 @@ func bootstrap(log *logstore.Log, voters []uint64) error {
 	es := make([]logstore.Entry, len(voters))
 	for i, v := range voters {
 		cc := consensus.ConfChange{Type: consensus.ConfAddVoter, NodeID: v}
-		es[i] = replica.ToLog(consensus.Entry{Term: 1, Index: uint64(i + 1), Type: consensus.EntryConfChange, Data: cc.Marshal()})
+		es[i] = replica.ToLog(consensus.Entry{Term: bootstrapTerm, Index: uint64(i + 1), Type: consensus.EntryConfChange, Data: cc.Marshal()})
 	}
 	if err := log.Append(es...); err != nil {
 		return err
 	}
-	log.SetHardState(logstore.HardState{Term: 1, Commit: uint64(len(voters))})
+	log.SetHardState(logstore.HardState{Term: bootstrapTerm, Commit: uint64(len(voters))})
 	return log.Sync()
 }
 
@@ -71,7 +81,7 @@ func (r *Reactor) openController() error {
 		}
 	}
 	c := &ctlGroup{r: r, state: controller.NewState(r.cfg.ClusterID)}
-	rep, err := replica.New(replica.Config{Group: consensus.GroupID(controller.ControllerGroup), Raft: r.raftConfig(),
+	rep, err := replica.New(replica.Config{Group: consensus.GroupID(controller.ControllerGroup), Raft: r.raftConfig(log),
 		FS: r.env.FS, Dir: dir}, log, c)
 	if err != nil {
 		return err
@@ -136,18 +146,19 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 		}
 	}
 	part := partition.New(t.Name, p.Index, cfg)
-	rc := r.raftConfig()
+	rc := r.raftConfig(log)
 	dir := partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group)
-	if rc.VoteFence = readFence(r.env.FS, dir); rc.VoteFence != 0 {
+	if rc.VoteFence = readFence(r.env.FS, dir, log.HardState().Term); !rc.VoteFence.IsZero() {
 		r.fences[p.Group] = rc.VoteFence
 	}
 	if lost := lostOnRecovery(log, rec); lost > 0 && len(p.Replicas) > 1 {
 		// (A single replica has nobody to get the entries back from, and a
 		// fence would only keep it from ever leading again.)
 		// Recovery found the log shorter than what it had durably held:
-		// this replica may have acknowledged the missing entries. Fence
-		// its vote until it has them again.
-		rc.VoteFence = max(rc.VoteFence, lost)
+		// this replica may have acknowledged the missing entries, and
+		// lost may be short of the last of them (a truncated file). Fence
+		// its vote with no bound on the index (fenceOfLoss).
+		rc.VoteFence = rc.VoteFence.Merge(fenceOfLoss(log))
 		if err := writeFence(r.env.FS, dir, rc.VoteFence); err != nil {
 			_ = log.Close()
 			return fmt.Errorf("node: fence %s-%d: %w", t.Name, p.Index, err)

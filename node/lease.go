@@ -16,19 +16,35 @@ import (
 // deposed; without a lease it would go on answering from its stale state
 // and a consumer would see the high watermark or a committed offset go back
 // (the simulator found exactly this). The lease comes from Raft's ReadIndex
-// and leader stickiness: every tick on which less than half its lease is
-// left, the leader sends a ReadIndex carrying
-// the monotonic time it was sent; once a quorum has acknowledged it, each of
-// those followers had heard from the leader at or after that time, and a
-// follower ignores vote requests for an election timeout after hearing from
-// its leader (consensus: check-quorum's lease). So no other leader can be
-// elected before sent + electionTicks ticks. The leader holds the lease
-// until then, less a margin for clock-rate drift between machines; it
-// measures on its own monotonic clock, so a paused leader that wakes up
-// finds its lease expired. A leader that is handing leadership over (whose
-// successor campaigns with the lease forced aside) has no lease.
+// and check-quorum's promise: a follower that heard from its leader grants
+// no vote or pre-vote in a later term, and starts no election, for
+// electionTicks ticks (consensus: raft.go, inLease). Every tick on which
+// less than half its lease is left, the leader sends a ReadIndex carrying
+// the monotonic time it was sent; once a quorum has acknowledged it, each
+// of those followers received the heartbeat after that time, and any new
+// leader needs one of their votes. Ticks are discrete and never early, so a
+// promise lasts at least electionTicks-1 tick intervals: no other leader
+// can be elected before sent + (electionTicks-1) intervals. The leader
+// holds the lease until then, less a margin for clock-rate drift between
+// machines (a follower's clock may run up to 1/leaseMargin - 1 = 25% fast
+// against the leader's); it measures on its own monotonic clock, so a
+// paused leader that wakes up finds its lease expired.
+//
+// Restarts: a member that restarts has forgotten whom it heard from, so for
+// electionTicks ticks after it starts it refuses every vote in a later term
+// and starts no election (consensus: Config.Fresh exempts a member still at
+// the bootstrap term, which has heard from no leader). It starts after any
+// acknowledgement it sent before, so its promise holds across the restart.
+//
+// Leader transfer: the successor campaigns on MsgTimeoutNow with a vote
+// request that followers grant despite their promise, and the message may
+// arrive at any time in the leader's term. So a leader handing over has no
+// lease, nor has one that sent MsgTimeoutNow in its current term
+// (Status.TimeoutNowSent); consensus makes such a leader step down once
+// the transfer has failed, and its next term starts a fresh lease.
 
-// leaseMargin is the fraction of the election timeout a lease may use.
+// leaseMargin is the fraction of the promise (electionTicks-1 tick
+// intervals) a lease may use.
 const leaseMargin = 0.8
 
 // renewLeases asks every group this node leads to confirm its leadership,
@@ -54,9 +70,11 @@ func (r *Reactor) renewLeases() {
 	}
 }
 
-// leaseDuration is how long a confirmation keeps a lease.
+// leaseDuration is how long a confirmation keeps a lease: a margin below
+// the electionTicks-1 whole tick intervals a follower's promise lasts at
+// least.
 func (r *Reactor) leaseDuration() time.Duration {
-	return time.Duration(float64(r.cfg.TickInterval) * float64(r.cfg.ElectionTicks) * leaseMargin)
+	return time.Duration(float64(r.cfg.TickInterval) * float64(r.cfg.ElectionTicks-1) * leaseMargin)
 }
 
 // observeReadStates extends a group's lease with the ReadIndex answers
@@ -90,7 +108,9 @@ func (r *Reactor) leaseHeld(p *partition.Partition) bool {
 	}
 	rep := p.Replica()
 	st := rep.Raft.BasicStatus()
-	if st.LeadTransferee != 0 {
+	if st.LeadTransferee != 0 || st.TimeoutNowSent {
+		// Handing leadership over, or did in this term: the successor's
+		// campaign ignores the followers' lease promises.
 		return false
 	}
 	if len(rep.Conf().Voters) == 1 && rep.Conf().Voters[0] == r.self {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/netx"
 )
@@ -26,18 +25,7 @@ func TestDeposedLeaderServesNoStaleReads(t *testing.T) {
 		}
 	}
 	c.net.Isolate(netx.NodeID(old))
-	hwAt := func(id int32) (int64, int16) {
-		req := kmsg.NewPtrFetchRequest()
-		req.Version, req.MaxBytes = 11, 1<<20
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = "ls"
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		sp := c.request(id, req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
-		return sp.HighWatermark, sp.ErrorCode
-	}
+	hwAt := func(id int32) (int64, int16) { return fetchHW(c, id, "ls", 0) }
 	// Poll the old leader every 10 ms while the others elect a leader and
 	// commit more: whenever it answers, its high watermark must not be
 	// below what the new leader has committed.
@@ -66,5 +54,183 @@ func TestDeposedLeaderServesNoStaleReads(t *testing.T) {
 	}
 	if _, code := hwAt(old); code == 0 {
 		t.Fatalf("the cut-off leader still serves reads long after losing its lease")
+	}
+}
+
+// fetchHW asks node id for the high watermark of a partition.
+func fetchHW(c *cluster, id int32, topic string, partition int32) (int64, int16) {
+	sp := fetchPartitionAt(c, id, topic, partition, 0)
+	return sp.HighWatermark, sp.ErrorCode
+}
+
+// A follower that acknowledged a lease keeps its promise across a restart
+// (issue 13, bug 2). The leader's lease rests on one follower, f1: the
+// other, f2, cannot hear the leader and campaigns, and f1 refuses while it
+// hears the leader. The leader is then cut off and f1 restarts at once; f2
+// campaigns as soon as f1 is back. A restarted f1 that forgot it had heard
+// from the leader would vote for f2 at once, and f2 would commit while the
+// old leader's lease still runs.
+func TestRestartedFollowerKeepsLeasePromise(t *testing.T) {
+	c := newCluster(t, 3, 53)
+	c.waitReady()
+	createTopic(t, c, 1, "lr", 3, 3, nil)
+	waitLeaders(t, c, "lr", 3)
+	// Take a partition whose preferred replica does not lead the
+	// controller: f2 will be the controller leader, so that f1 learns
+	// the metadata (and reopens its replica) right after its restart.
+	ctl := c.nodes[1].r.controllerLeader()
+	var part, old, f1, f2 int32
+	for p := int32(0); p < 3; p++ {
+		g := uint64(c.nodes[1].r.byName[topicPartition{"lr", p}].Replica().Group)
+		_, cp, _ := c.nodes[1].r.ctl.state.PartitionByGroup(g)
+		if uint64(cp.Replicas[0]) != ctl {
+			part, old, f2 = p, cp.Replicas[0], int32(ctl)
+			break
+		}
+	}
+	f1 = 6 - old - f2
+	if old == 0 || f1 == old || f1 == f2 {
+		t.Fatalf("no partition led away from the controller leader %d", ctl)
+	}
+	tp := topicPartition{"lr", part}
+	// Let leadership settle on the preferred replica (a new partition's
+	// leadership is balanced in its first ticks).
+	if !c.runUntil(5*time.Second, func() bool { return leaderOf(c, "lr", part) == old }) {
+		t.Fatalf("leadership did not settle on the preferred replica %d", old)
+	}
+	for i := 0; i < 5; i++ {
+		if sp := produce(c, old, "lr", part, -1, batchOf(fmt.Sprint(i))); sp.ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
+		}
+	}
+	c.net.Cut(netx.NodeID(old), netx.NodeID(f2))
+	c.net.Cut(netx.NodeID(f2), netx.NodeID(old))
+	c.runFor(time.Second)
+	if leaderOf(c, "lr", part) != old {
+		t.Fatalf("the leader lost its lease with one follower still in touch: leader now %d (was %d)", leaderOf(c, "lr", part), old)
+	}
+	committed, code := fetchHW(c, old, "lr", part)
+	if code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	// Cut the leader off and restart f1 at once; f2 campaigns as soon as
+	// f1's replica is back.
+	c.net.Isolate(netx.NodeID(old))
+	c.nodes[f1].crash()
+	c.nodes[f1].boot()
+	if !c.runUntil(time.Second, func() bool { _, ok := c.nodes[f1].r.byName[tp]; return ok }) {
+		t.Fatal("f1 did not reopen its replica")
+	}
+	c.nodes[f2].r.byName[tp].Replica().Raft.Campaign()
+	c.nodes[f2].r.queueProcess()
+	refused := false
+	for step := 0; step < 100; step++ {
+		for _, id := range []int32{f1, f2} {
+			if c.nodes[id].r.byName[tp].IsLeader() {
+				if sp := produce(c, id, "lr", part, -1, batchOf(fmt.Sprintf("n%d", step))); sp.ErrorCode == 0 {
+					committed = sp.BaseOffset + 1
+				}
+			}
+		}
+		hw, code := fetchHW(c, old, "lr", part)
+		if code == 0 && hw < committed {
+			t.Fatalf("step %d: the cut-off leader served high watermark %d after %d was committed elsewhere", step, hw, committed)
+		}
+		refused = refused || code != 0
+		c.runFor(5 * time.Millisecond)
+	}
+	if committed <= 5 {
+		t.Fatalf("no new leader committed anything")
+	}
+	if !refused {
+		t.Fatalf("the cut-off leader still serves reads long after losing its lease")
+	}
+}
+
+// settledPartition creates a topic of three partitions and replication
+// factor 3 on a three-node cluster, and returns a partition whose preferred
+// replica (old) does not lead the controller, once old leads it, with the
+// other two replicas: ctl, the controller leader, and other.
+func settledPartition(t *testing.T, c *cluster, topic string) (part, old, other, ctl int32) {
+	t.Helper()
+	createTopic(t, c, 1, topic, 3, 3, nil)
+	waitLeaders(t, c, topic, 3)
+	ctl = int32(c.nodes[1].r.controllerLeader())
+	for p := int32(0); p < 3 && old == 0; p++ {
+		g := uint64(c.nodes[1].r.byName[topicPartition{topic, p}].Replica().Group)
+		_, cp, _ := c.nodes[1].r.ctl.state.PartitionByGroup(g)
+		if cp.Replicas[0] != ctl {
+			part, old = p, cp.Replicas[0]
+		}
+	}
+	other = 6 - old - ctl
+	if old == 0 || ctl == 0 || other == old || other == ctl {
+		t.Fatalf("no partition led away from the controller leader %d", ctl)
+	}
+	// A new partition's leadership is balanced in its first ticks.
+	if !c.runUntil(5*time.Second, func() bool { return leaderOf(c, topic, part) == old }) {
+		t.Fatalf("leadership did not settle on the preferred replica %d", old)
+	}
+	for i := 0; i < 5; i++ {
+		if sp := produce(c, old, topic, part, -1, batchOf(fmt.Sprint(i))); sp.ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
+		}
+	}
+	return part, old, other, ctl
+}
+
+// A leader that told a follower to campaign (leader transfer) holds no
+// read lease for the rest of its term, however late the MsgTimeoutNow
+// arrives (issue 13, bug 3). The leader transfers to f1, and the
+// MsgTimeoutNow takes 300 ms to get there (later messages are fast, so f1
+// keeps following the leader). After an election timeout the transfer is
+// abandoned, and the leader used to serve reads again under leases its
+// followers confirmed meanwhile. Just before the MsgTimeoutNow arrives the
+// leader stops hearing from anyone; f1 then campaigns, f2 grants although
+// it heard from the leader within its lease, and f1 commits.
+func TestLateTimeoutNowBreaksNoLease(t *testing.T) {
+	c := newCluster(t, 3, 54)
+	c.waitReady()
+	part, old, f1, f2 := settledPartition(t, c, "lt")
+	tp := topicPartition{"lt", part}
+	committed, code := fetchHW(c, old, "lt", part)
+	if code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	slow := netx.LinkFaults{DelayMin: 300 * time.Millisecond, DelayMax: 300 * time.Millisecond}
+	c.net.SetLinkFaults(netx.NodeID(old), netx.NodeID(f1), slow)
+	c.nodes[old].r.byName[tp].Replica().Raft.TransferLeader(uint64(f1))
+	c.nodes[old].r.queueProcess()
+	c.runFor(time.Millisecond)
+	c.net.ClearLinkFaults(netx.NodeID(old), netx.NodeID(f1))
+	check := func(step int) {
+		for _, id := range []int32{f1, f2} {
+			if c.nodes[id].r.byName[tp].IsLeader() {
+				if sp := produce(c, id, "lt", part, -1, batchOf(fmt.Sprintf("n%d", step))); sp.ErrorCode == 0 {
+					committed = max(committed, sp.BaseOffset+1)
+				}
+			}
+		}
+		for id := int32(1); id <= 3; id++ {
+			if hw, code := fetchHW(c, id, "lt", part); code == 0 && hw < committed {
+				t.Fatalf("step %d: node %d served high watermark %d after %d was committed", step, id, hw, committed)
+			}
+		}
+	}
+	for step := 0; step < 56; step++ {
+		check(step)
+		c.runFor(5 * time.Millisecond)
+	}
+	// 281 ms in: the leader hears from nobody any more (its link to f1
+	// stays open for the MsgTimeoutNow in flight).
+	c.net.Cut(netx.NodeID(f1), netx.NodeID(old))
+	c.net.Cut(netx.NodeID(f2), netx.NodeID(old))
+	c.net.Cut(netx.NodeID(old), netx.NodeID(f2))
+	for step := 56; step < 120; step++ {
+		check(step)
+		c.runFor(5 * time.Millisecond)
+	}
+	if committed <= 5 {
+		t.Fatalf("nobody committed anything after the transfer")
 	}
 }

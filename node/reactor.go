@@ -52,8 +52,8 @@ type Reactor struct {
 	leaseTerm  map[uint64]uint64        // the term a group's lease was granted in
 	leaseProbe map[uint64]time.Duration // send time of the lease confirmation in flight
 
-	fences            map[uint64]uint64 // vote fences in force, by group (repair.go)
-	unrepairable      map[uint64]bool   // damaged replicas with no peer to repair from, reported
+	fences            map[uint64]consensus.VoteFence // vote fences in force, by group (repair.go)
+	unrepairable      map[uint64]bool                // damaged replicas with no peer to repair from, reported
 	ctlDamageReported bool
 	forwards          map[string]*forward
 	reqSeq            uint64
@@ -95,7 +95,7 @@ func New(cfg Config, env Env) *Reactor {
 		timers:       deadlineQueue{queue: clock.NewDeadlines()},
 		campaignSoon: map[uint64]bool{},
 		opened:       map[uint64]uint64{},
-		fences:       map[uint64]uint64{},
+		fences:       map[uint64]consensus.VoteFence{},
 		leases:       map[uint64]time.Duration{},
 		leaseTerm:    map[uint64]uint64{},
 		leaseProbe:   map[uint64]time.Duration{},

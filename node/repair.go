@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path"
 
 	"github.com/floe-broker/floe/consensus"
@@ -24,41 +25,76 @@ import (
 //     stay unreadable, the data on disk stays untouched, and the error is
 //     reported), since deleting data is never the answer to damage.
 //  2. It finds the first damaged entry and records, durably, a vote fence:
-//     the last index it holds now.
+//     the last index it holds now and that entry's term.
 //  3. It discards the damaged entry and everything after it and reopens
 //     the replica; the leader sends the discarded entries again (or a
-//     snapshot). Until the log is back past the fence the replica neither
-//     votes nor campaigns (consensus/fence.go says why that keeps Raft
-//     safe), and then the fence record is removed.
+//     snapshot). Until its log is back past the fence (or holds an entry
+//     of a later term than the fence's) the replica votes only for
+//     candidates at least as up to date as the fence, and does not
+//     campaign (consensus/fence.go says why that keeps Raft safe); then
+//     the fence record is removed.
 //
 // The controller's own log is not repaired this way: rewinding the
 // metadata would make the broker drop replicas of topics the rewound
 // metadata does not hold yet. A damaged controller replica is reported and
 // left as it is.
 
-// fenceFile is the per-replica file holding a vote fence.
+// fenceFile is the per-replica file holding a vote fence: its index and
+// term, 8 bytes each. (A file of 8 bytes, from before fences had a term,
+// holds the index alone.)
 const fenceFile = "vote.fence"
 
-func readFence(fs logstore.FS, dir string) uint64 {
+// readFence reads a replica's vote fence; the zero fence if it has none.
+// termBound stands for the term a fence without one (the older format)
+// lacks: the replica's hard-state term, which no entry it held exceeds.
+func readFence(fs logstore.FS, dir string, termBound uint64) consensus.VoteFence {
 	b, err := logstore.ReadWholeFile(fs, path.Join(dir, fenceFile))
 	if err != nil {
-		return 0
+		return consensus.VoteFence{}
 	}
 	r := wire.Reader{B: b}
-	v := r.U64()
-	if r.Err() != nil {
+	f := consensus.VoteFence{Index: r.U64(), Term: termBound}
+	if len(b) > 8 {
+		f.Term = r.U64()
+	}
+	if r.Done() != nil {
 		// A fence that does not read back is no fence; the entries it
 		// protected are fetched from the leader again anyway.
-		return 0
+		return consensus.VoteFence{}
 	}
-	return v
+	return f
 }
 
 // writeFence makes a fence durable before anything is discarded.
-func writeFence(fs logstore.FS, dir string, index uint64) error {
+func writeFence(fs logstore.FS, dir string, f consensus.VoteFence) error {
 	var w wire.Writer
-	w.U64(index)
+	w.U64(f.Index)
+	w.U64(f.Term)
 	return logstore.WriteFileAtomic(fs, dir, fenceFile, w.B)
+}
+
+// fenceOf is the vote fence of a replica about to discard entries of its
+// log: its last entry's index and term. (Everything the replica may have
+// acknowledged is in the log; entries it discards after the fence is
+// durable are counted in.)
+func fenceOf(log *logstore.Log) consensus.VoteFence {
+	last := log.LastIndex()
+	term, err := log.Term(last)
+	if err != nil {
+		term = max(term, log.HardState().Term)
+	}
+	return consensus.VoteFence{Index: last, Term: term}
+}
+
+// fenceOfLoss is the vote fence of a replica whose log recovered shorter
+// than it was, by an amount nobody knows (a truncated file takes the
+// record of its own length with it): no bound on the index, and the hard
+// state's term, which no entry the replica held exceeds. Such a fence
+// lifts only once the log holds an entry of a later term, and meanwhile
+// the replica votes only for candidates whose log does (consensus/fence.go).
+func fenceOfLoss(log *logstore.Log) consensus.VoteFence {
+	f := fenceOf(log)
+	return consensus.VoteFence{Index: math.MaxUint64, Term: max(f.Term, log.HardState().Term)}
 }
 
 // repairDamaged repairs at most one damaged partition replica per tick.
@@ -107,12 +143,12 @@ func (r *Reactor) repair(g uint64, p *partition.Partition) error {
 	}
 	t, _, _ := r.ctl.state.PartitionByGroup(g)
 	dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)
-	fence := max(rep.Log.LastIndex(), readFence(r.env.FS, dir))
+	fence := fenceOf(rep.Log).Merge(readFence(r.env.FS, dir, rep.Log.HardState().Term))
 	if err := writeFence(r.env.FS, dir, fence); err != nil {
 		return fmt.Errorf("writing the vote fence: %w", err)
 	}
-	r.env.Logf("node %d: %s-%d: entry %d is damaged; discarding entries %d..%d to fetch them again from the leader (vote fence %d)",
-		r.self, p.Topic, p.Index, first, first, rep.Log.LastIndex(), fence)
+	r.env.Logf("node %d: %s-%d: entry %d is damaged; discarding entries %d..%d to fetch them again from the leader (vote fence %d/%d)",
+		r.self, p.Topic, p.Index, first, first, rep.Log.LastIndex(), fence.Term, fence.Index)
 	r.stats.Repairs++
 	// Drop the replica, cut its log, reopen it.
 	p.FailWaiters(errUnknownPartition)
@@ -145,8 +181,8 @@ func (r *Reactor) reopen(t *controller.Topic, cp *controller.Partition, cause er
 	return cause
 }
 
-// liftFences removes the durable fence of every replica whose log is back
-// past it.
+// liftFences removes the durable fence of every replica whose durable log
+// no longer needs it (consensus.VoteFence.LiftedBy).
 func (r *Reactor) liftFences() {
 	for _, g := range sortedKeys(r.fences) {
 		p, ok := r.parts[g]
@@ -154,7 +190,10 @@ func (r *Reactor) liftFences() {
 			delete(r.fences, g)
 			continue
 		}
-		if p.Replica().Raft.VoteFence() != 0 || p.Replica().Log.DurableIndex() < r.fences[g] {
+		log := p.Replica().Log
+		durable := log.DurableIndex()
+		term, err := log.Term(durable)
+		if !p.Replica().Raft.VoteFence().IsZero() || err != nil || !r.fences[g].LiftedBy(durable, term) {
 			continue
 		}
 		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)

@@ -85,7 +85,10 @@ func TestDamagedReplicaIsRepairedFromPeers(t *testing.T) {
 			victim, c.nodes[victim].r.stats.Repairs, p.HighWatermark(), p.IsLeader(), c.nodes[victim].r.fences,
 			st.LastIndex, st.Commit, st.Applied, st.Lead, st.Config, p.Replica().Raft.VoteFence())
 	}
-	lead := leaderOf(c, "dmg", 0)
+	var lead int32
+	if !c.runUntil(10*time.Second, func() bool { lead = leaderOf(c, "dmg", 0); return lead != 0 }) {
+		t.Fatalf("no leader after the repair")
+	}
 	got, _ := fetchAll(t, c, lead, "dmg", 0)
 	if fmt.Sprint(got) != fmt.Sprint(acked) {
 		t.Fatalf("after repair the leader serves %d records, %d acknowledged", len(got), len(acked))

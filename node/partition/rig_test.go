@@ -86,7 +86,8 @@ func (r *rig) open(first bool) {
 	r.p = New("t", 0, r.cfg)
 	r.rec.p = r.p
 	rc := consensus.Config{ID: 1, ElectionTicks: 10, HeartbeatTicks: 1, MaxSizePerMsg: 1 << 20,
-		MaxInflightMsgs: 256, CheckQuorum: true, PreVote: true, Rand: rand.New(rand.NewSource(2))}
+		MaxInflightMsgs: 256, CheckQuorum: true, PreVote: true, Rand: rand.New(rand.NewSource(2)),
+		Fresh: log.HardState().Term <= 1} // as node/groups.go raftConfig
 	rep, err := replica.New(replica.Config{Group: 16, Raft: rc}, log, r.rec)
 	if err != nil {
 		r.t.Fatalf("replica: %v", err)
@@ -108,6 +109,13 @@ func (r *rig) restart() {
 func (r *rig) lead() {
 	r.t.Helper()
 	r.drive() // apply the bootstrap configuration first: only a voter campaigns
+	if !r.p.IsLeader() && r.log.HardState().Term > 1 {
+		// Restarted: no campaign before an election timeout has passed
+		// (consensus: a restarted member keeps its lease promises).
+		for range 10 {
+			r.rep.Raft.Tick()
+		}
+	}
 	r.rep.Raft.Campaign()
 	r.drive()
 	if !r.p.IsLeader() || !r.p.Ready() {

@@ -1,0 +1,70 @@
+package node
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/logstore"
+)
+
+// A vote fence file holds an index and a term; one from before fences had
+// a term holds the index alone, and reads back with the term bound given.
+// A file that does not parse is no fence.
+func TestVoteFenceFile(t *testing.T) {
+	fs := logstore.NewSimFS(rand.New(rand.NewSource(1)))
+	const dir = "p"
+	if err := fs.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if f := readFence(fs, dir, 7); !f.IsZero() {
+		t.Fatalf("no file read back as %+v", f)
+	}
+	want := consensus.VoteFence{Index: 40, Term: 3}
+	if err := writeFence(fs, dir, want); err != nil {
+		t.Fatal(err)
+	}
+	if f := readFence(fs, dir, 7); f != want {
+		t.Fatalf("read back %+v, wrote %+v", f, want)
+	}
+	old := []byte{0, 0, 0, 0, 0, 0, 0, 40}
+	if err := logstore.WriteFileAtomic(fs, dir, fenceFile, old); err != nil {
+		t.Fatal(err)
+	}
+	if f := readFence(fs, dir, 7); f != (consensus.VoteFence{Index: 40, Term: 7}) {
+		t.Fatalf("an index-only fence read back as %+v, want 7/40", f)
+	}
+	for _, bad := range [][]byte{{1, 2, 3}, make([]byte, 12), make([]byte, 17)} {
+		if err := logstore.WriteFileAtomic(fs, dir, fenceFile, bad); err != nil {
+			t.Fatal(err)
+		}
+		if f := readFence(fs, dir, 7); !f.IsZero() {
+			t.Fatalf("%d bytes read back as fence %+v", len(bad), f)
+		}
+	}
+}
+
+// fenceOf bounds what a replica held by its last entry and that entry's
+// term; fenceOfLoss, for entries already gone, bounds no index and takes
+// the hard state's term.
+func TestFenceOf(t *testing.T) {
+	fs := logstore.NewSimFS(rand.New(rand.NewSource(2)))
+	log, _, err := logstore.Open(fs, "p", logstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bootstrap(log, []uint64{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := log.Append(logstore.Entry{Index: 4, Term: 2}, logstore.Entry{Index: 5, Term: 4}); err != nil {
+		t.Fatal(err)
+	}
+	log.SetHardState(logstore.HardState{Term: 6, Commit: 5})
+	if f := fenceOf(log); f != (consensus.VoteFence{Index: 5, Term: 4}) {
+		t.Fatalf("fence of the log %+v, want 4/5", f)
+	}
+	if f := fenceOfLoss(log); f != (consensus.VoteFence{Index: math.MaxUint64, Term: 6}) {
+		t.Fatalf("fence of a lost tail %+v, want 6/any index", f)
+	}
+}
