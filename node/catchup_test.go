@@ -26,18 +26,6 @@ func metadataReq(topic string) *kmsg.MetadataRequest {
 	return req
 }
 
-func produceReq(topic string, partition int32, batch []byte) *kmsg.ProduceRequest {
-	req := kmsg.NewPtrProduceRequest()
-	req.Version, req.Acks, req.TimeoutMillis = 9, -1, 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = partition, batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	return req
-}
-
 // Issue 13, bug 8: a restarted broker whose metadata has not caught up
 // with the controller must not deny a topic created while it was down:
 // clients give up on UNKNOWN_TOPIC_OR_PARTITION (franz-go after four
@@ -63,7 +51,7 @@ func TestRestartedBrokerNeverDeniesAnExistingTopic(t *testing.T) {
 		if code != 0 && code != kerr.LeaderNotAvailable.Code {
 			t.Fatalf("%s: Metadata for an existing topic answered %v", phase, kerr.ErrorForCode(code))
 		}
-		if resp := askNow(c, 3, produceReq("late", 1, batchOf("x"))); resp != nil {
+		if resp := askNow(c, 3, produceReq("late", 1, -1, batchOf("x"))); resp != nil {
 			if code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code == kerr.UnknownTopicOrPartition.Code {
 				t.Fatalf("%s: Produce to an existing topic answered %v", phase, kerr.ErrorForCode(code))
 			}

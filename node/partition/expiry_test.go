@@ -13,20 +13,7 @@ const dayMs = int64(24 * 3600 * 1000)
 // batchAt builds a batch of n records whose timestamps are all tsMs; pid < 0
 // means no producer.
 func batchAt(pid int64, epoch int16, seq int32, n int, tsMs int64) ([]byte, records.Header) {
-	recs := make([]records.Record, n)
-	for i := range recs {
-		recs[i] = records.Record{Value: []byte{byte(i), byte(seq)}}
-	}
-	o := records.BuildOptions{BaseTimestamp: tsMs}
-	if pid >= 0 {
-		o.Producer = &records.Producer{ID: pid, Epoch: epoch, BaseSequence: seq}
-	}
-	b := records.Build(o, recs)
-	h, err := records.ParseHeader(b)
-	if err != nil {
-		panic(err) // Build makes valid batches
-	}
-	return b, h
+	return buildBatch(pid, epoch, seq, n, tsMs, 0)
 }
 
 // appendAt appends a batch stamped tsMs on the rig's leader.
