@@ -55,6 +55,7 @@ var topicConfigMetas = map[string]topicConfigMeta{
 	"max.message.bytes":                   {"message.max.bytes", kmsg.ConfigTypeInt, "The largest record batch a produce may carry."},
 	"message.timestamp.type":              {"log.message.timestamp.type", kmsg.ConfigTypeString, "CreateTime keeps the producer's timestamps; LogAppendTime stamps the leader's clock."},
 	"min.insync.replicas":                 {"min.insync.replicas", kmsg.ConfigTypeInt, "Replicas the leader must have heard from recently for an acks=all produce."},
+	"producer.id.expiration.ms":           {"producer.id.expiration.ms", kmsg.ConfigTypeInt, "How long a producer id's idempotence state outlives its last batch, on the partition's log time (the largest batch timestamp written). In Kafka a broker config only; Floe also takes it per topic."},
 	"retention.bytes":                     {"log.retention.bytes", kmsg.ConfigTypeLong, "Size a partition may keep before its oldest segments go (-1: no limit)."},
 	"retention.ms":                        {"log.retention.ms", kmsg.ConfigTypeLong, "Age after which a segment goes (-1: forever)."},
 	"segment.bytes":                       {"log.segment.bytes", kmsg.ConfigTypeLong, "Size at which the active segment rolls."},

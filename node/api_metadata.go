@@ -16,6 +16,12 @@ package node
 // allows it (v4+; always allowed before v4, as Kafka does); the answer is
 // then LEADER_NOT_AVAILABLE and the client asks again. v10+ may name topics
 // by id. v13 (top-level error code) is not advertised.
+//
+// While this broker's metadata has not caught up with the controller since
+// it started (catchup.go), a topic it does not know may exist: it is
+// answered LEADER_NOT_AVAILABLE, which clients retry, rather than
+// UNKNOWN_TOPIC_OR_PARTITION, which they give up on after a few tries, and
+// nothing is auto-created.
 
 import (
 	"slices"
@@ -47,6 +53,7 @@ func serveMetadata(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Re
 		return
 	}
 	autoCreate := r.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	caughtUp, _ := r.metadataReady()
 	for _, rt := range req.Topics {
 		t := lookupTopic(st, rt.Topic, rt.TopicID)
 		if t != nil {
@@ -57,7 +64,10 @@ func serveMetadata(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Re
 		mt.Topic = rt.Topic
 		mt.TopicID = rt.TopicID
 		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		if rt.Topic != nil && autoCreate {
+		switch {
+		case !caughtUp:
+			mt.ErrorCode = kerr.LeaderNotAvailable.Code
+		case rt.Topic != nil && autoCreate:
 			if err := controller.ValidateTopicName(*rt.Topic); err != nil {
 				mt.ErrorCode = kerr.InvalidTopicException.Code
 			} else {

@@ -27,6 +27,7 @@ var topicConfigDefs = []topicConfigDef{
 	{"max.message.bytes", "1048588", validInt(0), true},
 	{"message.timestamp.type", "CreateTime", validTimestampType, true},
 	{"min.insync.replicas", "1", validInt(1), true},
+	{"producer.id.expiration.ms", "86400000", validInt(1), true},
 	{"retention.bytes", "-1", validLong(-1), true},
 	{"retention.ms", "604800000", validLong(-1), true},
 	{"segment.bytes", "1073741824", validLong(14), true},
@@ -97,6 +98,7 @@ func (r *Reactor) topicConfig(t *controller.Topic) partition.Config {
 	c.MaxMessageBytes = int(parseLong(get("max.message.bytes"), int64(c.MaxMessageBytes)))
 	c.MinInsyncReplicas = int(parseLong(get("min.insync.replicas"), int64(c.MinInsyncReplicas)))
 	c.LogAppendTime = get("message.timestamp.type") == "LogAppendTime"
+	c.ProducerIDExpirationMs = parseLong(get("producer.id.expiration.ms"), c.ProducerIDExpirationMs)
 	policy := get("cleanup.policy")
 	c.Delete = strings.Contains(policy, "delete")
 	c.Compact = strings.Contains(policy, "compact")

@@ -202,22 +202,3 @@ func removeAll(fs logstore.FS, dir string) error {
 	}
 	return fs.SyncDir(path.Dir(dir))
 }
-
-// Ready reports whether the broker can serve clients: a controller leader is
-// known and this broker's registration has been applied. The reason says
-// what is missing.
-func (r *Reactor) Ready() (bool, string) {
-	if r.stopped {
-		return false, "stopped"
-	}
-	if r.controllerLeader() == 0 {
-		return false, "no controller leader yet"
-	}
-	if _, ok := r.ctl.state.Brokers[int32(r.self)]; !ok {
-		return false, "broker not registered yet"
-	}
-	if st := r.ctl.rep.Raft.BasicStatus(); r.ctl.rep.Applied() < st.Commit {
-		return false, "metadata still catching up"
-	}
-	return true, ""
-}

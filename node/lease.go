@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/partition"
 )
 
@@ -78,8 +79,12 @@ func (r *Reactor) leaseDuration() time.Duration {
 }
 
 // observeReadStates extends a group's lease with the ReadIndex answers
-// Raft gave back.
+// Raft gave back (the controller group's answers are for catch-up).
 func (r *Reactor) observeReadStates(g uint64, rss []consensus.ReadState) {
+	if g == controller.ControllerGroup {
+		r.observeCatchUp(rss)
+		return
+	}
 	for _, rs := range rss {
 		if len(rs.RequestCtx) != 9 || rs.RequestCtx[0] != 'L' {
 			continue

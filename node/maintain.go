@@ -10,11 +10,15 @@ import (
 // go, and before they go the log records a snapshot point describing the
 // state just after them (partition.CheckpointAt), so a follower that falls
 // behind the new start is sent that snapshot and then every entry the
-// leader still has.
+// leader still has. A leader also puts a changed producer.id.expiration.ms
+// in its log, where every replica applies it at the same entry.
 func (r *Reactor) maintain() {
 	now := r.env.Clock.Now()
 	for _, g := range sortedKeys(r.parts) {
 		p := r.parts[g]
+		if err := p.SyncProducerExpiry(); err != nil {
+			r.env.Logf("node %d: producer expiry %s-%d: %v", r.self, p.Topic, p.Index, err)
+		}
 		rep := p.Replica()
 		if rep.Busy() {
 			continue

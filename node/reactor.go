@@ -69,6 +69,8 @@ type Reactor struct {
 
 	groups groupCoordinators // consumer group coordinators (groups_glue.go)
 
+	catchUp catchUp // whether the metadata caught up since start (catchup.go)
+
 	stats Stats
 }
 

@@ -75,7 +75,8 @@ func batchOf(vals ...string) []byte {
 	return records.Build(records.BuildOptions{BaseTimestamp: 1000}, recs)
 }
 
-func produce(c *cluster, id int32, topic string, partition int32, acks int16, batch []byte) kmsg.ProduceResponseTopicPartition {
+// produceReq is a Produce v9 of one batch to one partition.
+func produceReq(topic string, partition int32, acks int16, batch []byte) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.Version, req.Acks, req.TimeoutMillis = 9, acks, 5000
 	rt := kmsg.NewProduceRequestTopic()
@@ -84,7 +85,11 @@ func produce(c *cluster, id int32, topic string, partition int32, acks int16, ba
 	rp.Partition, rp.Records = partition, batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp := c.request(id, req)
+	return req
+}
+
+func produce(c *cluster, id int32, topic string, partition int32, acks int16, batch []byte) kmsg.ProduceResponseTopicPartition {
+	resp := c.request(id, produceReq(topic, partition, acks, batch))
 	if resp == nil {
 		return kmsg.ProduceResponseTopicPartition{}
 	}

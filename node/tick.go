@@ -23,6 +23,7 @@ func (r *Reactor) onTick() {
 		}
 	}
 	r.retryForwards()
+	r.probeMetadata()
 	r.renewLeases()
 	r.ensureRegistered()
 	r.sendReports()
@@ -67,6 +68,7 @@ func (r *Reactor) observeRole(g uint64, rep *replica.Replica) {
 func (r *Reactor) afterApply(g uint64) {
 	if g == controller.ControllerGroup {
 		r.reconcile()
+		r.checkCaughtUp()
 		return
 	}
 	r.campaignIfDue(g)

@@ -47,7 +47,7 @@ func errCode(err error) int16 {
 // and retry. Only a partition the caught-up metadata does not know is
 // UNKNOWN_TOPIC_OR_PARTITION.
 func (r *Reactor) missingPartition(topic string, partition int32) *kerr.Error {
-	if ok, _ := r.Ready(); !ok {
+	if ok, _ := r.metadataReady(); !ok {
 		return kerr.NotLeaderForPartition
 	}
 	if t, ok := r.ctl.state.Topics[topic]; ok && partition >= 0 && int(partition) < len(t.Partitions) {

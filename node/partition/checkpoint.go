@@ -12,12 +12,18 @@ import (
 //
 // Layout (internal/wire encoding):
 //
-//	version      u8 = 1
+//	version      u8 = 2
 //	startOffset  varint   first readable offset (DeleteRecords, retention)
-//	producers    count, then per producer (sorted by id):
-//	  id varint, epoch u16, batches count, then per batch:
+//	nowMs        varint   the log's time (Producers), -1 before any
+//	expiration   varint   producer.id.expiration.ms as the log set it
+//	producers    count, then per producer (ids strictly increasing):
+//	  id varint, epoch u16, lastMs varint, batches count, then per batch:
 //	    firstSeq varint, lastSeq varint, baseOffset varint, index uvarint
-const checkpointVersion = 1
+//
+// Version 1 (before producer expiry) lacks nowMs, expiration and lastMs;
+// it decodes with no log time yet and the default expiry, so its producers
+// start counting at the first timestamp the log applies.
+const checkpointVersion = 2
 
 // Checkpoint is the decoded form.
 type Checkpoint struct {
@@ -34,12 +40,15 @@ func EncodeCheckpoint(c Checkpoint) []byte {
 	if ps == nil {
 		ps = NewProducers()
 	}
+	w.Varint(ps.nowMs)
+	w.Varint(ps.expirationMs)
 	ids := ps.IDs()
 	w.Uvarint(uint64(len(ids)))
 	for _, id := range ids {
-		st, _ := ps.Get(id)
+		st := ps.byID[id].st
 		w.Varint(id)
 		w.U16(uint16(st.Epoch))
+		w.Varint(st.LastMs)
 		w.Uvarint(uint64(len(st.Batches)))
 		for _, b := range st.Batches {
 			w.Varint(int64(b.FirstSeq))
@@ -51,30 +60,58 @@ func EncodeCheckpoint(c Checkpoint) []byte {
 	return w.B
 }
 
-// DecodeCheckpoint decodes what EncodeCheckpoint wrote; empty input is the
-// state of a new partition.
+// DecodeCheckpoint decodes what EncodeCheckpoint wrote (or its version 1);
+// empty input is the state of a new partition.
 func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	c := Checkpoint{Producers: NewProducers()}
 	if len(b) == 0 {
 		return c, nil
 	}
 	r := wire.Reader{B: b}
-	if v := r.U8(); v != checkpointVersion {
+	v := r.U8()
+	if v != 1 && v != checkpointVersion {
 		return Checkpoint{}, fmt.Errorf("partition: checkpoint version %d unknown", v)
 	}
 	c.StartOffset = r.Varint()
+	nowMs, expirationMs := int64(noTime), int64(DefaultProducerIDExpirationMs)
+	if v >= 2 {
+		nowMs, expirationMs = r.Varint(), r.Varint()
+	}
+	if nowMs < noTime {
+		return Checkpoint{}, fmt.Errorf("partition: checkpoint: log time %d", nowMs)
+	}
 	n := r.Count(4)
+	ids := make([]int64, 0, n)
+	states := make([]ProducerState, 0, n)
 	for i := 0; i < n && r.Err() == nil; i++ {
 		id := r.Varint()
-		epoch := int16(r.U16())
+		st := ProducerState{Epoch: int16(r.U16()), LastMs: noTime}
+		if v >= 2 {
+			st.LastMs = r.Varint()
+		}
 		nb := r.Count(4)
 		for j := 0; j < nb && r.Err() == nil; j++ {
-			sb := SeqBatch{FirstSeq: int32(r.Varint()), LastSeq: int32(r.Varint()), BaseOffset: r.Varint(), Index: r.Uvarint()}
-			c.Producers.Record(id, epoch, sb)
+			st.Batches = append(st.Batches, SeqBatch{FirstSeq: int32(r.Varint()), LastSeq: int32(r.Varint()), BaseOffset: r.Varint(), Index: r.Uvarint()})
 		}
+		if len(ids) > 0 && id <= ids[len(ids)-1] {
+			return Checkpoint{}, fmt.Errorf("partition: checkpoint: producer id %d after %d", id, ids[len(ids)-1])
+		}
+		if st.LastMs > nowMs || (nowMs >= 0) != (st.LastMs >= 0) {
+			// (The table's invariants: a producer's time is the log's time
+			// when it wrote, and none once the log has one.)
+			return Checkpoint{}, fmt.Errorf("partition: checkpoint: producer %d last wrote at %d, log time %d", id, st.LastMs, nowMs)
+		}
+		if len(st.Batches) > batchesKept {
+			st.Batches = st.Batches[len(st.Batches)-batchesKept:]
+		}
+		ids, states = append(ids, id), append(states, st)
 	}
 	if err := r.Done(); err != nil {
 		return Checkpoint{}, fmt.Errorf("partition: checkpoint: %w", err)
 	}
+	if expirationMs < 1 {
+		return Checkpoint{}, fmt.Errorf("partition: checkpoint: producer expiry %d ms", expirationMs)
+	}
+	c.Producers = restoreTable(nowMs, expirationMs, ids, states)
 	return c, nil
 }

@@ -6,14 +6,23 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/floe-broker/floe/internal/wire"
 )
 
-// genProducers draws a table as followers build it: Record calls in log
-// order (epochs may change, histories get cut to five).
+// genProducers draws a table as followers build it: Observe and Record
+// calls in log order (epochs may change, histories get cut to five,
+// producers expire), with the expiry the log may have set.
 func genProducers(t *rapid.T) *Producers {
 	ps := NewProducers()
+	if rapid.Bool().Draw(t, "shortExpiry") {
+		ps.SetExpiration(rapid.Int64Range(1, 1000).Draw(t, "expirationMs"))
+	}
 	n := rapid.IntRange(0, 40).Draw(t, "records")
 	for i := 0; i < n; i++ {
+		if rapid.Bool().Draw(t, "timed") {
+			ps.Observe(rapid.OneOf(rapid.Int64Range(-1, 5000), rapid.Int64()).Draw(t, "ts"))
+		}
 		pid := rapid.OneOf(rapid.Int64Range(0, 5), rapid.Int64()).Draw(t, "pid")
 		epoch := rapid.OneOf(rapid.Int16Range(0, 3), rapid.Int16()).Draw(t, "epoch")
 		first := rapid.Int32Range(0, 1<<31-1).Draw(t, "first")
@@ -32,9 +41,10 @@ func genProducers(t *rapid.T) *Producers {
 // checkpoint does not keep (SeqBatch: "0 after a restart").
 func describe(ps *Producers) string {
 	var b bytes.Buffer
+	fmt.Fprintf(&b, "time %d expiry %d\n", ps.NowMs(), ps.Expiration())
 	for _, id := range ps.IDs() {
 		st, _ := ps.Get(id)
-		fmt.Fprintf(&b, "%d@%d:", id, st.Epoch)
+		fmt.Fprintf(&b, "%d@%d last %d:", id, st.Epoch, st.LastMs)
 		for _, sb := range st.Batches {
 			fmt.Fprintf(&b, " [%d..%d off %d idx %d]", sb.FirstSeq, sb.LastSeq, sb.BaseOffset, sb.Index)
 		}
@@ -57,6 +67,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		if g, w := describe(got.Producers), describe(c.Producers); g != w {
 			t.Fatalf("producers after round trip:\n%s\nwant:\n%s", g, w)
 		}
+		checkTableInvariants(t, got.Producers)
 		// Deterministic: the same state encodes to the same bytes.
 		if again := EncodeCheckpoint(got); !bytes.Equal(again, enc) {
 			t.Fatalf("re-encoding differs")
@@ -76,6 +87,43 @@ func TestCheckpointEmpty(t *testing.T) {
 	}
 }
 
+// A version-1 checkpoint (written before producers expired) still
+// decodes: its producers have no time yet and start counting at the first
+// timestamp the log applies.
+func TestCheckpointVersion1(t *testing.T) {
+	var w wire.Writer
+	w.U8(1)
+	w.Varint(7) // start offset
+	w.Uvarint(2)
+	for _, id := range []int64{4, 9} {
+		w.Varint(id)
+		w.U16(2)     // epoch
+		w.Uvarint(1) // one batch
+		w.Varint(0)
+		w.Varint(3)
+		w.Varint(100 * id)
+		w.Uvarint(uint64(id))
+	}
+	c, err := DecodeCheckpoint(w.B)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := c.Producers
+	want := "time -1 expiry 86400000\n4@2 last -1: [0..3 off 400 idx 4]\n9@2 last -1: [0..3 off 900 idx 9]\n"
+	if c.StartOffset != 7 || describe(ps) != want {
+		t.Fatalf("decoded start %d\n%s\nwant start 7\n%s", c.StartOffset, describe(ps), want)
+	}
+	ps.Observe(5000)
+	if st, _ := ps.Get(4); st.LastMs != 5000 || ps.Len() != 2 {
+		t.Fatalf("after the first timestamp: producer 4 last %d, %d producers; want 5000, 2", st.LastMs, ps.Len())
+	}
+	checkTableInvariants(t, ps)
+	ps.Observe(5000 + dayMs)
+	if ps.Len() != 0 {
+		t.Fatalf("%d producers a day later, want 0", ps.Len())
+	}
+}
+
 // Every strict non-empty prefix of a checkpoint is an error (never a
 // shorter, valid-looking state), and so is a checkpoint with bytes after it
 // or an unknown version.
@@ -90,7 +138,7 @@ func TestCheckpointCorruptRejected(t *testing.T) {
 			t.Fatalf("trailing byte accepted")
 		}
 		bad := bytes.Clone(enc)
-		bad[0] = rapid.Byte().Filter(func(b byte) bool { return b != checkpointVersion }).Draw(t, "version")
+		bad[0] = rapid.Byte().Filter(func(b byte) bool { return b != checkpointVersion && b != 1 }).Draw(t, "version")
 		if _, err := DecodeCheckpoint(bad); err == nil {
 			t.Fatalf("version %d accepted", bad[0])
 		}
@@ -112,6 +160,7 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 		if err != nil {
 			return
 		}
+		checkTableInvariants(t, c.Producers)
 		c2, err := DecodeCheckpoint(EncodeCheckpoint(c))
 		if err != nil {
 			t.Fatalf("re-encoded checkpoint does not decode: %v", err)

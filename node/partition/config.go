@@ -13,6 +13,10 @@ type Config struct {
 	MaxMessageBytes   int   // max.message.bytes
 	MinInsyncReplicas int   // min.insync.replicas
 	LogAppendTime     bool  // message.timestamp.type=LogAppendTime
+	// ProducerIDExpirationMs is producer.id.expiration.ms: how long, in
+	// the log's time, a producer's idempotence state outlives its last
+	// batch (Producers).
+	ProducerIDExpirationMs int64
 }
 
 // DefaultConfig is Kafka's default topic configuration.
@@ -26,5 +30,7 @@ func DefaultConfig() Config {
 		DeleteRetentionMs: 24 * 3600 * 1000,
 		MaxMessageBytes:   1048588,
 		MinInsyncReplicas: 1,
+
+		ProducerIDExpirationMs: DefaultProducerIDExpirationMs,
 	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/internal/plant"
-	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/node/records"
 	"github.com/floe-broker/floe/node/replica"
 )
@@ -17,6 +16,13 @@ import (
 // EntryStartOffset is a replicated DeleteRecords: Data is the new log start
 // offset as 8 big-endian bytes.
 const EntryStartOffset = replica.EntryBatch + 1
+
+// EntryProducerExpiry sets the producer.id.expiration.ms the producer table
+// applies from this point of the log on: Data is the value in ms as 8
+// big-endian bytes. The leader proposes it when the topic's configuration
+// differs from what its log says (SyncProducerExpiry), so every replica
+// changes the setting at the same entry.
+const EntryProducerExpiry = replica.EntryBatch + 2
 
 // Partition is one replica of one Kafka partition.
 //
@@ -86,13 +92,12 @@ func (p *Partition) Apply(e consensus.Entry) {
 	case replica.EntryBatch:
 		h, err := records.ParseHeader(e.Data)
 		if err == nil {
-			if h.ProducerID >= 0 {
-				p.applied.Record(h.ProducerID, h.ProducerEpoch, SeqBatch{
-					FirstSeq: h.BaseSequence, LastSeq: LastSeq(h.BaseSequence, h.RecordCount),
-					BaseOffset: h.BaseOffset, Index: e.Index, Term: e.Term,
-				})
-			}
+			recordBatch(p.applied, h, e.Index, e.Term)
 			p.hw = h.BaseOffset + int64(h.LastOffsetDelta) + 1
+		}
+	case EntryProducerExpiry:
+		if ms, ok := decodeOffset(e.Data); ok {
+			p.applied.SetExpiration(ms)
 		}
 	case EntryStartOffset:
 		if off, ok := decodeOffset(e.Data); ok && off > p.startOffset {
@@ -182,20 +187,33 @@ func (p *Partition) rebuildPending() {
 		if err != nil || len(es) == 0 {
 			return
 		}
-		for _, e := range es {
-			if e.Kind != logstore.KindBatch {
-				continue
+		for _, le := range es {
+			e := replica.FromLog(le)
+			switch e.Type {
+			case replica.EntryBatch:
+				if h, err := records.ParseHeader(e.Data); err == nil {
+					recordBatch(p.pending, h, e.Index, e.Term)
+				}
+			case EntryProducerExpiry:
+				if ms, ok := decodeOffset(e.Data); ok {
+					p.pending.SetExpiration(ms)
+				}
 			}
-			h, err := records.ParseHeader(e.Data)
-			if err != nil || h.ProducerID < 0 {
-				continue
-			}
-			p.pending.Record(h.ProducerID, h.ProducerEpoch, SeqBatch{
-				FirstSeq: h.BaseSequence, LastSeq: LastSeq(h.BaseSequence, h.RecordCount),
-				BaseOffset: h.BaseOffset, Index: e.Index, Term: e.Term,
-			})
 		}
 		lo = es[len(es)-1].Index + 1
+	}
+}
+
+// recordBatch applies a batch in the log (at index, of term) to a producer
+// table: its timestamp moves the log's time, then its producer, if any, is
+// recorded. Apply, rebuildPending and Append must agree on this.
+func recordBatch(t *Producers, h records.Header, index, term uint64) {
+	t.Observe(h.MaxTimestamp)
+	if h.ProducerID >= 0 {
+		t.Record(h.ProducerID, h.ProducerEpoch, SeqBatch{
+			FirstSeq: h.BaseSequence, LastSeq: LastSeq(h.BaseSequence, h.RecordCount),
+			BaseOffset: h.BaseOffset, Index: index, Term: term,
+		})
 	}
 }
 
@@ -242,9 +260,12 @@ func (p *Partition) Append(batch []byte, h records.Header, now time.Time) (Appen
 	if !p.leader || p.pending == nil {
 		return AppendResult{}, kerr.NotLeaderForPartition
 	}
+	if p.Cfg.LogAppendTime {
+		h.MaxTimestamp = now.UnixMilli() // what the log will hold
+	}
 	if h.ProducerID >= 0 {
 		last := LastSeq(h.BaseSequence, h.RecordCount)
-		switch v, sb := p.pending.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, last); v {
+		switch v, sb := p.pending.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, last, h.MaxTimestamp); v {
 		case Duplicate:
 			return AppendResult{BaseOffset: sb.BaseOffset, Index: sb.Index, Term: sb.Term, Duplicate: true}, nil
 		case OutOfOrder:
@@ -257,7 +278,7 @@ func (p *Partition) Append(batch []byte, h records.Header, now time.Time) (Appen
 	records.SetBaseOffset(batch, base)
 	records.SetPartitionLeaderEpoch(batch, int32(p.term))
 	if p.Cfg.LogAppendTime {
-		records.SetLogAppendTime(batch, now.UnixMilli())
+		records.SetLogAppendTime(batch, h.MaxTimestamp)
 	}
 	index, term, err := p.rep.Raft.Propose(replica.EntryBatch, batch)
 	if err != nil {
@@ -266,12 +287,8 @@ func (p *Partition) Append(batch []byte, h records.Header, now time.Time) (Appen
 		}
 		return AppendResult{}, kerr.RequestTimedOut
 	}
-	if h.ProducerID >= 0 {
-		p.pending.Record(h.ProducerID, h.ProducerEpoch, SeqBatch{
-			FirstSeq: h.BaseSequence, LastSeq: LastSeq(h.BaseSequence, h.RecordCount),
-			BaseOffset: base, Index: index, Term: term,
-		})
-	}
+	h.BaseOffset = base
+	recordBatch(p.pending, h, index, term)
 	p.nextOffset = base + int64(h.LastOffsetDelta) + 1
 	return AppendResult{BaseOffset: base, Index: index, Term: term}, nil
 }
@@ -299,6 +316,22 @@ func (p *Partition) WaitCommit(index, term uint64, base int64, done func(err err
 	p.waiters = append(p.waiters, waiter{})
 	copy(p.waiters[i+1:], p.waiters[i:])
 	p.waiters[i] = w
+}
+
+// SyncProducerExpiry, on the leader, proposes the topic's
+// producer.id.expiration.ms (Cfg) as an EntryProducerExpiry if the log's
+// setting differs. The node calls it now and then; a change of the topic
+// config thus takes effect at one entry on every replica.
+func (p *Partition) SyncProducerExpiry() error {
+	ms := p.Cfg.ProducerIDExpirationMs
+	if !p.leader || p.pending == nil || ms < 1 || p.pending.Expiration() == ms {
+		return nil
+	}
+	if _, _, err := p.rep.Raft.Propose(EntryProducerExpiry, encodeOffset(ms)); err != nil {
+		return err
+	}
+	p.pending.SetExpiration(ms)
+	return nil
 }
 
 // ProposeStartOffset replicates a DeleteRecords request.

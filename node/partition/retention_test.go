@@ -65,21 +65,42 @@ func (r *rig) checkCheckpointAt(bound uint64) {
 // refused), DeleteRecords, commits, snapshots with compaction as
 // node/maintain.go takes them, and restarts. CheckpointAt must always equal
 // a replay from scratch, and a restart must come back to the same state.
+//
+// Batches carry timestamps that move on by steps around the (short)
+// producer expiry, and the expiry itself changes through the log, so
+// producers expire along the way: the replay and the restart must expire
+// the same ones at the same entries.
 type retentionMachine struct {
 	r    *rig
 	seqs map[int64]int32 // next sequence per producer, as its client sees it
+	ts   int64           // the clients' clock
 }
 
 func (m *retentionMachine) Produce(t *rapid.T) {
-	pid := rapid.SampledFrom([]int64{-1, 1, 2}).Draw(t, "pid")
+	pid := rapid.SampledFrom([]int64{-1, 1, 2, 3}).Draw(t, "pid")
 	n := rapid.IntRange(1, 4).Draw(t, "records")
 	seq := m.seqs[pid]
 	if pid >= 0 && seq > 0 && rapid.IntRange(0, 3).Draw(t, "retry") == 0 {
 		seq = rapid.Int32Range(0, seq-1).Draw(t, "oldSeq") // a retry or a bad sequence
 	}
-	res, err := m.r.produce(pid, 0, seq, n)
+	m.ts += rapid.Int64Range(-5, 40).Draw(t, "tsStep") // clients' clocks disagree a little
+	res, err := m.r.appendAt(pid, 0, seq, n, m.ts)
 	if err == nil && !res.Duplicate && pid >= 0 {
 		m.seqs[pid] = seq + int32(n)
+	}
+}
+
+// ChangeExpiry changes the topic's producer.id.expiration.ms; the leader
+// puts it in the log.
+func (m *retentionMachine) ChangeExpiry(t *rapid.T) {
+	ms := rapid.Int64Range(1, 100).Draw(t, "expirationMs")
+	m.r.cfg.ProducerIDExpirationMs = ms
+	m.r.p.Cfg.ProducerIDExpirationMs = ms
+	if err := m.r.p.SyncProducerExpiry(); err != nil {
+		t.Fatalf("sync producer expiry: %v", err)
+	}
+	if got := m.r.p.pending.Expiration(); got != ms {
+		t.Fatalf("leader's pending table applies expiry %d after proposing %d", got, ms)
 	}
 }
 
@@ -136,13 +157,27 @@ func (m *retentionMachine) Check(t *rapid.T) {
 	if s, hw := m.r.p.StartOffset(), m.r.p.HighWatermark(); s > hw || hw > m.r.log.NextOffset() {
 		t.Fatalf("start %d, high watermark %d, log next %d out of order", s, hw, m.r.log.NextOffset())
 	}
+	checkTableInvariants(t, m.r.p.applied)
+	if p := m.r.p; p.pending != nil {
+		checkTableInvariants(t, p.pending)
+		// With the whole log applied, the leader's view is the applied one.
+		if !m.r.rep.HasWork() && applied == m.r.log.LastIndex() && !bytes.Equal(EncodeCheckpoint(Checkpoint{Producers: p.pending}), EncodeCheckpoint(Checkpoint{Producers: p.applied})) {
+			t.Fatalf("leader's pending producers differ from the applied ones with the whole log applied:\n%s\nwant\n%s",
+				describe(p.pending), describe(p.applied))
+		}
+	}
 }
 
 func TestCheckpointAtEqualsReplay(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		r := newRig(t, DefaultConfig())
+		cfg := DefaultConfig()
+		cfg.ProducerIDExpirationMs = 50
+		r := newRig(t, cfg)
 		r.lead()
-		m := &retentionMachine{r: r, seqs: map[int64]int32{}}
+		if err := r.p.SyncProducerExpiry(); err != nil {
+			t.Fatal(err)
+		}
+		m := &retentionMachine{r: r, seqs: map[int64]int32{}, ts: 1_700_000_000_000}
 		t.Repeat(rapid.StateMachineActions(m))
 		r.drive()
 		// Every bound the log can still describe.

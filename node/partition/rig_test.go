@@ -168,13 +168,19 @@ func (r *rig) drive() {
 	}
 }
 
-// batch builds a batch of n records; pid < 0 means no producer.
+// batch builds a batch of n records a millisecond apart; pid < 0 means no
+// producer.
 func batch(pid int64, epoch int16, seq int32, n int) ([]byte, records.Header) {
+	return buildBatch(pid, epoch, seq, n, 1_700_000_000_000, 1)
+}
+
+// buildBatch builds a batch of n records stamped tsMs, tsMs+stepMs, ...
+func buildBatch(pid int64, epoch int16, seq int32, n int, tsMs, stepMs int64) ([]byte, records.Header) {
 	recs := make([]records.Record, n)
 	for i := range recs {
-		recs[i] = records.Record{TimestampDelta: int64(i), Value: []byte{byte(i), byte(seq)}}
+		recs[i] = records.Record{TimestampDelta: int64(i) * stepMs, Value: []byte{byte(i), byte(seq)}}
 	}
-	o := records.BuildOptions{BaseTimestamp: 1_700_000_000_000}
+	o := records.BuildOptions{BaseTimestamp: tsMs}
 	if pid >= 0 {
 		o.Producer = &records.Producer{ID: pid, Epoch: epoch, BaseSequence: seq}
 	}

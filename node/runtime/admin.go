@@ -10,9 +10,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// adminServer serves /metrics (Prometheus), /debug/pprof, /healthz (the process and its
-// reactor answer) and /readyz (the broker is registered in applied metadata
-// and a controller leader is known, so clients can be served).
+// adminServer serves /metrics (Prometheus), /debug/pprof, /healthz (the
+// process and its reactor answer) and /readyz (node.Reactor.Ready: a
+// controller leader is known, the broker is registered, its metadata has
+// caught up with the controller since it started, and every partition
+// replica it holds knows its leader; 503 with the reason otherwise).
 type adminServer struct {
 	srv *http.Server
 	ln  net.Listener

@@ -71,14 +71,9 @@ func startCrashWorkload(t *testing.T, addr, topic string, padBytes int, opts ...
 	for p := range crashProducers {
 		cl := kgoClient(t, addr, append([]kgo.Opt{kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.ProducerLinger(time.Millisecond), kgo.RequiredAcks(kgo.AllISRAcks()),
-			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
-			// While restarting, before /readyz, the broker answers Produce
-			// for an existing topic with UNKNOWN_TOPIC_OR_PARTITION (its
-			// Metadata says LEADER_NOT_AVAILABLE meanwhile), and kgo gives
-			// up after 4 such answers by default. Retrying on keeps the
-			// records in flight across the restart, which is the path this
-			// test exists for (idempotent retries after a crash).
-			kgo.UnknownTopicRetries(-1)}, opts...)...)
+			// kgo's default unknown-topic limit (4) stays: a restarting
+			// broker answers only retriable errors for the topic.
+			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}, opts...)...)
 		w.wg.Add(1)
 		go w.produce(cl, p)
 	}

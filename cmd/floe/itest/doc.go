@@ -13,8 +13,9 @@
 // drops responses (idempotence_test.go), the admin API (admin_test.go),
 // ListOffsets by time (list_offsets_test.go), kill -9 during acks=all
 // produces (crash_test.go), bad input on raw connections
-// (bad_input_test.go), and the README's client instructions as printed
-// (readme_test.go); with the floe_bugs tag (make planted),
+// (bad_input_test.go), the README's client instructions as printed
+// (readme_test.go), and producing through a staggered cluster restart with
+// /readyz's meaning (restart_test.go); with the floe_bugs tag (make planted),
 // planted_test.go shows the crash checks catch a planted lost-write bug.
 // docs/testing.md says how to run them and what each proves.
 // FLOE_ITEST_LONG=1 turns on the heavier variants.

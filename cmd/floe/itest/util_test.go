@@ -95,9 +95,10 @@ func waitLeaders(t testing.TB, adm *kadm.Client, topic string, partitions int32)
 	}
 }
 
-// endOffsets returns each partition's high watermark. Right after a
-// restart a partition may still be electing its leader (/readyz does not
-// wait for every partition): errors are retried until opWaitMax.
+// endOffsets returns each partition's high watermark. Errors are retried
+// until opWaitMax: /readyz waits for every local replica's leader, but a
+// leader must still commit in its term, and a broker asked may be a
+// follower whose leader moved.
 func endOffsets(t testing.TB, addr, topic string) map[int32]int64 {
 	t.Helper()
 	adm := kadm.NewClient(kgoClient(t, addr))

@@ -1,0 +1,134 @@
+package node
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// askNow sends req to node id and returns its answer if it came at once
+// (nil if the answer waits for the clock).
+func askNow(c *cluster, id int32, req kmsg.Request) kmsg.Response {
+	var resp kmsg.Response
+	c.nodes[id].r.HandleRequest(Client{ClientID: "test"}, req, func(r kmsg.Response) { resp = r })
+	return resp
+}
+
+func metadataReq(topic string) *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// Issue 13, bug 8: a restarted broker whose metadata has not caught up
+// with the controller must not deny a topic created while it was down:
+// clients give up on UNKNOWN_TOPIC_OR_PARTITION (franz-go after four
+// answers). Its answers are retriable (Metadata LEADER_NOT_AVAILABLE,
+// Produce NOT_LEADER_OR_FOLLOWER) until it knows the topic, and it is not
+// ready meanwhile. The old readiness (its own commit index applied) was
+// satisfied before the leader had sent it the entries it lacked.
+func TestRestartedBrokerNeverDeniesAnExistingTopic(t *testing.T) {
+	c := newCluster(t, 3, 31)
+	c.waitReady()
+	c.nodes[3].crash()
+	createTopic(t, c, 1, "late", 2, 3, nil)
+	waitLeaders(t, c, "late", 2)
+	c.nodes[1].crash()
+	c.nodes[2].crash()
+	c.nodes[3].boot()
+
+	// check asks node 3 about "late" and reports whether it knows it.
+	check := func(phase string) bool {
+		t.Helper()
+		md := askNow(c, 3, metadataReq("late")).(*kmsg.MetadataResponse)
+		code := md.Topics[0].ErrorCode
+		if code != 0 && code != kerr.LeaderNotAvailable.Code {
+			t.Fatalf("%s: Metadata for an existing topic answered %v", phase, kerr.ErrorForCode(code))
+		}
+		if resp := askNow(c, 3, produceReq("late", 1, -1, batchOf("x"))); resp != nil {
+			if code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code == kerr.UnknownTopicOrPartition.Code {
+				t.Fatalf("%s: Produce to an existing topic answered %v", phase, kerr.ErrorForCode(code))
+			}
+		}
+		known := code == 0
+		if ready, _ := c.nodes[3].r.Ready(); ready && !known {
+			t.Fatalf("%s: ready without knowing topic late", phase)
+		}
+		return known
+	}
+	// Alone, node 3 has no controller quorum: its metadata is stale.
+	for i := 0; i < 500; i++ {
+		if check("alone") {
+			t.Fatalf("node 3 knows a topic created while it was down, with no controller to learn it from")
+		}
+		c.runFor(2 * time.Millisecond)
+	}
+	// Node 1 returns: a controller leader, then catch-up, step by step.
+	c.nodes[1].boot()
+	caughtUp := false
+	for i := 0; i < 200000 && !caughtUp; i++ {
+		caughtUp = check("catching up")
+		c.runFor(100 * time.Microsecond)
+	}
+	if !caughtUp {
+		t.Fatalf("node 3 never learned topic late")
+	}
+	// Ready once every local replica has a leader (node 2 is still down:
+	// "late" has a quorum of 1 and 3).
+	if !c.runUntil(20*time.Second, func() bool { ok, _ := c.nodes[3].r.Ready(); return ok }) {
+		_, why := c.nodes[3].r.Ready()
+		t.Fatalf("node 3 not ready after catching up: %s", why)
+	}
+}
+
+// Issue 13, bug 8: /readyz (Reactor.Ready) said ready while a local
+// replica had no leader, so that partition answered
+// NOT_LEADER_OR_FOLLOWER. Ready now means every local replica knows its
+// leader: here a partition on brokers 1 and 2 only, with 2 down, can elect
+// none, and broker 1 says so; broker 3, which holds no replica of it, is
+// ready.
+func TestReadyNeedsALeaderForEveryLocalReplica(t *testing.T) {
+	c := newCluster(t, 3, 32)
+	c.waitReady()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = 7
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "pair", -1, -1
+	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	a.Partition, a.Replicas = 0, []int32{1, 2}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	req.Topics = append(req.Topics, rt)
+	if code := c.request(1, req).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
+		t.Fatalf("create pair: %v", kerr.ErrorForCode(code))
+	}
+	waitLeaders(t, c, "pair", 1)
+	c.nodes[2].crash()
+	// (Broker 2 may have led the controller: wait for a new one too.)
+	var why string
+	if !c.runUntil(20*time.Second, func() bool {
+		var ok bool
+		ok, why = c.nodes[1].r.Ready()
+		return !ok && strings.Contains(why, "pair-0")
+	}) {
+		t.Fatalf("broker 1 not unready for pair-0, which cannot elect a leader (last reason %q)", why)
+	}
+	if !c.runUntil(20*time.Second, func() bool { ok, _ := c.nodes[3].r.Ready(); return ok }) {
+		_, why := c.nodes[3].r.Ready()
+		t.Fatalf("broker 3 (no replica of pair) not ready: %s", why)
+	}
+	if ok, why := c.nodes[1].r.Ready(); ok || !strings.Contains(why, "pair-0") {
+		t.Fatalf("broker 1 ready %v (%q) while pair-0 has no leader", ok, why)
+	}
+	// Broker 2 returns: pair-0 elects, broker 1 is ready again.
+	c.nodes[2].boot()
+	if !c.runUntil(20*time.Second, func() bool { ok, _ := c.nodes[1].r.Ready(); return ok }) {
+		_, why := c.nodes[1].r.Ready()
+		t.Fatalf("broker 1 not ready once pair-0 can elect: %s", why)
+	}
+}
