@@ -100,21 +100,21 @@ func (l *Log) open(rec *Recovery) error {
 	if err != nil {
 		return err
 	}
-	mf, m, found, written, err := openMetaFiles(l.fs, l.dir)
+	mf, m, found, err := openMeta(l.fs, l.dir)
 	l.sy.meta = mf
 	if err != nil {
 		return err
 	}
 	if !found {
-		// Segments with two empty meta files: the log was created and
-		// written but no meta record was ever made durable (a crash during
-		// its first syncs). No hard state (so no vote) was ever recorded;
-		// recover the segments as a log starting at index 1. Meta files
-		// that hold bytes but no valid record are damage, and refused.
-		if len(segFiles) > 0 && written {
-			return fmt.Errorf("%w: %s has segments but no valid meta file", ErrCorrupt, l.dir)
-		}
+		// No meta record was ever made durable: the meta files are empty
+		// or hold a torn first record (meta.go), so the log's first sync
+		// never completed. No hard state (so no vote) was ever recorded
+		// and nothing was acknowledged; recover the segments as a log
+		// starting at index 1. Segment files that do not continue that
+		// chain cannot come from such a log: they are refused, not
+		// deleted (recoverChain).
 		m = metaState{logStart: chainPoint{index: 1, prevLink: anchor(0, 0, 0, 0)}}
+		l.noMeta = true
 		l.sy.dirDirty = true // the meta files were just created
 	}
 	l.hs, l.snap, l.startOffset, l.logStart = m.hs, m.snap, m.startOffset, m.logStart
@@ -216,6 +216,14 @@ func (l *Log) recoverChain(files []segFile, idxNames map[string]bool, rec *Recov
 			break
 		}
 		expect = chainPoint{index: s.last + 1, prevLink: s.lastLink, offset: s.nextOffset}
+	}
+	if l.noMeta {
+		for _, sf := range files {
+			if !used[sf.name] {
+				return fmt.Errorf("%w: %s has no valid meta record and segment %s does not continue its log from index 1",
+					ErrCorrupt, l.dir, sf.name)
+			}
+		}
 	}
 	if err := l.finishActive(rec); err != nil {
 		return err
