@@ -182,8 +182,10 @@ func (l *Log) PrepareSync() *SyncPlan {
 	if sy.inflight != nil || l.failed != nil {
 		return nil
 	}
+	// A recorded commit above the log's (a repair lowered it, discarding
+	// entries) must be rewritten: recovery would take it for lost entries.
 	needMeta := sy.metaVersion > sy.metaWritten || l.hs.Term != sy.writtenHS.Term || l.hs.Vote != sy.writtenHS.Vote ||
-		l.hs.Commit >= sy.writtenHS.Commit+commitRecordEvery
+		l.hs.Commit >= sy.writtenHS.Commit+commitRecordEvery || min(l.hs.Commit, l.lastIndex) < sy.writtenHS.Commit
 	if len(sy.dirty) == 0 && !sy.dirDirty && !needMeta && sy.durableIndex >= l.lastIndex && !l.gravesWaiting() {
 		return nil
 	}

@@ -50,9 +50,12 @@ type Reactor struct {
 	leaseTerm  map[uint64]uint64        // the term a group's lease was granted in
 	leaseProbe map[uint64]time.Duration // send time of the lease confirmation in flight
 
-	fences            map[uint64]uint64 // vote fences in force, by group (repair.go)
-	unrepairable      map[uint64]bool   // damaged replicas with no peer to repair from, reported
-	ctlDamageReported bool
+	fences       map[uint64]voteFence // vote fences in force, by group (repair.go)
+	unrepairable map[uint64]bool      // damaged replicas with no peer to repair from, reported
+	// ctlCatchUp, while the controller replica has applied less, holds
+	// back deleting local replicas: its metadata was rewound by a repair
+	// (repair.go).
+	ctlCatchUp uint64
 	forwards          map[string]*forward
 	reqSeq            uint64
 	reqNonce          uint64
@@ -92,7 +95,7 @@ func New(cfg Config, env Env) *Reactor {
 		stats:        Stats{Requests: map[int16]uint64{}},
 		campaignSoon: map[uint64]bool{},
 		opened:       map[uint64]uint64{},
-		fences:       map[uint64]uint64{},
+		fences:       map[uint64]voteFence{},
 		leases:       map[uint64]time.Duration{},
 		leaseTerm:    map[uint64]uint64{},
 		leaseProbe:   map[uint64]time.Duration{},

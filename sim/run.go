@@ -451,9 +451,9 @@ func (r *run) finish() *Result {
 		case injected(f.Err):
 		case knownFatal(f.Err):
 			r.known("log-creation-not-crash-atomic", fmt.Sprintf("n%d.%d cannot start: %v", f.ID, f.Inc, f.Err))
-		case r.nem.corrupted[f.ID]:
-			r.note(fmt.Sprintf("n%d.%d (a node with corrupted files) stopped: %v", f.ID, f.Inc, f.Err))
 		default:
+			// A node with damaged files must repair them from its peers,
+			// not stop: that is a failure too.
 			r.violation("node-fatal", fmt.Sprintf("n%d.%d stopped with no injected cause at %v: %v", f.ID, f.Inc, f.At, f.Err))
 		}
 	}
