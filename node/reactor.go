@@ -56,9 +56,9 @@ type Reactor struct {
 	// back deleting local replicas: its metadata was rewound by a repair
 	// (repair.go).
 	ctlCatchUp uint64
-	forwards          map[string]*forward
-	reqSeq            uint64
-	reqNonce          uint64
+	forwards   map[string]*forward
+	reqSeq     uint64
+	reqNonce   uint64
 
 	pidNext, pidEnd int64 // the producer id block in hand
 	pidWaiters      []func(pid int64, err error)
