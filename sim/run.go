@@ -73,8 +73,8 @@ func (res *Result) Failed() bool { return len(res.Violations) > 0 }
 // ReplayCommands are the commands that rerun this seed bit for bit.
 func (res *Result) ReplayCommands() string {
 	test, cli := "", ""
-	if res.Options.Faults.Corrupt > 0 {
-		test, cli = test+" -corrupt", cli+" --corrupt"
+	if res.Options.Faults.Corrupt != ChooseOptions(res.Options.Seed).Faults.Corrupt {
+		test, cli = test+" -corrupt", cli+" --corrupt" // forced on, not the seed's own draw
 	}
 	if res.Options.Faults.Reassign > 0 {
 		test, cli = test+" -reassign", cli+" --reassign"
