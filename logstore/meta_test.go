@@ -173,3 +173,33 @@ func TestMetaRecordSurvivesABitFlip(t *testing.T) {
 		must(t, l.Close())
 	}
 }
+
+// A log that recovers shorter than the commit index its meta record holds
+// (a file cut back by the disk) keeps that record through Open: it is the
+// node's only evidence of the loss until the node has made its vote fence
+// durable, and a crash right after Open must not erase it.
+func TestOpenKeepsTheRecordedCommitAboveALostTail(t *testing.T) {
+	fsys := newSim(11)
+	l, _ := openLog(t, fsys, Options{})
+	appendBatches(t, l, 40, 1, 1, 0)
+	l.SetHardState(HardState{Term: 1, Vote: 1, Commit: 40})
+	must(t, l.Close())
+	seg := "p0/" + segmentNames(t, fsys)[0]
+	must(t, fsys.TruncateFile(seg, fsys.CommittedPrefix("p0", segmentNames(t, fsys)[0])/2))
+	for i := 0; i < 2; i++ {
+		l, _ = openLog(t, fsys, Options{})
+		if hs := l.HardState(); hs.Commit != 40 || l.LastIndex() >= 40 {
+			t.Fatalf("open %d: recorded commit %d, last index %d", i, hs.Commit, l.LastIndex())
+		}
+		fsys.CrashWith(CrashKeepAll)
+	}
+	// Once the owner lowers the commit index, the record follows.
+	l, _ = openLog(t, fsys, Options{})
+	last := l.LastIndex()
+	l.SetHardState(HardState{Term: 1, Vote: 1, Commit: last})
+	must(t, l.Close())
+	l, _ = openLog(t, fsys, Options{})
+	if hs := l.HardState(); hs.Commit != last {
+		t.Fatalf("lowered commit %d not recorded: %+v", last, hs)
+	}
+}

@@ -182,10 +182,13 @@ func (l *Log) PrepareSync() *SyncPlan {
 	if sy.inflight != nil || l.failed != nil {
 		return nil
 	}
-	// A recorded commit above the log's (a repair lowered it, discarding
-	// entries) must be rewritten: recovery would take it for lost entries.
+	// A commit index lowered below the recorded one (a repair discarding
+	// entries, or Raft starting on a log recovered shorter than its
+	// record) is written at once: recovery would take the old one for lost
+	// entries. Open itself leaves a recorded commit above the recovered log
+	// as it is: it is the evidence of the loss until the node has fenced.
 	needMeta := sy.metaVersion > sy.metaWritten || l.hs.Term != sy.writtenHS.Term || l.hs.Vote != sy.writtenHS.Vote ||
-		l.hs.Commit >= sy.writtenHS.Commit+commitRecordEvery || min(l.hs.Commit, l.lastIndex) < sy.writtenHS.Commit
+		l.hs.Commit >= sy.writtenHS.Commit+commitRecordEvery || l.hs.Commit < sy.writtenHS.Commit
 	if len(sy.dirty) == 0 && !sy.dirDirty && !needMeta && sy.durableIndex >= l.lastIndex && !l.gravesWaiting() {
 		return nil
 	}
