@@ -338,8 +338,11 @@ func (l *Log) pickSegment(files []segFile, expect chainPoint) (*segment, error) 
 			if err == nil && h.index == expect.index && h.prevLink == expect.prevLink {
 				return s, nil
 			}
-			if err == nil && damaged == nil && int64(h.size()) <= size {
-				_, err = sc.take(h, true) // an intact entry that does not link: stale
+			switch {
+			case err == nil && h.size() > size:
+				err = errTruncated
+			case err == nil && damaged == nil:
+				_, err = sc.take(h, true) // nil: an intact entry that does not link, stale
 			}
 			if err != nil && damaged == nil { // damaged, or torn: the scan tells which
 				damaged = s
