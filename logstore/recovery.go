@@ -420,7 +420,7 @@ func (l *Log) scanSegment(s *segment, expect chainPoint, term uint64, rec *Recov
 			err = checkChained(h, raw, expect, term)
 		}
 		if err != nil {
-			return true, l.cutSegment(s, at, fileSize, err, rec)
+			return true, l.cutSegment(s, at, fileSize, expect.index, err, rec)
 		}
 		link := entryLink(raw)
 		s.noteAppended(h, link, at, int64(l.opts.IndexIntervalBytes))
@@ -444,9 +444,30 @@ func checkChained(h entryHeader, raw []byte, expect chainPoint, term uint64) err
 }
 
 // cutSegment records a cut of s at pos and truncates the file there.
-func (l *Log) cutSegment(s *segment, pos, fileSize int64, why error, rec *Recovery) error {
-	n, next := countEntries(s.f, pos, fileSize, l.opts.EntryBytesMax)
-	corrupt := (errors.Is(why, errChecksum) || errors.Is(why, errBadHeader)) && next < fileSize
+// index is the index the entry at pos should have had.
+func (l *Log) cutSegment(s *segment, pos, fileSize int64, index uint64, why error, rec *Recovery) error {
+	n, _ := countEntries(s.f, pos, fileSize, l.opts.EntryBytesMax)
+	// A torn write leaves a prefix of what was written: its last entry is
+	// incomplete (errTruncated), and nothing intact follows. An entry that
+	// is whole but fails its CRC, or whose header is bad but whose length
+	// ends the file exactly, or that is followed by an intact entry, was
+	// damaged after it was written: it and what follows may have been
+	// acknowledged.
+	var corrupt bool
+	after := fileSize
+	switch {
+	case errors.Is(why, errChecksum):
+		corrupt = true
+	case errors.Is(why, errBadHeader):
+		corrupt = wholeEntryAt(s.f, pos, fileSize)
+	}
+	if corrupt || errors.Is(why, errBadHeader) || errors.Is(why, errTruncated) {
+		// The entry's own length may be what was damaged: find the entry
+		// that followed it by its index.
+		if at, ok := l.findEntryAfter(s.f, pos+1, fileSize, index+1); ok {
+			corrupt, after = true, at
+		}
+	}
 	if rec.Reason == "" {
 		rec.Reason = fmt.Sprintf("cut %s at byte %d: %v", s.name, pos, why)
 		rec.Segment, rec.Position = s.name, pos
@@ -455,9 +476,9 @@ func (l *Log) cutSegment(s *segment, pos, fileSize int64, why error, rec *Recove
 	rec.EntriesCut += n
 	rec.BytesCut += fileSize - pos
 	if corrupt {
-		// From the entry after the damaged one, whose own header may lie.
-		last, clean := lastIndexIn(s.f, next, fileSize, l.opts.EntryBytesMax)
-		rec.HeldThrough = max(rec.HeldThrough, last)
+		// The damaged entry, and those after it (from the next intact one).
+		last, clean := lastIndexIn(s.f, after, fileSize, l.opts.EntryBytesMax)
+		rec.HeldThrough = max(rec.HeldThrough, index, last)
 		rec.HeldUnknown = rec.HeldUnknown || !clean
 		if err := l.keepDamaged(s, pos, fileSize); err != nil {
 			return err
@@ -468,6 +489,47 @@ func (l *Log) cutSegment(s *segment, pos, fileSize int64, why error, rec *Recove
 	}
 	l.markDirty(s.f)
 	return nil
+}
+
+// wholeEntryAt reports whether the bytes at pos, whose header does not
+// parse, hold a whole header whose length field ends the file exactly.
+func wholeEntryAt(f File, pos, end int64) bool {
+	var h [entryHeaderBytes]byte
+	if pos+entryHeaderBytes > end {
+		return false
+	}
+	if _, err := f.ReadAt(h[:], pos); err != nil {
+		return false
+	}
+	return pos+entryHeaderBytes+int64(binary.LittleEndian.Uint32(h[8:])) == end
+}
+
+// findEntryAfter looks in f from pos to end for the start of an intact
+// entry (its CRC holds) whose index is index, and returns its position.
+func (l *Log) findEntryAfter(f File, pos, end int64, index uint64) (int64, bool) {
+	const window = 1 << 20
+	buf := make([]byte, window+entryHeaderBytes)
+	for start := pos; start+entryHeaderBytes <= end; start += window {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), end-start)], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, false
+		}
+		for i := 0; i+entryHeaderBytes <= n && i < window; i++ {
+			if buf[i+4] != entryMagic {
+				continue
+			}
+			h, err := parseEntryHeader(buf[i:], l.opts.EntryBytesMax)
+			if err != nil || h.index != index || start+int64(i)+h.size() > end {
+				continue
+			}
+			at := start + int64(i)
+			sc := newEntryScanner(f, at, end, l.opts.EntryBytesMax, 0)
+			if _, _, err := sc.next(true); err == nil {
+				return at, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // keepDamaged copies the bytes of s from pos to end, which recovery is about

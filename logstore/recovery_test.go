@@ -342,3 +342,42 @@ func TestFlippedIndexFileIsRebuilt(t *testing.T) {
 		must(t, l.Close())
 	}
 }
+
+// Any one flipped bit in the active segment's entries is reported as
+// damage reaching the last index the file held, never taken for a torn
+// write (which cuts silently and fences nothing): a whole entry that fails
+// its CRC, a header that no longer parses, a length that lies. The one
+// exception is a length field of the file's last entry flipped to claim
+// more bytes than the file has, which is exactly what a torn write looks
+// like.
+func TestEveryFlipInTheActiveSegmentIsDamage(t *testing.T) {
+	base := newSim(12)
+	l, _ := openLog(t, base, Options{})
+	es := appendBatches(t, l, 6, 1, 1, 0)
+	must(t, l.Close())
+	seg := path.Join("p0", segmentNames(t, base)[0])
+	data, err := base.ReadFile(seg)
+	must(t, err)
+	lastStart := int64(len(data)) - int64(entryHeaderBytes+len(es[len(es)-1].Data))
+	last := es[len(es)-1].Index
+	for off := int64(0); off < int64(len(data)); off++ {
+		for _, bit := range []uint{0, 7} {
+			fsys := newSim(12)
+			l, _ := openLog(t, fsys, Options{})
+			appendBatches(t, l, 6, 1, 1, 0)
+			must(t, l.Close())
+			must(t, fsys.FlipBit(seg, off, bit))
+			l, rec := openLog(t, fsys, Options{})
+			lengthOfLast := off >= lastStart+8 && off < lastStart+12
+			switch {
+			case rec.Reason == "":
+				t.Fatalf("byte %d bit %d: the flip went unnoticed", off, bit)
+			case rec.Corrupt && (rec.HeldThrough >= last || rec.HeldUnknown):
+			case lengthOfLast && !rec.Corrupt:
+			default:
+				t.Fatalf("byte %d bit %d: report %+v, the file held through %d", off, bit, rec, last)
+			}
+			must(t, l.Close())
+		}
+	}
+}
