@@ -14,7 +14,7 @@ import (
 //	go test ./sim                                   seeds 1..200 + regressions
 //	go test ./sim -run '^TestSim$' -seeds 2000      more seeds
 //	go test ./sim -run '^TestSim$' -seed 42 -v      replay one seed
-//	go test ./sim -run '^TestSim$' -corrupt         with disk corruption
+//	go test ./sim -run '^TestSim$' -corrupt         disk corruption in every seed
 //	go test ./sim -run '^TestSim$' -reassign        with membership changes
 //
 // Long campaigns: make sim SEEDS=N (floe sim --seeds N).
@@ -23,7 +23,7 @@ import (
 const simSeedsDefault = 200
 
 var (
-	corruptFlag  = flag.Bool("corrupt", false, "TestSim: also inject disk corruption on a minority of nodes")
+	corruptFlag  = flag.Bool("corrupt", false, "TestSim: force disk corruption (of a minority of each group) on in every seed")
 	reassignFlag = flag.Bool("reassign", false, "TestSim: also change partitions' membership (reassignment)")
 )
 
@@ -222,8 +222,9 @@ func TestSimKnownBugs(t *testing.T) {
 }
 
 // optionalRegressionSeeds are seeds that found bugs with a fault that is
-// off by default (membership changes, disk corruption), named after the
-// bug and run with that fault on. They run in the default `go test ./sim`.
+// off by default (membership changes) or forced on (disk corruption, on in
+// only some seeds by default), named after the bug and run with that fault
+// on. They run in the default `go test ./sim`.
 var optionalRegressionSeeds = []struct {
 	name     string
 	seed     int64
