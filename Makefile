@@ -86,8 +86,9 @@ fuzz:
 # SEED_START.. SEED_START+SEEDS-1 of whole clusters under faults, on every
 # core, each history checked; prints failing seeds with their replay command,
 # then seeds, simulated hours, events/s and violations. SIM_FLAGS="--corrupt
-# --reassign" adds the faults that are off by default (disk corruption,
-# membership changes). `go test ./sim` (part of make test) runs 200 seeds.
+# --reassign" forces disk corruption on in every seed (it is on in about half
+# by default) and adds membership changes (off by default). `go test ./sim`
+# (part of make test) runs 200 seeds.
 sim:
 	$(GO) run ./cmd/floe sim --seeds $(or $(SEEDS),1000) --start $(or $(SEED_START),1) \
 		--workers $(or $(SIM_WORKERS),$(shell nproc)) $(SIM_FLAGS)

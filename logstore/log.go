@@ -100,6 +100,7 @@ type Log struct {
 	gen         uint32 // stamped on appended entries; bumped by truncation and install
 
 	sy      syncState
+	noMeta  bool // opened with no valid meta record (recovery.go)
 	graves  []grave
 	failed  error
 	cleaner cleanerState

@@ -18,11 +18,22 @@ package logstore
 //	96 dataLen          uint32
 //	100 snapshot data (opaque)
 //
-// A write truncates the file not holding the newest durable record and
-// writes the new one into it; it becomes durable with the next sync. Only
-// one sync is in flight at a time and a failed sync fails the log, so the
-// other file always holds a complete durable record: a crash mid-write
-// leaves at worst a torn record, which fails its CRC and loses to the other.
+// A file holds its record twice, one copy after the other, so that damage
+// to one copy (a flipped bit) leaves the other readable: a record is lost
+// only if both copies are. A write truncates the file not holding the
+// newest durable record and writes the new one into it, in SyncPlan.Run
+// once everything the record describes is durable, then syncs it (see
+// sync.go). Only one sync is in flight at a time and a failed sync fails
+// the log, so the other file always holds a complete durable record (once
+// one was ever made durable): a crash mid-write leaves at worst a torn
+// record, which fails its CRC and loses to the other.
+//
+// A file holding bytes but no valid copy is therefore a torn write, never
+// a durable record: if neither file holds a valid record, no meta record
+// ever became durable (the log's first sync did not complete), so no vote
+// was ever cast and no entry acknowledged from it, and recovery starts the
+// log from index 1 (recovery.go). Older files hold one copy; they read the
+// same way.
 
 import (
 	"encoding/binary"
@@ -79,6 +90,29 @@ func encodeMeta(m metaState) []byte {
 
 var errBadMeta = errors.New("bad meta record")
 
+// encodeMetaFile is a meta file's content: the record twice.
+func encodeMetaFile(m metaState) []byte {
+	rec := encodeMeta(m)
+	return append(rec[:len(rec):len(rec)], rec...)
+}
+
+// decodeMetaFile returns the record of a meta file: its first copy, or its
+// second if the first is damaged.
+func decodeMetaFile(b []byte) (metaState, error) {
+	if len(b) >= metaHeaderBytes {
+		n := metaHeaderBytes + int64(binary.LittleEndian.Uint32(b[96:]))
+		if n <= int64(len(b)) {
+			if m, err := decodeMeta(b[:n]); err == nil {
+				return m, nil
+			}
+		}
+	}
+	if len(b)%2 == 0 {
+		return decodeMeta(b[len(b)/2:]) // the copies are the same size
+	}
+	return metaState{}, errBadMeta
+}
+
 func decodeMeta(b []byte) (metaState, error) {
 	le := binary.LittleEndian
 	if len(b) < metaHeaderBytes || string(b[:8]) != metaMagic || le.Uint32(b[8:]) != crc32c(b[12:]) {
@@ -121,56 +155,52 @@ type metaFiles struct {
 }
 
 // openMeta opens both meta files and returns the newest valid record. found
-// is false when neither holds one (a new log).
+// is false when neither holds one (a new log, or one whose first record
+// never became durable).
 func openMeta(fsys FS, dir string) (mf metaFiles, m metaState, found bool, err error) {
-	mf, m, found, _, err = openMetaFiles(fsys, dir)
-	return mf, m, found, err
-}
-
-// openMetaFiles is openMeta that also says whether either file holds any
-// bytes at all: two empty files mean no meta record was ever written.
-func openMetaFiles(fsys FS, dir string) (mf metaFiles, m metaState, found, written bool, err error) {
 	newest := -1
 	for i, name := range metaNames {
 		f, err := fsys.Open(path.Join(dir, name))
 		if errors.Is(err, ErrNotExist) {
 			if f, err = fsys.Create(path.Join(dir, name)); err != nil {
 				mf.close()
-				return mf, m, false, false, err
+				return mf, m, false, err
 			}
 		}
 		if err != nil {
 			mf.close()
-			return mf, m, false, false, err
+			return mf, m, false, err
 		}
 		mf.f[i] = f
 		b, err := readWhole(f)
 		if err != nil {
 			mf.close()
-			return mf, m, false, false, fmt.Errorf("read %s: %w", name, err)
+			return mf, m, false, fmt.Errorf("read %s: %w", name, err)
 		}
-		written = written || len(b) > 0
-		rec, derr := decodeMeta(b)
+		rec, derr := decodeMetaFile(b)
 		if derr == nil && (newest < 0 || rec.seq > m.seq) {
 			m, newest = rec, i
 		}
 	}
 	mf.next = (newest + 1) % 2 // newest == -1 gives 0
-	return mf, m, newest >= 0, written, nil
+	return mf, m, newest >= 0, nil
 }
 
-// write writes m into the file not holding the newest record. The caller
-// syncs that file.
-func (mf *metaFiles) write(m metaState) (File, error) {
+// take returns the file not holding the newest record, for the next record
+// to be written into, and makes the other one next.
+func (mf *metaFiles) take() File {
 	f := mf.f[mf.next]
-	if err := f.Truncate(0); err != nil {
-		return nil, err
-	}
-	if _, err := f.Write(encodeMeta(m)); err != nil {
-		return nil, err
-	}
 	mf.next = 1 - mf.next
-	return f, nil
+	return f
+}
+
+// writeMetaRecord replaces f's content by record m. The caller syncs f.
+func writeMetaRecord(f File, m metaState) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := f.Write(encodeMetaFile(m))
+	return err
 }
 
 func (mf *metaFiles) close() {

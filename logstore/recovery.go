@@ -21,8 +21,18 @@ package logstore
 // more data after it is damage (Recovery.Corrupt): the entries after it were
 // complete, so some may have been acknowledged, and the node should treat
 // this replica as having lost data (for example, not vote until it has caught
-// up from the leader). Corruption inside a sealed segment whose index file is
-// intact is not seen here: it is found when read, and reported then.
+// up from the leader). Recovery.HeldThrough then bounds what was lost: the
+// highest index any segment file held. Damaged data is cut from the log but
+// not destroyed: the cut bytes and the segment files after them are kept
+// beside the log as "*.damaged" files, for an operator (a replica with no
+// peer to repair from may hold the only copy). Corruption inside a sealed
+// segment whose index file is intact is not seen here: it is found when
+// read, and reported then.
+//
+// What recovery cannot see: a file cut back (a disk losing synced writes)
+// to an entry boundary looks like a clean end, or like a torn write. The
+// node compares the log's end with the commit index the meta record holds
+// (node/groups.go); a loss above that index is not detected.
 
 import (
 	"encoding/binary"
@@ -53,6 +63,13 @@ type Recovery struct {
 	IndexesRebuilt int
 	// Corrupt: a damaged entry had data after it (see the top of recovery.go).
 	Corrupt bool
+	// HeldThrough, when Corrupt, is the highest entry index found in the
+	// segment files before recovery cut them (at least LastIndex):
+	// entries up to it may have been durable, and acknowledged.
+	// HeldUnknown says the entries after a damaged one could not be
+	// followed (its header was damaged), so more may have been lost.
+	HeldThrough uint64
+	HeldUnknown bool
 }
 
 // anchor is the link the first entry after a snapshot install carries: it
@@ -100,21 +117,21 @@ func (l *Log) open(rec *Recovery) error {
 	if err != nil {
 		return err
 	}
-	mf, m, found, written, err := openMetaFiles(l.fs, l.dir)
+	mf, m, found, err := openMeta(l.fs, l.dir)
 	l.sy.meta = mf
 	if err != nil {
 		return err
 	}
 	if !found {
-		// Segments with two empty meta files: the log was created and
-		// written but no meta record was ever made durable (a crash during
-		// its first syncs). No hard state (so no vote) was ever recorded;
-		// recover the segments as a log starting at index 1. Meta files
-		// that hold bytes but no valid record are damage, and refused.
-		if len(segFiles) > 0 && written {
-			return fmt.Errorf("%w: %s has segments but no valid meta file", ErrCorrupt, l.dir)
-		}
+		// No meta record was ever made durable: the meta files are empty
+		// or hold a torn first record (meta.go), so the log's first sync
+		// never completed. No hard state (so no vote) was ever recorded
+		// and nothing was acknowledged; recover the segments as a log
+		// starting at index 1. Segment files that do not continue that
+		// chain cannot come from such a log: they are refused, not
+		// deleted (recoverChain).
 		m = metaState{logStart: chainPoint{index: 1, prevLink: anchor(0, 0, 0, 0)}}
+		l.noMeta = true
 		l.sy.dirDirty = true // the meta files were just created
 	}
 	l.hs, l.snap, l.startOffset, l.logStart = m.hs, m.snap, m.startOffset, m.logStart
@@ -217,18 +234,84 @@ func (l *Log) recoverChain(files []segFile, idxNames map[string]bool, rec *Recov
 		}
 		expect = chainPoint{index: s.last + 1, prevLink: s.lastLink, offset: s.nextOffset}
 	}
+	if l.noMeta {
+		for _, sf := range files {
+			if !used[sf.name] {
+				return fmt.Errorf("%w: %s has no valid meta record and segment %s does not continue its log from index 1",
+					ErrCorrupt, l.dir, sf.name)
+			}
+		}
+	}
 	if err := l.finishActive(rec); err != nil {
 		return err
 	}
 	l.refreshTail()
+	if rec.Corrupt {
+		l.noteHeld(files, used, rec)
+	}
 	return l.deleteUnchained(files, idxNames, used, rec)
 }
 
+// noteHeld completes Recovery.HeldThrough with the log's end and the files
+// off the chain (those after a cut among them).
+func (l *Log) noteHeld(files []segFile, used map[string]bool, rec *Recovery) {
+	rec.HeldThrough = max(rec.HeldThrough, l.lastIndex)
+	for _, sf := range files {
+		if used[sf.name] {
+			continue
+		}
+		f, err := l.fs.Open(path.Join(l.dir, sf.name))
+		if err != nil {
+			rec.HeldUnknown = true
+			continue
+		}
+		if size, err := f.Size(); err != nil {
+			rec.HeldUnknown = true
+		} else {
+			last, clean := lastIndexIn(f, 0, size, l.opts.EntryBytesMax)
+			rec.HeldThrough = max(rec.HeldThrough, last)
+			rec.HeldUnknown = rec.HeldUnknown || !clean
+		}
+		f.Close()
+	}
+}
+
+// lastIndexIn follows the entry headers of f from pos to end, without
+// checking CRCs, and returns the highest index it met. clean is false if a
+// header did not parse before the end (a torn last entry is clean: it
+// was never durable).
+func lastIndexIn(f File, pos, end int64, lengthMax int) (last uint64, clean bool) {
+	sc := newEntryScanner(f, pos, end, lengthMax, scanChunkBytes)
+	for {
+		h, err := sc.peek()
+		switch {
+		case err == io.EOF || errors.Is(err, errTruncated):
+			return last, true
+		case err != nil:
+			return last, false
+		case sc.pos+h.size() > end:
+			return last, true
+		}
+		last = max(last, h.index)
+		sc.skip(h)
+	}
+}
+
 // pickSegment opens the file continuing the chain at expect: one whose first
-// entry is expect.index linking to expect.prevLink, else an empty file with
-// that base (a segment rolled to but never written), else none.
+// entry is expect.index linking to expect.prevLink, else one with that base
+// whose first entry is damaged or torn (the scan then cuts it, keeping what
+// followed a damaged entry aside; a stale file from before a truncation has
+// an intact first entry that does not link), else an empty file with that
+// base (a segment rolled to but never written), else none.
 func (l *Log) pickSegment(files []segFile, expect chainPoint) (*segment, error) {
-	var empty *segment
+	var empty, damaged *segment
+	defer func() {
+		for _, s := range []*segment{empty, damaged} {
+			if s != nil && s.f != nil {
+				s.f.Close()
+			}
+		}
+	}()
 	for _, sf := range files {
 		if sf.base != expect.index {
 			continue
@@ -244,24 +327,38 @@ func (l *Log) pickSegment(files []segFile, expect chainPoint) (*segment, error) 
 		}
 		s := newSegment(sf.name, sf.base, sf.gen, f, expect.prevLink, expect.offset)
 		s.size = size
-		if size == 0 {
-			if empty == nil {
-				empty = s
+		switch {
+		case size == 0 && empty == nil:
+			empty = s
+			continue
+		case size == 0:
+		default:
+			sc := newEntryScanner(f, 0, size, l.opts.EntryBytesMax, entryHeaderBytes)
+			h, err := sc.peek()
+			if err == nil && h.index == expect.index && h.prevLink == expect.prevLink {
+				return s, nil
+			}
+			switch {
+			case err == nil && h.size() > size:
+				err = errTruncated
+			case err == nil && damaged == nil:
+				_, err = sc.take(h, true) // nil: an intact entry that does not link, stale
+			}
+			if err != nil && damaged == nil { // damaged, or torn: the scan tells which
+				damaged = s
 				continue
 			}
-			f.Close()
-			continue
-		}
-		h, err := newEntryScanner(f, 0, size, l.opts.EntryBytesMax, entryHeaderBytes).peek()
-		if err == nil && h.index == expect.index && h.prevLink == expect.prevLink {
-			if empty != nil {
-				empty.f.Close()
-			}
-			return s, nil
 		}
 		f.Close()
 	}
-	return empty, nil
+	if damaged != nil {
+		s := damaged
+		damaged = nil
+		return s, nil
+	}
+	s := empty
+	empty = nil
+	return s, nil
 }
 
 // loadSegment fills s from its index file when that can be trusted, else by
@@ -323,7 +420,7 @@ func (l *Log) scanSegment(s *segment, expect chainPoint, term uint64, rec *Recov
 			err = checkChained(h, raw, expect, term)
 		}
 		if err != nil {
-			return true, l.cutSegment(s, at, fileSize, err, rec)
+			return true, l.cutSegment(s, at, fileSize, expect.index, err, rec)
 		}
 		link := entryLink(raw)
 		s.noteAppended(h, link, at, int64(l.opts.IndexIntervalBytes))
@@ -347,9 +444,30 @@ func checkChained(h entryHeader, raw []byte, expect chainPoint, term uint64) err
 }
 
 // cutSegment records a cut of s at pos and truncates the file there.
-func (l *Log) cutSegment(s *segment, pos, fileSize int64, why error, rec *Recovery) error {
-	n, next := countEntries(s.f, pos, fileSize, l.opts.EntryBytesMax)
-	corrupt := (errors.Is(why, errChecksum) || errors.Is(why, errBadHeader)) && next < fileSize
+// index is the index the entry at pos should have had.
+func (l *Log) cutSegment(s *segment, pos, fileSize int64, index uint64, why error, rec *Recovery) error {
+	n, _ := countEntries(s.f, pos, fileSize, l.opts.EntryBytesMax)
+	// A torn write leaves a prefix of what was written: its last entry is
+	// incomplete (errTruncated), and nothing intact follows. An entry that
+	// is whole but fails its CRC, or whose header is bad but whose length
+	// ends the file exactly, or that is followed by an intact entry, was
+	// damaged after it was written: it and what follows may have been
+	// acknowledged.
+	var corrupt bool
+	after := fileSize
+	switch {
+	case errors.Is(why, errChecksum):
+		corrupt = true
+	case errors.Is(why, errBadHeader):
+		corrupt = wholeEntryAt(s.f, pos, fileSize)
+	}
+	if corrupt || errors.Is(why, errBadHeader) || errors.Is(why, errTruncated) {
+		// The entry's own length may be what was damaged: find the entry
+		// that followed it by its index.
+		if at, ok := l.findEntryAfter(s.f, pos+1, fileSize, index+1); ok {
+			corrupt, after = true, at
+		}
+	}
 	if rec.Reason == "" {
 		rec.Reason = fmt.Sprintf("cut %s at byte %d: %v", s.name, pos, why)
 		rec.Segment, rec.Position = s.name, pos
@@ -357,12 +475,77 @@ func (l *Log) cutSegment(s *segment, pos, fileSize int64, why error, rec *Recove
 	rec.Corrupt = rec.Corrupt || corrupt
 	rec.EntriesCut += n
 	rec.BytesCut += fileSize - pos
+	if corrupt {
+		// The damaged entry, and those after it (from the next intact one).
+		last, clean := lastIndexIn(s.f, after, fileSize, l.opts.EntryBytesMax)
+		rec.HeldThrough = max(rec.HeldThrough, index, last)
+		rec.HeldUnknown = rec.HeldUnknown || !clean
+		if err := l.keepDamaged(s, pos, fileSize); err != nil {
+			return err
+		}
+	}
 	if err := s.f.Truncate(pos); err != nil {
 		return err
 	}
 	l.markDirty(s.f)
 	return nil
 }
+
+// wholeEntryAt reports whether the bytes at pos, whose header does not
+// parse, hold a whole header whose length field ends the file exactly.
+func wholeEntryAt(f File, pos, end int64) bool {
+	var h [entryHeaderBytes]byte
+	if pos+entryHeaderBytes > end {
+		return false
+	}
+	if _, err := f.ReadAt(h[:], pos); err != nil {
+		return false
+	}
+	return pos+entryHeaderBytes+int64(binary.LittleEndian.Uint32(h[8:])) == end
+}
+
+// findEntryAfter looks in f from pos to end for the start of an intact
+// entry (its CRC holds) whose index is index, and returns its position.
+func (l *Log) findEntryAfter(f File, pos, end int64, index uint64) (int64, bool) {
+	const window = 1 << 20
+	buf := make([]byte, window+entryHeaderBytes)
+	for start := pos; start+entryHeaderBytes <= end; start += window {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), end-start)], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, false
+		}
+		for i := 0; i+entryHeaderBytes <= n && i < window; i++ {
+			if buf[i+4] != entryMagic {
+				continue
+			}
+			h, err := parseEntryHeader(buf[i:], l.opts.EntryBytesMax)
+			if err != nil || h.index != index || start+int64(i)+h.size() > end {
+				continue
+			}
+			at := start + int64(i)
+			sc := newEntryScanner(f, at, end, l.opts.EntryBytesMax, 0)
+			if _, _, err := sc.next(true); err == nil {
+				return at, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// keepDamaged copies the bytes of s from pos to end, which recovery is about
+// to cut as damaged, to "<segment>.<pos>.damaged" beside the log.
+func (l *Log) keepDamaged(s *segment, pos, end int64) error {
+	b := make([]byte, end-pos)
+	if n, err := s.f.ReadAt(b, pos); err != nil && !(errors.Is(err, io.EOF) && int64(n) == end-pos) {
+		return err
+	}
+	l.sy.dirDirty = true
+	return writeSynced(l.fs, path.Join(l.dir, fmt.Sprintf("%s.%d%s", s.name, pos, damagedSuffix)), b)
+}
+
+// damagedSuffix marks files recovery set aside as damaged (never read
+// again by the log).
+const damagedSuffix = ".damaged"
 
 // countEntries counts the complete-looking entries from pos (by their
 // length fields) and returns where the first one ends, for telling a torn
@@ -424,7 +607,12 @@ func (l *Log) deleteUnchained(files []segFile, idxNames, used map[string]bool, r
 			}
 			f.Close()
 		}
-		if err := l.fs.Remove(path.Join(l.dir, sf.name)); err != nil && !isNotExist(err) {
+		if rec.Corrupt {
+			// Possibly entries after the damage: set aside, not deleted.
+			if err := l.fs.Rename(path.Join(l.dir, sf.name), path.Join(l.dir, sf.name+damagedSuffix)); err != nil {
+				return err
+			}
+		} else if err := l.fs.Remove(path.Join(l.dir, sf.name)); err != nil && !isNotExist(err) {
 			return err
 		}
 		rec.SegmentsRemoved++

@@ -3,6 +3,7 @@ package logstore
 import (
 	"encoding/binary"
 	"errors"
+	"math/rand"
 	"path"
 	"strings"
 	"testing"
@@ -216,5 +217,167 @@ func TestWriteFailureFailsTheLog(t *testing.T) {
 	l, _ = openLog(t, fsys, Options{})
 	if err := sameEntries(allEntries(t, l), es); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Damage in a segment followed by more segments: recovery cuts the log at
+// the damaged entry, reports every index the files held (HeldThrough, so
+// the node can fence its vote up to there), and sets the cut bytes and the
+// later segments aside as *.damaged files instead of deleting them.
+func TestDamageBeforeLaterSegmentsReportsWhatWasHeld(t *testing.T) {
+	fsys := newSim(9)
+	opts := Options{SegmentBytes: 1 << 10, IndexIntervalBytes: 128}
+	l, _ := openLog(t, fsys, opts)
+	es := appendBatches(t, l, 60, 2, 1, 0)
+	must(t, l.Close())
+	segs := segmentNames(t, fsys)
+	if len(segs) < 4 {
+		t.Fatalf("want several segments, have %v", segs)
+	}
+	// The second segment, without its index (so open scans it), with a
+	// flipped payload byte in the middle.
+	victim := path.Join("p0", segs[1])
+	must(t, fsys.Remove(path.Join("p0", indexName(segs[1]))))
+	data, err := fsys.ReadFile(victim)
+	must(t, err)
+	must(t, fsys.FlipBit(victim, int64(len(data)/2), 5))
+	l, rec := openLog(t, fsys, opts)
+	if !rec.Corrupt || rec.HeldUnknown {
+		t.Fatalf("report %+v: want corrupt, with what followed known", rec)
+	}
+	if rec.HeldThrough != es[len(es)-1].Index {
+		t.Fatalf("HeldThrough %d, the files held up to %d", rec.HeldThrough, es[len(es)-1].Index)
+	}
+	if l.LastIndex() >= es[len(es)-1].Index || sameEntries(allEntries(t, l), es[:l.LastIndex()]) != nil {
+		t.Fatalf("recovered %d entries", l.LastIndex())
+	}
+	names, err := fsys.List("p0")
+	must(t, err)
+	var damaged int
+	for _, n := range names {
+		if strings.HasSuffix(n, ".damaged") {
+			damaged++
+		}
+	}
+	if damaged != len(segs)-1 { // the cut tail of segs[1] and every later segment
+		t.Fatalf("%d files set aside as damaged, want %d: %v", damaged, len(segs)-1, names)
+	}
+	must(t, l.Close())
+	// A second open finds a clean log and sets nothing else aside.
+	if _, rec = openLog(t, fsys, opts); rec.Corrupt || rec.Reason != "" {
+		t.Fatalf("second open: %+v", rec)
+	}
+}
+
+// A flipped bit in the first entry of the first segment: the file is still
+// the chain's (recovery must not take it for a stale file and delete it
+// with everything after it). With its index file intact the damage is found
+// when read; without, the scan cuts it as damaged, reports what the files
+// held, and sets it aside.
+func TestDamagedFirstEntryIsNotTakenForAStaleFile(t *testing.T) {
+	for _, withIndex := range []bool{true, false} {
+		fsys := newSim(10)
+		opts := Options{SegmentBytes: 1 << 10, IndexIntervalBytes: 128}
+		l, _ := openLog(t, fsys, opts)
+		es := appendBatches(t, l, 30, 2, 1, 0)
+		must(t, l.Close())
+		segs := segmentNames(t, fsys)
+		must(t, fsys.FlipBit(path.Join("p0", segs[0]), 20, 1)) // the first entry's index field
+		if !withIndex {
+			must(t, fsys.Remove(path.Join("p0", indexName(segs[0]))))
+		}
+		l, rec := openLog(t, fsys, opts)
+		if withIndex {
+			if rec.Reason != "" || l.LastIndex() != es[len(es)-1].Index {
+				t.Fatalf("with its index: report %+v, last index %d", rec, l.LastIndex())
+			}
+			if _, err := l.Entries(1, 2, -1); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("reading the damaged entry: %v", err)
+			}
+			continue
+		}
+		if !rec.Corrupt || rec.HeldThrough != es[len(es)-1].Index || l.LastIndex() != 0 {
+			t.Fatalf("report %+v, last index %d: want a corrupt cut at entry 1 holding through %d", rec, l.LastIndex(), es[len(es)-1].Index)
+		}
+		names, err := fsys.List("p0")
+		must(t, err)
+		var damaged int
+		for _, n := range names {
+			if strings.HasSuffix(n, ".damaged") {
+				damaged++
+			}
+		}
+		if damaged != len(segs) {
+			t.Fatalf("%d files set aside as damaged, want %d: %v", damaged, len(segs), names)
+		}
+	}
+}
+
+// Index files are derived data: a flipped bit anywhere in one makes
+// recovery rebuild it from its segment, losing and cutting nothing.
+func TestFlippedIndexFileIsRebuilt(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	for trial := 0; trial < 100; trial++ {
+		fsys := newSim(int64(100 + trial))
+		opts := Options{SegmentBytes: 1 << 10, IndexIntervalBytes: 128}
+		l, _ := openLog(t, fsys, opts)
+		es := appendBatches(t, l, 40, 2, 1, 0)
+		must(t, l.Close())
+		segs := segmentNames(t, fsys)
+		idx := path.Join("p0", indexName(segs[rng.Intn(len(segs)-1)]))
+		data, err := fsys.ReadFile(idx)
+		must(t, err)
+		off := rng.Int63n(int64(len(data)))
+		must(t, fsys.FlipBit(idx, off, uint(rng.Intn(8))))
+		l, rec := openLog(t, fsys, opts)
+		if rec.Reason != "" || rec.IndexesRebuilt != 1 {
+			t.Fatalf("trial %d: flipped byte %d of %s: report %+v", trial, off, idx, rec)
+		}
+		if err := sameEntries(allEntries(t, l), es); err != nil {
+			t.Fatalf("trial %d: %v", trial, err)
+		}
+		if got := readAllBatches(t, l); len(got) != len(es) {
+			t.Fatalf("trial %d: read %d batches of %d", trial, len(got), len(es))
+		}
+		must(t, l.Close())
+	}
+}
+
+// Any one flipped bit in the active segment's entries is reported as
+// damage reaching the last index the file held, never taken for a torn
+// write (which cuts silently and fences nothing): a whole entry that fails
+// its CRC, a header that no longer parses, a length that lies. The one
+// exception is a length field of the file's last entry flipped to claim
+// more bytes than the file has, which is exactly what a torn write looks
+// like.
+func TestEveryFlipInTheActiveSegmentIsDamage(t *testing.T) {
+	base := newSim(12)
+	l, _ := openLog(t, base, Options{})
+	es := appendBatches(t, l, 6, 1, 1, 0)
+	must(t, l.Close())
+	seg := path.Join("p0", segmentNames(t, base)[0])
+	data, err := base.ReadFile(seg)
+	must(t, err)
+	lastStart := int64(len(data)) - int64(entryHeaderBytes+len(es[len(es)-1].Data))
+	last := es[len(es)-1].Index
+	for off := int64(0); off < int64(len(data)); off++ {
+		for _, bit := range []uint{0, 7} {
+			fsys := newSim(12)
+			l, _ := openLog(t, fsys, Options{})
+			appendBatches(t, l, 6, 1, 1, 0)
+			must(t, l.Close())
+			must(t, fsys.FlipBit(seg, off, bit))
+			l, rec := openLog(t, fsys, Options{})
+			lengthOfLast := off >= lastStart+8 && off < lastStart+12
+			switch {
+			case rec.Reason == "":
+				t.Fatalf("byte %d bit %d: the flip went unnoticed", off, bit)
+			case rec.Corrupt && (rec.HeldThrough >= last || rec.HeldUnknown):
+			case lengthOfLast && !rec.Corrupt:
+			default:
+				t.Fatalf("byte %d bit %d: report %+v, the file held through %d", off, bit, rec, last)
+			}
+			must(t, l.Close())
+		}
 	}
 }

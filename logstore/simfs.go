@@ -708,3 +708,38 @@ func (h *simFile) Close() error {
 	h.closed = true
 	return nil
 }
+
+// CommittedPrefix returns how many leading bytes of segment file name (in
+// the log directory dir) hold entries at or below the commit index the
+// log's newest valid meta record holds. A fault that cuts the file back
+// below it is a loss recovery can see (node/groups.go, recoveryFence); a
+// cut above it looks like a torn write, and the simulator does not inject
+// one (docs/testing.md). It returns 0 if the file holds no such entry.
+func (f *SimFS) CommittedPrefix(dir, name string) int64 {
+	var newest metaState
+	found := false
+	for _, mn := range metaNames {
+		b, err := f.ReadFile(path.Join(dir, mn))
+		if err != nil {
+			continue
+		}
+		if m, err := decodeMetaFile(b); err == nil && (!found || m.seq > newest.seq) {
+			newest, found = m, true
+		}
+	}
+	commit := newest.hs.Commit
+	b, err := f.ReadFile(path.Join(dir, name))
+	if err != nil || !found {
+		return 0
+	}
+	var end int64
+	for pos := int64(0); pos+entryHeaderBytes <= int64(len(b)); {
+		h, err := parseEntryHeader(b[pos:], 1<<30)
+		if err != nil || pos+h.size() > int64(len(b)) || h.index > commit {
+			break
+		}
+		pos += h.size()
+		end = pos
+	}
+	return end
+}

@@ -25,10 +25,23 @@ package logstore
 //   - A failed sync fails the log (ErrFailed): after fsync reports an
 //     error, what reached the disk is unknown, and retrying can report
 //     success for lost data. The node closes and reopens the log.
+//
+// The durability order. Files reach the disk in any order once written, so
+// a record may only be written once what it describes is durable. Run
+// therefore fsyncs the segments and index files first, then the directory
+// (new and removed names), and only then writes the meta record's bytes
+// and fsyncs the meta file. The meta record's commit index is capped at the
+// plan's last index (and at its limit, should a truncation lower that while
+// the plan runs), so a durable commit index never names an entry the
+// segments do not durably hold, nor a stale entry a truncation replaced.
+// The hard state's term and vote ride in the same record: they are durable
+// when Run returns, before FinishSync, so before the node sends the vote
+// or acknowledgement that reveals them (Raft's persist-before-send rule).
 
 import (
 	"errors"
 	"path"
+	"sync/atomic"
 	"time"
 )
 
@@ -64,11 +77,13 @@ type SyncPlan struct {
 
 	lastIndex uint64
 	// limit caps what this plan may make durable: a truncation or a
-	// snapshot install while the plan is in flight lowers it.
-	limit       uint64
+	// snapshot install while the plan is in flight lowers it (on the
+	// reactor, while Run may be reading it on another goroutine).
+	limit       atomic.Uint64
 	seq         uint64
-	hasMeta     bool // the plan writes a meta record holding snapIndex
-	meta        File // the meta file to sync, last (nil if none)
+	hasMeta     bool      // the plan writes a meta record holding snapIndex
+	meta        File      // the meta file Run writes and syncs, last (nil if none)
+	metaRec     metaState // the record Run writes into meta
 	snapIndex   uint64
 	startedMono time.Duration
 }
@@ -167,23 +182,26 @@ func (l *Log) PrepareSync() *SyncPlan {
 	if sy.inflight != nil || l.failed != nil {
 		return nil
 	}
+	// A commit index lowered below the recorded one (a repair discarding
+	// entries, or Raft starting on a log recovered shorter than its
+	// record) is written at once: recovery would take the old one for lost
+	// entries. Open itself leaves a recorded commit above the recovered log
+	// as it is: it is the evidence of the loss until the node has fenced.
 	needMeta := sy.metaVersion > sy.metaWritten || l.hs.Term != sy.writtenHS.Term || l.hs.Vote != sy.writtenHS.Vote ||
-		l.hs.Commit >= sy.writtenHS.Commit+commitRecordEvery
+		l.hs.Commit >= sy.writtenHS.Commit+commitRecordEvery || l.hs.Commit < sy.writtenHS.Commit
 	if len(sy.dirty) == 0 && !sy.dirDirty && !needMeta && sy.durableIndex >= l.lastIndex && !l.gravesWaiting() {
 		return nil
 	}
 	flushErr := l.flush()
 	sy.planSeq++
-	p := &SyncPlan{err: flushErr, fsys: l.fs, dir: l.dir, lastIndex: l.lastIndex, limit: l.lastIndex, seq: sy.planSeq,
+	p := &SyncPlan{err: flushErr, fsys: l.fs, dir: l.dir, lastIndex: l.lastIndex, seq: sy.planSeq,
 		startedMono: l.monoNow(), syncDir: sy.dirDirty, closeAfter: sy.closeAfterSync}
+	p.limit.Store(l.lastIndex)
 	if sy.durableIndex < l.lastIndex {
 		l.markDirty(l.active().f)
 	}
 	if needMeta && p.err == nil {
-		// The meta record goes last: once it is durable, so is every entry
-		// its commit index can name (node/groups.go lostOnRecovery relies
-		// on a log never recovering shorter than its recorded commit).
-		p.err = l.writeMeta(p)
+		l.planMeta(p)
 	}
 	p.files = sy.dirty
 	sy.dirty, sy.dirDirty, sy.closeAfterSync = nil, false, nil
@@ -191,25 +209,24 @@ func (l *Log) PrepareSync() *SyncPlan {
 	return p
 }
 
-// writeMeta writes the current meta record into the plan.
-func (l *Log) writeMeta(p *SyncPlan) error {
+// planMeta puts the current meta record into the plan: Run writes it into
+// the meta file not holding the newest record, after everything else of
+// the plan is durable (see the durability order at the top of this file).
+func (l *Log) planMeta(p *SyncPlan) {
 	sy := &l.sy
 	sy.metaSeq++
-	f, err := sy.meta.write(metaState{seq: sy.metaSeq, hs: l.hs, snap: l.snap,
-		startOffset: l.startOffset, logStart: l.logStart})
-	if err != nil {
-		return err
-	}
-	l.forget(f) // synced last, by itself (Run)
-	p.meta = f
+	hs := l.hs
+	hs.Commit = min(hs.Commit, l.lastIndex) // never past what this plan holds
+	p.meta = sy.meta.take()
+	p.metaRec = metaState{seq: sy.metaSeq, hs: hs, snap: l.snap, startOffset: l.startOffset, logStart: l.logStart}
 	sy.metaWritten = sy.metaVersion
-	sy.writtenHS = l.hs
+	sy.writtenHS = hs
 	p.hasMeta, p.snapIndex = true, l.snap.Index
-	return nil
 }
 
 // Run makes the plan durable: it fsyncs the captured files, then the
-// directory. It touches no Log state, so it may run on any goroutine.
+// directory, then writes the meta record and fsyncs it. It touches no Log
+// state, so it may run on any goroutine.
 func (p *SyncPlan) Run() error {
 	if p.err != nil {
 		return p.err
@@ -224,12 +241,18 @@ func (p *SyncPlan) Run() error {
 			return err
 		}
 	}
-	// The meta record last: the segments and their names are durable
-	// before the commit index it records can be.
-	if p.meta != nil {
-		return p.meta.Sync()
+	if p.meta == nil {
+		return nil
 	}
-	return nil
+	// The meta record last, and written only now: before this point its
+	// bytes could reach the disk ahead of the entries its commit index
+	// names. A truncation while the plan ran lowers the cap.
+	rec := p.metaRec
+	rec.hs.Commit = min(rec.hs.Commit, p.limit.Load())
+	if err := writeMetaRecord(p.meta, rec); err != nil {
+		return err
+	}
+	return p.meta.Sync()
 }
 
 // FinishSync completes plan p on the reactor with Run's result. On success
@@ -253,7 +276,7 @@ func (l *Log) FinishSync(p *SyncPlan, err error) {
 		l.collectGraves()
 		return
 	}
-	sy.durableIndex = max(sy.durableIndex, min(p.lastIndex, p.limit))
+	sy.durableIndex = max(sy.durableIndex, min(p.lastIndex, p.limit.Load()))
 	sy.durablePlan = p.seq
 	if p.hasMeta {
 		sy.durableSnapIndex = p.snapIndex
@@ -284,6 +307,6 @@ func (l *Log) Sync() error {
 func (l *Log) lowerDurable(index uint64) {
 	l.sy.durableIndex = min(l.sy.durableIndex, index)
 	if p := l.sy.inflight; p != nil {
-		p.limit = min(p.limit, index)
+		p.limit.Store(min(p.limit.Load(), index))
 	}
 }

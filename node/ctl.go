@@ -145,6 +145,13 @@ func (r *Reactor) reconcile() {
 			part.Replica().Log.SetSegmentLimits(cfg.SegmentBytes, segmentAge(cfg))
 		}
 	}
+	if c.rep.Applied() < r.ctlCatchUp {
+		// The metadata was rewound by a repair of the controller's log
+		// (repair.go): what it lacks may only not be applied yet.
+		c.dirty = true // look again after the next apply
+		return
+	}
+	r.ctlCatchUp = 0
 	for _, g := range r.groupIDs() {
 		if g != controller.ControllerGroup && !want[g] {
 			r.doomed[g] = true

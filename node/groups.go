@@ -14,7 +14,6 @@ import (
 	"github.com/floe-broker/floe/node/replica"
 )
 
-// raftConfig is the Raft configuration every group on this node shares.
 // raftConfig configures the Raft member of a group whose log is log.
 func (r *Reactor) raftConfig(log *logstore.Log) consensus.Config {
 	return consensus.Config{
@@ -45,8 +44,12 @@ const bootstrapTerm = 1
 // Every initial voter writes the same entries, so their logs agree from the
 // start, and a replica added later learns the full membership by replaying
 // them like any other entry.
+//
+// Only a new log is bootstrapped: one that has held a hard state before lost
+// its entries (damage, repaired from peers behind a vote fence), and writing
+// the first entries again would also reset its term and vote.
 func bootstrap(log *logstore.Log, voters []uint64) error {
-	if log.LastIndex() != 0 || log.Snapshot().Index != 0 || len(voters) == 0 {
+	if log.LastIndex() != 0 || log.Snapshot().Index != 0 || log.HardState() != (logstore.HardState{}) || len(voters) == 0 {
 		return nil
 	}
 	es := make([]logstore.Entry, len(voters))
@@ -67,7 +70,7 @@ func (r *Reactor) logOptions(segmentBytes int64, segmentAge time.Duration) logst
 
 // openController opens (or, on first boot, creates) the controller group.
 func (r *Reactor) openController() error {
-	dir := path.Join(r.cfg.DataDir, "controller")
+	dir := r.controllerDir()
 	log, rec, err := logstore.Open(r.env.FS, dir, r.logOptions(64<<20, 0))
 	if err != nil {
 		return fmt.Errorf("node: controller log: %w", err)
@@ -77,13 +80,22 @@ func (r *Reactor) openController() error {
 	}
 	if r.isInitialVoter() {
 		if err := bootstrap(log, r.initialVoters()); err != nil {
+			_ = log.Close()
 			return fmt.Errorf("node: controller bootstrap: %w", err)
 		}
 	}
+	rc := r.raftConfig(log)
+	// A single-node cluster has nobody to get lost entries back from.
+	peers := len(r.cfg.Peers) > 1 || r.cfg.Join != ""
+	if err := r.fenceOnOpen(controller.ControllerGroup, "the controller", dir, log, rec, peers, &rc); err != nil {
+		_ = log.Close()
+		return err
+	}
 	c := &ctlGroup{r: r, state: controller.NewState(r.cfg.ClusterID)}
-	rep, err := replica.New(replica.Config{Group: consensus.GroupID(controller.ControllerGroup), Raft: r.raftConfig(log),
+	rep, err := replica.New(replica.Config{Group: consensus.GroupID(controller.ControllerGroup), Raft: rc,
 		FS: r.env.FS, Dir: dir}, log, c)
 	if err != nil {
+		_ = log.Close()
 		return err
 	}
 	c.rep = rep
@@ -148,22 +160,12 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	part := partition.New(t.Name, p.Index, cfg)
 	rc := r.raftConfig(log)
 	dir := partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group)
-	if rc.VoteFence = readFence(r.env.FS, dir, log.HardState().Term); !rc.VoteFence.IsZero() {
-		r.fences[p.Group] = rc.VoteFence
-	}
-	if lost := lostOnRecovery(log, rec); lost > 0 && len(p.Replicas) > 1 {
-		// (A single replica has nobody to get the entries back from, and a
-		// fence would only keep it from ever leading again.)
-		// Recovery found the log shorter than what it had durably held:
-		// this replica may have acknowledged the missing entries, and
-		// lost may be short of the last of them (a truncated file). Fence
-		// its vote with no bound on the index (fenceOfLoss).
-		rc.VoteFence = rc.VoteFence.Merge(fenceOfLoss(log))
-		if err := writeFence(r.env.FS, dir, rc.VoteFence); err != nil {
-			_ = log.Close()
-			return fmt.Errorf("node: fence %s-%d: %w", t.Name, p.Index, err)
-		}
-		r.fences[p.Group] = rc.VoteFence
+	// (A single replica has nobody to get lost entries back from, and a
+	// fence would only keep it from ever leading again.)
+	name := fmt.Sprintf("%s-%d", t.Name, p.Index)
+	if err := r.fenceOnOpen(p.Group, name, dir, log, rec, len(p.Replicas) > 1, &rc); err != nil {
+		_ = log.Close()
+		return err
 	}
 	rep, err := replica.New(replica.Config{Group: consensus.GroupID(p.Group), Raft: rc, FS: r.env.FS, Dir: dir}, log, part)
 	if err != nil {
@@ -185,21 +187,52 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	return nil
 }
 
-// lostOnRecovery returns the index a reopened log should reach again
-// before its replica may vote (0: nothing was lost). Entries cut because
-// they were damaged were durable; and a log that ends below the commit
-// index its meta record holds lost committed entries — a truncated file
-// looks like a torn tail, but a torn tail never reaches below what was
-// committed, since commit needs this replica's fsync or a quorum's.
-func lostOnRecovery(log *logstore.Log, rec logstore.Recovery) uint64 {
-	var lost uint64
+// fenceOnOpen sets the vote fence of group g's replica, whose log was just
+// opened: the durable fence it already had, merged, if it has peers to get
+// entries back from, with the one recovery calls for (recoveryFence), made
+// durable first.
+func (r *Reactor) fenceOnOpen(g uint64, name, dir string, log *logstore.Log, rec logstore.Recovery, peers bool, rc *consensus.Config) error {
+	f := readFence(r.env.FS, dir, log.HardState().Term)
+	if lost := recoveryFence(log, rec); !lost.IsZero() && peers {
+		f = f.Merge(lost)
+		if err := writeFence(r.env.FS, dir, f); err != nil {
+			return fmt.Errorf("node: fence %s: %w", name, err)
+		}
+		r.env.Logf("node %d: %s lost entries it may have acknowledged (%s; log ends at %d, recorded commit %d): vote fence %v",
+			r.self, name, rec.Reason, log.LastIndex(), log.HardState().Commit, f)
+	}
+	if !f.IsZero() {
+		rc.VoteFence = f
+		r.fences[g] = f
+	}
+	return nil
+}
+
+// recoveryFence returns the vote fence a replica needs after its log was
+// opened (zero if it lost nothing it may have acknowledged). Entries cut
+// because they were damaged were durable, and so were the ones after them
+// (Recovery.HeldThrough bounds them). A log that ends below the commit
+// index its meta record holds lost committed entries: a torn write never
+// reaches below what was committed (the meta record is written only after
+// the entries it covers are durable, logstore/sync.go), but a file cut back
+// by the disk does, and then nothing says how far the lost tail went, so
+// the fence is unbounded (repair.go, fenceOfLoss).
+func recoveryFence(log *logstore.Log, rec logstore.Recovery) consensus.VoteFence {
+	hs := log.HardState()
+	var f consensus.VoteFence
 	if rec.Corrupt {
-		lost = log.LastIndex() + uint64(rec.EntriesCut)
+		f.Index = max(rec.HeldThrough, log.LastIndex()+uint64(rec.EntriesCut))
+		if rec.HeldUnknown {
+			f.Index = fenceUnbounded
+		}
 	}
-	if c := log.HardState().Commit; c > log.LastIndex() {
-		lost = max(lost, c)
+	if hs.Commit > log.LastIndex() && hs.Commit > f.Index {
+		f.Index = fenceUnbounded
 	}
-	return lost
+	if !f.IsZero() {
+		f.Term = hs.Term
+	}
+	return f
 }
 
 // segmentAge is segment.ms as a duration.

@@ -52,12 +52,15 @@ type Reactor struct {
 	leaseTerm  map[uint64]uint64        // the term a group's lease was granted in
 	leaseProbe map[uint64]time.Duration // send time of the lease confirmation in flight
 
-	fences            map[uint64]consensus.VoteFence // vote fences in force, by group (repair.go)
-	unrepairable      map[uint64]bool                // damaged replicas with no peer to repair from, reported
-	ctlDamageReported bool
-	forwards          map[string]*forward
-	reqSeq            uint64
-	reqNonce          uint64
+	fences       map[uint64]consensus.VoteFence // vote fences in force, by group (repair.go)
+	unrepairable map[uint64]bool      // damaged replicas with no peer to repair from, reported
+	// ctlCatchUp, while the controller replica has applied less, holds
+	// back deleting local replicas: its metadata was rewound by a repair
+	// (repair.go).
+	ctlCatchUp uint64
+	forwards   map[string]*forward
+	reqSeq     uint64
+	reqNonce   uint64
 
 	pidNext, pidEnd int64 // the producer id block in hand
 	pidWaiters      []func(pid int64, err error)

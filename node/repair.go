@@ -10,39 +10,44 @@ import (
 	"github.com/floe-broker/floe/internal/wire"
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/node/controller"
-	"github.com/floe-broker/floe/node/partition"
 )
 
-// Repairing a damaged partition replica.
+// Repairing a damaged replica (a partition's, or the controller's).
 //
 // Every entry is checksummed, and a read that meets a bad checksum (a
 // fetch, Raft reading entries to apply or to send) is refused: damaged data
 // is never served. The replica is then repaired from its peers:
 //
-//  1. If this replica leads the partition, it hands leadership to a
-//     caught-up follower first; a replica that is the group's only voter
-//     has no peer to repair from and stays as it is (the damaged entries
-//     stay unreadable, the data on disk stays untouched, and the error is
+//  1. If this replica leads its group, it hands leadership to a caught-up
+//     follower first; a replica that is the group's only voter has no peer
+//     to repair from and stays as it is (the damaged entries stay
+//     unreadable, the data on disk stays untouched, and the error is
 //     reported), since deleting data is never the answer to damage.
 //  2. It finds the first damaged entry and records, durably, a vote fence:
 //     the last index it holds now and that entry's term.
 //  3. It discards the damaged entry and everything after it and reopens
 //     the replica; the leader sends the discarded entries again (or a
-//     snapshot). Until its log is back past the fence (or holds an entry
-//     of a later term than the fence's) the replica votes only for
-//     candidates at least as up to date as the fence, and does not
-//     campaign (consensus/fence.go says why that keeps Raft safe); then
-//     the fence record is removed.
+//     snapshot). Until the log is back past the fence the replica neither
+//     votes nor campaigns (consensus/fence.go says why that keeps Raft
+//     safe), and then the fence record is removed.
 //
-// The controller's own log is not repaired this way: rewinding the
-// metadata would make the broker drop replicas of topics the rewound
-// metadata does not hold yet. A damaged controller replica is reported and
-// left as it is.
+// Recovery at open can find loss too (groups.go, recoveryFence): damaged
+// entries cut from the log, or a log that ends below the commit index its
+// meta record holds (a file cut back by the disk). The same fence applies.
+//
+// The controller's log is repaired the same way. Reopening it rebuilds the
+// metadata from its snapshot and the entries it still holds, an older state
+// than the one applied before; until the replica has applied past where it
+// was, the broker opens what that state places here but deletes no local
+// replica for missing from it (reconcile), so rewinding the metadata never
+// deletes data.
 
-// fenceFile is the per-replica file holding a vote fence: its index and
-// term, 8 bytes each. (A file of 8 bytes, from before fences had a term,
-// holds the index alone.)
+// fenceFile is the per-replica file holding a vote fence.
 const fenceFile = "vote.fence"
+
+// fenceUnbounded is a fence's Index when the replica cannot tell how far
+// its lost entries went (a file cut back with no trace of its old end).
+const fenceUnbounded = math.MaxUint64
 
 // readFence reads a replica's vote fence; the zero fence if it has none.
 // termBound stands for the term a fence without one (the older format)
@@ -94,34 +99,43 @@ func fenceOf(log *logstore.Log) consensus.VoteFence {
 // the replica votes only for candidates whose log does (consensus/fence.go).
 func fenceOfLoss(log *logstore.Log) consensus.VoteFence {
 	f := fenceOf(log)
-	return consensus.VoteFence{Index: math.MaxUint64, Term: max(f.Term, log.HardState().Term)}
+	return consensus.VoteFence{Index: fenceUnbounded, Term: max(f.Term, log.HardState().Term)}
 }
 
-// repairDamaged repairs at most one damaged partition replica per tick.
-func (r *Reactor) repairDamaged() {
-	if r.ctl.rep.Damaged() && !r.ctlDamageReported {
-		r.ctlDamageReported = true
-		r.env.Logf("node %d: the controller log has damaged entries; they are not served, and the controller log is not repaired automatically", r.self)
+// replicaDir is the directory of group g's local replica.
+func (r *Reactor) replicaDir(g uint64) (string, bool) {
+	if g == controller.ControllerGroup {
+		return r.controllerDir(), true
 	}
-	for _, g := range sortedKeys(r.parts) {
-		p := r.parts[g]
-		rep := p.Replica()
-		if !rep.Damaged() || rep.Busy() {
+	p, ok := r.parts[g]
+	if !ok {
+		return "", false
+	}
+	return partitionDir(r.cfg.DataDir, p.Topic, p.Index, g), true
+}
+
+func (r *Reactor) controllerDir() string { return path.Join(r.cfg.DataDir, "controller") }
+
+// repairDamaged repairs at most one damaged replica per tick.
+func (r *Reactor) repairDamaged() {
+	for _, g := range r.groupIDs() {
+		rep := r.replicaOf(g)
+		if rep == nil || !rep.Damaged() || rep.Busy() {
 			continue
 		}
-		if err := r.repair(g, p); err != nil {
-			r.env.Logf("node %d: repair %s-%d: %v", r.self, p.Topic, p.Index, err)
+		if err := r.repair(g); err != nil {
+			r.env.Logf("node %d: repair group %d: %v", r.self, g, err)
 		}
 		return
 	}
 }
 
-func (r *Reactor) repair(g uint64, p *partition.Partition) error {
-	rep := p.Replica()
+func (r *Reactor) repair(g uint64) error {
+	rep := r.replicaOf(g)
 	if len(rep.Conf().Voters) < 2 {
 		if !r.unrepairable[g] {
 			r.unrepairable[g] = true
-			r.env.Logf("node %d: %s-%d has damaged entries and no other replica to repair from; they stay unreadable", r.self, p.Topic, p.Index)
+			r.env.Logf("node %d: group %d has damaged entries and no other replica to repair from; they stay unreadable", r.self, g)
 		}
 		return nil
 	}
@@ -137,71 +151,100 @@ func (r *Reactor) repair(g uint64, p *partition.Partition) error {
 		rep.ClearDamaged() // the scan found nothing: a transient read error
 		return nil
 	}
-	_, cp, ok := r.ctl.state.PartitionByGroup(g)
-	if !ok {
-		return nil
-	}
-	t, _, _ := r.ctl.state.PartitionByGroup(g)
-	dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)
-	fence := fenceOf(rep.Log).Merge(readFence(r.env.FS, dir, rep.Log.HardState().Term))
+	dir, _ := r.replicaDir(g)
+	log := rep.Log
+	fence := fenceOf(log).Merge(readFence(r.env.FS, dir, log.HardState().Term))
 	if err := writeFence(r.env.FS, dir, fence); err != nil {
 		return fmt.Errorf("writing the vote fence: %w", err)
 	}
-	r.env.Logf("node %d: %s-%d: entry %d is damaged; discarding entries %d..%d to fetch them again from the leader (vote fence %d/%d)",
-		r.self, p.Topic, p.Index, first, first, rep.Log.LastIndex(), fence.Term, fence.Index)
+	r.env.Logf("node %d: group %d: entry %d is damaged; discarding entries %d..%d to fetch them again from the leader (vote fence %v)",
+		r.self, g, first, first, log.LastIndex(), fence)
 	r.stats.Repairs++
-	// Drop the replica, cut its log, reopen it.
-	p.FailWaiters(errUnknownPartition)
-	r.host.Remove(consensus.GroupID(g))
-	delete(r.parts, g)
-	delete(r.byName, topicPartition{p.Topic, p.Index})
-	log := rep.Log
-	cut := first - 1
-	if err := log.TruncateAfter(cut); err != nil {
-		_ = log.Close()
-		return r.reopen(t, cp, fmt.Errorf("truncating: %w", err))
-	}
-	if hs := log.HardState(); hs.Commit > cut {
-		hs.Commit = cut
-		log.SetHardState(hs)
-	}
-	if err := log.Close(); err != nil {
-		return r.reopen(t, cp, fmt.Errorf("closing: %w", err))
-	}
-	return r.reopen(t, cp, nil)
+	return r.reopen(g, func() error {
+		cut := first - 1
+		if err := log.TruncateAfter(cut); err != nil {
+			return fmt.Errorf("truncating: %w", err)
+		}
+		if hs := log.HardState(); hs.Commit > cut {
+			hs.Commit = cut
+			log.SetHardState(hs)
+		}
+		return nil
+	})
 }
 
-// reopen opens a partition replica again after a repair step; a failure to
-// reopen stops the node (it can no longer tell what it holds).
-func (r *Reactor) reopen(t *controller.Topic, cp *controller.Partition, cause error) error {
-	if err := r.ensurePartition(t, cp); err != nil {
-		r.fatal(fmt.Errorf("reopening %s-%d after repair: %w", t.Name, cp.Index, err))
+// reopen closes group g's replica, runs change on its log, and opens the
+// replica again from its files (repair, and lifting a fence Raft cannot
+// lift itself). The replica must not be Busy. A failure to reopen stops the
+// node (it can no longer tell what it holds).
+func (r *Reactor) reopen(g uint64, change func() error) error {
+	rep := r.replicaOf(g)
+	r.host.Remove(consensus.GroupID(g))
+	if g == controller.ControllerGroup {
+		// The reopened controller starts from an older metadata state:
+		// delete no local replica until it is back where it was.
+		r.ctlCatchUp = max(r.ctlCatchUp, rep.Applied())
+	}
+	var t *controller.Topic
+	var cp *controller.Partition
+	if g != controller.ControllerGroup {
+		p := r.parts[g]
+		p.FailWaiters(errUnknownPartition)
+		delete(r.parts, g)
+		delete(r.byName, topicPartition{p.Topic, p.Index})
+		var ok bool
+		if t, cp, ok = r.ctl.state.PartitionByGroup(g); !ok {
+			// No longer in the metadata: reconcile would not reopen it.
+			_ = rep.Log.Close()
+			return nil
+		}
+	}
+	var cause error
+	if change != nil {
+		cause = change()
+	}
+	if err := rep.Log.Close(); err != nil && cause == nil {
+		cause = fmt.Errorf("closing: %w", err)
+	}
+	var err error
+	if g == controller.ControllerGroup {
+		err = r.openController()
+	} else {
+		err = r.ensurePartition(t, cp)
+	}
+	if err != nil {
+		r.fatal(fmt.Errorf("reopening group %d: %w", g, err))
 		return err
 	}
 	return cause
 }
 
 // liftFences removes the durable fence of every replica whose durable log
-// no longer needs it (consensus.VoteFence.LiftedBy).
+// no longer needs it.
 func (r *Reactor) liftFences() {
 	for _, g := range sortedKeys(r.fences) {
-		p, ok := r.parts[g]
-		if !ok {
+		rep := r.replicaOf(g)
+		dir, ok := r.replicaDir(g)
+		if rep == nil || !ok {
 			delete(r.fences, g)
 			continue
 		}
-		log := p.Replica().Log
-		durable := log.DurableIndex()
-		term, err := log.Term(durable)
-		if !p.Replica().Raft.VoteFence().IsZero() || err != nil || !r.fences[g].LiftedBy(durable, term) {
+		f := r.fences[g]
+		durable := rep.Log.DurableIndex()
+		term, err := rep.Log.Term(durable)
+		// Raft lifts its own copy of the fence (by index or by term); the
+		// durable record goes once Raft has and the durable log agrees.
+		if !rep.Raft.VoteFence().IsZero() || err != nil || !f.LiftedBy(durable, term) || rep.Busy() {
 			continue
 		}
-		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)
-		if err := r.env.FS.Remove(path.Join(dir, fenceFile)); err == nil || errors.Is(err, logstore.ErrNotExist) {
-			_ = r.env.FS.SyncDir(dir)
-			delete(r.fences, g)
-			r.env.Logf("node %d: %s-%d repaired: the log is back past its vote fence", r.self, p.Topic, p.Index)
+		if err := r.env.FS.Remove(path.Join(dir, fenceFile)); err != nil && !errors.Is(err, logstore.ErrNotExist) {
+			continue
 		}
+		if err := r.env.FS.SyncDir(dir); err != nil {
+			continue
+		}
+		delete(r.fences, g)
+		r.env.Logf("node %d: group %d repaired: the log is back past its vote fence %v", r.self, g, f)
 	}
 }
 

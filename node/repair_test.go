@@ -105,3 +105,79 @@ func TestDamagedReplicaIsRepairedFromPeers(t *testing.T) {
 		t.Fatalf("the repaired replica serves %d records, %d acknowledged", len(got), len(acked))
 	}
 }
+
+// A follower's partition log cut back to nothing (a disk losing a whole
+// synced file's content): the replica must come back fenced, with the term
+// and vote it had — not bootstrapped again as a new log, which wrote term 1
+// over its hard state and let it vote unfenced with none of the entries it
+// had acknowledged (simulator seed 714 with -corrupt lost a committed
+// consumer offset this way).
+func TestPartitionLogCutToNothingIsFencedNotRebootstrapped(t *testing.T) {
+	c := newCluster(t, 3, 63)
+	c.waitReady()
+	const topic = "cut-all"
+	createTopic(t, c, 1, topic, 1, 3, nil)
+	waitLeaders(t, c, topic, 1)
+	produceValues(t, c, topic, 10)
+	lead := leaderOf(c, topic, 0)
+	f := int32(1)
+	if f == lead {
+		f = 2
+	}
+	p := c.nodes[f].r.byName[topicPartition{topic, 0}]
+	g := uint64(p.Replica().Group)
+	hs := p.Replica().Log.HardState()
+	dir := partitionDir(".", topic, 0, g)
+	c.nodes[f].crash()
+	names, err := c.nodes[f].fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".log") {
+			if err := c.nodes[f].fs.TruncateFile(path.Join(dir, n), 10); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c.nodes[f].boot()
+	if !c.runUntil(10*time.Second, func() bool { _, ok := c.nodes[f].r.byName[topicPartition{topic, 0}]; return ok }) {
+		t.Fatalf("node %d did not reopen its replica", f)
+	}
+	rep := c.nodes[f].r.byName[topicPartition{topic, 0}].Replica()
+	if got := rep.Log.HardState(); got.Term < hs.Term {
+		t.Fatalf("hard state went from %+v to %+v", hs, got)
+	}
+	if _, fenced := c.nodes[f].r.fences[g]; !fenced || rep.Raft.VoteFence().IsZero() {
+		t.Fatalf("a log cut back to nothing came back unfenced")
+	}
+	// It is repaired from its peers, and the fence lifts once an entry of
+	// a newer term reaches it (nothing says how far its lost entries went:
+	// the fence is unbounded). Move the leadership to the third node.
+	third := 6 - f - lead
+	c.nodes[lead].r.byName[topicPartition{topic, 0}].Replica().Raft.TransferLeader(uint64(third))
+	c.nodes[lead].r.queueProcess()
+	if !c.runUntil(10*time.Second, func() bool { return leaderOf(c, topic, 0) == third }) {
+		t.Fatalf("leadership did not move to node %d", third)
+	}
+	lead = third
+	if !c.runUntil(20*time.Second, func() bool {
+		_, fenced := c.nodes[f].r.fences[g]
+		p, ok := c.nodes[f].r.byName[topicPartition{topic, 0}] // reopened when the fence lifts
+		if !ok {
+			return false
+		}
+		rep = p.Replica()
+		return !fenced && rep.Raft.VoteFence().IsZero() && rep.Log.LastIndex() >= c.nodes[lead].r.byName[topicPartition{topic, 0}].Replica().Log.LastIndex()
+	}) {
+		t.Fatalf("node %d was not repaired: fence %v, last %d", f, c.nodes[f].r.fences[g], rep.Log.LastIndex())
+	}
+	c.nodes[lead].r.byName[topicPartition{topic, 0}].Replica().Raft.TransferLeader(uint64(f))
+	c.nodes[lead].r.queueProcess()
+	if !c.runUntil(10*time.Second, func() bool { return leaderOf(c, topic, 0) == f }) {
+		t.Fatalf("leadership did not move to the repaired node %d", f)
+	}
+	if got, _ := fetchAll(t, c, f, topic, 0); len(got) != 10 {
+		t.Fatalf("the repaired replica serves %d records, 10 were acknowledged", len(got))
+	}
+}

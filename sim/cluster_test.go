@@ -14,7 +14,7 @@ import (
 //	go test ./sim                                   seeds 1..200 + regressions
 //	go test ./sim -run '^TestSim$' -seeds 2000      more seeds
 //	go test ./sim -run '^TestSim$' -seed 42 -v      replay one seed
-//	go test ./sim -run '^TestSim$' -corrupt         with disk corruption
+//	go test ./sim -run '^TestSim$' -corrupt         disk corruption in every seed
 //	go test ./sim -run '^TestSim$' -reassign        with membership changes
 //
 // Long campaigns: make sim SEEDS=N (floe sim --seeds N).
@@ -23,7 +23,7 @@ import (
 const simSeedsDefault = 200
 
 var (
-	corruptFlag  = flag.Bool("corrupt", false, "TestSim: also inject disk corruption on a minority of nodes")
+	corruptFlag  = flag.Bool("corrupt", false, "TestSim: force disk corruption (of a minority of each group) on in every seed")
 	reassignFlag = flag.Bool("reassign", false, "TestSim: also change partitions' membership (reassignment)")
 )
 
@@ -50,6 +50,11 @@ var regressionSeeds = []struct {
 	// A crash during a log's first syncs left segments beside two meta
 	// files that never held a record; the broker could never start again.
 	{"log-creation-not-crash-atomic", 5},
+	// The same with a torn first meta record (its fsync failed, then a
+	// crash): refused on every restart (issue 13 bug 5; fixed: a torn
+	// record is one that never became durable).
+	{"torn-first-meta-record-stops-broker", 362},
+	{"torn-first-meta-record-stops-broker/2", 958},
 }
 
 // simOptions is the options TestSim gives a seed.
@@ -156,15 +161,15 @@ func TestChooseOptionsSwarm(t *testing.T) {
 		if f.Crash+f.PowerCut+f.Pause+f.Partition+f.Clock+f.Transfer+f.Reassign == 0 {
 			t.Errorf("seed %d has no process, network or clock fault", seed)
 		}
-		if f.Corrupt != 0 || f.Reassign != 0 {
-			t.Errorf("seed %d: corruption or reassignment is on by default", seed)
+		if f.Reassign != 0 {
+			t.Errorf("seed %d: reassignment is on by default", seed)
 		}
 		if o.WithReassign().Faults.Reassign > 0 {
 			on["reassign (-reassign)"]++
 		}
 		for name, v := range map[string]float64{"crash": f.Crash, "powercut": f.PowerCut, "pause": f.Pause,
 			"partition": f.Partition, "clock": f.Clock, "transfer": f.Transfer, "drop": f.Link.DropProb,
-			"sync-fail": f.SyncFailProb} {
+			"sync-fail": f.SyncFailProb, "corrupt": f.Corrupt} {
 			if v > 0 {
 				on[name]++
 			}
@@ -217,8 +222,9 @@ func TestSimKnownBugs(t *testing.T) {
 }
 
 // optionalRegressionSeeds are seeds that found bugs with a fault that is
-// off by default (membership changes, disk corruption), named after the
-// bug and run with that fault on. They run in the default `go test ./sim`.
+// off by default (membership changes) or forced on (disk corruption, on in
+// only some seeds by default), named after the bug and run with that fault
+// on. They run in the default `go test ./sim`.
 var optionalRegressionSeeds = []struct {
 	name     string
 	seed     int64
@@ -241,6 +247,29 @@ var optionalRegressionSeeds = []struct {
 	{"truncation-then-wrong-offset", 423, false, true},
 	{"flipped-index-file-loses-writes", 333, false, true},
 	{"flips-on-two-replicas-no-leader", 292, false, true},
+	// Issue 13, bug 6 (disk corruption), found with -corrupt on the code
+	// before the fixes: a damaged controller log was only reported, and
+	// Raft retried the unreadable entries for ever (livelocks) — fixed:
+	// repaired from peers like a partition's.
+	{"controller-log-not-repaired", 56, false, true},
+	{"controller-log-not-repaired/2", 265, false, true},
+	{"controller-log-not-repaired/3", 419, false, true},
+	// A flipped entry in __consumer_offsets: a committed offset read back
+	// older than acknowledged.
+	{"flipped-offsets-entry-regresses-commit", 46, false, true},
+	// Found while fixing: reopening the controller (its fence lifted)
+	// rebuilt an older metadata state, which deleted a partition replica
+	// the broker held (fixed: no deletion until it is back where it was).
+	{"rewound-controller-deletes-replicas", 310, false, true},
+	// A partition log cut back to nothing was bootstrapped again as a new
+	// log: term 1 over its hard state, no fence, a committed offset lost
+	// (fixed: only a log that never had a hard state is bootstrapped).
+	{"log-cut-to-nothing-rebootstrapped", 714, false, true},
+	// A flipped bit in an entry header made recovery take the entry for a
+	// torn write: the entries after it were cut silently, without a fence
+	// (19 acknowledged writes lost; fixed: only an incomplete entry with
+	// nothing intact after it is a torn write).
+	{"flipped-header-taken-for-torn-write", 20016, false, true},
 }
 
 func TestSimOptionalFaultRegressions(t *testing.T) {

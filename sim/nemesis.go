@@ -27,9 +27,12 @@ type nemesis struct {
 	on  bool
 	// restartDue marks nodes with a restart scheduled.
 	restartDue map[netx.NodeID]bool
-	// corrupted are the nodes whose files were damaged: at most a minority
-	// in a run, so other replicas keep good copies.
-	corrupted map[netx.NodeID]bool
+	// corrupted are the nodes whose files were damaged; damagedDirs counts,
+	// per replica directory (one Raft group's log), the nodes whose copy
+	// was damaged: at most a minority of each group's replicas, so the
+	// others keep good copies.
+	corrupted   map[netx.NodeID]bool
+	damagedDirs map[string]map[netx.NodeID]bool
 	// counts of faults applied, by kind, for the run's figures.
 	counts map[string]int
 }
@@ -44,6 +47,7 @@ func newNemesis(r *run) *nemesis {
 	return &nemesis{
 		r: r, w: r.w, o: r.o.Faults, rng: rand.New(rand.NewSource(r.w.Rand().Int63())),
 		restartDue: map[netx.NodeID]bool{}, corrupted: map[netx.NodeID]bool{}, counts: map[string]int{},
+		damagedDirs: map[string]map[netx.NodeID]bool{},
 	}
 }
 
@@ -314,34 +318,53 @@ func (n *nemesis) reassign() {
 
 // corrupt damages one file of one node, while it is down, where the other
 // replicas keep good copies: it crashes the node, flips a bit in or cuts
-// the tail of one of its log files, and restarts it later.
+// the tail of one of its log files (a segment, an index, the controller's
+// log; a meta file only gets a flipped bit), and restarts it later. A
+// replica's log is damaged at most once, and in each group at most a
+// minority of the replicas. A segment is cut back only to below the commit
+// index its log's meta record holds: a disk losing synced data above it is
+// indistinguishable from a torn write, and is not in the fault model
+// (logstore.SimFS.CommittedPrefix, docs/testing.md).
 func (n *nemesis) corrupt() {
-	if len(n.corrupted) >= (len(n.w.IDs())-1)/2 {
-		return
-	}
 	id := n.target()
-	if n.corrupted[id] {
-		return
+	var files []string
+	for _, f := range dataFiles(n.w.FS(id), "data") {
+		dir := path.Dir(f)
+		if !n.damagedDirs[dir][id] && len(n.damagedDirs[dir])+1 <= (n.replicasOf(dir)-1)/2 {
+			files = append(files, f)
+		}
 	}
-	files := dataFiles(n.w.FS(id), "data")
 	if len(files) == 0 {
 		return
 	}
 	if n.w.Up(id) {
 		n.w.CrashWith(id, n.crashMode())
 	}
-	n.corrupted[id] = true
 	name := files[n.rng.Intn(len(files))]
 	data, err := n.w.FS(id).ReadFile(name)
 	if err != nil || len(data) == 0 {
+		if !n.restartDue[id] {
+			n.restartAfter(id, n.duration())
+		}
 		return
 	}
+	n.corrupted[id] = true
+	dir := path.Dir(name)
+	if n.damagedDirs[dir] == nil {
+		n.damagedDirs[dir] = map[netx.NodeID]bool{}
+	}
+	n.damagedDirs[dir][id] = true
 	off := n.rng.Int63n(int64(len(data)))
-	if n.rng.Intn(2) == 0 {
+	cutMax := int64(len(data))
+	if strings.HasSuffix(name, ".log") {
+		cutMax = n.w.FS(id).CommittedPrefix(dir, path.Base(name))
+	}
+	if n.rng.Intn(2) == 0 || isMetaFile(name) || cutMax == 0 {
 		bit := uint(n.rng.Intn(8))
 		n.w.Tracef("fault corrupt n%d: flip bit %d of byte %d of %s (%d bytes)", id, bit, off, name, len(data))
 		_ = n.w.FS(id).FlipBit(name, off, bit)
 	} else {
+		off = n.rng.Int63n(cutMax)
 		n.w.Tracef("fault corrupt n%d: truncate %s from %d to %d bytes", id, name, len(data), off)
 		_ = n.w.FS(id).TruncateFile(name, off)
 	}
@@ -349,6 +372,17 @@ func (n *nemesis) corrupt() {
 	if !n.restartDue[id] {
 		n.restartAfter(id, n.duration())
 	}
+}
+
+// replicasOf counts the nodes holding the replica directory dir.
+func (n *nemesis) replicasOf(dir string) int {
+	c := 0
+	for _, id := range n.w.IDs() {
+		if _, err := n.w.FS(id).List(dir); err == nil {
+			c++
+		}
+	}
+	return c
 }
 
 // dataFiles lists the segment and index files under dir, sorted.
@@ -363,7 +397,7 @@ func dataFiles(fs *logstore.SimFS, dir string) []string {
 		for _, name := range names {
 			p := path.Join(d, name)
 			switch {
-			case strings.HasSuffix(name, ".log") || strings.HasSuffix(name, ".idx"):
+			case strings.HasSuffix(name, ".log") || strings.HasSuffix(name, ".idx") || isMetaFile(name):
 				out = append(out, p)
 			default:
 				walk(p, depth+1) // a directory, or List fails and it is skipped
@@ -373,6 +407,15 @@ func dataFiles(fs *logstore.SimFS, dir string) []string {
 	walk(dir, 0)
 	sort.Strings(out)
 	return out
+}
+
+// isMetaFile reports whether name is a log's meta file (logstore/meta.go).
+// The fault flips its bits but never cuts it: a meta file holds its record
+// twice, which survives a flipped bit; a disk that loses a synced record
+// outright is not in the fault model (docs/testing.md).
+func isMetaFile(name string) bool {
+	base := path.Base(name)
+	return base == "meta.a" || base == "meta.b"
 }
 
 // summary lists the faults applied, sorted by name.

@@ -48,12 +48,13 @@ type Options struct {
 	reassignRate float64
 }
 
-// CorruptRate is the rate of the corruption fault when a run enables it
-// (WithCorruption). It is off by default: see the Simulator section of
-// docs/testing.md for why.
+// CorruptRate is the rate of the corruption fault when a run forces it on
+// (WithCorruption, -corrupt, --corrupt: every seed damages disks). By
+// default each seed draws its own rate, zero in about half of them.
 const CorruptRate = 0.5
 
-// WithCorruption returns o with the disk corruption fault turned on.
+// WithCorruption returns o with the disk corruption fault on at
+// CorruptRate.
 func (o Options) WithCorruption() Options {
 	o.Faults.Corrupt = CorruptRate
 	return o
@@ -77,7 +78,7 @@ type FaultOptions struct {
 	Clock     float64 // skew or jump one node's wall clock
 	Transfer  float64 // a node hands off every leadership it holds
 	Reassign  float64 // move a partition to another replica set (membership change)
-	Corrupt   float64 // flip bits in or truncate a file of a down node (a minority only)
+	Corrupt   float64 // flip bits in or truncate a file of a down node (a minority of each group)
 	// Aim is the chance a process fault or isolation targets a partition
 	// leader or the controller instead of a random node.
 	Aim float64
@@ -173,6 +174,7 @@ func ChooseOptions(seed int64) Options {
 	// Draws added later go last, so the options above stay what each seed
 	// chose before them (regression and known-bug seeds keep their runs).
 	o.reassignRate = rate(0.5, 0.2, 1.5)
+	f.Corrupt = rate(0.5, 0.2, 1)
 	return o
 }
 

@@ -73,8 +73,8 @@ func (res *Result) Failed() bool { return len(res.Violations) > 0 }
 // ReplayCommands are the commands that rerun this seed bit for bit.
 func (res *Result) ReplayCommands() string {
 	test, cli := "", ""
-	if res.Options.Faults.Corrupt > 0 {
-		test, cli = test+" -corrupt", cli+" --corrupt"
+	if res.Options.Faults.Corrupt != ChooseOptions(res.Options.Seed).Faults.Corrupt {
+		test, cli = test+" -corrupt", cli+" --corrupt" // forced on, not the seed's own draw
 	}
 	if res.Options.Faults.Reassign > 0 {
 		test, cli = test+" -reassign", cli+" --reassign"
@@ -451,9 +451,9 @@ func (r *run) finish() *Result {
 		case injected(f.Err):
 		case knownFatal(f.Err):
 			r.known("log-creation-not-crash-atomic", fmt.Sprintf("n%d.%d cannot start: %v", f.ID, f.Inc, f.Err))
-		case r.nem.corrupted[f.ID]:
-			r.note(fmt.Sprintf("n%d.%d (a node with corrupted files) stopped: %v", f.ID, f.Inc, f.Err))
 		default:
+			// A node with damaged files must repair them from its peers,
+			// not stop: that is a failure too.
 			r.violation("node-fatal", fmt.Sprintf("n%d.%d stopped with no injected cause at %v: %v", f.ID, f.Inc, f.At, f.Err))
 		}
 	}

@@ -5,7 +5,7 @@ package main
 //	floe sim --seed 42                       replay one seed, bit for bit
 //	floe sim --seed 42 --trace t.txt         ... and write its whole trace
 //	floe sim --seeds 5000 --workers 2        a campaign over seeds 1..5000
-//	--corrupt, --reassign                    add the faults that are off by default
+//	--corrupt, --reassign                    force disk corruption on in every seed; add membership changes
 //
 // A campaign prints every failing seed's report as it is found, then the
 // figures: seeds, simulated hours, events per second, violations by kind.
@@ -46,7 +46,7 @@ func runSim(args []string) error {
 	fs.IntVar(&f.seeds, "seeds", 0, "run a campaign over this many seeds")
 	fs.Int64Var(&f.start, "start", 1, "first seed of a campaign")
 	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "seeds run in parallel in a campaign")
-	fs.BoolVar(&f.corrupt, "corrupt", false, "also inject disk corruption on a minority of nodes")
+	fs.BoolVar(&f.corrupt, "corrupt", false, "force disk corruption (of a minority of each group) on in every seed; by default about half the seeds draw it")
 	fs.BoolVar(&f.reassign, "reassign", false, "also change partitions' membership (reassignment)")
 	fs.StringVar(&f.tracePath, "trace", "", "with --seed: write the whole trace to this file")
 	fs.StringVar(&f.historyOut, "history", "", "with --seed: write the history (JSON lines) to this file")

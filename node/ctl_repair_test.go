@@ -1,0 +1,193 @@
+package node
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/floe-broker/floe/node/controller"
+)
+
+// controllerSegment returns the path of node id's (only) controller log
+// segment.
+func controllerSegment(t *testing.T, c *cluster, id int32) string {
+	t.Helper()
+	dir := path.Join(".", "controller")
+	names, err := c.nodes[id].fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var segs []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".log") {
+			segs = append(segs, n)
+		}
+	}
+	if len(segs) != 1 {
+		t.Fatalf("node %d: controller segments %v", id, segs)
+	}
+	return path.Join(dir, segs[0])
+}
+
+func transferController(t *testing.T, c *cluster, to int32) {
+	t.Helper()
+	from := int32(c.nodes[to].r.controllerLeader())
+	if from == to {
+		return
+	}
+	c.nodes[from].r.ctl.rep.Raft.TransferLeader(uint64(to))
+	c.nodes[from].r.queueProcess()
+	if !c.runUntil(10*time.Second, func() bool {
+		for _, n := range c.nodes {
+			if n.r != nil && n.r.controllerLeader() != uint64(to) {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("controller leadership did not move from %d to %d", from, to)
+	}
+}
+
+func produceValues(t *testing.T, c *cluster, topic string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		for attempt := 0; ; attempt++ {
+			if lead := leaderOf(c, topic, 0); lead != 0 {
+				if sp := produce(c, lead, topic, 0, -1, batchOf(fmt.Sprint(i))); sp.ErrorCode == 0 {
+					break
+				} else if attempt > 100 {
+					t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
+				}
+			}
+			c.runFor(10 * time.Millisecond)
+		}
+	}
+}
+
+// TestDamagedControllerLogIsRepairedFromPeers damages, on the live
+// controller leader, the controller log entry that created a topic. The
+// damage is found when the leader reads the entry to send it to a broker
+// that joins. The leader must hand over, discard the damaged entries and
+// fetch them again from its peers (before, the controller log was only
+// reported, and the new broker never caught up) — and while its metadata
+// is rewound to before the topic existed it must not delete its replica
+// of that topic.
+func TestDamagedControllerLogIsRepairedFromPeers(t *testing.T) {
+	c := newCluster(t, 3, 61)
+	c.waitReady()
+	const topic = "ctl-repair-victim"
+	createTopic(t, c, 1, topic, 1, 3, nil)
+	waitLeaders(t, c, topic, 1)
+	produceValues(t, c, topic, 10)
+	// Restart x so that its entry cache is empty: its leader reads the
+	// log file to catch a new broker up.
+	const x = 2
+	c.nodes[x].crash()
+	c.nodes[x].boot()
+	c.waitReady()
+	transferController(t, c, x)
+	before := c.nodes[x].r.byName[topicPartition{topic, 0}]
+	if before == nil {
+		t.Fatalf("node %d holds no replica of %s", x, topic)
+	}
+	seg := controllerSegment(t, c, x)
+	data, err := c.nodes[x].fs.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(data, []byte(topic))
+	if at < 0 {
+		t.Fatalf("no entry of %s names %s", seg, topic)
+	}
+	if err := c.nodes[x].fs.FlipBit(seg, int64(at+3), 2); err != nil {
+		t.Fatal(err)
+	}
+	c.addNode(4)
+	if !c.runUntil(30*time.Second, func() bool {
+		r := c.nodes[x].r
+		_, fenced := r.fences[controller.ControllerGroup]
+		ready, _ := c.nodes[4].r.Ready()
+		return ready && r.stats.Repairs > 0 && !fenced && r.controllerLeader() != 0 &&
+			r.Metadata().Topics[topic] != nil && r.ctl.rep.Applied() >= c.nodes[1].r.ctl.rep.Applied()
+	}) {
+		r := c.nodes[x].r
+		ready, why := c.nodes[4].r.Ready()
+		t.Fatalf("node %d: repairs %d, fences %v, damaged %v, applied %d (node 1: %d); node 4 ready %v (%s)", x, r.stats.Repairs,
+			r.fences, r.ctl.rep.Damaged(), r.ctl.rep.Applied(), c.nodes[1].r.ctl.rep.Applied(), ready, why)
+	}
+	if after := c.nodes[x].r.byName[topicPartition{topic, 0}]; after != before {
+		t.Fatalf("node %d closed (or deleted) its replica of %s while its metadata was rewound", x, topic)
+	}
+	got, _ := fetchAll(t, c, leaderOf(c, topic, 0), topic, 0)
+	if len(got) != 10 {
+		t.Fatalf("%s holds %d records, 10 were acknowledged", topic, len(got))
+	}
+}
+
+// TestControllerLogCutBelowCommitIsFenced cuts a follower's controller log
+// back below the commit index its meta record holds, as a disk losing
+// synced writes would. The replica may have acknowledged entries past any
+// point it can name, so it must come back fenced without bound (before,
+// the controller's log was not fenced at all); the fence lifts once an
+// entry of a newer term reaches it, and the reopening that takes must not
+// close or delete any of its partition replicas.
+func TestControllerLogCutBelowCommitIsFenced(t *testing.T) {
+	c := newCluster(t, 3, 62)
+	c.waitReady()
+	for i := 0; i < 12; i++ {
+		createTopic(t, c, 1, fmt.Sprintf("cut-%d", i), 1, 3, nil)
+	}
+	waitLeaders(t, c, "cut-11", 1)
+	const f = 3
+	transferController(t, c, 1)
+	seg := controllerSegment(t, c, f)
+	c.nodes[f].crash()
+	fs := c.nodes[f].fs
+	prefix := fs.CommittedPrefix("controller", path.Base(seg))
+	if prefix == 0 {
+		t.Fatal("no committed entry recorded in the controller's meta record")
+	}
+	if err := fs.TruncateFile(seg, prefix/2); err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[f].boot()
+	r := c.nodes[f].r
+	if fence := r.fences[controller.ControllerGroup]; fence.Index != fenceUnbounded || r.ctl.rep.Raft.VoteFence().IsZero() {
+		t.Fatalf("a controller log cut below its recorded commit came back with fence %v (raft %v)", fence, r.ctl.rep.Raft.VoteFence())
+	}
+	if !c.runUntil(20*time.Second, func() bool {
+		_, ok := r.byName[topicPartition{"cut-11", 0}]
+		return ok && r.ctl.rep.Applied() >= c.nodes[1].r.ctl.rep.Applied()
+	}) {
+		t.Fatalf("node %d did not catch up", f)
+	}
+	open := map[uint64]any{}
+	for g, p := range r.parts {
+		open[g] = p
+	}
+	if _, fenced := r.fences[controller.ControllerGroup]; !fenced {
+		t.Fatal("the fence lifted before any entry of a newer term")
+	}
+	transferController(t, c, 2) // a new term
+	if !c.runUntil(20*time.Second, func() bool {
+		_, fenced := r.fences[controller.ControllerGroup]
+		return !fenced && r.ctl.rep.Raft.VoteFence().IsZero()
+	}) {
+		t.Fatalf("the fence %v did not lift after a new term", r.fences[controller.ControllerGroup])
+	}
+	c.runFor(2 * time.Second)
+	for g, p := range open {
+		if r.parts[g] != p {
+			t.Fatalf("group %d was closed or deleted while the controller was reopened", g)
+		}
+	}
+	if r.ctl.rep.Raft.BasicStatus().Lead == 0 {
+		t.Fatal("no controller leader known after the reopen")
+	}
+}
