@@ -53,7 +53,7 @@ type Reactor struct {
 	leaseProbe map[uint64]time.Duration // send time of the lease confirmation in flight
 
 	fences       map[uint64]consensus.VoteFence // vote fences in force, by group (repair.go)
-	unrepairable map[uint64]bool      // damaged replicas with no peer to repair from, reported
+	unrepairable map[uint64]bool                // damaged replicas with no peer to repair from, reported
 	// ctlCatchUp, while the controller replica has applied less, holds
 	// back deleting local replicas: its metadata was rewound by a repair
 	// (repair.go).
