@@ -77,6 +77,8 @@ func validateConfig(c *Config) error {
 		return errors.New("consensus: config: Rand is required")
 	case c.MaxInflightMsgs < 0:
 		return errors.New("consensus: config: MaxInflightMsgs must not be negative")
+	case c.ElectionDelayTicks < 0:
+		return errors.New("consensus: config: ElectionDelayTicks must not be negative")
 	}
 	return nil
 }
@@ -119,6 +121,8 @@ func newRaft(c Config) (*raft, error) {
 		return nil, err
 	}
 	r.becomeFollower(r.term, 0)
+	// A negative elapsed count: the first timeout fires that much later.
+	r.electionElapsedTicks = -c.ElectionDelayTicks
 	return r, nil
 }
 

@@ -4,7 +4,8 @@ package node
 //
 // Grows a topic to Count partitions. Any broker accepts it and forwards the
 // change to the controller, answering once its own replica of the metadata
-// has applied it, or REQUEST_TIMED_OUT. The new partitions get the topic's
+// has applied it and, with timeout_ms > 0, every new partition has its
+// leader (as CreateTopics), or REQUEST_TIMED_OUT. The new partitions get the topic's
 // replication factor and are placed like a new topic's (controller Place,
 // numbered from the current count), unless Assignment gives one replica
 // list per new partition: each must name distinct registered brokers, as
@@ -35,6 +36,7 @@ func serveCreatePartitions(r *Reactor, _ Client, kreq kmsg.Request, respond func
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	g := newGather(func() { respond(resp) })
+	deadline := r.requestDeadline(req.TimeoutMillis)
 	mentions := map[string]int{}
 	for _, rt := range req.Topics {
 		mentions[rt.Topic]++
@@ -56,7 +58,14 @@ func serveCreatePartitions(r *Reactor, _ Client, kreq kmsg.Request, respond func
 		g.add()
 		r.propose(&controller.Command{CreatePartitions: cmd}, func(res controller.Result) {
 			st.ErrorCode, st.ErrorMessage = errParts(res.Err)
-			g.done()
+			if res.Err != nil || req.TimeoutMillis <= 0 {
+				g.done()
+				return
+			}
+			r.awaitLeaders(cmd.Topic, cmd.Partitions[0].Index, deadline, func(err error) {
+				st.ErrorCode, st.ErrorMessage = errParts(err)
+				g.done()
+			})
 		})
 	}
 	g.done()

@@ -170,6 +170,8 @@ func (r *Reactor) reapDoomed() {
 		delete(r.parts, g)
 		delete(r.byName, topicPartition{p.Topic, p.Index})
 		delete(r.doomed, g)
+		delete(r.opened, g)
+		delete(r.campaignSoon, g)
 		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)
 		_ = rep.Log.Close()
 		if err := removeAll(r.env.FS, dir); err != nil {
