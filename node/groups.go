@@ -183,9 +183,10 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 //
 //   - the preferred replica campaigns as soon as it has applied its
 //     bootstrap membership, and again on every tick while the group has
-//     no leader, for one election timeout (campaignIfDue): its first
-//     requests may reach peers that have not applied the creation yet,
-//     which drop them;
+//     no leader (campaignIfDue): its first requests may reach peers that
+//     have not opened the partition yet, which drop them. Brokers open the
+//     replicas they are preferred for first (openSome), so the preferred
+//     replica is normally open, and asking, before the others open;
 //   - the replica at rank k of the placement holds its first election
 //     timeout back by k election timeouts (consensus ElectionDelayTicks),
 //     so it campaigns only if the ones before it could not win: the
@@ -199,9 +200,15 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 // term is the bootstrap term 1 (no election has begun in it) and its
 // replica set never changed.
 
+// firstCampaignTimeouts is how many election timeouts after it opened a
+// new partition's preferred replica keeps asking for votes: as long as the
+// second replica's longest first timeout (one election timeout of delay
+// plus at most two), after which the normal election takes over.
+const firstCampaignTimeouts = 3
+
 // campaignIfDue makes a new partition's preferred replica campaign while
-// the group has no leader, at most once a tick, for one election timeout
-// after it opened. A pre-vote changes no term, so asking again disturbs
+// the group has no leader, at most once a tick, for firstCampaignTimeouts
+// election timeouts after it opened. A pre-vote changes no term, so asking again disturbs
 // nobody; a member whose real vote is out waits for the answers.
 func (r *Reactor) campaignIfDue(g uint64) {
 	last, ok := r.campaignSoon[g]
@@ -215,7 +222,7 @@ func (r *Reactor) campaignIfDue(g uint64) {
 	}
 	rep := p.Replica()
 	st := rep.Raft.BasicStatus()
-	if st.Lead != 0 || r.ticks-r.opened[g] > uint64(r.cfg.ElectionTicks) {
+	if st.Lead != 0 || r.ticks-r.opened[g] > uint64(firstCampaignTimeouts*r.cfg.ElectionTicks) {
 		delete(r.campaignSoon, g)
 		return
 	}

@@ -42,7 +42,8 @@ type Reactor struct {
 	fetches  []*fetchWait
 	creating map[string]bool // topics being auto-created
 
-	leaderWaits []*leaderWait // admin answers waiting for new partitions' leaders (leader_wait.go)
+	leaderWaits     []*leaderWait // admin answers waiting for new partitions' leaders (leader_wait.go)
+	reconcileQueued bool          // a reconcile round is scheduled (ctl.go openSome)
 
 	settingReplicas map[uint64]bool   // SetReplicas reports in flight, by group
 	campaignSoon    map[uint64]uint64 // new partitions whose preferred leader should campaign: 1 + the tick of its last campaign, or 0
