@@ -137,6 +137,7 @@ func (c *conn) readLoop() {
 		}
 		c.sawFrame = true
 		if !c.handle(frame) {
+			c.lingerForClose()
 			c.stopReading(ReasonUnsupportedSASL)
 			return
 		}

@@ -2,8 +2,10 @@ package kafka
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -13,11 +15,16 @@ import (
 // listener does not offer, are told so, loudly and once, instead of being
 // left to retry forever against a socket that just closes:
 //
-//   - SaslHandshake while the handler does not advertise it (a client
-//     configured for SASL_PLAINTEXT): answered UNSUPPORTED_SASL_MECHANISM
-//     with an empty mechanism list, then the connection closes. Clients
-//     then report a SASL error (kafka-python raises
-//     UnsupportedSaslMechanismError) rather than "no brokers available".
+//   - SaslHandshake, when the handler does not serve it (a client
+//     configured for SASL_PLAINTEXT): the server advertises v0-1 and
+//     answers UNSUPPORTED_SASL_MECHANISM with an empty mechanism list,
+//     then closes the connection once the client has closed it or after
+//     saslLinger, as Kafka does for a mechanism it does not enable. Clients report a SASL error (librdkafka: "SASL handshake
+//     failed: Broker: Unsupported SASL mechanism"; franz-go:
+//     UNSUPPORTED_SASL_MECHANISM; kafka-python logs
+//     UnsupportedSaslMechanismError at info level, then raises
+//     NoBrokersAvailable). Without the advertisement, franz-go and
+//     librdkafka would skip the handshake or give up before it.
 //   - a first frame whose bytes are another protocol's opening (a TLS
 //     ClientHello, an HTTP request, ...): the connection closes, as for
 //     any bad frame.
@@ -107,6 +114,21 @@ func (c *conn) refuseSASL(req request, sl *slot) {
 	resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 	resp.SupportedMechanisms = []string{}
 	sl.respond(resp)
+}
+
+// saslLinger is how long a connection whose SaslHandshake was refused
+// stays open for the client to read the answer and close first: a client
+// may drop an answer that arrives together with the end of the connection
+// (kafka-python does). Kafka delays such closes too
+// (connection.failed.authentication.delay.ms).
+const saslLinger = time.Second
+
+// lingerForClose discards what the client still sends until it closes the
+// connection, saslLinger passes, or the server stops; the writer sends
+// the pending answer meanwhile.
+func (c *conn) lingerForClose() {
+	_ = c.nc.SetReadDeadline(time.Now().Add(saslLinger))
+	_, _ = io.Copy(io.Discard, c.br)
 }
 
 // mistakeLog remembers which (kind, client host) mistakes were logged.

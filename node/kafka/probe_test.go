@@ -53,7 +53,7 @@ func probeServer(t *testing.T) (string, *logBuffer, *countingObserver) {
 // then the connection closes; the attempt is logged once per client host.
 func TestSaslHandshakeRefused(t *testing.T) {
 	addr, logs, obs := probeServer(t)
-	for _, version := range []int16{0, 1, 1} {
+	for i, version := range []int16{0, 1, 1} {
 		c := dialRaw(t, addr)
 		req := kmsg.NewPtrSASLHandshakeRequest()
 		req.Version, req.Mechanism = version, "PLAIN"
@@ -64,6 +64,11 @@ func TestSaslHandshakeRefused(t *testing.T) {
 		if resp.ErrorCode != kerr.UnsupportedSaslMechanism.Code || len(resp.SupportedMechanisms) != 0 {
 			t.Fatalf("v%d: error %v, mechanisms %q; want UNSUPPORTED_SASL_MECHANISM and none",
 				version, kerr.ErrorForCode(resp.ErrorCode), resp.SupportedMechanisms)
+		}
+		if i > 0 {
+			// A client that closes after the answer; the first one does
+			// not, and the server closes after saslLinger.
+			c.nc.(*net.TCPConn).CloseWrite()
 		}
 		c.expectClosed()
 	}

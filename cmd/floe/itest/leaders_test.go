@@ -239,8 +239,10 @@ func TestNewTopicServesAtOnceFranz(t *testing.T) {
 	}
 }
 
-// The same with librdkafka (python3-confluent-kafka): create, produce with
-// retries off, then offsets_for_times and the watermarks, right away.
+// The same with librdkafka (python3-confluent-kafka 1.7): right after
+// create_topics (operation_timeout > 0) answers, the watermarks and
+// offsets_for_times, a produce with retries off, and both again, all on
+// clients made before the topic existed.
 func TestNewTopicServesAtOnceLibrdkafka(t *testing.T) {
 	requirePython(t, "confluent_kafka")
 	bs := startCluster(t, 3)
@@ -252,37 +254,48 @@ func TestNewTopicServesAtOnceLibrdkafka(t *testing.T) {
 
 const librdkafkaFresh = `
 import sys, time
-from confluent_kafka import Producer, Consumer, TopicPartition, KafkaException
+from confluent_kafka import Producer, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 servers = sys.argv[1]
 admin = AdminClient({"bootstrap.servers": servers})
+# Long-lived clients, as an application has, made before the topics exist.
+errors = []
+def report(err, msg):
+    if err is not None:
+        errors.append("%s-%d: %s" % (msg.topic(), msg.partition(), err))
+p = Producer({"bootstrap.servers": servers, "message.send.max.retries": 0, "acks": "all"})
+c = Consumer({"bootstrap.servers": servers, "group.id": "unused"})
 for round in range(5):
     topic = "rdk-fresh-%d" % round
     for t, f in admin.create_topics([NewTopic(topic, 6, 3)], operation_timeout=30, request_timeout=60).items():
         f.result()
+    parts = [TopicPartition(topic, part) for part in range(6)]
+    # Right after the creation: the end offsets, and a lookup by time
+    # that finds nothing yet.
+    for tp in parts:
+        lo, hi = c.get_watermark_offsets(tp, timeout=30)
+        if (lo, hi) != (0, 0):
+            sys.exit("watermarks of new %s-%d: %d %d" % (topic, tp.partition, lo, hi))
     stamp = int(time.time() * 1000)
-    errors = []
-    def report(err, msg):
-        if err is not None:
-            errors.append(str(err))
-    p = Producer({"bootstrap.servers": servers, "message.send.max.retries": 0, "acks": "all"})
+    for tp in c.offsets_for_times([TopicPartition(topic, part, stamp) for part in range(6)], timeout=30):
+        if tp.error is not None or tp.offset != -1:
+            sys.exit("offsets_for_times on new %s-%d: offset %d error %s" % (topic, tp.partition, tp.offset, tp.error))
+    # One record per partition, retries off: the first try must do.
     for part in range(6):
         p.produce(topic, value=b"v", partition=part, timestamp=stamp, on_delivery=report)
     if p.flush(30) != 0:
         sys.exit("produce did not finish")
     if errors:
         sys.exit("produce failed on the first try: %s" % errors)
-    c = Consumer({"bootstrap.servers": servers, "group.id": "unused-" + topic})
-    found = c.offsets_for_times([TopicPartition(topic, part, stamp) for part in range(6)], timeout=30)
-    for tp in found:
+    for tp in c.offsets_for_times([TopicPartition(topic, part, stamp) for part in range(6)], timeout=30):
         if tp.error is not None or tp.offset != 0:
             sys.exit("offsets_for_times %s-%d: offset %d error %s" % (topic, tp.partition, tp.offset, tp.error))
-    for part in range(6):
-        lo, hi = c.get_watermark_offsets(TopicPartition(topic, part), timeout=30)
+    for tp in parts:
+        lo, hi = c.get_watermark_offsets(tp, timeout=30)
         if (lo, hi) != (0, 1):
-            sys.exit("watermarks %s-%d: %d %d" % (topic, part, lo, hi))
-    c.close()
+            sys.exit("watermarks %s-%d: %d %d" % (topic, tp.partition, lo, hi))
+c.close()
 print("ok 5 topics")
 `
 
