@@ -125,6 +125,14 @@ func TestNewPartitionsGetPreferredLeaderOnce(t *testing.T) {
 	c := newCluster(t, 3, 22)
 	c.waitReady()
 	w := watchLeaders(c, 20*time.Millisecond)
+	// An auto-created topic takes the same path.
+	w.topics = append(w.topics, "auto")
+	mreq := kmsg.NewPtrMetadataRequest()
+	mreq.Version, mreq.AllowAutoTopicCreation = 9, true
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("auto")
+	mreq.Topics = append(mreq.Topics, mt)
+	c.request(2, mreq)
 	for i := 0; i < 12; i++ {
 		name := fmt.Sprintf("t%d", i)
 		w.topics = append(w.topics, name)
@@ -142,13 +150,30 @@ func TestNewPartitionsGetPreferredLeaderOnce(t *testing.T) {
 			}
 		}
 	}
+	// New partitions of an existing topic: CreatePartitions waits for
+	// their leaders the same way.
+	w.topics = append(w.topics, "grown")
+	if resp := c.request(1, createReq(30000, "grown")).(*kmsg.CreateTopicsResponse); resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create grown: %v", kerr.ErrorForCode(resp.Topics[0].ErrorCode))
+	}
+	preq := createPartitionsReq("grown", 12)
+	preq.TimeoutMillis = 30000
+	if resp := c.request(3, preq).(*kmsg.CreatePartitionsResponse); resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("grow: %v", kerr.ErrorForCode(resp.Topics[0].ErrorCode))
+	}
+	for p := int32(6); p < 12; p++ {
+		if code, lead := listNow(c, 3, "grown", p); code != 0 {
+			t.Errorf("grown-%d right after CreatePartitions: leader %d answers ListOffsets with %v", p, lead, kerr.ErrorForCode(code))
+		}
+	}
 	c.runFor(5 * time.Second)
 	w.stopped = true
 	for _, ch := range w.changes {
 		t.Error(ch)
 	}
-	if len(w.first) != 12*6 {
-		t.Fatalf("saw leaders of %d partitions, want %d", len(w.first), 12*6)
+	autoPartitions := len(c.nodes[1].r.Metadata().Topics["auto"].Partitions)
+	if want := 12*6 + autoPartitions + 12; len(w.first) != want {
+		t.Fatalf("saw leaders of %d partitions, want %d", len(w.first), want)
 	}
 }
 
