@@ -208,8 +208,9 @@ const firstCampaignTimeouts = 3
 
 // campaignIfDue makes a new partition's preferred replica campaign while
 // the group has no leader, at most once a tick, for firstCampaignTimeouts
-// election timeouts after it opened. A pre-vote changes no term, so asking again disturbs
-// nobody; a member whose real vote is out waits for the answers.
+// election timeouts after it opened. A pre-vote changes no term, so asking
+// again disturbs nobody; a member whose real vote is out waits for the
+// answers.
 func (r *Reactor) campaignIfDue(g uint64) {
 	last, ok := r.campaignSoon[g]
 	if !ok || last == r.ticks+1 {
