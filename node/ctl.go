@@ -172,8 +172,23 @@ const openBatchMax = 2
 // ones this broker is the preferred leader of first, then by rank: each
 // partition's preferred replica is then open and campaigning by the time
 // the others open, which is what its first election counts on (see
-// campaignIfDue). It schedules another reconcile round for the rest.
+// campaignIfDue). It schedules another reconcile round for the rest. While
+// a round of Raft fsyncs is in flight it opens nothing: the creation of
+// hundreds of partitions then goes at the pace of the disk, and the Raft
+// groups already open (their heartbeats wait for their fsyncs) do not
+// stall behind it long enough to lose their leaders.
 func (r *Reactor) openSome(unopened []placedHere) {
+	if len(unopened) == 0 {
+		return
+	}
+	if r.syncing {
+		// Opening costs fsyncs of its own: wait until this broker's round
+		// is done (syncDone opens the next batch), so that the fsyncs
+		// the Raft groups wait for are not queued behind them.
+		r.ctl.dirty = true
+		r.opensAfterSync = true
+		return
+	}
 	class := func(rank int) int {
 		if rank < 0 {
 			return 1 << 20 // a reassignment's new replica: after every initial one
