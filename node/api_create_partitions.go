@@ -5,11 +5,12 @@ package node
 // Grows a topic to Count partitions. Any broker accepts it and forwards the
 // change to the controller, answering once its own replica of the metadata
 // has applied it and, with timeout_ms > 0, every new partition has its
-// leader (as CreateTopics), or REQUEST_TIMED_OUT. The new partitions get the topic's
-// replication factor and are placed like a new topic's (controller Place,
-// numbered from the current count), unless Assignment gives one replica
-// list per new partition: each must name distinct registered brokers, as
-// many as the topic's replication factor (INVALID_REPLICA_ASSIGNMENT).
+// leader (as CreateTopics), or REQUEST_TIMED_OUT. The new partitions get
+// the topic's replication factor and are placed like a new topic's
+// (controller Place, numbered from the current count), unless Assignment
+// gives one replica list per new partition: each must name distinct
+// registered brokers, as many as the topic's replication factor
+// (INVALID_REPLICA_ASSIGNMENT).
 // Count at or below the current count is INVALID_PARTITIONS: partitions
 // never shrink. A topic named twice is INVALID_REQUEST; so is growing an
 // internal topic (the group coordinators hash group ids over

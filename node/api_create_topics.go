@@ -9,8 +9,8 @@ package node
 // first election), or REQUEST_TIMED_OUT when the timeout passes first
 // (the topic may then exist all the same). With timeout_ms <= 0 it answers
 // once its own replica of the metadata log has applied the creation.
-// Partitions and replication factor may
-// be -1 (broker defaults, v4+) or a manual replica assignment may be given.
+// Partitions and replication factor may be -1 (broker defaults, v4+) or a
+// manual replica assignment may be given.
 // Configs use Kafka's names and are validated (INVALID_CONFIG with a
 // message). ValidateOnly (v1+) checks and places without creating. v5+
 // returns the partitions, replication factor and effective configs; v7 the
