@@ -40,12 +40,19 @@ run: build
 test: deps lint unit planted
 
 # deps installs the tools tests shell out to. kcat (librdkafka's CLI) drives
-# the real-client tests. apt-get update only runs if the plain install fails,
-# so a machine with a fresh package index does no network work.
+# the real-client tests, as do Debian's python3-confluent-kafka (librdkafka
+# again) and python3-kafka (kafka-python), which install for /usr/bin/python3.
+# apt-get update only runs if the plain install fails, so a machine with a
+# fresh package index does no network work.
+PY_DEPS := python3-confluent-kafka python3-kafka
 deps:
 	@command -v kcat >/dev/null 2>&1 || { \
 		echo "deps: installing kcat"; \
 		$(APT_INSTALL) kcat || { $(SUDO) apt-get update -q && $(APT_INSTALL) kcat; }; \
+	}
+	@/usr/bin/python3 -c 'import confluent_kafka, kafka' >/dev/null 2>&1 || { \
+		echo "deps: installing $(PY_DEPS)"; \
+		$(APT_INSTALL) $(PY_DEPS) || { $(SUDO) apt-get update -q && $(APT_INSTALL) $(PY_DEPS); }; \
 	}
 
 lint: fmt-check vet floelint

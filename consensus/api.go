@@ -202,6 +202,15 @@ type Config struct {
 	// an acknowledgement before a restart, not to (read leases rest on
 	// that promise). A member at term 0 is known to be fresh.
 	Fresh bool
+	// ElectionDelayTicks holds back this member's first election timeout
+	// by that many ticks beyond the usual one. Only the first: whatever
+	// resets the timer (a vote granted, a leader heard, a role change)
+	// drops what is left of it. Members of a new group given different
+	// delays campaign in that order, which is how the application names
+	// who should lead first without any other member being unable to
+	// lead. It changes no safety property, only when elections start.
+	// 0: none.
+	ElectionDelayTicks int
 }
 
 // StateType is a node's role.

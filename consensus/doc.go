@@ -9,7 +9,10 @@
 // with pipelining and flow control, commit by quorum of current-term entries
 // only, leader transfer, single-server membership change with learners,
 // snapshots and log truncation, and ReadIndex. Host runs many groups on one
-// node and coalesces their heartbeats per peer.
+// node and coalesces their heartbeats per peer. Config.ElectionDelayTicks
+// lets the application order a new group's first campaigns (node makes its
+// preferred leader campaign first); it changes when elections start, never
+// who may vote or win.
 //
 // What it must not do: no I/O, no goroutines, no select, no clock, no global
 // randomness (election timeouts come from the injected *rand.Rand), no

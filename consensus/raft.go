@@ -87,6 +87,8 @@ func validateConfig(c *Config) error {
 		return errors.New("consensus: config: Rand is required")
 	case c.MaxInflightMsgs < 0:
 		return errors.New("consensus: config: MaxInflightMsgs must not be negative")
+	case c.ElectionDelayTicks < 0:
+		return errors.New("consensus: config: ElectionDelayTicks must not be negative")
 	}
 	return nil
 }
@@ -132,6 +134,8 @@ func newRaft(c Config) (*raft, error) {
 	if r.checkQuorum && r.term > 0 && !c.Fresh {
 		r.quietTicks = r.electionTicks
 	}
+	// A negative elapsed count: the first timeout fires that much later.
+	r.electionElapsedTicks = -c.ElectionDelayTicks
 	return r, nil
 }
 

@@ -50,10 +50,66 @@ func TestConfigValidation(t *testing.T) {
 		{ID: 1, ElectionTicks: 10, HeartbeatTicks: 1, Rand: rng},
 		{ID: 1, ElectionTicks: 10, HeartbeatTicks: 1, Storage: ms},
 		{ID: 1, ElectionTicks: 10, HeartbeatTicks: 1, Storage: ms, Rand: rng, Applied: 5},
+		{ID: 1, ElectionTicks: 10, HeartbeatTicks: 1, Storage: ms, Rand: rng, ElectionDelayTicks: -1},
 	}
 	for i, c := range bad {
 		if _, err := NewRawNode(c); err == nil {
 			t.Errorf("config %d accepted", i)
+		}
+	}
+}
+
+// TestElectionDelayTicks: a member with a delay campaigns no earlier than
+// the delay plus the longest plain timeout would allow, and at the latest
+// one plain timeout after the delay; after its timer is reset (here by a
+// vote it grants) the delay is gone.
+func TestElectionDelayTicks(t *testing.T) {
+	const election, delay = 10, 25
+	for seed := int64(1); seed <= 20; seed++ {
+		ms := NewMemoryStorage()
+		ms.SetConfState(ConfState{Voters: []uint64{1, 2, 3}})
+		rn, err := NewRawNode(Config{ID: 2, ElectionTicks: election, HeartbeatTicks: 1, Storage: ms,
+			Rand: rand.New(rand.NewSource(seed)), ElectionDelayTicks: delay, PreVote: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ticks := 0
+		for rn.BasicStatus().RaftState == StateFollower {
+			rn.Tick()
+			ticks++
+			if ticks > delay+2*election {
+				t.Fatalf("seed %d: no campaign after %d ticks", seed, ticks)
+			}
+		}
+		if ticks < delay+election {
+			t.Fatalf("seed %d: campaigned after %d ticks, before the delay %d plus a timeout %d", seed, ticks, delay, election)
+		}
+		// A plain member campaigns within 2*election ticks.
+		plain, _ := newTestRawNode(t, 3, 1, 2, 3)
+		n := 0
+		for plain.BasicStatus().RaftState == StateFollower {
+			plain.Tick()
+			if n++; n > 2*election {
+				t.Fatalf("seed %d: a member without delay did not campaign in %d ticks", seed, n)
+			}
+		}
+	}
+	// Granting a vote resets the timer: the rest of the delay is dropped.
+	ms := NewMemoryStorage()
+	ms.SetConfState(ConfState{Voters: []uint64{1, 2, 3}})
+	rn, err := NewRawNode(Config{ID: 2, ElectionTicks: election, HeartbeatTicks: 1, Storage: ms,
+		Rand: rand.New(rand.NewSource(1)), ElectionDelayTicks: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rn.Step(Message{Type: MsgVote, From: 1, To: 2, Term: 1}); err != nil {
+		t.Fatal(err)
+	}
+	persistAndAdvance(t, rn, ms)
+	for i := 0; rn.BasicStatus().RaftState == StateFollower; i++ {
+		rn.Tick()
+		if i > 2*election {
+			t.Fatalf("the delay outlived a granted vote")
 		}
 	}
 }

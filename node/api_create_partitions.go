@@ -4,11 +4,13 @@ package node
 //
 // Grows a topic to Count partitions. Any broker accepts it and forwards the
 // change to the controller, answering once its own replica of the metadata
-// has applied it, or REQUEST_TIMED_OUT. The new partitions get the topic's
-// replication factor and are placed like a new topic's (controller Place,
-// numbered from the current count), unless Assignment gives one replica
-// list per new partition: each must name distinct registered brokers, as
-// many as the topic's replication factor (INVALID_REPLICA_ASSIGNMENT).
+// has applied it and, with timeout_ms > 0, every new partition has its
+// leader (as CreateTopics), or REQUEST_TIMED_OUT. The new partitions get
+// the topic's replication factor and are placed like a new topic's
+// (controller Place, numbered from the current count), unless Assignment
+// gives one replica list per new partition: each must name distinct
+// registered brokers, as many as the topic's replication factor
+// (INVALID_REPLICA_ASSIGNMENT).
 // Count at or below the current count is INVALID_PARTITIONS: partitions
 // never shrink. A topic named twice is INVALID_REQUEST; so is growing an
 // internal topic (the group coordinators hash group ids over
@@ -35,6 +37,7 @@ func serveCreatePartitions(r *Reactor, _ Client, kreq kmsg.Request, respond func
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	g := newGather(func() { respond(resp) })
+	deadline := r.requestDeadline(req.TimeoutMillis)
 	mentions := map[string]int{}
 	for _, rt := range req.Topics {
 		mentions[rt.Topic]++
@@ -56,7 +59,14 @@ func serveCreatePartitions(r *Reactor, _ Client, kreq kmsg.Request, respond func
 		g.add()
 		r.propose(&controller.Command{CreatePartitions: cmd}, func(res controller.Result) {
 			st.ErrorCode, st.ErrorMessage = errParts(res.Err)
-			g.done()
+			if res.Err != nil || req.TimeoutMillis <= 0 {
+				g.done()
+				return
+			}
+			r.awaitLeaders(cmd.Topic, cmd.Partitions[0].Index, deadline, func(err error) {
+				st.ErrorCode, st.ErrorMessage = errParts(err)
+				g.done()
+			})
 		})
 	}
 	g.done()

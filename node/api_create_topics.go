@@ -3,9 +3,14 @@ package node
 // CreateTopics (key 19), versions 0-7.
 //
 // Any broker accepts it and forwards the creation to the controller
-// (KIP-590 style), answering once its own replica of the metadata log has
-// applied it, or REQUEST_TIMED_OUT. Partitions and replication factor may
-// be -1 (broker defaults, v4+) or a manual replica assignment may be given.
+// (KIP-590 style). With timeout_ms > 0 it answers, as Kafka does, once
+// every new partition has its leader in this broker's applied metadata
+// (the preferred replica, which serves reads by then: see groups.go on the
+// first election), or REQUEST_TIMED_OUT when the timeout passes first
+// (the topic may then exist all the same). With timeout_ms <= 0 it answers
+// once its own replica of the metadata log has applied the creation.
+// Partitions and replication factor may be -1 (broker defaults, v4+) or a
+// manual replica assignment may be given.
 // Configs use Kafka's names and are validated (INVALID_CONFIG with a
 // message). ValidateOnly (v1+) checks and places without creating. v5+
 // returns the partitions, replication factor and effective configs; v7 the
@@ -24,6 +29,7 @@ func serveCreateTopics(r *Reactor, _ Client, kreq kmsg.Request, respond func(kms
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	g := newGather(func() { respond(resp) })
+	deadline := r.requestDeadline(req.TimeoutMillis)
 	seen := map[string]int{}
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
@@ -52,10 +58,20 @@ func serveCreateTopics(r *Reactor, _ Client, kreq kmsg.Request, respond func(kms
 		r.propose(&controller.Command{CreateTopic: t}, func(res controller.Result) {
 			if res.Err != nil {
 				st.ErrorCode, st.ErrorMessage = errParts(res.Err)
-			} else if ct, ok := r.ctl.state.Topics[t.Name]; ok {
+				g.done()
+				return
+			}
+			if ct, ok := r.ctl.state.Topics[t.Name]; ok {
 				r.fillCreated(st, ct)
 			}
-			g.done()
+			if req.TimeoutMillis <= 0 {
+				g.done()
+				return
+			}
+			r.awaitLeaders(t.Name, 0, deadline, func(err error) {
+				st.ErrorCode, st.ErrorMessage = errParts(err)
+				g.done()
+			})
 		})
 	}
 	g.done()

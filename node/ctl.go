@@ -109,7 +109,8 @@ func (r *Reactor) Metadata() *controller.State { return r.ctl.state }
 
 // reconcile brings the local replicas in line with the metadata: opens the
 // partitions placed here, dooms those no longer placed here, refreshes
-// topic configs and peer addresses.
+// topic configs and peer addresses. It opens at most openBatchMax replicas
+// per round and schedules the next round for the rest (openSome).
 func (r *Reactor) reconcile() {
 	c := r.ctl
 	if !c.dirty {
@@ -126,23 +127,22 @@ func (r *Reactor) reconcile() {
 		}
 	}
 	want := map[uint64]bool{}
+	var unopened []placedHere
 	for _, name := range st.TopicNames() {
 		t := st.Topics[name]
 		for i := range t.Partitions {
 			p := &t.Partitions[i]
-			if !slices.Contains(p.Replicas, int32(r.self)) && !slices.Contains(p.Target, int32(r.self)) {
+			rank := slices.Index(p.Replicas, int32(r.self))
+			if rank < 0 && !slices.Contains(p.Target, int32(r.self)) {
 				continue
 			}
 			want[p.Group] = true
 			delete(r.doomed, p.Group) // wanted again before it was reaped
-			if err := r.ensurePartition(t, p); err != nil {
-				r.fatal(err)
-				return
+			if _, ok := r.parts[p.Group]; !ok {
+				unopened = append(unopened, placedHere{t, p, rank})
+				continue
 			}
-			cfg := r.topicConfig(t)
-			part := r.parts[p.Group]
-			part.Cfg = cfg
-			part.Replica().Log.SetSegmentLimits(cfg.SegmentBytes, segmentAge(cfg))
+			r.refreshConfig(t, p)
 		}
 	}
 	if c.rep.Applied() < r.ctlCatchUp {
@@ -157,6 +157,85 @@ func (r *Reactor) reconcile() {
 			r.doomed[g] = true
 		}
 	}
+	r.openSome(unopened)
+}
+
+// placedHere is a partition replica the metadata places on this broker;
+// rank is this broker's position in the partition's replicas (-1: only in
+// the target of a reassignment).
+type placedHere struct {
+	t    *controller.Topic
+	p    *controller.Partition
+	rank int
+}
+
+// openBatchMax is how many partition replicas one reconcile round opens.
+// Opening one costs several fsyncs (milliseconds); a broker that applies
+// the creation of hundreds of partitions must keep serving its peers
+// (heartbeats, votes, the controller's commits) and clients meanwhile.
+const openBatchMax = 2
+
+// openSome opens the first openBatchMax of the replicas not yet open, the
+// ones this broker is the preferred leader of first, then by rank: each
+// partition's preferred replica is then open and campaigning by the time
+// the others open, which is what its first election counts on (see
+// campaignIfDue). It schedules another reconcile round for the rest. While
+// a round of Raft fsyncs is in flight it opens nothing: the creation of
+// hundreds of partitions then goes at the pace of the disk, and the Raft
+// groups already open (their heartbeats wait for their fsyncs) do not
+// stall behind it long enough to lose their leaders.
+func (r *Reactor) openSome(unopened []placedHere) {
+	if len(unopened) == 0 {
+		return
+	}
+	if r.syncing {
+		// Opening costs fsyncs of its own: wait until this broker's round
+		// is done (syncDone opens the next batch), so that the fsyncs
+		// the Raft groups wait for are not queued behind them.
+		r.ctl.dirty = true
+		r.opensAfterSync = true
+		return
+	}
+	class := func(rank int) int {
+		if rank < 0 {
+			return 1 << 20 // a reassignment's new replica: after every initial one
+		}
+		return rank
+	}
+	slices.SortStableFunc(unopened, func(a, b placedHere) int { return class(a.rank) - class(b.rank) })
+	for i, u := range unopened {
+		if i == openBatchMax {
+			r.ctl.dirty = true
+			if !r.reconcileQueued {
+				r.reconcileQueued = true
+				r.env.Sched.After(0, r.reconcileMore)
+			}
+			return
+		}
+		if err := r.ensurePartition(u.t, u.p); err != nil {
+			r.fatal(err)
+			return
+		}
+		r.refreshConfig(u.t, u.p)
+	}
+}
+
+// reconcileMore runs the next reconcile round.
+func (r *Reactor) reconcileMore() {
+	r.reconcileQueued = false
+	if r.stopped {
+		return
+	}
+	r.reconcile()
+	r.queueProcess()
+}
+
+// refreshConfig applies a topic's current configs to an open replica.
+func (r *Reactor) refreshConfig(t *controller.Topic, p *controller.Partition) {
+	cfg := r.topicConfig(t)
+	part := r.parts[p.Group]
+	part.Cfg = cfg
+	part.Replica().Log.SetSegmentLimits(cfg.SegmentBytes, segmentAge(cfg))
 }
 
 // reapDoomed deletes the local replicas of partitions no longer placed here
@@ -177,6 +256,8 @@ func (r *Reactor) reapDoomed() {
 		delete(r.parts, g)
 		delete(r.byName, topicPartition{p.Topic, p.Index})
 		delete(r.doomed, g)
+		delete(r.opened, g)
+		delete(r.campaignSoon, g)
 		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)
 		_ = rep.Log.Close()
 		if err := removeAll(r.env.FS, dir); err != nil {

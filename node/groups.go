@@ -159,6 +159,11 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	}
 	part := partition.New(t.Name, p.Index, cfg)
 	rc := r.raftConfig(log)
+	firstElection := p.Target == nil && !p.Moved && log.HardState().Term <= bootstrapTerm
+	rank := slices.Index(p.Replicas, int32(r.self))
+	if firstElection && rank > 0 {
+		rc.ElectionDelayTicks = rank * r.cfg.ElectionTicks
+	}
 	dir := partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group)
 	// (A single replica has nobody to get lost entries back from, and a
 	// fence would only keep it from ever leading again.)
@@ -177,14 +182,77 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	r.byName[topicPartition{t.Name, p.Index}] = part
 	r.opened[p.Group] = r.ticks
 	r.host.Add(consensus.GroupID(p.Group), rep.Raft)
-	if len(p.Replicas) > 0 && p.Replicas[0] == int32(r.self) && p.Target == nil && rep.Log.HardState().Term <= 1 {
-		// The preferred leader of a new partition campaigns as soon as it
-		// has applied its bootstrap membership (campaignSoon), instead of
-		// waiting out an election timeout: a new topic is writable in one
-		// round trip.
-		r.campaignSoon[p.Group] = true
+	if firstElection && rank == 0 {
+		r.campaignSoon[p.Group] = 0
 	}
 	return nil
+}
+
+// The first election of a new partition. Its leader should be its
+// preferred replica (the first of its replicas in the placement), at once
+// and for good, as Kafka's controller makes it at creation: a hand-off
+// later is a leader change clients see. So the placement's replica order
+// is also the order in which the replicas may campaign:
+//
+//   - the preferred replica campaigns as soon as it has applied its
+//     bootstrap membership, and again on every tick while the group has
+//     no leader (campaignIfDue): its first requests may reach peers that
+//     have not opened the partition yet, which drop them. Brokers open the
+//     replicas they are preferred for first (openSome), so the preferred
+//     replica is normally open, and asking, before the others open;
+//   - the replica at rank k of the placement holds its first election
+//     timeout back by k election timeouts (consensus ElectionDelayTicks),
+//     so it campaigns only if the ones before it could not win: the
+//     preferred replica's broker is down, or cut off.
+//
+// Only the timing of elections changes: every replica may still vote and
+// be elected, so a partition whose preferred replica is down at creation
+// gets another leader about one election timeout later than usual, and
+// leader balancing (balanceLeaders) hands leadership back once the
+// preferred replica is up again. A group counts as new while its log's
+// term is the bootstrap term 1 (no election has begun in it) and its
+// replica set never changed.
+
+// firstCampaignTimeouts is how many election timeouts after it opened a
+// new partition's preferred replica keeps asking for votes: as long as the
+// second replica's longest first timeout (one election timeout of delay
+// plus at most two), after which the normal election takes over.
+const firstCampaignTimeouts = 3
+
+// campaignIfDue makes a new partition's preferred replica campaign while
+// the group has no leader, at most once a tick, for firstCampaignTimeouts
+// election timeouts after it opened. A pre-vote changes no term, so asking
+// again disturbs nobody; a member whose real vote is out waits for the
+// answers.
+func (r *Reactor) campaignIfDue(g uint64) {
+	last, ok := r.campaignSoon[g]
+	if !ok || last == r.ticks+1 {
+		return
+	}
+	p, ok := r.parts[g]
+	if !ok {
+		delete(r.campaignSoon, g)
+		return
+	}
+	rep := p.Replica()
+	st := rep.Raft.BasicStatus()
+	if st.Lead != 0 || r.ticks-r.opened[g] > uint64(firstCampaignTimeouts*r.cfg.ElectionTicks) {
+		delete(r.campaignSoon, g)
+		return
+	}
+	if st.RaftState == consensus.StateCandidate || !slices.Contains(rep.Conf().Voters, r.self) {
+		return // votes are out, or the bootstrap membership is not applied yet
+	}
+	r.campaignSoon[g] = r.ticks + 1
+	rep.Raft.Campaign()
+	r.queueProcess()
+}
+
+// campaignNewGroups retries the first campaigns still due (on every tick).
+func (r *Reactor) campaignNewGroups() {
+	for _, g := range sortedKeys(r.campaignSoon) {
+		r.campaignIfDue(g)
+	}
 }
 
 // fenceOnOpen sets the vote fence of group g's replica, whose log was just
@@ -238,28 +306,6 @@ func recoveryFence(log *logstore.Log, rec logstore.Recovery) consensus.VoteFence
 // segmentAge is segment.ms as a duration.
 func segmentAge(cfg partition.Config) time.Duration {
 	return time.Duration(cfg.SegmentMs) * time.Millisecond
-}
-
-// campaignIfDue starts the election of a new partition's preferred leader
-// once its membership is applied (before that it is not yet a voter).
-func (r *Reactor) campaignIfDue(g uint64) {
-	if !r.campaignSoon[g] {
-		return
-	}
-	p, ok := r.parts[g]
-	if !ok {
-		delete(r.campaignSoon, g)
-		return
-	}
-	rep := p.Replica()
-	if !slices.Contains(rep.Conf().Voters, r.self) {
-		return
-	}
-	delete(r.campaignSoon, g)
-	if rep.Raft.BasicStatus().Lead == 0 {
-		rep.Raft.Campaign()
-		r.queueProcess()
-	}
 }
 
 // everHadConf reports whether the partition's membership has changed since

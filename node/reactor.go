@@ -44,8 +44,12 @@ type Reactor struct {
 	fetches  []*fetchWait
 	creating map[string]bool // topics being auto-created
 
+	leaderWaits     []*leaderWait // admin answers waiting for new partitions' leaders (leader_wait.go)
+	reconcileQueued bool          // a reconcile round is scheduled (ctl.go openSome)
+	opensAfterSync  bool          // replicas wait to be opened until the fsync round ends
+
 	settingReplicas map[uint64]bool   // SetReplicas reports in flight, by group
-	campaignSoon    map[uint64]bool   // new partitions whose preferred leader should campaign
+	campaignSoon    map[uint64]uint64 // new partitions whose preferred leader should campaign: 1 + the tick of its last campaign, or 0
 	opened          map[uint64]uint64 // the tick each partition replica was opened at
 
 	leases     map[uint64]time.Duration // read lease expiry (monotonic), by group (lease.go)
@@ -98,7 +102,7 @@ func New(cfg Config, env Env) *Reactor {
 		reports:      map[uint64]controller.LeaderReport{},
 		stats:        Stats{Requests: map[int16]uint64{}},
 		timers:       deadlineQueue{queue: clock.NewDeadlines()},
-		campaignSoon: map[uint64]bool{},
+		campaignSoon: map[uint64]uint64{},
 		opened:       map[uint64]uint64{},
 		fences:       map[uint64]consensus.VoteFence{},
 		leases:       map[uint64]time.Duration{},

@@ -143,6 +143,10 @@ func (r *Reactor) syncDone(err error) {
 			return
 		}
 	}
+	if r.opensAfterSync {
+		r.opensAfterSync = false
+		r.reconcile() // opens the next few replicas (ctl.go openSome)
+	}
 	r.queueProcess()
 }
 

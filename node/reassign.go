@@ -135,24 +135,18 @@ func sameIDs(ids []uint64, want []int32) bool {
 
 // balanceTicks is how often (in ticks) leaders hand leadership back to the
 // preferred replica (the first of the partition's replicas), Kafka's
-// auto.leader.rebalance.
+// auto.leader.rebalance. A new partition's first leader is already the
+// preferred replica (see campaignIfDue); balancing brings back the
+// partitions whose leadership moved because of a fault.
 const balanceTicks = 200
 
-// youngTicks is how long (in ticks) after a partition replica opened its
-// leadership is balanced on every reassignment check instead of every
-// balanceTicks: the first election of a new partition is a race between
-// replicas created at slightly different moments, and moving leadership
-// right away disturbs clients less than moving it once traffic flows.
-const youngTicks = 100
-
 // balanceLeaders moves leadership of partitions led here to their preferred
-// replica when it is a live voter with the whole log; with youngOnly, only
-// of partitions opened in the last youngTicks.
-func (r *Reactor) balanceLeaders(youngOnly bool) {
+// replica when it is a live voter with the whole log.
+func (r *Reactor) balanceLeaders() {
 	st := r.ctl.state
 	for _, g := range sortedKeys(r.parts) {
 		p := r.parts[g]
-		if !p.Ready() || (youngOnly && r.ticks-r.opened[g] > youngTicks) {
+		if !p.Ready() {
 			continue
 		}
 		_, cp, ok := st.PartitionByGroup(g)

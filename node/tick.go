@@ -24,6 +24,7 @@ func (r *Reactor) onTick() {
 	}
 	r.retryForwards()
 	r.probeMetadata()
+	r.campaignNewGroups()
 	r.renewLeases()
 	r.ensureRegistered()
 	r.sendReports()
@@ -38,8 +39,11 @@ func (r *Reactor) onTick() {
 	if r.ticks%reassignTicks == 0 {
 		r.driveReassignments()
 		r.evacuate()
-		r.balanceLeaders(r.ticks%balanceTicks != 0)
 	}
+	if r.ticks%balanceTicks == 0 {
+		r.balanceLeaders()
+	}
+	r.expireLeaderWaits()
 }
 
 // observeRole tells the state machine of group g about leadership changes
@@ -69,6 +73,7 @@ func (r *Reactor) afterApply(g uint64) {
 	if g == controller.ControllerGroup {
 		r.reconcile()
 		r.checkCaughtUp()
+		r.expireLeaderWaits()
 		return
 	}
 	r.campaignIfDue(g)
@@ -97,7 +102,10 @@ func (r *Reactor) ensureRegistered() {
 }
 
 // sendReports tells the controller which partitions this node now leads,
-// so every broker's Metadata answers point clients here.
+// so every broker's Metadata answers point clients here. A leader is
+// reported once it serves reads (it has committed an entry of its term and
+// holds its read lease): a client sent to it by that report, or by a
+// CreateTopics answer waiting for it, is served at once.
 func (r *Reactor) sendReports() {
 	if r.reporting || len(r.reports) == 0 || r.controllerLeader() == 0 {
 		return
@@ -105,6 +113,9 @@ func (r *Reactor) sendReports() {
 	var reps []controller.LeaderReport
 	for _, g := range sortedKeys(r.reports) {
 		p, ok := r.parts[g]
+		if ok && p.IsLeader() && !r.leaseHeld(p) {
+			continue // not serving yet: report it on a later tick
+		}
 		if ok && p.IsLeader() {
 			reps = append(reps, r.reports[g])
 		}

@@ -28,8 +28,10 @@ type Config struct {
 	// whose client stops reading responses for this long. Default 10
 	// minutes; negative disables it.
 	IdleTimeout time.Duration
-	// Logger receives protocol errors (debug), handler contract violations
-	// (warn) and recovered panics (error). Default: discard.
+	// Logger receives protocol errors (debug), clients speaking another
+	// protocol or asking for SASL (info, once per client host: probe.go),
+	// handler contract violations (warn) and recovered panics (error).
+	// Default: discard.
 	Logger *slog.Logger
 	// Observer receives metrics events; default none.
 	Observer Observer
@@ -100,6 +102,8 @@ const (
 	ReasonBadRequest         CloseReason = "bad_request"         // header or body did not decode
 	ReasonUnsupportedAPI     CloseReason = "unsupported_api"     // key unknown or not advertised
 	ReasonUnsupportedVersion CloseReason = "unsupported_version" // version outside the advertised range
+	ReasonForeignProtocol    CloseReason = "foreign_protocol"    // the first bytes are another protocol's (TLS, HTTP, ...)
+	ReasonUnsupportedSASL    CloseReason = "unsupported_sasl"    // SaslHandshake on a listener without SASL, answered
 	ReasonHandler            CloseReason = "handler"             // the handler responded CloseConnection
 	ReasonHandlerBug         CloseReason = "handler_bug"         // response of the wrong kind or version
 	ReasonWriteError         CloseReason = "write_error"         // writing failed or timed out

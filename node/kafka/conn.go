@@ -38,8 +38,9 @@ type conn struct {
 	idle   time.Duration // <= 0: no idle timeout
 
 	// Reader-owned.
-	info    *ConnInfo // the current snapshot, replaced on change
-	sizeBuf [4]byte
+	info     *ConnInfo // the current snapshot, replaced on change
+	sizeBuf  [4]byte
+	sawFrame bool // a frame was read: the first one is checked for other protocols (probe.go)
 
 	// Writer-owned.
 	wbuf  []byte
@@ -134,7 +135,12 @@ func (c *conn) readLoop() {
 			c.readFailed(err)
 			return
 		}
-		c.handle(frame)
+		c.sawFrame = true
+		if !c.handle(frame) {
+			c.lingerForClose()
+			c.stopReading(ReasonUnsupportedSASL)
+			return
+		}
 	}
 }
 
@@ -199,6 +205,11 @@ func (c *conn) readFrame() ([]byte, error) {
 	}
 	if err := c.fill(c.sizeBuf[:], true); err != nil {
 		return nil, err
+	}
+	if !c.sawFrame {
+		if err := c.checkFirstFrame(); err != nil {
+			return nil, err
+		}
 	}
 	size := int32(binary.BigEndian.Uint32(c.sizeBuf[:]))
 	if size < requestHeaderBytesMin || size > c.srv.cfg.MaxRequestBytes {
@@ -277,8 +288,9 @@ func (c *conn) armReadDeadline() {
 // is stopping.
 func (c *conn) wakeReader() { _ = c.nc.SetReadDeadline(time.Now()) }
 
-// handle decodes one frame, queues its slot and dispatches it.
-func (c *conn) handle(frame []byte) {
+// handle decodes one frame, queues its slot and dispatches it. It reports
+// false when reading must stop after this request's answer.
+func (c *conn) handle(frame []byte) bool {
 	start := time.Now()
 	req, err := decodeRequest(frame, c.srv.table)
 	if err != nil {
@@ -287,7 +299,7 @@ func (c *conn) handle(frame []byte) {
 		c.srv.cfg.Observer.ObserveRequest(pe.key, pe.version, len(frame)+4, 0, time.Since(start), true)
 		<-c.inflight
 		c.abort(pe.reason)
-		return
+		return true // the abort ends the reader
 	}
 	sl := &slot{c: c, key: req.key, version: req.version, respVersion: req.version,
 		corr: req.corr, bytesIn: len(frame) + 4, start: start}
@@ -298,10 +310,15 @@ func (c *conn) handle(frame []byte) {
 
 	if req.key == apiVersionsKey {
 		c.serveApiVersions(req, sl)
-		return
+		return true
+	}
+	if req.refuseSASL {
+		c.refuseSASL(req, sl)
+		return false
 	}
 	c.noteClientID(req.clientID)
 	c.srv.h.Serve(c.info, req.kreq, sl.respond)
+	return true
 }
 
 func (c *conn) serveApiVersions(req request, sl *slot) {

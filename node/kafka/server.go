@@ -32,6 +32,8 @@ type Server struct {
 	ln       net.Listener
 	live     map[*conn]struct{}
 	stopOnce sync.Once
+
+	mistakes mistakeLog // protocol mistakes already logged (probe.go)
 }
 
 // NewServer makes a server for h. Ranges in cfg.Versions that cannot be
