@@ -186,6 +186,11 @@ func expiredDeleteRecords(q *kmsg.DeleteRecordsRequest) kmsg.Response {
 	return resp
 }
 
+// timedOutMessage tells a client whose topic operation timed out that it
+// may still happen (the topic may exist, its partitions may have no leader
+// yet), as Kafka's message does.
+const timedOutMessage = "the request's timeout passed before the operation completed; it may still complete"
+
 // expiredAdmin answers the topic, config and cluster APIs (nil for any
 // other request).
 func expiredAdmin(req kmsg.Request) kmsg.Response {
@@ -196,6 +201,7 @@ func expiredAdmin(req kmsg.Request) kmsg.Response {
 		for _, rt := range q.Topics {
 			st := kmsg.NewCreateTopicsResponseTopic()
 			st.Topic, st.ErrorCode = rt.Topic, timedOut
+			st.ErrorMessage = kmsg.StringPtr(timedOutMessage)
 			st.NumPartitions, st.ReplicationFactor = -1, -1
 			resp.Topics = append(resp.Topics, st)
 		}
@@ -218,6 +224,7 @@ func expiredAdmin(req kmsg.Request) kmsg.Response {
 		for _, rt := range q.Topics {
 			st := kmsg.NewCreatePartitionsResponseTopic()
 			st.Topic, st.ErrorCode = rt.Topic, timedOut
+			st.ErrorMessage = kmsg.StringPtr(timedOutMessage)
 			resp.Topics = append(resp.Topics, st)
 		}
 		return resp
