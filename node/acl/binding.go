@@ -10,7 +10,7 @@ import (
 
 // The resource, pattern, operation and permission types are Kafka's wire
 // enums (kmsg), so a binding travels between the wire, the controller log
-// and the index without translation. They encode as Kafka's names in JSON.
+// (json.go) and the index without translation.
 type (
 	ResourceType = kmsg.ACLResourceType
 	PatternType  = kmsg.ACLResourcePatternType
@@ -41,13 +41,13 @@ const (
 // a non-empty name ("kafka-cluster" for CLUSTER), a principal "Type:name"
 // and a non-empty host.
 type Binding struct {
-	ResourceType ResourceType `json:"resource_type"`
-	ResourceName string       `json:"resource_name"`
-	PatternType  PatternType  `json:"pattern_type"`
-	Principal    string       `json:"principal"`
-	Host         string       `json:"host"`
-	Operation    Operation    `json:"operation"`
-	Permission   Permission   `json:"permission"`
+	ResourceType ResourceType
+	ResourceName string
+	PatternType  PatternType
+	Principal    string
+	Host         string
+	Operation    Operation
+	Permission   Permission
 }
 
 // String renders a binding as kafka-acls does, for logs and audit records.
@@ -147,13 +147,13 @@ func Compare(a, b Binding) int {
 // named resource: the same LITERAL name, the LITERAL "*", and every
 // PREFIXED name the resource name starts with.
 type Filter struct {
-	ResourceType ResourceType `json:"resource_type"`
-	ResourceName *string      `json:"resource_name,omitempty"`
-	PatternType  PatternType  `json:"pattern_type"`
-	Principal    *string      `json:"principal,omitempty"`
-	Host         *string      `json:"host,omitempty"`
-	Operation    Operation    `json:"operation"`
-	Permission   Permission   `json:"permission"`
+	ResourceType ResourceType
+	ResourceName *string
+	PatternType  PatternType
+	Principal    *string
+	Host         *string
+	Operation    Operation
+	Permission   Permission
 }
 
 // Validate rejects filters with UNKNOWN (or out of range) fields, as Kafka
