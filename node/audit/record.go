@@ -101,7 +101,7 @@ type Product struct {
 
 // Actor is who acted, and for an authorization what decided.
 type Actor struct {
-	User           User            `json:"user"`
+	User           User       `json:"user"`
 	Authorizations []Decision `json:"authorizations,omitempty"`
 }
 
