@@ -41,6 +41,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/internal/wire"
 	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/audit"
@@ -216,7 +217,7 @@ func (r *Reactor) auditTick() {
 		r.auditPump()
 	}
 	for _, g := range sortedKeys(a.shards) {
-		if p, ok := r.parts[g]; !ok || !p.Ready() || p.Term() != a.shards[g].term {
+		if p, ok := r.parts[g]; !ok || (!plant.Enabled(plant.AuditStaleChainHead) && (!p.Ready() || p.Term() != a.shards[g].term)) {
 			delete(a.shards, g)
 		}
 	}
@@ -361,7 +362,7 @@ func (r *Reactor) auditAppend(from uint64, m auditAppendMsg) {
 func (r *Reactor) auditShard(p *partition.Partition) *auditShard {
 	a := &r.sec.audit
 	g := uint64(p.Replica().Group)
-	if sh := a.shards[g]; sh != nil && sh.term == p.Term() {
+	if sh := a.shards[g]; sh != nil && (sh.term == p.Term() || plant.Enabled(plant.AuditStaleChainHead)) {
 		return sh
 	}
 	head, err := lastRecordHash(p)
