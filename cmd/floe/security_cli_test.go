@@ -209,3 +209,24 @@ func produceValuesTo(ctx context.Context, t *testing.T, addr, topic string, valu
 		}
 	}
 }
+
+// What a client without any ACL sees from the CLI (the walkthrough's bob,
+// here User:ANONYMOUS with nobody a super user): the consumer is refused
+// with TOPIC_AUTHORIZATION_FAILED, the topic list is empty.
+func TestCLIWithoutACLs(t *testing.T) {
+	addr := startBrokerWith(t, func(o *runtime.Options) {
+		o.Node.Security = node.SecurityConfig{Authorizer: node.AuthorizerACL}
+	})
+	brokers := []string{"--brokers", addr, "--timeout", "10s"}
+	err := consumeMain(context.Background(), append([]string{"--topic", "orders", "--from-beginning", "--exit-at-end"}, brokers...), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "TOPIC_AUTHORIZATION_FAILED") {
+		t.Fatalf("consume without ACLs: %v", err)
+	}
+	var out bytes.Buffer
+	if err := topicMain(append([]string{"list"}, brokers...), &out); err != nil || strings.TrimSpace(out.String()) != "TOPIC  PARTITIONS  REPLICATION-FACTOR" {
+		t.Fatalf("topic list without ACLs: %v\n%q", err, out.String())
+	}
+	if err := aclMain(append([]string{"list"}, brokers...), io.Discard); err == nil || !strings.Contains(err.Error(), "CLUSTER_AUTHORIZATION_FAILED") {
+		t.Fatalf("acl list without ACLs: %v", err)
+	}
+}
