@@ -31,19 +31,22 @@ import (
 type authz struct {
 	r   *Reactor
 	c   Client
-	api string
+	key int16
 	on  bool
 	q   acl.Request
 	az  acl.Authorizer
 }
 
+// allowAll is the authz of every request while the authorizer is off.
+var allowAll = &authz{}
+
 // authorize returns the authz of a request from c.
 func (r *Reactor) authorize(c Client, req kmsg.Request) *authz {
-	a := &authz{r: r, c: c, api: kmsg.NameForKey(req.Key()), on: r.cfg.Security.enforcing()}
-	a.q = acl.Request{Principal: principalOf(c), Host: clientHost(c.Remote)}
-	if !a.on {
-		return a
+	if !r.cfg.Security.enforcing() {
+		return allowAll
 	}
+	a := &authz{r: r, c: c, key: req.Key(), on: true}
+	a.q = acl.Request{Principal: principalOf(c), Host: clientHost(c.Remote)}
 	st := r.ctl.state
 	a.q.Roles = st.RolesOf(a.q.Principal)
 	a.az = acl.Authorizer{ACLs: st.ACLIndex(), SuperUsers: r.sec.superUsers, AllowIfNoACL: r.cfg.Security.AllowEveryoneIfNoACL}
@@ -150,7 +153,7 @@ func (a *authz) record(rt acl.ResourceType, name string, op acl.Operation, d acl
 	if d.Binding != nil {
 		reason = fmt.Sprintf("%s: %s", d.Reason, d.Binding)
 	}
-	a.r.auditEvent(a.c, audit.Event{Kind: audit.Authorization, API: a.api, Action: op.String(),
+	a.r.auditEvent(a.c, audit.Event{Kind: audit.Authorization, API: kmsg.NameForKey(a.key), Action: op.String(),
 		Resource: audit.Resource{Type: resourceTypeName(rt), Name: name}, Success: d.Allowed, Reason: reason})
 }
 

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+
+	"github.com/floe-broker/floe/node"
 )
 
 // auditFile appends audit records to a local file (--audit-log-file), one
@@ -85,4 +87,12 @@ func (a *auditFile) close() error {
 		a.log.Warn("audit log file: records dropped (queue full)", "dropped", a.dropped)
 	}
 	return a.f.Close()
+}
+
+// AuditAuthentication records an authentication (its outcome, mechanism
+// and reason; never a secret) in the audit log. Any goroutine may call
+// it: the record is made on the reactor's thread
+// (node.Reactor.AuditAuthentication).
+func (b *Broker) AuditAuthentication(c node.Client, principal, mechanism string, ok bool, reason string) {
+	b.loop.post(func() { b.reactor.AuditAuthentication(c, principal, mechanism, ok, reason) })
 }
