@@ -74,16 +74,21 @@ func (r *Reactor) fetchGroupOffsets(az *authz, name string, topics []kmsg.Offset
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group, g.ErrorCode = name, err.Code
 	for _, rt := range topics {
-		t := kmsg.NewOffsetFetchResponseGroupTopic()
-		t.Topic = rt.Topic
-		for _, p := range rt.Partitions {
-			sp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-			sp.Partition, sp.Offset, sp.LeaderEpoch, sp.ErrorCode = p, -1, -1, err.Code
-			t.Partitions = append(t.Partitions, sp)
-		}
-		g.Topics = append(g.Topics, t)
+		g.Topics = append(g.Topics, offsetFetchFailed(rt, err.Code))
 	}
 	return g
+}
+
+// offsetFetchFailed answers every partition of a requested topic with code.
+func offsetFetchFailed(rt kmsg.OffsetFetchRequestGroupTopic, code int16) kmsg.OffsetFetchResponseGroupTopic {
+	t := kmsg.NewOffsetFetchResponseGroupTopic()
+	t.Topic = rt.Topic
+	for _, p := range rt.Partitions {
+		sp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		sp.Partition, sp.Offset, sp.LeaderEpoch, sp.ErrorCode = p, -1, -1, code
+		t.Partitions = append(t.Partitions, sp)
+	}
+	return t
 }
 
 // fetchAuthorizedOffsets answers from the coordinator for the topics the
@@ -112,14 +117,7 @@ func fetchAuthorizedOffsets(az *authz, co *group.Coordinator, name string, topic
 			allowed = append(allowed, rt)
 			continue
 		}
-		t := kmsg.NewOffsetFetchResponseGroupTopic()
-		t.Topic = rt.Topic
-		for _, p := range rt.Partitions {
-			sp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-			sp.Partition, sp.Offset, sp.LeaderEpoch, sp.ErrorCode = p, -1, -1, errTopicAuth.Code
-			t.Partitions = append(t.Partitions, sp)
-		}
-		refused = append(refused, t)
+		refused = append(refused, offsetFetchFailed(rt, errTopicAuth.Code))
 	}
 	g := co.FetchOffsets(name, allowed, requireStable)
 	g.Topics = append(g.Topics, refused...)

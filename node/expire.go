@@ -277,18 +277,7 @@ func expiredGroup(req kmsg.Request) kmsg.Response {
 	gone := kerr.CoordinatorNotAvailable.Code
 	switch q := req.(type) {
 	case *kmsg.OffsetCommitRequest:
-		resp := q.ResponseKind().(*kmsg.OffsetCommitResponse)
-		for _, rt := range q.Topics {
-			st := kmsg.NewOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewOffsetCommitResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, gone
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp
+		return offsetCommitFailed(q, q.Topics, gone)
 	case *kmsg.OffsetFetchRequest:
 		resp := q.ResponseKind().(*kmsg.OffsetFetchResponse)
 		resp.ErrorCode = gone
