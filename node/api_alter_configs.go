@@ -29,9 +29,10 @@ import (
 
 func init() { register(33, 0, 2, serveAlterConfigs) }
 
-func serveAlterConfigs(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+func serveAlterConfigs(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	az := r.authorize(c, req)
 	resp.Resources = make([]kmsg.AlterConfigsResponseResource, len(req.Resources))
 	keys := make([]configResourceKey, len(req.Resources))
 	for i, rr := range req.Resources {
@@ -41,7 +42,13 @@ func serveAlterConfigs(r *Reactor, _ Client, kreq kmsg.Request, respond func(kms
 		keys[i] = configResourceKey{rr.ResourceType, rr.ResourceName}
 	}
 	r.alterResources(keys, req.ValidateOnly,
-		func(i int) (*controller.AlterConfigs, error) { return r.planReplaceConfigs(req.Resources[i]) },
+		func(i int) (*controller.Command, error) {
+			rr := req.Resources[i]
+			if err := az.configResource(rr.ResourceType, rr.ResourceName, true); err != nil {
+				return nil, err
+			}
+			return configCommand(r.planReplaceConfigs(rr))
+		},
 		func(i int, err error) { resp.Resources[i].ErrorCode, resp.Resources[i].ErrorMessage = errParts(err) },
 		func() { respond(resp) })
 }
@@ -51,7 +58,7 @@ func serveAlterConfigs(r *Reactor, _ Client, kreq kmsg.Request, respond func(kms
 // planned and, unless validateOnly, proposed to the controller; set
 // records resource i's outcome, and answer runs once every one has one.
 func (r *Reactor) alterResources(keys []configResourceKey, validateOnly bool,
-	plan func(i int) (*controller.AlterConfigs, error), set func(i int, err error), answer func()) {
+	plan func(i int) (*controller.Command, error), set func(i int, err error), answer func()) {
 	g := newGather(answer)
 	mentions := map[configResourceKey]int{}
 	for _, k := range keys {
@@ -163,15 +170,24 @@ func checkConfigValue(key, value string) error {
 	return nil
 }
 
+// configCommand wraps a planned config change in its command (nil: no
+// change).
+func configCommand(a *controller.AlterConfigs, err error) (*controller.Command, error) {
+	if a == nil || err != nil {
+		return nil, err
+	}
+	return &controller.Command{AlterConfigs: a}, nil
+}
+
 // commitConfigChange proposes a checked change, unless validateOnly or it
 // changes nothing, and reports the outcome through set before g's part
 // finishes.
-func (r *Reactor) commitConfigChange(cmd *controller.AlterConfigs, validateOnly bool, g *gather, set func(error)) {
+func (r *Reactor) commitConfigChange(cmd *controller.Command, validateOnly bool, g *gather, set func(error)) {
 	if validateOnly || cmd == nil {
 		return
 	}
 	g.add()
-	r.propose(&controller.Command{AlterConfigs: cmd}, func(res controller.Result) {
+	r.propose(cmd, func(res controller.Result) {
 		set(res.Err)
 		g.done()
 	})

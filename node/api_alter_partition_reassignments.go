@@ -20,9 +20,15 @@ import (
 
 func init() { register(45, 0, 0, serveAlterPartitionReassignments) }
 
-func serveAlterPartitionReassignments(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+// Authorization: ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+func serveAlterPartitionReassignments(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	if !r.authorize(c, req).cluster(kmsg.ACLOperationAlter) {
+		resp.ErrorCode = errClusterAuth.Code
+		respond(resp)
+		return
+	}
 	g := newGather(func() { respond(resp) })
 	resp.Topics = make([]kmsg.AlterPartitionAssignmentsResponseTopic, len(req.Topics))
 	for ti, rt := range req.Topics {

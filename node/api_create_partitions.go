@@ -33,9 +33,11 @@ func init() { register(37, 0, 3, serveCreatePartitions) }
 // must be refused, not attempted.
 const partitionsPerTopicMax = 10000
 
-func serveCreatePartitions(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+// Authorization: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED).
+func serveCreatePartitions(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	az := r.authorize(c, req)
 	g := newGather(func() { respond(resp) })
 	deadline := r.requestDeadline(req.TimeoutMillis)
 	mentions := map[string]int{}
@@ -49,6 +51,10 @@ func serveCreatePartitions(r *Reactor, _ Client, kreq kmsg.Request, respond func
 		st.Topic = rt.Topic
 		if mentions[rt.Topic] > 1 {
 			st.ErrorCode, st.ErrorMessage = errParts(withMessage(kerr.InvalidRequest, "topic named more than once in the request"))
+			continue
+		}
+		if !az.topic(rt.Topic, kmsg.ACLOperationAlter) {
+			st.ErrorCode = errTopicAuth.Code
 			continue
 		}
 		cmd, err := r.planPartitions(rt)

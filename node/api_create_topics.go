@@ -15,19 +15,38 @@ package node
 // message). ValidateOnly (v1+) checks and places without creating. v5+
 // returns the partitions, replication factor and effective configs; v7 the
 // topic id.
+//
+// Authorization: CREATE on the cluster, or else on each topic
+// (TOPIC_AUTHORIZATION_FAILED); the configs in the answer (v5+) also need
+// DESCRIBE_CONFIGS on the topic, else they are left out and
+// ConfigErrorCode (a tagged field) says TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/node/acl"
 	"github.com/floe-broker/floe/node/controller"
 )
 
 func init() { register(19, 0, 7, serveCreateTopics) }
 
-func serveCreateTopics(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+func serveCreateTopics(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	az := r.authorize(c, req)
+	onCluster := az.sees(kmsg.ACLResourceTypeCluster, acl.ClusterName, kmsg.ACLOperationCreate)
+	fill := func(st *kmsg.CreateTopicsResponseTopic, t *controller.Topic) {
+		if !az.sees(kmsg.ACLResourceTypeTopic, t.Name, kmsg.ACLOperationDescribeConfigs) {
+			st.TopicID, st.NumPartitions = t.ID, int32(len(t.Partitions))
+			if len(t.Partitions) > 0 {
+				st.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
+			}
+			st.ConfigErrorCode = errTopicAuth.Code
+			return
+		}
+		r.fillCreated(st, t)
+	}
 	g := newGather(func() { respond(resp) })
 	deadline := r.requestDeadline(req.TimeoutMillis)
 	seen := map[string]int{}
@@ -45,13 +64,17 @@ func serveCreateTopics(r *Reactor, _ Client, kreq kmsg.Request, respond func(kms
 			st.ErrorMessage = kmsg.StringPtr("topic named more than once in the request")
 			continue
 		}
+		if !onCluster && !az.topic(rt.Topic, kmsg.ACLOperationCreate) {
+			st.ErrorCode = errTopicAuth.Code
+			continue
+		}
 		t, err := r.planTopic(specOf(rt))
 		if err != nil {
 			st.ErrorCode, st.ErrorMessage = errParts(err)
 			continue
 		}
 		if req.ValidateOnly {
-			r.fillCreated(st, t)
+			fill(st, t)
 			continue
 		}
 		g.add()
@@ -62,7 +85,7 @@ func serveCreateTopics(r *Reactor, _ Client, kreq kmsg.Request, respond func(kms
 				return
 			}
 			if ct, ok := r.ctl.state.Topics[t.Name]; ok {
-				r.fillCreated(st, ct)
+				fill(st, ct)
 			}
 			if req.TimeoutMillis <= 0 {
 				g.done()

@@ -9,9 +9,11 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() { register(42, 0, 2, serveDeleteGroups) }
 
-func serveDeleteGroups(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+// Authorization: DELETE on each group (GROUP_AUTHORIZATION_FAILED).
+func serveDeleteGroups(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	az := r.authorize(c, req)
 	remaining := len(req.Groups) + 1 // +1: the loop below, so respond runs once at the end
 	finish := func() {
 		if remaining--; remaining == 0 {
@@ -25,6 +27,11 @@ func serveDeleteGroups(r *Reactor, _ Client, kreq kmsg.Request, respond func(kms
 	}
 	for i, name := range req.Groups {
 		g := &resp.Groups[i]
+		if !az.group(name, kmsg.ACLOperationDelete) {
+			g.ErrorCode = errGroupAuth.Code
+			finish()
+			continue
+		}
 		co, err := r.coordinatorFor(name)
 		if err != nil {
 			g.ErrorCode = err.Code

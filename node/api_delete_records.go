@@ -14,6 +14,11 @@ package node
 // after the request's timeout (the move may still happen). An offset at or
 // below the current start changes nothing and is answered at once with the
 // current start. The versions differ only in encoding (v2 flexible).
+//
+// Authorization: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED on its
+// partitions). Internal topics (__consumer_offsets, __audit_log) are
+// refused for everyone with INVALID_TOPIC_EXCEPTION, as Kafka refuses
+// them: deleting the start of the audit log would cut its chain unseen.
 
 import (
 	"time"
@@ -27,9 +32,10 @@ func init() { register(21, 0, 2, serveDeleteRecords) }
 // deleteRecordsTimeoutDefault applies when a client sends no timeout.
 const deleteRecordsTimeoutDefault = 30 * time.Second
 
-func serveDeleteRecords(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+func serveDeleteRecords(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	denied := deniedTopics(r.authorize(c, req), req.Topics, func(t kmsg.DeleteRecordsRequestTopic) string { return t.Topic }, kmsg.ACLOperationDelete)
 	answered := false
 	g := newGather(func() {
 		if !answered {
@@ -48,6 +54,14 @@ func serveDeleteRecords(r *Reactor, _ Client, kreq kmsg.Request, respond func(km
 			sp := &st.Partitions[pi]
 			*sp = kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
+			if denied[rt.Topic] {
+				sp.ErrorCode = errTopicAuth.Code
+				continue
+			}
+			if t := r.ctl.state.Topics[rt.Topic]; t != nil && t.Internal {
+				sp.ErrorCode = kerr.InvalidTopicException.Code
+				continue
+			}
 			if r.deleteRecords(rt.Topic, rp, sp, g, &answered) {
 				waiting = append(waiting, sp)
 			}

@@ -23,7 +23,10 @@ import (
 
 func init() { register(20, 0, 6, serveDeleteTopics) }
 
-func serveDeleteTopics(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+// Authorization: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED); a
+// topic asked for by an id the client may not delete gets it too, with
+// the id only.
+func serveDeleteTopics(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	asked := req.Topics
@@ -38,11 +41,16 @@ func serveDeleteTopics(r *Reactor, _ Client, kreq kmsg.Request, respond func(kms
 	g := newGather(func() { respond(resp) })
 	resp.Topics = make([]kmsg.DeleteTopicsResponseTopic, len(asked))
 	names := r.deleteTargets(asked)
+	az := r.authorize(c, req)
 	for i, rt := range asked {
 		st := &resp.Topics[i]
 		*st = kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		name, err := names[i].name, names[i].err
+		if authName := topicNameOf(rt.Topic, r.ctl.state.Topics[name]); authName != "" && !az.topic(authName, kmsg.ACLOperationDelete) {
+			st.ErrorCode = errTopicAuth.Code
+			continue
+		}
 		if err == nil {
 			st.Topic = kmsg.StringPtr(name)
 			st.TopicID = r.ctl.state.Topics[name].ID

@@ -14,6 +14,8 @@ package node
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/acl"
 )
 
 func init() { register(60, 0, 1, serveDescribeCluster) }
@@ -21,9 +23,20 @@ func init() { register(60, 0, 1, serveDescribeCluster) }
 // endpointTypeBrokers is DescribeCluster v1's endpoint type for brokers.
 const endpointTypeBrokers = 1
 
-func serveDescribeCluster(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+// Authorization: DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED);
+// the cluster's authorized operations when asked.
+func serveDescribeCluster(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	az := r.authorize(c, req)
+	if !az.cluster(kmsg.ACLOperationDescribe) {
+		resp.ErrorCode = errClusterAuth.Code
+		respond(resp)
+		return
+	}
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = az.ops(kmsg.ACLResourceTypeCluster, acl.ClusterName)
+	}
 	if req.Version >= 1 && req.EndpointType != endpointTypeBrokers {
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
 		resp.ErrorMessage = kmsg.StringPtr("only the brokers endpoint type (1) is served")

@@ -144,12 +144,23 @@ func (r *Reactor) topicConfigLayers(t *controller.Topic, d topicConfigDef) []con
 	return append(out, configLayer{brokerName, d.def, kmsg.ConfigSourceDefaultConfig})
 }
 
-func serveDescribeConfigs(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+func serveDescribeConfigs(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	az := r.authorize(c, req)
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if err := az.configResource(rr.ResourceType, rr.ResourceName, false); err != nil {
+			sr.ErrorCode, sr.ErrorMessage = errParts(err)
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
+		if rr.ResourceType == roleConfigResource {
+			r.describeRole(rr, &sr)
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		res, err := r.resolveConfigResource(rr.ResourceType, rr.ResourceName)
 		if err != nil {
 			sr.ErrorCode, sr.ErrorMessage = errParts(err)

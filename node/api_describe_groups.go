@@ -11,10 +11,20 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() { register(15, 0, 5, serveDescribeGroups) }
 
-func serveDescribeGroups(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+// Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED); the
+// authorized operations (v3+, when asked) are the client's on the group.
+func serveDescribeGroups(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	az := r.authorize(c, req)
+	withOps := req.Version >= 3 && req.IncludeAuthorizedOperations
 	for _, name := range req.Groups {
+		if !az.group(name, kmsg.ACLOperationDescribe) {
+			g := kmsg.NewDescribeGroupsResponseGroup()
+			g.Group, g.ErrorCode = name, errGroupAuth.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		co, err := r.coordinatorFor(name)
 		if err != nil {
 			g := kmsg.NewDescribeGroupsResponseGroup()
@@ -22,7 +32,11 @@ func serveDescribeGroups(r *Reactor, _ Client, kreq kmsg.Request, respond func(k
 			resp.Groups = append(resp.Groups, g)
 			continue
 		}
-		resp.Groups = append(resp.Groups, co.DescribeGroup(name, req.Version >= 3 && req.IncludeAuthorizedOperations))
+		g := co.DescribeGroup(name, withOps)
+		if withOps {
+			g.AuthorizedOperations = az.ops(kmsg.ACLResourceTypeGroup, name)
+		}
+		resp.Groups = append(resp.Groups, g)
 	}
 	respond(resp)
 }

@@ -19,6 +19,10 @@ package node
 // as a high watermark it watches moves far enough. IsolationLevel is
 // accepted; without transactions the last stable offset is the high
 // watermark.
+//
+// Authorization: READ on each topic, decided once when the request
+// arrives; a topic the client may not read gets TOPIC_AUTHORIZATION_FAILED
+// on its partitions (and the answer goes out at once).
 
 import (
 	"errors"
@@ -37,26 +41,28 @@ func init() { register(1, 4, 12, serveFetch) }
 // fetchWait is a parked fetch.
 type fetchWait struct {
 	req     *kmsg.FetchRequest
+	denied  map[string]bool // topics the client may not read
 	respond func(kmsg.Response)
 	done    bool
 	timer   clock.TimerID // the max wait
 }
 
-func serveFetch(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+func serveFetch(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.FetchRequest)
+	denied := deniedTopics(r.authorize(c, req), req.Topics, func(t kmsg.FetchRequestTopic) string { return t.Topic }, kmsg.ACLOperationRead)
 	if req.Version >= 7 && req.SessionID != 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		respond(resp)
 		return
 	}
-	resp, n, failed := r.evalFetch(req)
+	resp, n, failed := r.evalFetch(req, denied)
 	if failed || n >= int(req.MinBytes) || req.MaxWaitMillis <= 0 {
 		r.stats.BytesOut += int64(n)
 		respond(resp)
 		return
 	}
-	fw := &fetchWait{req: req, respond: respond}
+	fw := &fetchWait{req: req, respond: respond, denied: denied}
 	r.fetches = append(r.fetches, fw)
 	// On the reactor's deadline queue, so the max wait answers before the
 	// request's deadline (deadline.go), due at the same instant.
@@ -70,7 +76,7 @@ func serveFetch(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Respo
 
 func (r *Reactor) finishFetch(fw *fetchWait) {
 	fw.done = true
-	resp, n, _ := r.evalFetch(fw.req)
+	resp, n, _ := r.evalFetch(fw.req, fw.denied)
 	r.stats.BytesOut += int64(n)
 	fw.respond(resp)
 	r.dropDoneFetches()
@@ -85,7 +91,7 @@ func (r *Reactor) wakeFetches() {
 		if fw.done || !r.fetchMayHaveData(fw.req) {
 			continue
 		}
-		resp, n, failed := r.evalFetch(fw.req)
+		resp, n, failed := r.evalFetch(fw.req, fw.denied)
 		if failed || n >= int(fw.req.MinBytes) {
 			fw.done = true
 			r.cancelTimer(fw.timer)
@@ -126,7 +132,7 @@ func (r *Reactor) fetchMayHaveData(req *kmsg.FetchRequest) bool {
 
 // evalFetch builds a response from what is committed now. failed is set
 // when some partition has an error (the client should hear of it at once).
-func (r *Reactor) evalFetch(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool) {
+func (r *Reactor) evalFetch(req *kmsg.FetchRequest, denied map[string]bool) (*kmsg.FetchResponse, int, bool) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	budget := int(req.MaxBytes)
 	if req.Version < 3 || budget <= 0 {
@@ -137,6 +143,15 @@ func (r *Reactor) evalFetch(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, b
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
+			if denied[rt.Topic] {
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, errTopicAuth.Code
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+				sp.RecordBatches = []byte{}
+				failed = true
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			sp := r.fetchPartition(rt.Topic, rp, &budget, total == 0)
 			total += len(sp.RecordBatches)
 			if sp.ErrorCode != 0 {

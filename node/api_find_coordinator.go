@@ -20,14 +20,30 @@ import (
 
 func init() { register(10, 0, 4, serveFindCoordinator) }
 
-func serveFindCoordinator(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+// Authorization: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on
+// the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per key.
+func serveFindCoordinator(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	az := r.authorize(c, req)
 	keys := req.CoordinatorKeys
 	if req.Version < 4 {
 		keys = []string{req.CoordinatorKey}
 	}
 	for _, key := range keys {
+		var denied *kerr.Error
+		switch {
+		case req.CoordinatorType == 0 && !az.group(key, kmsg.ACLOperationDescribe):
+			denied = errGroupAuth
+		case req.CoordinatorType == 1 && !az.txnID(key, kmsg.ACLOperationDescribe):
+			denied = errTxnAuth
+		}
+		if denied != nil {
+			co := kmsg.NewFindCoordinatorResponseCoordinator()
+			co.Key, co.NodeID, co.Port, co.ErrorCode = key, -1, -1, denied.Code
+			resp.Coordinators = append(resp.Coordinators, co)
+			continue
+		}
 		resp.Coordinators = append(resp.Coordinators, r.findCoordinator(key, req.CoordinatorType))
 	}
 	if req.Version < 4 {

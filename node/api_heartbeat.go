@@ -7,9 +7,13 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() { register(12, 0, 4, serveHeartbeat) }
 
-func serveHeartbeat(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+// Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED).
+func serveHeartbeat(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.HeartbeatRequest)
 	co, err := r.coordinatorFor(req.Group)
+	if !r.authorize(c, req).group(req.Group, kmsg.ACLOperationRead) {
+		co, err = nil, errGroupAuth
+	}
 	if err != nil {
 		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 		resp.ErrorCode = err.Code

@@ -33,9 +33,10 @@ import (
 
 func init() { register(44, 0, 1, serveIncrementalAlterConfigs) }
 
-func serveIncrementalAlterConfigs(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+func serveIncrementalAlterConfigs(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	az := r.authorize(c, req)
 	resp.Resources = make([]kmsg.IncrementalAlterConfigsResponseResource, len(req.Resources))
 	keys := make([]configResourceKey, len(req.Resources))
 	for i, rr := range req.Resources {
@@ -45,7 +46,16 @@ func serveIncrementalAlterConfigs(r *Reactor, _ Client, kreq kmsg.Request, respo
 		keys[i] = configResourceKey{rr.ResourceType, rr.ResourceName}
 	}
 	r.alterResources(keys, req.ValidateOnly,
-		func(i int) (*controller.AlterConfigs, error) { return r.planIncrementalConfigs(req.Resources[i]) },
+		func(i int) (*controller.Command, error) {
+			rr := req.Resources[i]
+			if err := az.configResource(rr.ResourceType, rr.ResourceName, true); err != nil {
+				return nil, err
+			}
+			if rr.ResourceType == roleConfigResource {
+				return r.planRoleChange(rr)
+			}
+			return configCommand(r.planIncrementalConfigs(rr))
+		},
 		func(i int, err error) { resp.Resources[i].ErrorCode, resp.Resources[i].ErrorMessage = errParts(err) },
 		func() { respond(resp) })
 }

@@ -13,6 +13,11 @@ package node
 // at the last epoch it gets a new id instead. Transactional ids are not
 // supported yet: the request fails with TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 // v5 (KIP-890 transactions) is not advertised.
+//
+// Authorization: a transactional producer needs WRITE on its transactional
+// id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent one
+// IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679), else
+// CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"math"
@@ -20,15 +25,28 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/node/acl"
 	"github.com/floe-broker/floe/node/controller"
 )
 
 func init() { register(22, 0, 4, serveInitProducerID) }
 
-func serveInitProducerID(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+func serveInitProducerID(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	az := r.authorize(c, req)
+	switch {
+	case req.TransactionalID != nil && !az.txnID(*req.TransactionalID, kmsg.ACLOperationWrite):
+		resp.ErrorCode = errTxnAuth.Code
+		respond(resp)
+		return
+	case req.TransactionalID == nil && !az.sees(kmsg.ACLResourceTypeCluster, acl.ClusterName, kmsg.ACLOperationIdempotentWrite) &&
+		!az.mayAny(kmsg.ACLResourceTypeTopic, kmsg.ACLOperationWrite):
+		resp.ErrorCode = errClusterAuth.Code
+		respond(resp)
+		return
+	}
 	if req.TransactionalID != nil {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		respond(resp)

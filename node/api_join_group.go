@@ -11,9 +11,13 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() { register(11, 0, 9, serveJoinGroup) }
 
+// Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED).
 func serveJoinGroup(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.JoinGroupRequest)
 	co, err := r.coordinatorFor(req.Group)
+	if !r.authorize(c, req).group(req.Group, kmsg.ACLOperationRead) {
+		co, err = nil, errGroupAuth
+	}
 	if err != nil {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode, resp.Generation, resp.MemberID = err.Code, -1, req.MemberID

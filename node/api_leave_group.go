@@ -9,9 +9,13 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() { register(13, 0, 5, serveLeaveGroup) }
 
-func serveLeaveGroup(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+// Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED).
+func serveLeaveGroup(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.LeaveGroupRequest)
 	co, err := r.coordinatorFor(req.Group)
+	if !r.authorize(c, req).group(req.Group, kmsg.ACLOperationRead) {
+		co, err = nil, errGroupAuth
+	}
 	if err != nil {
 		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 		resp.ErrorCode = err.Code

@@ -5,20 +5,32 @@ package node
 // and name. v4 filters by state (case-insensitive); v5's type filter is not
 // advertised (every group is "classic").
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/acl"
+)
 
 func init() { register(16, 0, 4, serveListGroups) }
 
-func serveListGroups(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+// Authorization: DESCRIBE on the cluster lists every group; without it,
+// only the groups the client may DESCRIBE are listed (no error, as Kafka).
+func serveListGroups(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	az := r.authorize(c, req)
+	all := az.sees(kmsg.ACLResourceTypeCluster, acl.ClusterName, kmsg.ACLOperationDescribe)
 	r.syncCoordinators()
 	var states []string
 	if req.Version >= 4 {
 		states = req.StatesFilter
 	}
 	for _, co := range r.localCoordinators() {
-		resp.Groups = append(resp.Groups, co.ListGroups(states)...)
+		for _, g := range co.ListGroups(states) {
+			if all || az.sees(kmsg.ACLResourceTypeGroup, g.Group, kmsg.ACLOperationDescribe) {
+				resp.Groups = append(resp.Groups, g)
+			}
+		}
 	}
 	respond(resp)
 }

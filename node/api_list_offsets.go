@@ -9,6 +9,9 @@ package node
 // see), any other value for the first committed offset whose record
 // timestamp is at or after it (-1 offset when there is none). Only the
 // leader answers, once it has committed an entry of its own term.
+//
+// Authorization: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED on its
+// partitions).
 
 import (
 	"errors"
@@ -22,13 +25,20 @@ import (
 
 func init() { register(2, 1, 6, serveListOffsets) }
 
-func serveListOffsets(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+func serveListOffsets(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	denied := deniedTopics(r.authorize(c, req), req.Topics, func(t kmsg.ListOffsetsRequestTopic) string { return t.Topic }, kmsg.ACLOperationDescribe)
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
+			if denied[rt.Topic] {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition, sp.ErrorCode, sp.Timestamp, sp.Offset, sp.LeaderEpoch = rp.Partition, errTopicAuth.Code, -1, -1, -1
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			st.Partitions = append(st.Partitions, r.listOffset(rt.Topic, rp))
 		}
 		resp.Topics = append(resp.Topics, st)

@@ -17,9 +17,15 @@ import (
 
 func init() { register(46, 0, 0, serveListPartitionReassignments) }
 
-func serveListPartitionReassignments(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+// Authorization: DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+func serveListPartitionReassignments(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if !r.authorize(c, req).cluster(kmsg.ACLOperationDescribe) {
+		resp.ErrorCode = errClusterAuth.Code
+		respond(resp)
+		return
+	}
 	st := r.ctl.state
 	add := func(t *controller.Topic, only []int32) {
 		rt := kmsg.NewListPartitionReassignmentsResponseTopic()

@@ -22,6 +22,15 @@ package node
 // answered LEADER_NOT_AVAILABLE, which clients retry, rather than
 // UNKNOWN_TOPIC_OR_PARTITION, which they give up on after a few tries, and
 // nothing is auto-created.
+//
+// Authorization (as Kafka's KafkaApis does it): a listing of every topic
+// leaves out the topics the client may not DESCRIBE, silently; a topic
+// named (or asked for by id) that it may not DESCRIBE gets
+// TOPIC_AUTHORIZATION_FAILED whether or not it exists (so its existence is
+// not disclosed); auto-creation also needs CREATE on the cluster or on the
+// topic, else TOPIC_AUTHORIZATION_FAILED. Authorized-operations bitfields:
+// per topic when IncludeTopicAuthorizedOperations (v8+), for the cluster
+// when IncludeClusterAuthorizedOperations (v8-10).
 
 import (
 	"slices"
@@ -29,14 +38,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/node/acl"
 	"github.com/floe-broker/floe/node/controller"
 )
 
 func init() { register(3, 0, 12, serveMetadata) }
 
-func serveMetadata(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+func serveMetadata(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	az := r.authorize(c, req)
+	if req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = az.ops(kmsg.ACLResourceTypeCluster, acl.ClusterName)
+	}
+	withOps := func(mt kmsg.MetadataResponseTopic) kmsg.MetadataResponseTopic {
+		if req.IncludeTopicAuthorizedOperations && mt.Topic != nil {
+			mt.AuthorizedOperations = az.ops(kmsg.ACLResourceTypeTopic, *mt.Topic)
+		}
+		return mt
+	}
 	st := r.ctl.state
 	resp.ClusterID = kmsg.StringPtr(st.ClusterID)
 	resp.ControllerID = -1
@@ -47,7 +67,9 @@ func serveMetadata(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Re
 
 	if req.Topics == nil {
 		for _, name := range st.TopicNames() {
-			resp.Topics = append(resp.Topics, r.metadataTopic(st.Topics[name]))
+			if az.sees(kmsg.ACLResourceTypeTopic, name, kmsg.ACLOperationDescribe) {
+				resp.Topics = append(resp.Topics, withOps(r.metadataTopic(st.Topics[name])))
+			}
 		}
 		respond(resp)
 		return
@@ -56,17 +78,25 @@ func serveMetadata(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Re
 	caughtUp, _ := r.metadataReady()
 	for _, rt := range req.Topics {
 		t := lookupTopic(st, rt.Topic, rt.TopicID)
-		if t != nil {
-			resp.Topics = append(resp.Topics, r.metadataTopic(t))
-			continue
-		}
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic = rt.Topic
 		mt.TopicID = rt.TopicID
+		if name := topicNameOf(rt.Topic, t); name != "" && !az.topic(name, kmsg.ACLOperationDescribe) {
+			mt.ErrorCode = errTopicAuth.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		if t != nil {
+			resp.Topics = append(resp.Topics, withOps(r.metadataTopic(t)))
+			continue
+		}
 		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		switch {
 		case !caughtUp:
 			mt.ErrorCode = kerr.LeaderNotAvailable.Code
+		case rt.Topic != nil && autoCreate && !az.sees(kmsg.ACLResourceTypeCluster, acl.ClusterName, kmsg.ACLOperationCreate) &&
+			!az.topic(*rt.Topic, kmsg.ACLOperationCreate):
+			mt.ErrorCode = errTopicAuth.Code
 		case rt.Topic != nil && autoCreate:
 			if err := controller.ValidateTopicName(*rt.Topic); err != nil {
 				mt.ErrorCode = kerr.InvalidTopicException.Code
@@ -78,6 +108,18 @@ func serveMetadata(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Re
 		resp.Topics = append(resp.Topics, mt)
 	}
 	respond(resp)
+}
+
+// topicNameOf is the name of a topic a request names, or "" when it names
+// an unknown id.
+func topicNameOf(name *string, t *controller.Topic) string {
+	switch {
+	case name != nil:
+		return *name
+	case t != nil:
+		return t.Name
+	}
+	return ""
 }
 
 func lookupTopic(st *controller.State, name *string, id [16]byte) *controller.Topic {

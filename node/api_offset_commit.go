@@ -10,23 +10,54 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() { register(8, 0, 8, serveOffsetCommit) }
 
-func serveOffsetCommit(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+// Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED on every
+// partition), then READ on each topic (TOPIC_AUTHORIZATION_FAILED on its
+// partitions, while the others are committed).
+func serveOffsetCommit(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
-	co, err := r.coordinatorFor(req.Group)
-	if err != nil {
-		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewOffsetCommitResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, err.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		respond(resp)
+	az := r.authorize(c, req)
+	if !az.group(req.Group, kmsg.ACLOperationRead) {
+		respond(offsetCommitFailed(req, req.Topics, errGroupAuth.Code))
 		return
 	}
-	co.OffsetCommit(r.monoNow(), req, func(resp *kmsg.OffsetCommitResponse) { respond(resp) })
+	denied := deniedTopics(az, req.Topics, func(t kmsg.OffsetCommitRequestTopic) string { return t.Topic }, kmsg.ACLOperationRead)
+	allowed := *req
+	allowed.Topics = nil
+	var refused []kmsg.OffsetCommitRequestTopic
+	for _, rt := range req.Topics {
+		if denied[rt.Topic] {
+			refused = append(refused, rt)
+		} else {
+			allowed.Topics = append(allowed.Topics, rt)
+		}
+	}
+	done := func(resp *kmsg.OffsetCommitResponse) {
+		resp.Topics = append(resp.Topics, offsetCommitFailed(req, refused, errTopicAuth.Code).Topics...)
+		respond(resp)
+	}
+	co, err := r.coordinatorFor(req.Group)
+	switch {
+	case err != nil:
+		done(offsetCommitFailed(req, allowed.Topics, err.Code))
+	case len(allowed.Topics) == 0 && len(refused) > 0:
+		done(req.ResponseKind().(*kmsg.OffsetCommitResponse))
+	default:
+		co.OffsetCommit(r.monoNow(), &allowed, done)
+	}
+}
+
+// offsetCommitFailed answers every partition of topics with code.
+func offsetCommitFailed(req *kmsg.OffsetCommitRequest, topics []kmsg.OffsetCommitRequestTopic, code int16) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for _, rt := range topics {
+		st := kmsg.NewOffsetCommitResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetCommitResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }

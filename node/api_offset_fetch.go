@@ -12,16 +12,26 @@ package node
 // like v1 (Kafka read v0 from ZooKeeper; Floe has one store). librdkafka
 // needs v1 advertised.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/group"
+)
 
 func init() { register(9, 0, 8, serveOffsetFetch) }
 
-func serveOffsetFetch(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+// Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED, set as
+// a coordinator error is), then DESCRIBE on each topic named
+// (TOPIC_AUTHORIZATION_FAILED on its partitions); when every committed
+// topic is asked for (null), those the client may not DESCRIBE are left
+// out.
+func serveOffsetFetch(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	az := r.authorize(c, req)
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
-			resp.Groups = append(resp.Groups, r.fetchGroupOffsets(rg.Group, rg.Topics, req.RequireStable))
+			resp.Groups = append(resp.Groups, r.fetchGroupOffsets(az, rg.Group, rg.Topics, req.RequireStable))
 		}
 		respond(resp)
 		return
@@ -35,7 +45,7 @@ func serveOffsetFetch(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg
 			topics = append(topics, t)
 		}
 	}
-	g := r.fetchGroupOffsets(req.Group, topics, req.RequireStable)
+	g := r.fetchGroupOffsets(az, req.Group, topics, req.RequireStable)
 	resp.ErrorCode = g.ErrorCode
 	for _, gt := range g.Topics {
 		st := kmsg.NewOffsetFetchResponseTopic()
@@ -53,22 +63,63 @@ func serveOffsetFetch(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg
 
 // fetchGroupOffsets answers one group, or its coordinator error on the
 // group and every requested partition.
-func (r *Reactor) fetchGroupOffsets(name string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
+func (r *Reactor) fetchGroupOffsets(az *authz, name string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	co, err := r.coordinatorFor(name)
+	if !az.group(name, kmsg.ACLOperationDescribe) {
+		co, err = nil, errGroupAuth
+	}
 	if err == nil {
-		return co.FetchOffsets(name, topics, requireStable)
+		return fetchAuthorizedOffsets(az, co, name, topics, requireStable)
 	}
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group, g.ErrorCode = name, err.Code
 	for _, rt := range topics {
-		t := kmsg.NewOffsetFetchResponseGroupTopic()
-		t.Topic = rt.Topic
-		for _, p := range rt.Partitions {
-			sp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-			sp.Partition, sp.Offset, sp.LeaderEpoch, sp.ErrorCode = p, -1, -1, err.Code
-			t.Partitions = append(t.Partitions, sp)
-		}
-		g.Topics = append(g.Topics, t)
+		g.Topics = append(g.Topics, offsetFetchFailed(rt, err.Code))
 	}
+	return g
+}
+
+// offsetFetchFailed answers every partition of a requested topic with code.
+func offsetFetchFailed(rt kmsg.OffsetFetchRequestGroupTopic, code int16) kmsg.OffsetFetchResponseGroupTopic {
+	t := kmsg.NewOffsetFetchResponseGroupTopic()
+	t.Topic = rt.Topic
+	for _, p := range rt.Partitions {
+		sp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		sp.Partition, sp.Offset, sp.LeaderEpoch, sp.ErrorCode = p, -1, -1, code
+		t.Partitions = append(t.Partitions, sp)
+	}
+	return t
+}
+
+// fetchAuthorizedOffsets answers from the coordinator for the topics the
+// client may DESCRIBE: the others named get TOPIC_AUTHORIZATION_FAILED,
+// and, when topics is null, are left out.
+func fetchAuthorizedOffsets(az *authz, co *group.Coordinator, name string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
+	if topics == nil {
+		g := co.FetchOffsets(name, nil, requireStable)
+		kept := g.Topics[:0]
+		for _, t := range g.Topics {
+			if az.sees(kmsg.ACLResourceTypeTopic, t.Topic, kmsg.ACLOperationDescribe) {
+				kept = append(kept, t)
+			}
+		}
+		g.Topics = kept
+		return g
+	}
+	denied := deniedTopics(az, topics, func(t kmsg.OffsetFetchRequestGroupTopic) string { return t.Topic }, kmsg.ACLOperationDescribe)
+	if len(denied) == 0 {
+		return co.FetchOffsets(name, topics, requireStable)
+	}
+	allowed := make([]kmsg.OffsetFetchRequestGroupTopic, 0, len(topics))
+	var refused []kmsg.OffsetFetchResponseGroupTopic
+	for _, rt := range topics {
+		if !denied[rt.Topic] {
+			allowed = append(allowed, rt)
+			continue
+		}
+		refused = append(refused, offsetFetchFailed(rt, errTopicAuth.Code))
+	}
+	g := co.FetchOffsets(name, allowed, requireStable)
+	g.Topics = append(g.Topics, refused...)
 	return g
 }

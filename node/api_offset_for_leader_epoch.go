@@ -16,9 +16,14 @@ import (
 
 func init() { register(23, 0, 4, serveOffsetForLeaderEpoch) }
 
-func serveOffsetForLeaderEpoch(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+// Authorization: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED on its
+// partitions); a broker's own request (ReplicaID >= 0) would need
+// CLUSTER_ACTION, but Floe's brokers replicate through Raft and never send
+// one.
+func serveOffsetForLeaderEpoch(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	denied := deniedTopics(r.authorize(c, req), req.Topics, func(t kmsg.OffsetForLeaderEpochRequestTopic) string { return t.Topic }, kmsg.ACLOperationDescribe)
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
@@ -28,6 +33,8 @@ func serveOffsetForLeaderEpoch(r *Reactor, _ Client, kreq kmsg.Request, respond 
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
 			p, ok := r.byName[topicPartition{rt.Topic, rp.Partition}]
 			switch {
+			case denied[rt.Topic]:
+				sp.ErrorCode = errTopicAuth.Code
 			case !ok:
 				sp.ErrorCode = r.missingPartition(rt.Topic, rp.Partition).Code
 			case req.Version >= 2 && checkLeaderEpoch(p, rp.CurrentLeaderEpoch) != nil:

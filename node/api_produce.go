@@ -20,6 +20,12 @@ package node
 // (NOT_ENOUGH_REPLICAS). Idempotent batches follow kafka-notes.md: a
 // duplicate is answered with its original offset once that is committed.
 // Transactional produce is not supported yet.
+//
+// Authorization: WRITE on each topic (TOPIC_AUTHORIZATION_FAILED on its
+// partitions) and, for a transactional producer, WRITE on its
+// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every
+// partition). Idempotent producers need nothing more here (KIP-679: the
+// check is InitProducerId's).
 
 import (
 	"errors"
@@ -60,6 +66,9 @@ func (pr *producing) finish() {
 func serveProduce(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	az := r.authorize(c, req)
+	txnDenied := req.TransactionID != nil && !az.txnID(*req.TransactionID, kmsg.ACLOperationWrite)
+	denied := deniedTopics(az, req.Topics, func(t kmsg.ProduceRequestTopic) string { return t.Topic }, kmsg.ACLOperationWrite)
 	// remaining starts at one for the loop below, so a partition whose
 	// commit is already known (a duplicate of an applied batch) cannot
 	// complete the request before the other partitions are appended.
@@ -79,6 +88,14 @@ func serveProduce(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Res
 	for ti, rt := range req.Topics {
 		for pi, rp := range rt.Partitions {
 			sp := &resp.Topics[ti].Partitions[pi]
+			switch {
+			case txnDenied:
+				sp.ErrorCode = errTxnAuth.Code
+				continue
+			case denied[rt.Topic]:
+				sp.ErrorCode = errTopicAuth.Code
+				continue
+			}
 			pre, ok := c.Prepared.batch(ti, pi)
 			r.produceOne(req, rt.Topic, rp.Records, sp, pr, now, pre, ok)
 		}

@@ -8,9 +8,13 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() { register(14, 0, 5, serveSyncGroup) }
 
-func serveSyncGroup(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+// Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED).
+func serveSyncGroup(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.SyncGroupRequest)
 	co, err := r.coordinatorFor(req.Group)
+	if !r.authorize(c, req).group(req.Group, kmsg.ACLOperationRead) {
+		co, err = nil, errGroupAuth
+	}
 	if err != nil {
 		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 		resp.ErrorCode = err.Code

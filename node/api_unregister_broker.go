@@ -16,9 +16,15 @@ import (
 
 func init() { register(64, 0, 0, serveUnregisterBroker) }
 
-func serveUnregisterBroker(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+// Authorization: ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+func serveUnregisterBroker(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.UnregisterBrokerRequest)
 	resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+	if !r.authorize(c, req).cluster(kmsg.ACLOperationAlter) {
+		resp.ErrorCode = errClusterAuth.Code
+		respond(resp)
+		return
+	}
 	id := req.BrokerID
 	r.propose(&controller.Command{Decommission: &id}, func(res controller.Result) {
 		resp.ErrorCode, resp.ErrorMessage = errParts(res.Err)

@@ -181,6 +181,17 @@ func majorityLossCases(q, g, member string, gen int32, hw int64, deadBroker int3
 	ub := kmsg.NewPtrUnregisterBrokerRequest()
 	ub.BrokerID = deadBroker
 	cases[64] = apiCase{ub, none, true}
+
+	da := kmsg.NewPtrDescribeACLsRequest()
+	da.ResourceType, da.ResourcePatternType, da.Operation, da.PermissionType = 1, 1, 1, 1
+	cases[29] = apiCase{da, none, false}
+	ca := kmsg.NewPtrCreateACLsRequest()
+	ca.Creations = []kmsg.CreateACLsRequestCreation{{ResourceType: 2, ResourceName: q, ResourcePatternType: 3,
+		Principal: "User:a", Host: "*", Operation: 3, PermissionType: 3}}
+	cases[30] = apiCase{ca, none, true}
+	xa := kmsg.NewPtrDeleteACLsRequest()
+	xa.Filters = []kmsg.DeleteACLsRequestFilter{{ResourceType: 1, ResourcePatternType: 1, Operation: 1, PermissionType: 1}}
+	cases[31] = apiCase{xa, none, true}
 	return cases
 }
 

@@ -6,9 +6,11 @@ import (
 
 // Client identifies the connection a request came from.
 type Client struct {
-	ConnID   uint64
-	ClientID string
-	Remote   string
+	ConnID    uint64
+	ClientID  string
+	Remote    string
+	Principal string // the authenticated principal, e.g. "User:alice"; "User:ANONYMOUS" when none
+	Listener  string // the name of the listener the connection came in on, e.g. "PLAINTEXT"
 	// Prepared is what Prepare computed for this request off the reactor,
 	// or nil (the reactor then does that work itself).
 	Prepared *Prepared
@@ -60,7 +62,7 @@ func (r *Reactor) HandleRequest(c Client, req kmsg.Request, respond func(kmsg.Re
 		return
 	}
 	r.stats.Requests[req.Key()]++
-	p := &pendingRequest{r: r, req: req, respond: respond}
+	p := &pendingRequest{r: r, req: req, respond: r.auditChanges(c, req, respond)}
 	a.serve(r, c, req, p.answer)
 	if !p.answered {
 		p.armDeadline()

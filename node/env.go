@@ -32,6 +32,11 @@ type Env struct {
 	// Buggify, when set (simulation only), makes fault sites inside
 	// product code fire with small seeded probabilities.
 	Buggify *rand.Rand
+	// AuditSink, when set, receives every audit record this broker
+	// generates, as one line of JSON, when it generates it (before the
+	// leader of __audit_log chains it). The runtime writes them to
+	// --audit-log-file. It must not block.
+	AuditSink func(record []byte)
 }
 
 // Disk runs fsyncs off the reactor.
@@ -86,6 +91,8 @@ type Config struct {
 	// Groups configures the consumer group coordinator (zero: Kafka's
 	// defaults).
 	Groups group.Config
+	// Security configures authorization and the audit log (security.go).
+	Security SecurityConfig
 }
 
 // withDefaults fills unset fields.

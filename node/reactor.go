@@ -76,6 +76,8 @@ type Reactor struct {
 
 	groups groupCoordinators // consumer group coordinators (groups_glue.go)
 
+	sec security // authorization and the audit log (security.go)
+
 	catchUp catchUp // whether the metadata caught up since start (catchup.go)
 
 	stats Stats
@@ -89,6 +91,7 @@ type topicPartition struct {
 // New creates a reactor. Call Start to open the logs and begin ticking.
 func New(cfg Config, env Env) *Reactor {
 	cfg = cfg.withDefaults()
+	cfg.Security = cfg.Security.withDefaults()
 	if env.Logf == nil {
 		env.Logf = func(string, ...any) {}
 	}
@@ -109,6 +112,7 @@ func New(cfg Config, env Env) *Reactor {
 		leaseTerm:    map[uint64]uint64{},
 		leaseProbe:   map[uint64]time.Duration{},
 		unrepairable: map[uint64]bool{},
+		sec:          newSecurity(cfg.Security),
 	}
 }
 

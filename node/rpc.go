@@ -112,7 +112,7 @@ func (r *Reactor) retryForwards() {
 
 func (r *Reactor) handleRPC(from uint64, b []byte) {
 	rd := wire.Reader{B: b}
-	switch rd.U8() {
+	switch kind := rd.U8(); kind {
 	case rpcForward:
 		data := rd.Bytes()
 		if rd.Done() != nil || r.controllerLeader() != r.self {
@@ -139,6 +139,8 @@ func (r *Reactor) handleRPC(from uint64, b []byte) {
 				r.setPeer(netx.NodeID(id), addr)
 			}
 		}
+	case rpcAuditAppend, rpcAuditAck:
+		r.handleAuditRPC(from, kind, &rd)
 	default:
 		r.stats.BadFrames++
 	}

@@ -100,6 +100,12 @@ func produce(c *cluster, id int32, topic string, partition int32, acks int16, ba
 // returns the record values in order with their offsets.
 func fetchAll(t *testing.T, c *cluster, id int32, topic string, partition int32) (vals []string, offsets []int64) {
 	t.Helper()
+	return fetchAllAs(t, c, Client{ClientID: "test"}, id, topic, partition)
+}
+
+// fetchAllAs is fetchAll from a given client.
+func fetchAllAs(t *testing.T, c *cluster, who Client, id int32, topic string, partition int32) (vals []string, offsets []int64) {
+	t.Helper()
 	next := int64(0)
 	for i := 0; i < 1000; i++ {
 		req := kmsg.NewPtrFetchRequest()
@@ -110,7 +116,7 @@ func fetchAll(t *testing.T, c *cluster, id int32, topic string, partition int32)
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = partition, next, 1<<20, -1
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		sp := c.request(id, req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		sp := c.requestAs(id, who, req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
 		if sp.ErrorCode != 0 {
 			t.Fatalf("fetch %s-%d at %d: %v", topic, partition, next, kerr.ErrorForCode(sp.ErrorCode))
 		}

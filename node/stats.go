@@ -17,6 +17,10 @@ type Stats struct {
 	// handler answers that came after and were dropped.
 	RequestsExpired uint64
 	LateAnswers     uint64
+	// AuditRecords counts audit records queued for __audit_log,
+	// AuditDropped those dropped (a full queue, a record too large).
+	AuditRecords uint64
+	AuditDropped uint64
 }
 
 // PartitionStats describes one local partition replica.

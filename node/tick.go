@@ -31,6 +31,7 @@ func (r *Reactor) onTick() {
 	r.ensureJoined()
 	r.ctl.maybeSnapshot()
 	r.syncCoordinators()
+	r.auditTick()
 	if r.ticks%maintenanceTicks == 0 {
 		r.maintain()
 	}

@@ -145,5 +145,9 @@ func errParts(err error) (int16, *string) {
 		m := me.msg
 		return me.err.Code, &m
 	}
+	if ce, ok := err.(*controller.Error); ok {
+		m := ce.Message
+		return ce.Kafka.Code, &m
+	}
 	return errCode(err), nil
 }

@@ -204,6 +204,12 @@ func TestBadInvocationsAreUsageErrors(t *testing.T) {
 // with its data in a temporary directory.
 func startBroker(t *testing.T) string {
 	t.Helper()
+	return startBrokerWith(t, nil)
+}
+
+// startBrokerWith is startBroker with its options changed by configure.
+func startBrokerWith(t *testing.T, configure func(*runtime.Options)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -214,12 +220,16 @@ func startBroker(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := runtime.Start(runtime.Options{
+	opts := runtime.Options{
 		DataDir: t.TempDir(), KafkaAddr: addr, MaxRequestBytes: 100 << 20,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Node: node.Config{NodeID: 1, KafkaHost: host, KafkaPort: port, AutoCreateTopics: true,
 			Groups: group.Config{InitialRebalanceDelay: -1}},
-	})
+	}
+	if configure != nil {
+		configure(&opts)
+	}
+	b, err := runtime.Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,7 @@ func runServe(args []string) error {
 	replication := fs.Int("default-replication-factor", 0, "replication factor of new topics (0: min(3, brokers))")
 	offsetsPartitions := fs.Int("offsets-topic-partitions", 16, "partitions of __consumer_offsets")
 	groupCfg := addGroupFlags(fs)
+	security := addSecurityFlags(fs)
 	maxRequest := fs.Int("max-request-bytes", 100<<20, "largest Kafka request accepted")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
@@ -72,14 +73,18 @@ func runServe(args []string) error {
 	if advRaft == "" {
 		advRaft = *raftAddr
 	}
+	secCfg, err := security.config()
+	if err != nil {
+		return err
+	}
 	opts := runtime.Options{
 		DataDir: *dataDir, KafkaAddr: *kafkaAddr, AdminAddr: *adminAddr, RaftAddr: *raftAddr,
-		MaxRequestBytes: int32(*maxRequest), Logger: logger,
+		MaxRequestBytes: int32(*maxRequest), Logger: logger, AuditLogFile: *security.auditFile,
 		Node: node.Config{
 			NodeID: int32(*nodeID), KafkaHost: host, KafkaPort: port, RaftAddr: advRaft, Rack: *rack,
 			Peers: peerList, Join: *join, AutoCreateTopics: *autoCreate,
 			DefaultPartitions: int32(*partitions), DefaultReplication: int16(*replication),
-			OffsetsTopicPartitions: int32(*offsetsPartitions), Groups: groupCfg(),
+			OffsetsTopicPartitions: int32(*offsetsPartitions), Groups: groupCfg(), Security: secCfg,
 		},
 	}
 	b, err := runtime.Start(opts)

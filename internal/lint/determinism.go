@@ -20,7 +20,7 @@ In consensus/..., logstore, clock and node/... (runtime subpackages and a few
 named files excepted; see internal/lint/core.go) it reports: time.Now and the
 other wall-clock and timer functions; go and select statements; channel sends,
 receives, make(chan) and close; the global math/rand source; imports of
-crypto/rand, os, net and syscall; and range over a map unless the loop carries
+crypto/rand, os, net (net/netip is allowed) and syscall; and range over a map unless the loop carries
 "//floe:unordered <reason>" on its line or the line before.`,
 	Run: run,
 }
@@ -106,6 +106,8 @@ func forbiddenImport(p string) (hint string, bad bool) {
 		return "take randomness from a *rand.Rand handed in (the simulator seeds it)", true
 	case p == "os" || strings.HasPrefix(p, "os/"):
 		return "reach files through logstore.FS", true
+	case p == "net/netip":
+		return "", false // address values and their parsing: no sockets, no state
 	case p == "net" || strings.HasPrefix(p, "net/"):
 		return "reach peers through netx.Transport", true
 	case p == "syscall":

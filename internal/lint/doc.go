@@ -4,8 +4,8 @@
 // Determinism is the one analyzer today. It enforces design.md's rule that the
 // deterministic core never touches the world directly: in a core package it
 // reports wall-clock reads and timers, `go` and `select` statements, channel
-// operations, the global math/rand source, imports of crypto/rand, os, net and
-// syscall, and ranging over a map (whose order is random) unless the loop is
+// operations, the global math/rand source, imports of crypto/rand, os, net
+// (net/netip only parses addresses and is allowed) and syscall, and ranging over a map (whose order is random) unless the loop is
 // marked `//floe:unordered <reason>`.
 //
 // Which packages are core, and which files inside them are exempt, is decided

@@ -13,6 +13,8 @@
 //	raft-commit-prev-term         commit a previous-term entry by counting replicas
 //	ack-before-quorum             answer acks=all once the leader appended
 //	ack-before-fsync              answer acks=all before the leader's fsync
+//	audit-stale-chain-head        an __audit_log leader links new records to the
+//	                              head it kept from an earlier term of its own
 package plant
 
 // Bug names.
@@ -21,4 +23,5 @@ const (
 	CommitPrevTerm      = "raft-commit-prev-term"
 	AckBeforeQuorum     = "ack-before-quorum"
 	AckBeforeFsync      = "ack-before-fsync"
+	AuditStaleChainHead = "audit-stale-chain-head"
 )

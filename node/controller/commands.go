@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/floe-broker/floe/node/acl"
 )
 
 // Command is one metadata change, the payload of a controller log entry.
@@ -25,6 +27,9 @@ type Command struct {
 	AllocProducerIDs *int32            `json:"alloc_producer_ids,omitempty"`
 	Reassign         *Reassign         `json:"reassign,omitempty"`
 	SetReplicas      *SetReplicas      `json:"set_replicas,omitempty"`
+	CreateACLs       []acl.Binding     `json:"create_acls,omitempty"`
+	DeleteACLs       []acl.Filter      `json:"delete_acls,omitempty"`
+	ChangeRole       *RoleChange       `json:"change_role,omitempty"`
 }
 
 // CreatePartitions adds partitions (already placed) to a topic.
@@ -75,6 +80,8 @@ type Result struct {
 	Err error
 	// ProducerIDBase is the first id of an allocated block.
 	ProducerIDBase int64
+	// DeletedACLs is what a DeleteACLs command removed, per filter.
+	DeletedACLs *DeleteACLsResult
 }
 
 // Encode encodes c for the log.
@@ -141,6 +148,12 @@ func (s *State) Apply(c *Command) Result {
 		return Result{ProducerIDBase: base}
 	case c.Reassign != nil:
 		return s.reassign(c.Reassign)
+	case len(c.CreateACLs) > 0:
+		return s.createACLs(c.CreateACLs)
+	case len(c.DeleteACLs) > 0:
+		return s.deleteACLs(c.DeleteACLs)
+	case c.ChangeRole != nil:
+		return s.changeRole(c.ChangeRole)
 	case c.SetReplicas != nil:
 		_, p, ok := s.PartitionByGroup(c.SetReplicas.Group)
 		if !ok {

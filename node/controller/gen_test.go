@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"pgregory.net/rapid"
+
+	"github.com/floe-broker/floe/node/acl"
 )
 
 // Generators for commands over a small universe of broker ids, topic names
@@ -45,7 +47,7 @@ func genConfigMap(t *rapid.T, label string) map[string]string {
 
 func genCommand(t *rapid.T) *Command {
 	c := &Command{ReqID: rapid.SampledFrom([]string{"", "r1"}).Draw(t, "reqID")}
-	switch rapid.IntRange(0, 11).Draw(t, "command") {
+	switch rapid.IntRange(0, 14).Draw(t, "command") {
 	case 0:
 		c.RegisterBroker = &Broker{ID: genBrokerID.Draw(t, "id"), KafkaHost: "h", KafkaPort: rapid.Int32Range(1, 3).Draw(t, "port"),
 			RaftAddr: "r", Rack: genRack.Draw(t, "rack"), Decommissioned: rapid.Bool().Draw(t, "decom")}
@@ -80,6 +82,12 @@ func genCommand(t *rapid.T) *Command {
 		c.SetReplicas = &SetReplicas{Group: genGroup.Draw(t, "group"), Replicas: genReplicas(t, "replicas")}
 	case 10:
 		// A command with nothing set.
+	case 11:
+		c.CreateACLs = rapid.SliceOfN(rapid.Custom(genBinding), 0, 3).Draw(t, "bindings")
+	case 12:
+		c.DeleteACLs = rapid.SliceOfN(rapid.Custom(genFilter), 0, 2).Draw(t, "filters")
+	case 13:
+		c.ChangeRole = genRoleChange(t)
 	default:
 		// A well-formed placement, so that topics do get created.
 		n := rapid.IntRange(1, 3).Draw(t, "partitions")
@@ -88,6 +96,55 @@ func genCommand(t *rapid.T) *Command {
 			ps[i] = Partition{Index: int32(i), Replicas: rapid.SliceOfNDistinct(rapid.Int32Range(1, 3), 1, 3, rapid.ID[int32]).Draw(t, "replicas")}
 		}
 		c.CreateTopic = &Topic{Name: genTopicName.Draw(t, "name"), Partitions: ps}
+	}
+	return c
+}
+
+var (
+	genACLName      = rapid.SampledFrom([]string{"a", "ab", "*", "kafka-cluster", ""})
+	genACLPrincipal = rapid.SampledFrom([]string{"User:alice", "User:*", "Role:ops", "Role:viewer", "alice", "Role:bad name"})
+	genRoleName     = rapid.SampledFrom([]string{"ops", "viewer", "admin", "", "bad name"})
+)
+
+// genBinding draws bindings over small sets, valid or not.
+func genBinding(t *rapid.T) acl.Binding {
+	return acl.Binding{
+		ResourceType: acl.ResourceType(rapid.IntRange(0, 8).Draw(t, "rtype")), ResourceName: genACLName.Draw(t, "rname"),
+		PatternType: acl.PatternType(rapid.IntRange(0, 5).Draw(t, "ptype")), Principal: genACLPrincipal.Draw(t, "principal"),
+		Host: rapid.SampledFrom([]string{"*", "10.0.0.1", ""}).Draw(t, "host"), Operation: acl.Operation(rapid.IntRange(0, 15).Draw(t, "op")),
+		Permission: acl.Permission(rapid.IntRange(0, 4).Draw(t, "perm")),
+	}
+}
+
+func genFilter(t *rapid.T) acl.Filter {
+	f := acl.Filter{
+		ResourceType: acl.ResourceType(rapid.IntRange(0, 8).Draw(t, "rtype")), PatternType: acl.PatternType(rapid.IntRange(0, 5).Draw(t, "ptype")),
+		Operation: acl.Operation(rapid.IntRange(0, 15).Draw(t, "op")), Permission: acl.Permission(rapid.IntRange(0, 4).Draw(t, "perm")),
+	}
+	if rapid.Bool().Draw(t, "named") {
+		n := genACLName.Draw(t, "rname")
+		f.ResourceName = &n
+	}
+	if rapid.Bool().Draw(t, "byPrincipal") {
+		p := genACLPrincipal.Draw(t, "principal")
+		f.Principal = &p
+	}
+	return f
+}
+
+func genRoleChange(t *rapid.T) *RoleChange {
+	c := &RoleChange{Role: genRoleName.Draw(t, "role")}
+	members := rapid.SliceOfN(genACLPrincipal, 0, 3)
+	switch rapid.IntRange(0, 3).Draw(t, "roleOp") {
+	case 0:
+		c.Delete = true
+	case 1:
+		m := members.Draw(t, "set")
+		c.Set = &m
+	case 2:
+		c.Add = members.Draw(t, "add")
+	default:
+		c.Remove = members.Draw(t, "remove")
 	}
 	return c
 }
@@ -115,4 +172,10 @@ func throughLog(t interface{ Fatalf(string, ...any) }, c *Command) *Command {
 	return d
 }
 
-func resultString(r Result) string { return fmt.Sprintf("%v/%d", r.Err, r.ProducerIDBase) }
+func resultString(r Result) string {
+	s := fmt.Sprintf("%v/%d", r.Err, r.ProducerIDBase)
+	if r.DeletedACLs != nil {
+		s += fmt.Sprintf("/%v", r.DeletedACLs.Deleted)
+	}
+	return s
+}

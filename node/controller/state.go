@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+
+	"github.com/floe-broker/floe/node/acl"
 )
 
 // Broker is a registered broker.
@@ -45,13 +47,17 @@ type Topic struct {
 
 // State is the whole cluster metadata.
 type State struct {
-	ClusterID      string              `json:"cluster_id"`
-	Brokers        map[int32]*Broker   `json:"brokers"`
-	Topics         map[string]*Topic   `json:"topics"`
-	NextGroup      uint64              `json:"next_group"`
-	NextProducerID int64               `json:"next_producer_id"`
-	BrokerConfigs  map[string]string   `json:"broker_configs,omitempty"`
-	byGroup        map[uint64]groupRef // derived, rebuilt on restore
+	ClusterID      string            `json:"cluster_id"`
+	Brokers        map[int32]*Broker `json:"brokers"`
+	Topics         map[string]*Topic `json:"topics"`
+	NextGroup      uint64            `json:"next_group"`
+	NextProducerID int64             `json:"next_producer_id"`
+	BrokerConfigs  map[string]string `json:"broker_configs,omitempty"`
+	// ACLs and Roles: security.go.
+	ACLs    []acl.Binding       `json:"acls,omitempty"`
+	Roles   map[string]*Role    `json:"roles,omitempty"`
+	byGroup map[uint64]groupRef // derived, rebuilt on restore
+	sec     securityIndex       // derived from ACLs and Roles
 }
 
 type groupRef struct {
@@ -109,7 +115,11 @@ func Restore(b []byte) (*State, error) {
 			return nil, fmt.Errorf("controller: snapshot: topic %q is malformed", name)
 		}
 	}
+	if err := s.validateSecurity(); err != nil {
+		return nil, fmt.Errorf("controller: snapshot: %w", err)
+	}
 	s.reindex()
+	s.securityChanged()
 	return s, nil
 }
 

@@ -89,6 +89,7 @@ type reactorCollector struct {
 	bytesIn, recordsIn, bytesOut, badBatches, corrupt, syncRounds, expired *prometheus.Desc
 	leo, hw, start, logBytes, segments, leader                             *prometheus.Desc
 	groupLag, groupCommitted                                               *prometheus.Desc
+	auditRecords, auditDropped                                             *prometheus.Desc
 }
 
 func newReactorCollector(b *Broker) *reactorCollector {
@@ -112,11 +113,13 @@ func newReactorCollector(b *Broker) *reactorCollector {
 			[]string{"group", "topic", "partition"}, nil),
 		groupCommitted: prometheus.NewDesc("floe_consumer_group_committed_offset", "The group's committed offset, for groups this broker coordinates.",
 			[]string{"group", "topic", "partition"}, nil),
+		auditRecords: prometheus.NewDesc("floe_audit_records_total", "Audit records this broker queued for __audit_log.", nil, nil),
+		auditDropped: prometheus.NewDesc("floe_audit_dropped_total", "Audit records dropped: a full queue, or larger than max.message.bytes.", nil, nil),
 	}
 }
 
 func (c *reactorCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.badBatches, c.corrupt, c.syncRounds, c.expired, c.leo, c.hw, c.start, c.logBytes, c.segments, c.leader, c.groupLag, c.groupCommitted} {
+	for _, d := range []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.badBatches, c.corrupt, c.syncRounds, c.expired, c.leo, c.hw, c.start, c.logBytes, c.segments, c.leader, c.groupLag, c.groupCommitted, c.auditRecords, c.auditDropped} {
 		ch <- d
 	}
 }
@@ -145,6 +148,8 @@ func (c *reactorCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.corrupt, float64(st.CorruptReads))
 	counter(c.syncRounds, float64(st.SyncRounds))
 	counter(c.expired, float64(st.RequestsExpired))
+	counter(c.auditRecords, float64(st.AuditRecords))
+	counter(c.auditDropped, float64(st.AuditDropped))
 	for _, p := range ps {
 		lv := []string{p.Topic, strconv.Itoa(int(p.Partition))}
 		gauge := func(d *prometheus.Desc, v float64) {

@@ -36,6 +36,9 @@ type Options struct {
 	// MaxRequestBytes caps one Kafka request.
 	MaxRequestBytes int32
 	Logger          *slog.Logger
+	// AuditLogFile, when set, is a file every audit record this broker
+	// generates is appended to, one JSON line each (auditfile.go).
+	AuditLogFile string
 }
 
 // Broker is a running production broker.
@@ -50,6 +53,7 @@ type Broker struct {
 	admin   *adminServer
 	metrics *metrics
 	lock    *os.File
+	audit   *auditFile
 
 	fatalOnce sync.Once
 	fatalErr  chan error
@@ -83,6 +87,14 @@ func Start(opts Options) (*Broker, error) {
 		b.tcp = tcp
 		transport = tcp
 	}
+	if opts.AuditLogFile != "" {
+		af, err := openAuditFile(opts.AuditLogFile, b.log)
+		if err != nil {
+			b.closeEarly()
+			return nil, err
+		}
+		b.audit = af
+	}
 	env := node.Env{
 		Clock: clock.NewReal(),
 		Sched: b.loop,
@@ -92,6 +104,9 @@ func Start(opts Options) (*Broker, error) {
 		Rand:  rand.New(rand.NewSource(time.Now().UnixNano())),
 		Logf:  func(format string, args ...any) { b.log.Info(fmt.Sprintf(format, args...)) },
 		Fatal: b.fatal,
+	}
+	if b.audit != nil {
+		env.AuditSink = b.audit.write
 	}
 	ncfg := opts.Node
 	ncfg.DataDir = "."
@@ -177,6 +192,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if b.tcp != nil {
 		errs = append(errs, b.tcp.Close())
 	}
+	errs = append(errs, b.audit.close())
 	errs = append(errs, unlockDir(b.lock))
 	return errors.Join(errs...)
 }
@@ -213,6 +229,7 @@ func (b *Broker) closeEarly() {
 	if b.kafka != nil {
 		b.kafka.Close()
 	}
+	_ = b.audit.close()
 	_ = unlockDir(b.lock)
 }
 
@@ -222,6 +239,7 @@ type handler struct{ b *Broker }
 
 func (h handler) Serve(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg.Response)) {
 	client := node.Client{ConnID: c.ID, ClientID: c.ClientID, Remote: c.Remote, Prepared: node.Prepare(req)}
+	testPrincipal(c, &client)
 	h.b.loop.post(func() { h.b.reactor.HandleRequest(client, req, respond) })
 }
 

@@ -18,12 +18,16 @@ import (
 // also the harness's default (Binary).
 var floeBin string
 
+// buildDir holds the binaries the tests build; TestMain removes it.
+var buildDir string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "floe-itest-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	buildDir = dir
 	floeBin, err = Build(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "itest:", err)

@@ -46,6 +46,18 @@ func Build(dir string) (string, error) {
 	return bin, nil
 }
 
+// BuildTagged is Build with build tags (floe_itest: the test-only
+// principal hook of node/runtime/principal_itest.go); the binary is named
+// after the tags.
+func BuildTagged(dir string, tags ...string) (string, error) {
+	bin := filepath.Join(dir, "floe-"+strings.Join(tags, "-"))
+	cmd := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", bin, "github.com/floe-broker/floe/cmd/floe")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build -tags %s floe: %v\n%s", strings.Join(tags, ","), err, out)
+	}
+	return bin, nil
+}
+
 // BuildPlanted is Build with Floe's planted bugs compiled in (build tag
 // floe_bugs, see internal/plant) and a switch that plants the bugs named in
 // the environment variable FLOE_PLANT (comma-separated) when floe starts:
