@@ -21,7 +21,7 @@ func init() { register(60, 0, 1, serveDescribeCluster) }
 // endpointTypeBrokers is DescribeCluster v1's endpoint type for brokers.
 const endpointTypeBrokers = 1
 
-func serveDescribeCluster(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+func serveDescribeCluster(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	if req.Version >= 1 && req.EndpointType != endpointTypeBrokers {
@@ -35,7 +35,7 @@ func serveDescribeCluster(r *Reactor, _ Client, kreq kmsg.Request, respond func(
 	if lead := r.controllerLeader(); lead != 0 {
 		resp.ControllerID = int32(lead)
 	}
-	for _, mb := range r.metadataBrokers() {
+	for _, mb := range r.metadataBrokers(c.Listener) {
 		b := kmsg.NewDescribeClusterResponseBroker()
 		b.NodeID, b.Host, b.Port, b.Rack = mb.NodeID, mb.Host, mb.Port, mb.Rack
 		resp.Brokers = append(resp.Brokers, b)

@@ -20,7 +20,7 @@ import (
 
 func init() { register(10, 0, 4, serveFindCoordinator) }
 
-func serveFindCoordinator(r *Reactor, _ Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+func serveFindCoordinator(r *Reactor, cl Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	keys := req.CoordinatorKeys
@@ -28,7 +28,7 @@ func serveFindCoordinator(r *Reactor, _ Client, kreq kmsg.Request, respond func(
 		keys = []string{req.CoordinatorKey}
 	}
 	for _, key := range keys {
-		resp.Coordinators = append(resp.Coordinators, r.findCoordinator(key, req.CoordinatorType))
+		resp.Coordinators = append(resp.Coordinators, r.findCoordinator(key, req.CoordinatorType, cl.Listener))
 	}
 	if req.Version < 4 {
 		c := resp.Coordinators[0]
@@ -39,7 +39,7 @@ func serveFindCoordinator(r *Reactor, _ Client, kreq kmsg.Request, respond func(
 	respond(resp)
 }
 
-func (r *Reactor) findCoordinator(key string, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
+func (r *Reactor) findCoordinator(key string, keyType int8, listener string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	fail := func(err error) { c.ErrorCode, c.ErrorMessage = errParts(err) }
@@ -64,6 +64,11 @@ func (r *Reactor) findCoordinator(key string, keyType int8) kmsg.FindCoordinator
 		fail(kerr.CoordinatorNotAvailable)
 		return c
 	}
-	c.NodeID, c.Host, c.Port = b.ID, b.KafkaHost, b.KafkaPort
+	host, port, ok := b.Address(listener)
+	if !ok {
+		fail(withMessage(kerr.CoordinatorNotAvailable, "the coordinator has no address on this listener"))
+		return c
+	}
+	c.NodeID, c.Host, c.Port = b.ID, host, port
 	return c
 }

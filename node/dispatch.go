@@ -6,9 +6,11 @@ import (
 
 // Client identifies the connection a request came from.
 type Client struct {
-	ConnID   uint64
-	ClientID string
-	Remote   string
+	ConnID    uint64
+	ClientID  string
+	Remote    string
+	Principal string // the authenticated principal, e.g. "User:alice"; "User:ANONYMOUS" when none
+	Listener  string // the name of the listener the connection came in on, e.g. "PLAINTEXT"
 	// Prepared is what Prepare computed for this request off the reactor,
 	// or nil (the reactor then does that work itself).
 	Prepared *Prepared

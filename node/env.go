@@ -7,6 +7,7 @@ import (
 	"github.com/floe-broker/floe/clock"
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/group"
 )
 
@@ -58,6 +59,10 @@ type Config struct {
 	// KafkaHost and KafkaPort are the address clients are told to use.
 	KafkaHost string
 	KafkaPort int32
+	// Listeners are the advertised address of each Kafka listener, by
+	// name; Metadata answers each client with its listener's addresses.
+	// Empty: one address, KafkaHost:KafkaPort, for every listener.
+	Listeners []controller.Endpoint
 	RaftAddr  string
 	Rack      string
 	// Peers are the initial controller voters. Empty means a single-node
@@ -86,6 +91,13 @@ type Config struct {
 	// Groups configures the consumer group coordinator (zero: Kafka's
 	// defaults).
 	Groups group.Config
+	// SuperUsers are principals ("User:admin") allowed every operation by
+	// the authorizer (--super-users).
+	SuperUsers []string
+	// BootstrapUsers are the first users of a new cluster, their SCRAM
+	// credentials already derived (never the passwords). They are applied
+	// once in the cluster's life (users.go).
+	BootstrapUsers []controller.User
 }
 
 // withDefaults fills unset fields.

@@ -22,6 +22,8 @@ type cluster struct {
 	rng   *rand.Rand
 	nodes map[int32]*tnode
 	peers []Peer
+	// configure, when set, adjusts each node's Config before it boots.
+	configure func(*Config)
 }
 
 type tnode struct {
@@ -67,7 +69,13 @@ func (d simDisk) Sync(plans []*logstore.SyncPlan, done func(error)) {
 }
 
 func newCluster(t testing.TB, n int, seed int64) *cluster {
-	c := &cluster{t: t, clk: clock.NewSim(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), rng: rand.New(rand.NewSource(seed)), nodes: map[int32]*tnode{}}
+	return newClusterWith(t, n, seed, nil)
+}
+
+// newClusterWith is newCluster with each node's Config adjusted by
+// configure before it boots.
+func newClusterWith(t testing.TB, n int, seed int64, configure func(*Config)) *cluster {
+	c := &cluster{t: t, clk: clock.NewSim(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), rng: rand.New(rand.NewSource(seed)), nodes: map[int32]*tnode{}, configure: configure}
 	c.net = netx.NewSimNetwork(c.clk, rand.New(rand.NewSource(seed+1)))
 	c.net.SetDefaultFaults(netx.LinkFaults{DelayMin: 100 * time.Microsecond, DelayMax: 500 * time.Microsecond})
 	if n > 1 {
@@ -103,6 +111,9 @@ func (n *tnode) boot() {
 	}
 	cfg := Config{NodeID: n.id, Peers: n.c.peers, KafkaHost: "127.0.0.1", KafkaPort: 9000 + n.id, RaftAddr: "sim",
 		AutoCreateTopics: true, TickInterval: 10 * time.Millisecond}
+	if n.c.configure != nil {
+		n.c.configure(&cfg)
+	}
 	n.r = New(cfg, env)
 	if err := n.r.Start(); err != nil {
 		n.c.t.Fatalf("node %d start: %v", n.id, err)
@@ -134,9 +145,15 @@ func (c *cluster) runUntil(max time.Duration, cond func() bool) bool {
 // request sends req to node id and runs the clock until it is answered.
 func (c *cluster) request(id int32, req kmsg.Request) kmsg.Response {
 	c.t.Helper()
+	return c.requestAs(id, Client{ClientID: "test"}, req)
+}
+
+// requestAs is request from the given client (listener, principal).
+func (c *cluster) requestAs(id int32, cl Client, req kmsg.Request) kmsg.Response {
+	c.t.Helper()
 	var resp kmsg.Response
 	answered := false
-	c.nodes[id].r.HandleRequest(Client{ClientID: "test"}, req, func(r kmsg.Response) { resp, answered = r, true })
+	c.nodes[id].r.HandleRequest(cl, req, func(r kmsg.Response) { resp, answered = r, true })
 	if !c.runUntil(60*time.Second, func() bool { return answered }) {
 		c.t.Fatalf("%s to node %d: no answer within 60s simulated", kmsg.NameForKey(req.Key()), id)
 	}

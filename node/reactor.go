@@ -71,6 +71,7 @@ type Reactor struct {
 	joinSentTicks uint64
 
 	groups groupCoordinators // consumer group coordinators (groups_glue.go)
+	users  userStore         // the SCRAM credential store's glue (users.go)
 
 	catchUp catchUp // whether the metadata caught up since start (catchup.go)
 

@@ -3,6 +3,7 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,6 +26,8 @@ type Command struct {
 	AllocProducerIDs *int32            `json:"alloc_producer_ids,omitempty"`
 	Reassign         *Reassign         `json:"reassign,omitempty"`
 	SetReplicas      *SetReplicas      `json:"set_replicas,omitempty"`
+	AlterUser        *AlterUser        `json:"alter_user,omitempty"`
+	BootstrapUsers   *BootstrapUsers   `json:"bootstrap_users,omitempty"`
 }
 
 // CreatePartitions adds partitions (already placed) to a topic.
@@ -104,6 +107,7 @@ func (s *State) Apply(c *Command) Result {
 		if b.ID <= 0 {
 			return Result{Err: kerr.InvalidRequest}
 		}
+		b.Listeners = slices.Clone(b.Listeners)
 		if old, ok := s.Brokers[b.ID]; ok {
 			b.Decommissioned = old.Decommissioned
 		}
@@ -154,6 +158,10 @@ func (s *State) Apply(c *Command) Result {
 		if sameSet(p.Replicas, p.Target) {
 			p.Target = nil
 		}
+	case c.AlterUser != nil:
+		return s.alterUser(c.AlterUser)
+	case c.BootstrapUsers != nil:
+		return s.bootstrapUsers(c.BootstrapUsers)
 	default:
 		return Result{Err: kerr.InvalidRequest}
 	}
