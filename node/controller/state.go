@@ -80,17 +80,17 @@ type Topic struct {
 
 // State is the whole cluster metadata.
 type State struct {
-	ClusterID      string              `json:"cluster_id"`
-	Brokers        map[int32]*Broker   `json:"brokers"`
-	Topics         map[string]*Topic   `json:"topics"`
-	NextGroup      uint64              `json:"next_group"`
-	NextProducerID int64               `json:"next_producer_id"`
-	BrokerConfigs  map[string]string   `json:"broker_configs,omitempty"`
+	ClusterID      string            `json:"cluster_id"`
+	Brokers        map[int32]*Broker `json:"brokers"`
+	Topics         map[string]*Topic `json:"topics"`
+	NextGroup      uint64            `json:"next_group"`
+	NextProducerID int64             `json:"next_producer_id"`
+	BrokerConfigs  map[string]string `json:"broker_configs,omitempty"`
 	// Users holds the SCRAM credentials, by user name (users.go).
 	Users map[string]*User `json:"users,omitempty"`
 	// UsersBootstrapped is set once BootstrapUsers applied.
-	UsersBootstrapped bool `json:"users_bootstrapped,omitempty"`
-	byGroup        map[uint64]groupRef // derived, rebuilt on restore
+	UsersBootstrapped bool                `json:"users_bootstrapped,omitempty"`
+	byGroup           map[uint64]groupRef // derived, rebuilt on restore
 }
 
 type groupRef struct {
