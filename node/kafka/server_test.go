@@ -170,10 +170,10 @@ func TestApiVersions(t *testing.T) {
 		if !bytes.Equal(resp.AppendTo(nil), body) {
 			t.Fatalf("v%d: response is not header v0 + body", v)
 		}
-		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 4 {
+		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 6 {
 			t.Fatalf("v%d (corr %d): error %d, %d keys", v, corr, resp.ErrorCode, len(resp.ApiKeys))
 		}
-		wantKeys := []int16{0, 3, 18, 22}
+		wantKeys := []int16{0, 3, 17, 18, 22, 36}
 		for i, k := range resp.ApiKeys {
 			if k.ApiKey != wantKeys[i] {
 				t.Fatalf("v%d: keys %+v", v, resp.ApiKeys)
@@ -497,7 +497,8 @@ func TestVersionTable(t *testing.T) {
 	if r := tab.lookup(18); r.min != 0 || r.max != apiVersionsVersionMax {
 		t.Fatalf("ApiVersions: %+v", r)
 	}
-	if len(tab.apiKeys) != 2 || tab.apiKeys[0].ApiKey != 3 || tab.apiKeys[1].ApiKey != 18 {
+	if len(tab.apiKeys) != 4 || tab.apiKeys[0].ApiKey != 3 || tab.apiKeys[1].ApiKey != 17 ||
+		tab.apiKeys[2].ApiKey != 18 || tab.apiKeys[3].ApiKey != 36 {
 		t.Fatalf("apiKeys %+v", tab.apiKeys)
 	}
 	// The default table must be servable as it stands.

@@ -91,8 +91,9 @@ type versionTable struct {
 
 // newVersionTable builds the table from ranges, dropping what cannot be
 // served: keys kmsg does not know, inverted or negative ranges (a problem
-// each), and clamping maxima to what kmsg can decode. Key 18 is always the
-// server's own range. A key listed twice keeps its last entry.
+// each), and clamping maxima to what kmsg can decode. Keys 18, 17 and 36
+// (ApiVersions and the SASL APIs, auth.go) are always the server's own
+// ranges. A key listed twice keeps its last entry.
 func newVersionTable(ranges []ApiRange) (*versionTable, []string) {
 	t := new(versionTable)
 	var problems []string
@@ -115,6 +116,8 @@ func newVersionTable(ranges []ApiRange) (*versionTable, []string) {
 		t.byKey[r.Key] = versionRange{min: r.MinVersion, max: r.MaxVersion, advertised: true}
 	}
 	t.byKey[apiVersionsKey] = versionRange{min: 0, max: apiVersionsVersionMax, advertised: true}
+	t.byKey[saslHandshakeKey] = versionRange{min: 0, max: saslHandshakeVersionMax, advertised: true}
+	t.byKey[saslAuthenticateKey] = versionRange{min: 0, max: saslAuthenticateVersionMax, advertised: true}
 	for key, r := range t.byKey {
 		if r.advertised {
 			t.apiKeys = append(t.apiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: int16(key), MinVersion: r.min, MaxVersion: r.max})
