@@ -286,12 +286,11 @@ func sessionEnd(now time.Time, reauthMax time.Duration, credential time.Time) ti
 // frame with no response header. It is never encoded through kmsg.
 type rawToken struct{ b []byte }
 
-func (rawToken) Key() int16                 { return saslAuthenticateKey }
-func (rawToken) MaxVersion() int16          { return -1 }
-func (rawToken) SetVersion(int16)           {}
-func (rawToken) GetVersion() int16          { return -1 }
-func (rawToken) IsFlexible() bool           { return false }
+func (rawToken) Key() int16                   { return saslAuthenticateKey }
+func (rawToken) MaxVersion() int16            { return -1 }
+func (rawToken) SetVersion(int16)             {}
+func (rawToken) GetVersion() int16            { return -1 }
+func (rawToken) IsFlexible() bool             { return false }
 func (t rawToken) AppendTo(dst []byte) []byte { return append(dst, t.b...) }
-func (rawToken) ReadFrom([]byte) error      { return nil }
-func (rawToken) RequestKind() kmsg.Request  { return nil }
-
+func (rawToken) ReadFrom([]byte) error        { return nil }
+func (rawToken) RequestKind() kmsg.Request    { return nil }
