@@ -1,6 +1,6 @@
 // Package sasl is the server side of Kafka's SASL mechanisms: PLAIN,
-// SCRAM-SHA-256, SCRAM-SHA-512 (RFC 5802, through github.com/xdg-go/scram)
-// and OAUTHBEARER (RFC 7628, JWTs checked with github.com/go-jose/go-jose/v4
+// SCRAM-SHA-256, SCRAM-SHA-512 (RFC 5802, with Kafka's nonce rule: see
+// scram.go) and OAUTHBEARER (RFC 7628, JWTs checked with github.com/go-jose/go-jose/v4
 // against a JSON Web Key Set). It also derives the SCRAM credentials Floe
 // stores (salt, iterations, StoredKey, ServerKey: never the password, never
 // the salted password) and maps TLS certificate subjects to principals with

@@ -498,3 +498,52 @@ func TestParseKeySet(t *testing.T) {
 		}
 	}
 }
+
+// clientFinal computes a client-final message for withoutProof, as a
+// client holding password would.
+func clientFinal(t *testing.T, mech, password string, c ScramCredential, clientFirstBare, serverFirst, withoutProof string) string {
+	t.Helper()
+	h, _ := hashFor(mech)
+	salted, err := SaltPassword(mech, password, c.Salt, c.Iterations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientKey := hmacOf(h, salted, "Client Key")
+	stored := h()
+	stored.Write(clientKey)
+	sig := hmacOf(h, stored.Sum(nil), clientFirstBare+","+serverFirst+","+withoutProof)
+	for i := range clientKey {
+		clientKey[i] ^= sig[i]
+	}
+	return withoutProof + ",p=" + base64.StdEncoding.EncodeToString(clientKey)
+}
+
+// librdkafka (Debian's 2.0.2) sends its client nonce twice in
+// client-final; Kafka accepts a nonce that ends with the server's, and so
+// must Floe. A nonce lacking the server's part is refused.
+func TestScramLibrdkafkaNonce(t *testing.T) {
+	creds := newCreds(t, map[string]string{"alice": "pw"}, ScramSHA256)
+	c := creds["alice/"+ScramSHA256]
+	for _, tc := range []struct {
+		nonce func(cnonce, combined string) string
+		ok    bool
+	}{
+		{func(cn, comb string) string { return comb }, true},
+		{func(cn, comb string) string { return cn + comb }, true},
+		{func(cn, comb string) string { return cn }, false},
+		{func(cn, comb string) string { return comb[:len(comb)-1] }, false},
+	} {
+		ex := newScramExchange(ScramSHA256, creds, func() string { return "SERVERNONCE" })
+		first := "n=alice,r=CLIENT>-~"
+		sf, _, err := ex.Step([]byte("n,,"+first), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nonce := tc.nonce("CLIENT>-~", "CLIENT>-~SERVERNONCE")
+		final := clientFinal(t, ScramSHA256, "pw", c, first, string(sf), "c=biws,r="+nonce)
+		_, done, err := ex.Step([]byte(final), time.Now())
+		if tc.ok != (done && err == nil) {
+			t.Fatalf("nonce %q: done %v err %v", nonce, done, err)
+		}
+	}
+}

@@ -12,8 +12,6 @@ import (
 	"io"
 	"strings"
 	"time"
-
-	"github.com/xdg-go/scram"
 )
 
 // ScramCredential is what is stored for one user and one SCRAM mechanism
@@ -146,19 +144,35 @@ func hmacOf(h func() hash.Hash, key []byte, msg string) []byte {
 	return m.Sum(nil)
 }
 
-// scramExchange is SCRAM-SHA-256 or -512: client-first, server-first,
-// client-final, server-final, run by xdg-go/scram's server conversation.
-// Around it, as Kafka's ScramSaslServer does: an authorization id other
-// than the user is refused, delegation tokens (tokenauth=true) are not
-// supported, an unknown user fails at the first message, and the library's
-// RFC "e=" answers become SASL_AUTHENTICATION_FAILED errors.
+// scramExchange is SCRAM-SHA-256 or -512 (RFC 5802) as Kafka's
+// ScramSaslServer runs it: client-first, server-first, client-final,
+// server-final. Kafka's rules, where they are laxer or stricter than the
+// RFC, are kept, because clients rely on them:
+//   - The client-final nonce must END WITH the server's nonce (client
+//     nonce + server nonce), not equal it: librdkafka (Debian's 2.0.2
+//     among others) sends its client nonce twice, and Kafka accepts that.
+//     The server nonce, the part that defeats replays, is still checked.
+//   - An authorization id other than the user is refused; delegation
+//     tokens (tokenauth=true) are not supported; other extensions are
+//     ignored; channel binding ("p=") is refused.
+//   - An unknown user fails at the first message, as in Kafka.
+//
+// (github.com/xdg-go/scram's server checks the nonce for equality, so it
+// cannot serve librdkafka; hence this implementation.)
 type scramExchange struct {
 	mechanism string
+	h         func() hash.Hash
 	creds     Credentials
-	conv      *scram.ServerConversation
-	lookupErr error // set when the store failed during the first step
-	principal string
+	nonce     func() string
 	step      int
+
+	cred          ScramCredential
+	gs2Header     string // "n,," or "y,," or with an authzid
+	clientFirst   string // client-first-message-bare
+	serverFirst   string
+	combinedNonce string
+	user          string
+	principal     string
 }
 
 // scramMessageBytesMax bounds a SCRAM message; real ones are a few hundred
@@ -180,31 +194,8 @@ func randomNonce(rand io.Reader) func() string {
 }
 
 func newScramExchange(mechanism string, creds Credentials, nonce func() string) *scramExchange {
-	e := &scramExchange{mechanism: mechanism, creds: creds}
-	gen := scram.SHA256
-	if mechanism == ScramSHA512 {
-		gen = scram.SHA512
-	}
-	lookup := func(user string) (scram.StoredCredentials, error) {
-		cred, ok, err := creds.LookupScram(user, mechanism)
-		if err != nil {
-			e.lookupErr = err
-			return scram.StoredCredentials{}, err
-		}
-		if !ok || CheckIterations(cred.Iterations) != nil {
-			return scram.StoredCredentials{}, errors.New("unknown user")
-		}
-		return scram.StoredCredentials{
-			KeyFactors: scram.KeyFactors{Salt: string(cred.Salt), Iters: cred.Iterations},
-			StoredKey:  cred.StoredKey, ServerKey: cred.ServerKey,
-		}, nil
-	}
-	srv, err := gen.NewServer(lookup)
-	if err != nil {
-		panic(fmt.Sprintf("sasl: xdg-go/scram NewServer: %v", err)) // it never fails; a bug if it does
-	}
-	e.conv = srv.WithNonceGenerator(nonce).NewConversation()
-	return e
+	h, _ := hashFor(mechanism)
+	return &scramExchange{mechanism: mechanism, h: h, creds: creds, nonce: nonce}
 }
 
 func (e *scramExchange) Mechanism() string { return e.mechanism }
@@ -213,69 +204,161 @@ func (e *scramExchange) Expiry() time.Time { return time.Time{} }
 
 func (e *scramExchange) Step(msg []byte, _ time.Time) ([]byte, bool, error) {
 	e.step++
+	var (
+		out  string
+		done bool
+		err  error
+	)
 	switch {
 	case e.step > 2:
 		return nil, false, ErrExchangeOver
 	case len(msg) > scramMessageBytesMax:
-		e.step = 3
-		return nil, false, authFailed("authentication failed: malformed %s message (too long)", e.mechanism)
+		err = e.malformed("message too long")
 	case e.step == 1:
-		return e.first(string(msg))
+		out, err = e.first(string(msg))
 	default:
-		return e.final(string(msg))
+		out, err = e.final(string(msg))
+		done = err == nil
 	}
-}
-
-func (e *scramExchange) first(msg string) ([]byte, bool, error) {
-	if err := checkClientFirst(msg); err != nil {
+	if err != nil {
 		e.step = 3
 		return nil, false, err
 	}
-	out, err := e.conv.Step(msg)
+	return []byte(out), done, nil
+}
+
+func (e *scramExchange) malformed(why string) error {
+	return authFailed("authentication failed: malformed %s message: %s", e.mechanism, why)
+}
+
+// first handles client-first: gs2-header client-first-message-bare, where
+// the header is "n,," / "y,," (no channel binding) with an optional
+// "a=authzid" between the commas, and the bare part "n=user,r=nonce" with
+// optional extensions.
+func (e *scramExchange) first(msg string) (string, error) {
+	flag, rest, ok1 := strings.Cut(msg, ",")
+	authz, bare, ok2 := strings.Cut(rest, ",")
+	if !ok1 || !ok2 || (flag != "n" && flag != "y") {
+		return "", e.malformed("bad GS2 header (channel binding is not supported)")
+	}
+	var authzid string
+	if authz != "" {
+		z, ok := strings.CutPrefix(authz, "a=")
+		if !ok {
+			return "", e.malformed("bad authorization id")
+		}
+		if authzid, ok = decodeSaslName(z); !ok {
+			return "", e.malformed("bad authorization id encoding")
+		}
+	}
+	fields := strings.Split(bare, ",")
+	if len(fields) < 2 || !strings.HasPrefix(fields[0], "n=") || !strings.HasPrefix(fields[1], "r=") {
+		return "", e.malformed("want n=user,r=nonce")
+	}
+	user, ok := decodeSaslName(fields[0][2:])
+	cnonce := fields[1][2:]
 	switch {
-	case e.lookupErr != nil:
-		e.step = 3
-		return nil, false, errStoreUnavailable
-	case err != nil && strings.HasPrefix(out, "e=unknown-user"):
-		e.step = 3
-		return nil, false, errBadCredentials
-	case err != nil:
-		e.step = 3
-		return nil, false, authFailed("authentication failed: malformed %s client-first message", e.mechanism)
+	case !ok:
+		return "", e.malformed("bad user name encoding")
+	case user == "":
+		return "", authFailed("authentication failed: empty user name")
+	case !printableNonce(cnonce):
+		return "", e.malformed("bad client nonce")
 	}
-	if z := e.conv.AuthzID(); z != "" && z != e.conv.Username() {
-		e.step = 3
-		return nil, false, authFailed("authentication failed: the authorization id must be empty or the user name")
-	}
-	return []byte(out), false, nil
-}
-
-func (e *scramExchange) final(msg string) ([]byte, bool, error) {
-	out, err := e.conv.Step(msg)
-	if err != nil || !e.conv.Valid() {
-		if strings.HasPrefix(out, "e=invalid-proof") {
-			return nil, false, errBadCredentials
-		}
-		return nil, false, authFailed("authentication failed: malformed or mismatched %s client-final message", e.mechanism)
-	}
-	e.principal = UserPrincipal(e.conv.Username())
-	return []byte(out), true, nil
-}
-
-// checkClientFirst refuses what xdg-go/scram would accept but Kafka does
-// not: delegation tokens (the tokenauth extension), and empty user names.
-func checkClientFirst(msg string) error {
-	fields := strings.Split(msg, ",")
-	if len(fields) < 4 {
-		return authFailed("authentication failed: malformed SCRAM client-first message")
-	}
-	for _, f := range fields[4:] {
+	for _, f := range fields[2:] {
 		if k, v, _ := strings.Cut(f, "="); k == "tokenauth" && strings.EqualFold(v, "true") {
-			return authFailed("authentication failed: delegation tokens are not supported")
+			return "", authFailed("authentication failed: delegation tokens are not supported")
 		}
 	}
-	if fields[2] == "n=" {
-		return authFailed("authentication failed: empty user name")
+	if authzid != "" && authzid != user {
+		return "", authFailed("authentication failed: the authorization id must be empty or the user name")
 	}
-	return nil
+	cred, found, err := e.creds.LookupScram(user, e.mechanism)
+	switch {
+	case err != nil:
+		return "", errStoreUnavailable
+	case !found || CheckIterations(cred.Iterations) != nil || len(cred.StoredKey) != e.h().Size():
+		return "", errBadCredentials
+	}
+	e.cred, e.user = cred, user
+	e.gs2Header, e.clientFirst = flag+","+authz+",", bare
+	e.combinedNonce = cnonce + e.nonce()
+	e.serverFirst = fmt.Sprintf("r=%s,s=%s,i=%d", e.combinedNonce, base64.StdEncoding.EncodeToString(cred.Salt), cred.Iterations)
+	return e.serverFirst, nil
+}
+
+// final handles client-final: "c=<b64 gs2-header>,r=<nonce>[,ext],p=<b64
+// proof>", and answers "v=<b64 server signature>".
+func (e *scramExchange) final(msg string) (string, error) {
+	i := strings.LastIndex(msg, ",p=")
+	if i < 0 {
+		return "", e.malformed("no proof")
+	}
+	withoutProof, proofB64 := msg[:i], msg[i+3:]
+	fields := strings.Split(withoutProof, ",")
+	if len(fields) < 2 || !strings.HasPrefix(fields[0], "c=") || !strings.HasPrefix(fields[1], "r=") {
+		return "", e.malformed("want c=...,r=...,p=...")
+	}
+	cbind, err := base64.StdEncoding.DecodeString(fields[0][2:])
+	if err != nil || string(cbind) != e.gs2Header {
+		return "", e.malformed("channel binding does not match the GS2 header")
+	}
+	if !strings.HasSuffix(fields[1][2:], e.combinedNonce) {
+		return "", e.malformed("nonce does not match")
+	}
+	proof, err := base64.StdEncoding.DecodeString(proofB64)
+	if err != nil || len(proof) != e.h().Size() {
+		return "", e.malformed("bad proof")
+	}
+	authMessage := e.clientFirst + "," + e.serverFirst + "," + withoutProof
+	clientSig := hmacOf(e.h, e.cred.StoredKey, authMessage)
+	clientKey := make([]byte, len(proof))
+	for j := range proof {
+		clientKey[j] = proof[j] ^ clientSig[j]
+	}
+	stored := e.h()
+	stored.Write(clientKey)
+	if !constantTimeEqual(stored.Sum(nil), e.cred.StoredKey) {
+		return "", errBadCredentials
+	}
+	e.principal = UserPrincipal(e.user)
+	return "v=" + base64.StdEncoding.EncodeToString(hmacOf(e.h, e.cred.ServerKey, authMessage)), nil
+}
+
+// decodeSaslName undoes RFC 5802's escaping of ',' (=2C) and '=' (=3D);
+// any other '=' is invalid.
+func decodeSaslName(s string) (string, bool) {
+	if !strings.Contains(s, "=") {
+		return s, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '=' {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch {
+		case strings.HasPrefix(s[i:], "=2C"):
+			b.WriteByte(',')
+		case strings.HasPrefix(s[i:], "=3D"):
+			b.WriteByte('=')
+		default:
+			return "", false
+		}
+		i += 2
+	}
+	return b.String(), true
+}
+
+// printableNonce: RFC 5802's printable characters, without ','.
+func printableNonce(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e || c == ',' {
+			return false
+		}
+	}
+	return true
 }
