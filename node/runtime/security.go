@@ -33,8 +33,10 @@ type Listener struct {
 	Addr     string
 }
 
-func (l Listener) usesTLS() bool  { return l.Protocol == ProtocolSSL || l.Protocol == ProtocolSASLSSL }
-func (l Listener) usesSASL() bool { return l.Protocol == ProtocolSASLPlaintext || l.Protocol == ProtocolSASLSSL }
+func (l Listener) usesTLS() bool { return l.Protocol == ProtocolSSL || l.Protocol == ProtocolSASLSSL }
+func (l Listener) usesSASL() bool {
+	return l.Protocol == ProtocolSASLPlaintext || l.Protocol == ProtocolSASLSSL
+}
 
 // Security configures TLS and authentication. The zero value is none: every
 // listener must then be PLAINTEXT.
