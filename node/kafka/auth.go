@@ -113,6 +113,8 @@ func (c *conn) handshakeTLS(tc *tls.Conn) bool {
 		return false
 	}
 	c.setPrincipal(principal)
+	c.srv.cfg.Logger.Debug("kafka: authenticated by client certificate", "conn", c.id, "remote", c.remote,
+		"listener", c.srv.cfg.Listener, "principal", principal)
 	return true
 }
 
