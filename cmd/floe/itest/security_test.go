@@ -326,7 +326,9 @@ func (c *saramaSCRAM) Done() bool { return c.step >= 3 }
 
 type saramaToken string
 
-func (tok saramaToken) Token() (*sarama.AccessToken, error) { return &sarama.AccessToken{Token: string(tok)}, nil }
+func (tok saramaToken) Token() (*sarama.AccessToken, error) {
+	return &sarama.AccessToken{Token: string(tok)}, nil
+}
 
 func secSarama(t *testing.T, s *secBroker) {
 	type setup struct {
