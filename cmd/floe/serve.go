@@ -27,7 +27,7 @@ func init() { addCommand("serve", "run a broker", runServe) }
 func runServe(args []string) error {
 	fs := flag.NewFlagSet("floe serve", flag.ContinueOnError)
 	dataDir := fs.String("data-dir", defaultDataDir, "directory holding the logs")
-	kafkaAddr := fs.String("kafka-addr", defaultKafkaAddr, "Kafka protocol listen address: one PLAINTEXT listener (see --listeners for more)")
+	kafkaAddr := fs.String("kafka-addr", defaultKafkaAddr, "Kafka protocol listen address")
 	adminAddr := fs.String("admin-addr", "127.0.0.1:9644", "HTTP address for /metrics, /healthz, /readyz (empty disables)")
 	advertise := fs.String("advertise-kafka-addr", "", "Kafka address clients are told to use (default: --kafka-addr)")
 	nodeID := fs.Int("node-id", 1, "this broker's id (> 0)")

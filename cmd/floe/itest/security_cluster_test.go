@@ -23,6 +23,7 @@ import (
 // connection without a certificate from the cluster CA is refused; the
 // admin endpoint serves HTTPS (--admin-tls).
 func TestSecureCluster(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca, err := pki.NewCA("cluster CA")
 	if err != nil {

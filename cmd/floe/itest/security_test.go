@@ -200,6 +200,7 @@ func (s *secBroker) roundTrip(t *testing.T, seed, topic, value string, opts ...k
 
 // The one broker all security tests share: it is started once.
 func TestSecurity(t *testing.T) {
+	t.Parallel()
 	s := startSecBroker(t)
 	t.Run("franz-go", func(t *testing.T) { secFranzGo(t, s) })
 	t.Run("sarama", func(t *testing.T) { secSarama(t, s) })
@@ -456,6 +457,7 @@ func secKcat(t *testing.T, s *secBroker) {
 // only then, see TestSecurity/kcat), kcat's unsigned OAUTHBEARER token
 // (sasl.oauthbearer.config) authenticates.
 func TestOAuthUnsignedDevelopment(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Fatal("kcat is not installed (make deps installs it): ", err)
 	}
