@@ -49,8 +49,9 @@ const (
 //   - OffsetForLeaderEpoch 0-4.
 //   - ApiVersions 0-4, answered by the server whatever the table says.
 //
-// Group and SASL APIs are not listed: they are not built yet, and a
-// client must not be told they exist. Beware: librdkafka also enables lz4
+// Group APIs are not listed here (the node advertises what it serves).
+// The SASL APIs (17, 36) are the server's own, like ApiVersions, and are
+// always in the table (auth.go). Beware: librdkafka also enables lz4
 // only when FindCoordinator v0 is advertised (its feature map takes it as
 // "broker >= 0.8.2"); until FindCoordinator is served, kcat sends batches
 // it was asked to lz4-compress uncompressed (TestKcat shows both ways).
