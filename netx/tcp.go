@@ -2,6 +2,7 @@ package netx
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,6 +54,15 @@ type TCPConfig struct {
 	HandshakeTimeout time.Duration
 	// Logger receives connection events. Nil discards them.
 	Logger *slog.Logger
+	// ServerTLS, when set, makes every accepted connection TLS: the TLS
+	// handshake comes before the transport's own, within
+	// HandshakeTimeout. Set ClientAuth to RequireAndVerifyClientCert for
+	// mutual TLS between brokers.
+	ServerTLS *tls.Config
+	// ClientTLS, when set, makes every dialled connection TLS with the
+	// config it returns for the peer's address; it is called per dial, so
+	// reloaded certificates apply to new connections.
+	ClientTLS func(addr string) *tls.Config
 }
 
 func (c *TCPConfig) fillDefaults() error {

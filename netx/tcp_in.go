@@ -2,6 +2,7 @@ package netx
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -63,8 +64,20 @@ func (t *TCP) untrack(conn net.Conn) {
 func (t *TCP) serveInbound(conn net.Conn) {
 	defer t.wg.Done()
 	defer t.untrack(conn)
-	r := bufio.NewReaderSize(conn, readBufferBytes)
+	var rd io.Reader = conn
 	conn.SetReadDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
+	if t.cfg.ServerTLS != nil {
+		tc := tls.Server(conn, t.cfg.ServerTLS)
+		conn.SetWriteDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
+		if err := tc.Handshake(); err != nil {
+			t.stats.inboundRejected.Add(1)
+			t.log.Warn("netx: refused connection: TLS handshake", "remote", conn.RemoteAddr(), "err", err)
+			return
+		}
+		conn.SetWriteDeadline(time.Time{})
+		rd = tc
+	}
+	r := bufio.NewReaderSize(rd, readBufferBytes)
 	from, err := readHandshake(r, t.cfg.Self)
 	if err != nil {
 		t.stats.inboundRejected.Add(1)

@@ -3,6 +3,7 @@ package netx
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -152,9 +153,21 @@ func (p *tcpPeer) sleep(d time.Duration) bool {
 // dial connects to the peer, sends the handshake and attaches the connection.
 func (t *TCP) dial(p *tcpPeer) (net.Conn, error) {
 	d := net.Dialer{Timeout: t.cfg.DialTimeout}
-	conn, err := d.DialContext(p.ctx, "tcp", p.currentAddr())
+	addr := p.currentAddr()
+	conn, err := d.DialContext(p.ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if t.cfg.ClientTLS != nil {
+		tc := tls.Client(conn, t.cfg.ClientTLS(addr))
+		ctx, cancel := context.WithTimeout(p.ctx, t.cfg.DialTimeout)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		conn = tc
 	}
 	conn.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
 	if _, err := conn.Write(appendHandshake(nil, t.cfg.Self, p.id)); err != nil {

@@ -48,7 +48,7 @@ func serveDescribeCluster(r *Reactor, c Client, kreq kmsg.Request, respond func(
 	if lead := r.controllerLeader(); lead != 0 {
 		resp.ControllerID = int32(lead)
 	}
-	for _, mb := range r.metadataBrokers() {
+	for _, mb := range r.metadataBrokers(c.Listener) {
 		b := kmsg.NewDescribeClusterResponseBroker()
 		b.NodeID, b.Host, b.Port, b.Rack = mb.NodeID, mb.Host, mb.Port, mb.Rack
 		resp.Brokers = append(resp.Brokers, b)

@@ -44,7 +44,7 @@ func serveFindCoordinator(r *Reactor, c Client, kreq kmsg.Request, respond func(
 			resp.Coordinators = append(resp.Coordinators, co)
 			continue
 		}
-		resp.Coordinators = append(resp.Coordinators, r.findCoordinator(key, req.CoordinatorType))
+		resp.Coordinators = append(resp.Coordinators, r.findCoordinator(key, req.CoordinatorType, c.Listener))
 	}
 	if req.Version < 4 {
 		c := resp.Coordinators[0]
@@ -55,7 +55,7 @@ func serveFindCoordinator(r *Reactor, c Client, kreq kmsg.Request, respond func(
 	respond(resp)
 }
 
-func (r *Reactor) findCoordinator(key string, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
+func (r *Reactor) findCoordinator(key string, keyType int8, listener string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	fail := func(err error) { c.ErrorCode, c.ErrorMessage = errParts(err) }
@@ -80,6 +80,11 @@ func (r *Reactor) findCoordinator(key string, keyType int8) kmsg.FindCoordinator
 		fail(kerr.CoordinatorNotAvailable)
 		return c
 	}
-	c.NodeID, c.Host, c.Port = b.ID, b.KafkaHost, b.KafkaPort
+	host, port, ok := b.Address(listener)
+	if !ok {
+		fail(withMessage(kerr.CoordinatorNotAvailable, "the coordinator has no address on this listener"))
+		return c
+	}
+	c.NodeID, c.Host, c.Port = b.ID, host, port
 	return c
 }

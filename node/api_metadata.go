@@ -63,7 +63,7 @@ func serveMetadata(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Re
 	if lead := r.controllerLeader(); lead != 0 {
 		resp.ControllerID = int32(lead)
 	}
-	resp.Brokers = r.metadataBrokers()
+	resp.Brokers = r.metadataBrokers(c.Listener)
 
 	if req.Topics == nil {
 		for _, name := range st.TopicNames() {
@@ -137,7 +137,9 @@ func lookupTopic(st *controller.State, name *string, id [16]byte) *controller.To
 	return nil
 }
 
-func (r *Reactor) metadataBrokers() []kmsg.MetadataResponseBroker {
+// metadataBrokers lists the brokers with their addresses on the named
+// listener; a broker without one is left out, as Kafka does.
+func (r *Reactor) metadataBrokers(listener string) []kmsg.MetadataResponseBroker {
 	st := r.ctl.state
 	var out []kmsg.MetadataResponseBroker
 	for _, id := range st.BrokerIDs() {
@@ -148,8 +150,12 @@ func (r *Reactor) metadataBrokers() []kmsg.MetadataResponseBroker {
 		if b.Decommissioned && !r.holdsReplicas(id) && !slices.Contains(r.ctl.rep.Conf().Voters, uint64(id)) {
 			continue
 		}
+		host, port, ok := b.Address(listener)
+		if !ok {
+			continue
+		}
 		mb := kmsg.NewMetadataResponseBroker()
-		mb.NodeID, mb.Host, mb.Port = b.ID, b.KafkaHost, b.KafkaPort
+		mb.NodeID, mb.Host, mb.Port = b.ID, host, port
 		if b.Rack != "" {
 			mb.Rack = kmsg.StringPtr(b.Rack)
 		}

@@ -50,6 +50,7 @@ type producing struct {
 	remaining int
 	done      bool
 	stopTimer func() // cancels the timeout timer, once armed
+	listener  string // the client's listener, for leader hints' addresses
 }
 
 func (pr *producing) finish() {
@@ -72,7 +73,7 @@ func serveProduce(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Res
 	// remaining starts at one for the loop below, so a partition whose
 	// commit is already known (a duplicate of an applied batch) cannot
 	// complete the request before the other partitions are appended.
-	pr := &producing{resp: resp, respond: respond, remaining: 1}
+	pr := &producing{resp: resp, respond: respond, remaining: 1, listener: c.Listener}
 	now := r.env.Clock.Now()
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
@@ -138,7 +139,7 @@ func serveProduce(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Res
 // the partition's leader is now (KIP-951, v10+): the leader and its epoch in
 // the partition's answer, its address in the response, so the client moves
 // at once instead of waiting for its next metadata refresh.
-func (r *Reactor) hintLeader(resp *kmsg.ProduceResponse, topic string, sp *kmsg.ProduceResponseTopicPartition) {
+func (r *Reactor) hintLeader(resp *kmsg.ProduceResponse, listener, topic string, sp *kmsg.ProduceResponseTopicPartition) {
 	if resp.Version < 10 {
 		return
 	}
@@ -150,6 +151,10 @@ func (r *Reactor) hintLeader(resp *kmsg.ProduceResponse, topic string, sp *kmsg.
 	if !ok {
 		return
 	}
+	host, port, ok := b.Address(listener)
+	if !ok {
+		return
+	}
 	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch
 	for _, rb := range resp.Brokers {
 		if rb.NodeID == id {
@@ -157,7 +162,7 @@ func (r *Reactor) hintLeader(resp *kmsg.ProduceResponse, topic string, sp *kmsg.
 		}
 	}
 	rb := kmsg.NewProduceResponseBroker()
-	rb.NodeID, rb.Host, rb.Port = b.ID, b.KafkaHost, b.KafkaPort
+	rb.NodeID, rb.Host, rb.Port = b.ID, host, port
 	if b.Rack != "" {
 		rb.Rack = kmsg.StringPtr(b.Rack)
 	}
@@ -202,7 +207,7 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 	}
 	if !p.IsLeader() {
 		fail(kerr.NotLeaderForPartition)
-		r.hintLeader(pr.resp, topic, sp)
+		r.hintLeader(pr.resp, pr.listener, topic, sp)
 		return
 	}
 	h, err := validateProduce(data, p.Cfg, pre, prepared)
@@ -219,7 +224,7 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 	if err != nil {
 		fail(err)
 		if errors.Is(err, kerr.NotLeaderForPartition) {
-			r.hintLeader(pr.resp, topic, sp)
+			r.hintLeader(pr.resp, pr.listener, topic, sp)
 		}
 		return
 	}

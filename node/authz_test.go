@@ -305,6 +305,16 @@ func authCases(c *cluster) map[int16]authCase {
 			t.Errorf("alice's cluster operations: %b", ops)
 		}
 	}}
+	cases[50] = authCase{needs: []string{"ALLOW DESCRIBE CLUSTER LITERAL kafka-cluster"}, denied: kerr.ClusterAuthorizationFailed, req: func() kmsg.Request {
+		return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+	}}
+	cases[51] = authCase{needs: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}, denied: kerr.ClusterAuthorizationFailed, req: func() kmsg.Request {
+		a := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+		d.Name, d.Mechanism = "nobody", 1 // alice gets RESOURCE_NOT_FOUND
+		a.Deletions = append(a.Deletions, d)
+		return a
+	}}
 	cases[64] = authCase{needs: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}, denied: kerr.ClusterAuthorizationFailed, req: func() kmsg.Request {
 		u := kmsg.NewPtrUnregisterBrokerRequest()
 		u.BrokerID = 99 // no such broker: alice gets BROKER_NOT_AVAILABLE

@@ -178,6 +178,13 @@ func majorityLossCases(q, g, member string, gen int32, hw int64, deadBroker int3
 	dc := kmsg.NewPtrDescribeClusterRequest()
 	cases[60] = apiCase{dc, none, false}
 
+	cases[50] = apiCase{kmsg.NewPtrDescribeUserSCRAMCredentialsRequest(), none, false}
+	aus := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	ausd := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+	ausd.Name, ausd.Mechanism = "nobody", 1
+	aus.Deletions = append(aus.Deletions, ausd)
+	cases[51] = apiCase{aus, none, true}
+
 	ub := kmsg.NewPtrUnregisterBrokerRequest()
 	ub.BrokerID = deadBroker
 	cases[64] = apiCase{ub, none, true}

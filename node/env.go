@@ -7,6 +7,7 @@ import (
 	"github.com/floe-broker/floe/clock"
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/group"
 )
 
@@ -63,6 +64,10 @@ type Config struct {
 	// KafkaHost and KafkaPort are the address clients are told to use.
 	KafkaHost string
 	KafkaPort int32
+	// Listeners are the advertised address of each Kafka listener, by
+	// name; Metadata answers each client with its listener's addresses.
+	// Empty: one address, KafkaHost:KafkaPort, for every listener.
+	Listeners []controller.Endpoint
 	RaftAddr  string
 	Rack      string
 	// Peers are the initial controller voters. Empty means a single-node
@@ -93,6 +98,10 @@ type Config struct {
 	Groups group.Config
 	// Security configures authorization and the audit log (security.go).
 	Security SecurityConfig
+	// BootstrapUsers are the first users of a new cluster, their SCRAM
+	// credentials already derived (never the passwords). They are applied
+	// once in the cluster's life (users.go).
+	BootstrapUsers []controller.User
 }
 
 // withDefaults fills unset fields.

@@ -273,8 +273,36 @@ func expiredAdmin(req kmsg.Request) kmsg.Response {
 		resp := q.ResponseKind().(*kmsg.UnregisterBrokerResponse)
 		resp.ErrorCode = timedOut
 		return resp
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		resp := q.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+		resp.ErrorCode = timedOut
+		return resp
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return expiredAlterUsers(q)
 	}
 	return nil
+}
+
+// expiredAlterUsers answers every user named, once.
+func expiredAlterUsers(q *kmsg.AlterUserSCRAMCredentialsRequest) kmsg.Response {
+	resp := q.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	seen := map[string]bool{}
+	add := func(name string) {
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+		res.User, res.ErrorCode = name, kerr.RequestTimedOut.Code
+		resp.Results = append(resp.Results, res)
+	}
+	for _, d := range q.Deletions {
+		add(d.Name)
+	}
+	for _, u := range q.Upsertions {
+		add(u.Name)
+	}
+	return resp
 }
 
 // expiredGroup answers the group APIs: COORDINATOR_NOT_AVAILABLE wherever

@@ -27,6 +27,7 @@ func (r *Reactor) onTick() {
 	r.campaignNewGroups()
 	r.renewLeases()
 	r.ensureRegistered()
+	r.users.ensureBootstrapped(r)
 	r.sendReports()
 	r.ensureJoined()
 	r.ctl.maybeSnapshot()
@@ -90,11 +91,11 @@ func (r *Reactor) ensureRegistered() {
 	}
 	want := controller.Broker{
 		ID: int32(r.self), KafkaHost: r.cfg.KafkaHost, KafkaPort: r.cfg.KafkaPort,
-		RaftAddr: r.cfg.RaftAddr, Rack: r.cfg.Rack,
+		RaftAddr: r.cfg.RaftAddr, Rack: r.cfg.Rack, Listeners: r.cfg.Listeners,
 	}
 	if b, ok := r.ctl.state.Brokers[want.ID]; ok {
 		want.Decommissioned = b.Decommissioned
-		if *b == want {
+		if b.Equal(&want) {
 			return
 		}
 	}

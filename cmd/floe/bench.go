@@ -93,6 +93,7 @@ func runKafkaBench(ctx context.Context, mode string, args []string, out io.Write
 	fs := flag.NewFlagSet("floe bench "+mode, flag.ContinueOnError)
 	common := addCommonBenchFlags(fs)
 	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers")
+	commandConfig := fs.String("command-config", "", commandConfigUsage)
 	topic := fs.String("topic", "floe-bench", "topic to use")
 	create := fs.Bool("create-topic", true, "create the topic if it does not exist")
 	partitions := fs.Int("partitions", 1, "partitions of a created topic")
@@ -114,6 +115,10 @@ func runKafkaBench(ctx context.Context, mode string, args []string, out io.Write
 	if err != nil {
 		return err
 	}
+	security, err := commandConfigOpts(*commandConfig)
+	if err != nil {
+		return err
+	}
 	if *partitions > 1<<20 || *rf > 1<<10 || *batchMax > 1<<30 {
 		return errors.New("--partitions, --replication-factor or --batch-max-bytes out of range")
 	}
@@ -125,7 +130,7 @@ func runKafkaBench(ctx context.Context, mode string, args []string, out io.Write
 		Acks: *acks, Compression: *compression, Linger: *linger, BatchBytesMax: int32(*batchMax),
 		Idempotent: idem, MaxInFlight: *inFlight, MaxBufferedRecords: *buffered, FetchMaxWait: *fetchWait,
 		DrainTimeout: *common.drain, Label: *common.label,
-		Progress: common.progressTo, ProgressInterval: *common.progress,
+		Progress: common.progressTo, ProgressInterval: *common.progress, ClientOpts: security,
 	}
 	if mode == bench.ModeConsume {
 		cfg.Duration = *common.duration // consume reads what is there; a duration only bounds it

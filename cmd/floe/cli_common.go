@@ -22,24 +22,23 @@ const brokersDefault = "127.0.0.1:9092"
 
 // clientFlags are the flags every client command takes.
 type clientFlags struct {
-	brokers *string
-	timeout *time.Duration
+	brokers       *string
+	timeout       *time.Duration
+	commandConfig *string
 }
 
 func addClientFlags(fs *flag.FlagSet, timeoutDefault time.Duration) *clientFlags {
 	return &clientFlags{
-		brokers: fs.String("brokers", brokersDefault, "comma-separated seed brokers (env FLOE_BROKERS)"),
-		timeout: fs.Duration("timeout", timeoutDefault, "how long to wait for the cluster"),
+		brokers:       fs.String("brokers", brokersDefault, "comma-separated seed brokers (env FLOE_BROKERS)"),
+		timeout:       fs.Duration("timeout", timeoutDefault, "how long to wait for the cluster"),
+		commandConfig: fs.String("command-config", "", commandConfigUsage),
 	}
 }
 
-// client opens a franz-go client on the seed brokers.
+// client opens a franz-go client on the seed brokers, with the client
+// properties of --command-config.
 func (cf *clientFlags) client(opts ...kgo.Opt) (*kgo.Client, error) {
-	seeds := splitList(*cf.brokers)
-	if len(seeds) == 0 {
-		return nil, usagef("--brokers: no broker given")
-	}
-	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
+	return newKafkaClient(*cf.brokers, *cf.commandConfig, opts...)
 }
 
 // explain rewords an error from talking to the cluster: a deadline says

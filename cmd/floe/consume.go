@@ -45,6 +45,7 @@ Prints each record in --format, in offset order within a partition. Flags:
                       %K key length  %S value length  %% a percent sign
                       \n \t \r \\ are escapes
   --brokers         comma-separated seed brokers (default 127.0.0.1:9092)
+  --command-config  Kafka client properties (TLS, SASL): see docs/security.md
   --timeout         how long to wait for the cluster when starting and when
                     committing (default 10s)
 

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-broker/floe/node/group"
 )
@@ -32,6 +31,7 @@ actions:
 
 flags:
   --brokers  comma-separated seed brokers (default 127.0.0.1:9092)
+  --command-config  Kafka client properties file (TLS, SASL; docs/security.md)
   --state    list: only groups in these states (comma-separated)
   --timeout  how long to wait for the cluster (default 10s)
 
@@ -41,18 +41,20 @@ or a --config file, as for floe serve.
 
 // groupFlags are the flags every action takes.
 type groupFlags struct {
-	brokers *string
-	state   *string
-	timeout *time.Duration
+	brokers       *string
+	state         *string
+	timeout       *time.Duration
+	commandConfig *string
 }
 
 func newGroupFlagSet(action string) (*flag.FlagSet, *groupFlags) {
 	fs := flag.NewFlagSet("floe group "+action, flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, groupUsage) }
 	return fs, &groupFlags{
-		brokers: fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers"),
-		state:   fs.String("state", "", "list: only groups in these states (comma-separated)"),
-		timeout: fs.Duration("timeout", 10*time.Second, "how long to wait for the cluster"),
+		brokers:       fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers"),
+		state:         fs.String("state", "", "list: only groups in these states (comma-separated)"),
+		timeout:       fs.Duration("timeout", 10*time.Second, "how long to wait for the cluster"),
+		commandConfig: fs.String("command-config", "", commandConfigUsage),
 	}
 }
 
@@ -98,7 +100,7 @@ func runGroup(args []string) error {
 		fmt.Fprintf(os.Stderr, "floe group %s: name at least one group\n", action)
 		return errUsage
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(splitList(*gf.brokers)...))
+	cl, err := newKafkaClient(*gf.brokers, *gf.commandConfig)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ actions:
 
 flags:
   --brokers  comma-separated seed brokers (default 127.0.0.1:9092)
+  --command-config  Kafka client properties file (TLS, SASL; docs/security.md)
   --timeout  how long to wait (default 10s; with --wait, for the move to finish)
 `
 
@@ -43,6 +44,7 @@ func runPartition(args []string) error {
 	fs := flag.NewFlagSet("floe partition "+action, flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, partitionUsage) }
 	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers")
+	commandConfig := fs.String("command-config", "", commandConfigUsage)
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait")
 	topic := fs.String("topic", "", "topic")
 	part := fs.Int("partition", -1, "partition")
@@ -51,7 +53,7 @@ func runPartition(args []string) error {
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	adm, cl, err := adminClient(*brokers)
+	adm, cl, err := adminClient(*brokers, *commandConfig)
 	if err != nil {
 		return err
 	}
@@ -134,6 +136,7 @@ actions:
 
 flags:
   --brokers  comma-separated seed brokers (default 127.0.0.1:9092)
+  --command-config  Kafka client properties file (TLS, SASL; docs/security.md)
   --timeout  how long to wait (default 10s)
 `
 
@@ -159,11 +162,12 @@ func runBroker(args []string) error {
 	fs := flag.NewFlagSet("floe broker "+action, flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, brokerUsage) }
 	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers")
+	commandConfig := fs.String("command-config", "", commandConfigUsage)
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait")
 	if err := parseFlags(fs, rest); err != nil {
 		return err
 	}
-	adm, cl, err := adminClient(*brokers)
+	adm, cl, err := adminClient(*brokers, *commandConfig)
 	if err != nil {
 		return err
 	}
@@ -207,10 +211,10 @@ func runBroker(args []string) error {
 	return errUsage
 }
 
-func adminClient(brokers string) (*kadm.Client, *kgo.Client, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
+func adminClient(brokers, commandConfig string) (*kadm.Client, *kgo.Client, error) {
+	cl, err := newKafkaClient(brokers, commandConfig)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--brokers: %v", err)
+		return nil, nil, err
 	}
 	return kadm.NewClient(cl), cl, nil
 }

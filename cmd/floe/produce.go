@@ -32,6 +32,7 @@ order. Flags:
   --acks           all (default), 1 or 0
   --compression    none (default), gzip, snappy, lz4 or zstd
   --brokers        comma-separated seed brokers (default 127.0.0.1:9092)
+  --command-config Kafka client properties (TLS, SASL): see docs/security.md
   --timeout        how long a record may wait to be written (default 30s)
 
 The topic is created with the brokers' defaults if it does not exist and

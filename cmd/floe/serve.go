@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/floe-broker/floe/node"
+	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/runtime"
 )
 
@@ -26,7 +27,7 @@ func init() { addCommand("serve", "run a broker", runServe) }
 func runServe(args []string) error {
 	fs := flag.NewFlagSet("floe serve", flag.ContinueOnError)
 	dataDir := fs.String("data-dir", defaultDataDir, "directory holding the logs")
-	kafkaAddr := fs.String("kafka-addr", "127.0.0.1:9092", "Kafka protocol listen address")
+	kafkaAddr := fs.String("kafka-addr", defaultKafkaAddr, "Kafka protocol listen address")
 	adminAddr := fs.String("admin-addr", "127.0.0.1:9644", "HTTP address for /metrics, /healthz, /readyz (empty disables)")
 	advertise := fs.String("advertise-kafka-addr", "", "Kafka address clients are told to use (default: --kafka-addr)")
 	nodeID := fs.Int("node-id", 1, "this broker's id (> 0)")
@@ -40,9 +41,13 @@ func runServe(args []string) error {
 	replication := fs.Int("default-replication-factor", 0, "replication factor of new topics (0: min(3, brokers))")
 	offsetsPartitions := fs.Int("offsets-topic-partitions", 16, "partitions of __consumer_offsets")
 	groupCfg := addGroupFlags(fs)
-	security := addSecurityFlags(fs)
+	security := addAuthzFlags(fs)
 	maxRequest := fs.Int("max-request-bytes", 100<<20, "largest Kafka request accepted")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	listeners := fs.String("listeners", "", "Kafka listeners `NAME://host:port,...` (names PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, or any name in --listener-security-protocol-map); replaces --kafka-addr")
+	protoMap := fs.String("listener-security-protocol-map", "", "listener name to security protocol: `NAME:PROTOCOL,...`")
+	advListeners := fs.String("advertised-listeners", "", "addresses clients are told to use, per listener: `NAME://host:port,...` (default: the listen addresses)")
+	secFlags := addSecurityFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -54,13 +59,23 @@ func runServe(args []string) error {
 	if *nodeID <= 0 || *nodeID > 1<<30 {
 		return fmt.Errorf("--node-id must be a positive integer, got %d", *nodeID)
 	}
-	adv := *advertise
-	if adv == "" {
-		adv = *kafkaAddr
-	}
-	host, port, err := runtime.SplitHostPort(adv)
+	plan, err := serveListeners(*listeners, *protoMap, *advListeners, *kafkaAddr, *advertise)
 	if err != nil {
-		return fmt.Errorf("--advertise-kafka-addr: %v", err)
+		return err
+	}
+	sec, err := secFlags.security()
+	if err != nil {
+		return err
+	}
+	superUsers, err := parseSuperUsers(*secFlags.superUsers)
+	if err != nil {
+		return err
+	}
+	var bootstrap []controller.User
+	if *secFlags.bootstrapUsers != "" {
+		if bootstrap, err = readBootstrapUsers(*secFlags.bootstrapUsers); err != nil {
+			return err
+		}
 	}
 	peerList, err := parsePeers(*peers)
 	if err != nil {
@@ -73,15 +88,16 @@ func runServe(args []string) error {
 	if advRaft == "" {
 		advRaft = *raftAddr
 	}
-	secCfg, err := security.config()
+	secCfg, err := security.config(superUsers)
 	if err != nil {
 		return err
 	}
 	opts := runtime.Options{
-		DataDir: *dataDir, KafkaAddr: *kafkaAddr, AdminAddr: *adminAddr, RaftAddr: *raftAddr,
+		DataDir: *dataDir, Listeners: plan.listen, Security: sec, AdminAddr: *adminAddr, RaftAddr: *raftAddr,
 		MaxRequestBytes: int32(*maxRequest), Logger: logger, AuditLogFile: *security.auditFile,
 		Node: node.Config{
-			NodeID: int32(*nodeID), KafkaHost: host, KafkaPort: port, RaftAddr: advRaft, Rack: *rack,
+			NodeID: int32(*nodeID), KafkaHost: plan.advertise[0].Host, KafkaPort: plan.advertise[0].Port,
+			Listeners: plan.advertise, BootstrapUsers: bootstrap, RaftAddr: advRaft, Rack: *rack,
 			Peers: peerList, Join: *join, AutoCreateTopics: *autoCreate,
 			DefaultPartitions: int32(*partitions), DefaultReplication: int16(*replication),
 			OffsetsTopicPartitions: int32(*offsetsPartitions), Groups: groupCfg(), Security: secCfg,
@@ -91,7 +107,12 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("floe serving", "kafka", b.KafkaAddr(), "admin", b.AdminAddr(), "raft", b.RaftAddr(), "data", *dataDir, "node", *nodeID)
+	var bound []string
+	for _, l := range plan.listen {
+		bound = append(bound, l.Name+"://"+b.ListenerAddr(l.Name))
+	}
+	logger.Info("floe serving", "kafka", b.KafkaAddr(), "listeners", strings.Join(bound, ","), "admin", b.AdminAddr(),
+		"raft", b.RaftAddr(), "data", *dataDir, "node", *nodeID)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	select {
@@ -104,6 +125,36 @@ func runServe(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return b.Shutdown(ctx)
+}
+
+// defaultKafkaAddr is --kafka-addr's default.
+const defaultKafkaAddr = "127.0.0.1:9092"
+
+// serveListeners resolves the listener flags: --listeners (with the
+// protocol map and --advertised-listeners), or the one PLAINTEXT listener
+// of --kafka-addr advertised as --advertise-kafka-addr.
+func serveListeners(listeners, protoMap, advertised, kafkaAddr, advertise string) (listenerPlan, error) {
+	if listeners != "" {
+		if kafkaAddr != defaultKafkaAddr || advertise != "" {
+			return listenerPlan{}, usagef("give --listeners (with --advertised-listeners) or --kafka-addr (with --advertise-kafka-addr), not both")
+		}
+		return planListeners(listeners, protoMap, advertised)
+	}
+	if protoMap != "" || advertised != "" {
+		return listenerPlan{}, usagef("--listener-security-protocol-map and --advertised-listeners need --listeners")
+	}
+	adv := advertise
+	if adv == "" {
+		adv = kafkaAddr
+	}
+	host, port, err := runtime.SplitHostPort(adv)
+	if err != nil {
+		return listenerPlan{}, fmt.Errorf("--advertise-kafka-addr: %v", err)
+	}
+	return listenerPlan{
+		listen:    []runtime.Listener{{Name: runtime.ProtocolPlaintext, Protocol: runtime.ProtocolPlaintext, Addr: kafkaAddr}},
+		advertise: []controller.Endpoint{{Name: runtime.ProtocolPlaintext, Host: host, Port: port}},
+	}, nil
 }
 
 func parsePeers(s string) ([]node.Peer, error) {

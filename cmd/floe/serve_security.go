@@ -3,18 +3,17 @@ package main
 import (
 	"flag"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/floe-broker/floe/node"
 )
 
-// securityFlags are floe serve's authorization and audit flags
+// authzFlags are floe serve's authorization and audit flags (the
+// authentication flags, and --super-users, are in security_flags.go)
 // (docs/security.md).
-type securityFlags struct {
+type authzFlags struct {
 	authorizer      *string
 	allowIfNoACL    *bool
-	superUsers      *string
 	auditLog        *bool
 	auditAllows     *bool
 	auditPartitions *int
@@ -22,11 +21,10 @@ type securityFlags struct {
 	auditFile       *string
 }
 
-func addSecurityFlags(fs *flag.FlagSet) *securityFlags {
-	return &securityFlags{
+func addAuthzFlags(fs *flag.FlagSet) *authzFlags {
+	return &authzFlags{
 		authorizer:      fs.String("authorizer", node.AuthorizerNone, "none (every request is allowed) or acl (Kafka ACLs and roles)"),
 		allowIfNoACL:    fs.Bool("allow-everyone-if-no-acl-found", false, "with --authorizer acl: a resource without any ACL is open to everyone (Kafka's allow.everyone.if.no.acl.found)"),
-		superUsers:      fs.String("super-users", "", "principals allowed everything, `User:a;User:b` (Kafka's super.users)"),
 		auditLog:        fs.Bool("audit-log", false, "record authentications, authorization denials and cluster changes in the internal topic __audit_log"),
 		auditAllows:     fs.Bool("audit-log-allows", false, "also record allowed authorization decisions (one record per request and resource)"),
 		auditPartitions: fs.Int("audit-log-partitions", 1, "partitions of __audit_log when it is created (each its own hash chain)"),
@@ -35,9 +33,9 @@ func addSecurityFlags(fs *flag.FlagSet) *securityFlags {
 	}
 }
 
-func (f *securityFlags) config() (node.SecurityConfig, error) {
+func (f *authzFlags) config(superUsers []string) (node.SecurityConfig, error) {
 	c := node.SecurityConfig{
-		Authorizer: *f.authorizer, AllowEveryoneIfNoACL: *f.allowIfNoACL, SuperUsers: parseSuperUsers(*f.superUsers),
+		Authorizer: *f.authorizer, AllowEveryoneIfNoACL: *f.allowIfNoACL, SuperUsers: superUsers,
 		Audit: node.AuditConfig{Enabled: *f.auditLog, Allows: *f.auditAllows, Partitions: int32(*f.auditPartitions), Retention: *f.auditRetention},
 	}
 	if err := node.ValidateSecurityConfig(c); err != nil {
@@ -53,15 +51,4 @@ func (f *securityFlags) config() (node.SecurityConfig, error) {
 		return c, fmt.Errorf("--super-users and --allow-everyone-if-no-acl-found need --authorizer acl")
 	}
 	return c, nil
-}
-
-// parseSuperUsers splits "User:a;User:b" (spaces around names ignored).
-func parseSuperUsers(s string) []string {
-	var out []string
-	for _, u := range strings.Split(s, ";") {
-		if u = strings.TrimSpace(u); u != "" {
-			out = append(out, u)
-		}
-	}
-	return out
 }

@@ -36,6 +36,7 @@ actions:
 
 common flags:
   --brokers  comma-separated seed brokers (default 127.0.0.1:9092)
+  --command-config  Kafka client properties file (TLS, SASL; docs/security.md)
   --timeout  how long to wait for the cluster (default 10s)
 
 Flags and topic names may come in any order. Every flag can also come from

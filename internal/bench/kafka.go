@@ -28,8 +28,8 @@ func RunKafka(ctx context.Context, cfg KafkaConfig) (*Result, error) {
 	}
 	// A short metadata age: kadm answers from the client's metadata cache,
 	// and waiting for a new topic's leaders must see fresh metadata.
-	admClient, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("floe-bench-admin"),
-		kgo.MetadataMinAge(50*time.Millisecond))
+	admClient, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("floe-bench-admin"),
+		kgo.MetadataMinAge(50 * time.Millisecond)}, cfg.ClientOpts...)...)
 	if err != nil {
 		return nil, err
 	}

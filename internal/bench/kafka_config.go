@@ -59,6 +59,10 @@ type KafkaConfig struct {
 	DrainTimeout time.Duration `json:"drain_timeout_ns"`
 	Label        string        `json:"label,omitempty"`
 
+	// ClientOpts are added to every client's options (TLS and SASL, from
+	// floe bench --command-config).
+	ClientOpts []kgo.Opt `json:"-"`
+
 	// Progress receives a progress line every ProgressInterval; nil for none.
 	Progress         io.Writer     `json:"-"`
 	ProgressInterval time.Duration `json:"-"`
@@ -125,6 +129,7 @@ func (c *KafkaConfig) producerOpts() []kgo.Opt {
 		kgo.ProducerBatchCompression(compressionCodecs[c.Compression]),
 		kgo.ProducerLinger(c.Linger),
 	}
+	opts = append(opts, c.ClientOpts...)
 	if c.BatchBytesMax > 0 {
 		opts = append(opts, kgo.ProducerBatchMaxBytes(c.BatchBytesMax))
 	}
@@ -152,6 +157,7 @@ func (c *KafkaConfig) consumerOpts(from map[int32]int64) []kgo.Opt {
 		kgo.ClientID("floe-bench"),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.Topic: offsets}),
 	}
+	opts = append(opts, c.ClientOpts...)
 	if c.FetchMaxWait > 0 {
 		opts = append(opts, kgo.FetchMaxWait(c.FetchMaxWait))
 	}

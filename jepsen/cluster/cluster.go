@@ -32,6 +32,9 @@ type Config struct {
 	Args func(c *Cluster, n int) []string
 	// Env is extra environment for every node, NAME=value.
 	Env []string
+	// Mounts are extra docker -v specifications for every node
+	// (Secure.Mount: the run's certificates).
+	Mounts []string
 	// Log receives every host command run.
 	Log io.Writer
 }
@@ -182,6 +185,9 @@ func (c *Cluster) runNode(ctx context.Context, n *Node, argsOf func(*Cluster, in
 	}
 	for _, e := range c.cfg.Env {
 		args = append(args, "-e", e)
+	}
+	for _, m := range c.cfg.Mounts {
+		args = append(args, "-v", m)
 	}
 	args = append(args, c.cfg.Image)
 	args = append(args, argsOf(c, n.ID)...)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Config shapes the workload.
@@ -24,6 +26,9 @@ type Config struct {
 	OpTimeout time.Duration
 	Seed      int64
 	Log       io.Writer
+	// ClientOpts are added to every client's options: TLS and SASL when
+	// the cluster runs with security on.
+	ClientOpts []kgo.Opt
 }
 
 // Defaults fills zero fields.

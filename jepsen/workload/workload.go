@@ -46,14 +46,14 @@ func New(cfg Config, rec *history.Recorder) (*Workload, error) {
 // against a dead or partitioned broker ends (info) instead of hanging, and
 // fresh metadata so clients find new leaders quickly.
 func baseOpts(cfg Config) []kgo.Opt {
-	return []kgo.Opt{
+	return append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.DialTimeout(2 * time.Second),
 		kgo.RequestTimeoutOverhead(cfg.OpTimeout / 2),
 		kgo.RetryTimeout(cfg.OpTimeout),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.MetadataMaxAge(5 * time.Second),
-	}
+	}, cfg.ClientOpts...)
 }
 
 // Close releases the admin client.

@@ -3,6 +3,7 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,6 +31,8 @@ type Command struct {
 	CreateACLs       []acl.Binding     `json:"create_acls,omitempty"`
 	DeleteACLs       []acl.Filter      `json:"delete_acls,omitempty"`
 	ChangeRole       *RoleChange       `json:"change_role,omitempty"`
+	AlterUser        *AlterUser        `json:"alter_user,omitempty"`
+	BootstrapUsers   *BootstrapUsers   `json:"bootstrap_users,omitempty"`
 }
 
 // CreatePartitions adds partitions (already placed) to a topic.
@@ -111,6 +114,7 @@ func (s *State) Apply(c *Command) Result {
 		if b.ID <= 0 {
 			return Result{Err: kerr.InvalidRequest}
 		}
+		b.Listeners = slices.Clone(b.Listeners)
 		if old, ok := s.Brokers[b.ID]; ok {
 			b.Decommissioned = old.Decommissioned
 		}
@@ -167,6 +171,10 @@ func (s *State) Apply(c *Command) Result {
 		if sameSet(p.Replicas, p.Target) {
 			p.Target = nil
 		}
+	case c.AlterUser != nil:
+		return s.alterUser(c.AlterUser)
+	case c.BootstrapUsers != nil:
+		return s.bootstrapUsers(c.BootstrapUsers)
 	default:
 		return Result{Err: kerr.InvalidRequest}
 	}

@@ -17,7 +17,20 @@ var (
 	genTopicName = rapid.SampledFrom([]string{"a", "b", "c.d", "", "bad name", "__consumer_offsets"})
 	genGroup     = rapid.Uint64Range(FirstPartitionGroup-1, FirstPartitionGroup+8)
 	genRack      = rapid.SampledFrom([]string{"", "r1", "r2", "r3"})
+	genUserName  = rapid.SampledFrom([]string{"alice", "bob", ""})
 )
+
+// genCredential draws a SCRAM credential, mostly valid.
+func genCredential(t *rapid.T) ScramCredential {
+	mech := rapid.Int8Range(0, 3).Draw(t, "mechanism")
+	size := ScramKeyBytes(mech)
+	if rapid.IntRange(0, 5).Draw(t, "badKey") == 0 {
+		size = 5
+	}
+	return ScramCredential{Mechanism: mech, Salt: []byte(rapid.SampledFrom([]string{"", "salt"}).Draw(t, "salt")),
+		Iterations: rapid.SampledFrom([]int32{4095, 4096, 8192, 16384, 16385}).Draw(t, "iterations"),
+		StoredKey:  make([]byte, size), ServerKey: make([]byte, size)}
+}
 
 func genReplicas(t *rapid.T, label string) []int32 {
 	return rapid.SliceOfN(genBrokerID, 0, 4).Draw(t, label)
@@ -47,7 +60,7 @@ func genConfigMap(t *rapid.T, label string) map[string]string {
 
 func genCommand(t *rapid.T) *Command {
 	c := &Command{ReqID: rapid.SampledFrom([]string{"", "r1"}).Draw(t, "reqID")}
-	switch rapid.IntRange(0, 14).Draw(t, "command") {
+	switch rapid.IntRange(0, 16).Draw(t, "command") {
 	case 0:
 		c.RegisterBroker = &Broker{ID: genBrokerID.Draw(t, "id"), KafkaHost: "h", KafkaPort: rapid.Int32Range(1, 3).Draw(t, "port"),
 			RaftAddr: "r", Rack: genRack.Draw(t, "rack"), Decommissioned: rapid.Bool().Draw(t, "decom")}
@@ -88,6 +101,17 @@ func genCommand(t *rapid.T) *Command {
 		c.DeleteACLs = rapid.SliceOfN(rapid.Custom(genFilter), 0, 2).Draw(t, "filters")
 	case 13:
 		c.ChangeRole = genRoleChange(t)
+	case 14:
+		c.AlterUser = &AlterUser{Name: genUserName.Draw(t, "user"),
+			Upsert: rapid.SliceOfN(rapid.Custom(genCredential), 0, 2).Draw(t, "upsert"),
+			Delete: rapid.SliceOfN(rapid.Int8Range(0, 3), 0, 2).Draw(t, "delete")}
+	case 15:
+		b := &BootstrapUsers{}
+		for i := rapid.IntRange(0, 2).Draw(t, "bootstrapUsers"); i > 0; i-- {
+			b.Users = append(b.Users, User{Name: genUserName.Draw(t, "user"),
+				Scram: rapid.SliceOfN(rapid.Custom(genCredential), 0, 2).Draw(t, "scram")})
+		}
+		c.BootstrapUsers = b
 	default:
 		// A well-formed placement, so that topics do get created.
 		n := rapid.IntRange(1, 3).Draw(t, "partitions")

@@ -3,6 +3,7 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/floe-broker/floe/node/acl"
@@ -15,9 +16,43 @@ type Broker struct {
 	KafkaPort int32  `json:"kafka_port"`
 	RaftAddr  string `json:"raft_addr"`
 	Rack      string `json:"rack,omitempty"`
+	// Listeners are the advertised address of each Kafka listener, by
+	// listener name; Metadata answers a client with the addresses of the
+	// listener it came in on. KafkaHost and KafkaPort are the first one's
+	// (or the only address, for a broker registered without listeners).
+	Listeners []Endpoint `json:"listeners,omitempty"`
 	// Decommissioned brokers get no new replicas and leave Metadata once
 	// they hold none.
 	Decommissioned bool `json:"decommissioned,omitempty"`
+}
+
+// Endpoint is one listener's advertised address.
+type Endpoint struct {
+	Name string `json:"name"`
+	Host string `json:"host"`
+	Port int32  `json:"port"`
+}
+
+// Address returns the broker's address on the named listener. A broker
+// registered without listeners has one address for every listener; one
+// with listeners has none for a name it lacks (Kafka then leaves it out of
+// that listener's Metadata). An empty name is the default address.
+func (b *Broker) Address(listener string) (host string, port int32, ok bool) {
+	if listener == "" || len(b.Listeners) == 0 {
+		return b.KafkaHost, b.KafkaPort, true
+	}
+	for _, e := range b.Listeners {
+		if e.Name == listener {
+			return e.Host, e.Port, true
+		}
+	}
+	return "", 0, false
+}
+
+// Equal reports whether two registrations are the same.
+func (b *Broker) Equal(o *Broker) bool {
+	return b.ID == o.ID && b.KafkaHost == o.KafkaHost && b.KafkaPort == o.KafkaPort && b.RaftAddr == o.RaftAddr &&
+		b.Rack == o.Rack && b.Decommissioned == o.Decommissioned && slices.Equal(b.Listeners, o.Listeners)
 }
 
 // Partition is one partition's placement and last reported leader.
@@ -54,10 +89,14 @@ type State struct {
 	NextProducerID int64             `json:"next_producer_id"`
 	BrokerConfigs  map[string]string `json:"broker_configs,omitempty"`
 	// ACLs and Roles: security.go.
-	ACLs    []acl.Binding       `json:"acls,omitempty"`
-	Roles   map[string]*Role    `json:"roles,omitempty"`
-	byGroup map[uint64]groupRef // derived, rebuilt on restore
-	sec     securityIndex       // derived from ACLs and Roles
+	ACLs  []acl.Binding    `json:"acls,omitempty"`
+	Roles map[string]*Role `json:"roles,omitempty"`
+	// Users holds the SCRAM credentials, by user name (users.go).
+	Users map[string]*User `json:"users,omitempty"`
+	// UsersBootstrapped is set once BootstrapUsers applied.
+	UsersBootstrapped bool                `json:"users_bootstrapped,omitempty"`
+	byGroup           map[uint64]groupRef // derived, rebuilt on restore
+	sec               securityIndex       // derived from ACLs and Roles
 }
 
 type groupRef struct {
@@ -118,9 +157,16 @@ func Restore(b []byte) (*State, error) {
 	if err := s.validateSecurity(); err != nil {
 		return nil, fmt.Errorf("controller: snapshot: %w", err)
 	}
+	if err := s.checkUsers(); err != nil {
+		return nil, err
+	}
 	s.reindex()
 	s.securityChanged()
 	return s, nil
+}
+
+func errMalformedUser(name string) error {
+	return fmt.Errorf("controller: snapshot: user %q is malformed", name)
 }
 
 func (s *State) reindex() {

@@ -1,8 +1,13 @@
 package kafka
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"log/slog"
+	"sync/atomic"
 	"time"
+
+	"github.com/floe-broker/floe/node/sasl"
 )
 
 // Config configures a Server. The zero value of every field means its
@@ -35,6 +40,49 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer receives metrics events; default none.
 	Observer Observer
+
+	// OnAuth, when set, is told of every authentication on the listener,
+	// successful or not (SASL exchanges, and client certificates on SSL
+	// listeners, mechanism "TLS"), for the audit log. It is called from
+	// connection goroutines and must not block; reason never holds a
+	// secret.
+	OnAuth func(c *ConnInfo, principal, mechanism string, ok bool, reason string)
+
+	// Listener is the listener's name (PLAINTEXT, SASL_SSL, or any name
+	// mapped to a protocol); it is ConnInfo.Listener.
+	Listener string
+	// TLS, when set, makes every connection TLS (the SSL and SASL_SSL
+	// protocols): the handshake comes first, within HandshakeTimeout. Its
+	// ClientAuth says whether client certificates are asked for (mTLS).
+	TLS *tls.Config
+	// TLSPrincipal maps a verified client certificate to the principal of
+	// a connection that does not authenticate with SASL (the SSL
+	// protocol); an error closes the connection. Default: "User:" and the
+	// subject's distinguished name.
+	TLSPrincipal func(*x509.Certificate) (string, error)
+	// SASL, when set, requires authentication (SASL_PLAINTEXT,
+	// SASL_SSL): before it, only ApiVersions, SaslHandshake and
+	// SaslAuthenticate are served, and any other request closes the
+	// connection; so does a request after the session expired.
+	SASL *sasl.Server
+	// ReauthMax is Kafka's connections.max.reauth.ms: an authenticated
+	// session lasts at most this long, then the client must
+	// re-authenticate (KIP-368) or its connection closes. 0: sessions end
+	// only when their credential does (an OAuth token's exp).
+	ReauthMax time.Duration
+	// AuthFailures delays the answer to a failed authentication, more for
+	// each recent failure from the same address; share one between
+	// listeners. Nil: no delay.
+	AuthFailures *FailureDelay
+	// UnauthenticatedMaxBytes caps a request's size before the connection
+	// authenticated (Kafka's sasl.server.max.receive.size). Default 512
+	// KiB.
+	UnauthenticatedMaxBytes int32
+	// HandshakeTimeout bounds the TLS handshake. Default 10 s.
+	HandshakeTimeout time.Duration
+	// ConnIDs, when set, numbers connections; share one between the
+	// servers of one broker so ConnInfo.ID is unique across listeners.
+	ConnIDs *atomic.Uint64
 }
 
 // Defaults.
@@ -43,6 +91,8 @@ const (
 	DefaultMaxRequestBytes    = 100 << 20
 	DefaultMaxInFlightPerConn = 128
 	DefaultIdleTimeout        = 10 * time.Minute
+	DefaultUnauthenticatedMax = 512 << 10
+	DefaultHandshakeTimeout   = 10 * time.Second
 )
 
 func (c Config) withDefaults() Config {
@@ -66,6 +116,20 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
+	}
+	if c.UnauthenticatedMaxBytes <= 0 {
+		c.UnauthenticatedMaxBytes = DefaultUnauthenticatedMax
+	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.TLSPrincipal == nil {
+		c.TLSPrincipal = func(cert *x509.Certificate) (string, error) {
+			return sasl.UserPrincipal(sasl.DistinguishedName(cert)), nil
+		}
+	}
+	if c.ConnIDs == nil {
+		c.ConnIDs = new(atomic.Uint64)
 	}
 	return c
 }
@@ -108,6 +172,10 @@ const (
 	ReasonHandlerBug         CloseReason = "handler_bug"         // response of the wrong kind or version
 	ReasonWriteError         CloseReason = "write_error"         // writing failed or timed out
 	ReasonPanic              CloseReason = "panic"               // recovered panic in the connection
+	ReasonTLSHandshake       CloseReason = "tls_handshake"       // the TLS handshake failed or timed out
+	ReasonUnauthenticated    CloseReason = "unauthenticated"     // a request other than ApiVersions and SASL before authentication
+	ReasonSessionExpired     CloseReason = "session_expired"     // a request after the authenticated session expired
+	ReasonAuthFailed         CloseReason = "auth_failed"         // SASL authentication failed, or a SASL request out of sequence
 )
 
 type nopObserver struct{}

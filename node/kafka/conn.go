@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/sasl"
 )
 
 // conn is one client connection, served by two goroutines:
@@ -38,9 +41,11 @@ type conn struct {
 	idle   time.Duration // <= 0: no idle timeout
 
 	// Reader-owned.
-	info     *ConnInfo // the current snapshot, replaced on change
-	sizeBuf  [4]byte
-	sawFrame bool // a frame was read: the first one is checked for other protocols (probe.go)
+	info       *ConnInfo // the current snapshot, replaced on change
+	sizeBuf    [4]byte
+	sawFrame   bool      // a frame was read: the first one is checked for other protocols (probe.go)
+	auth       authState // auth.go
+	failReason string    // why the last SASL step failed (safe to show)
 
 	// Writer-owned.
 	wbuf  []byte
@@ -91,6 +96,10 @@ const (
 )
 
 func newConn(s *Server, nc net.Conn, id uint64) *conn {
+	remote, local := nc.RemoteAddr().String(), nc.LocalAddr().String()
+	if s.cfg.TLS != nil {
+		nc = tls.Server(nc, s.cfg.TLS)
+	}
 	c := &conn{
 		srv:      s,
 		nc:       nc,
@@ -102,9 +111,10 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 		wake:     make(chan struct{}, 1),
 		dead:     make(chan struct{}),
 		queue:    make([]*slot, 0, s.cfg.MaxInFlightPerConn),
-		remote:   nc.RemoteAddr().String(),
+		remote:   remote,
 	}
-	c.info = &ConnInfo{ID: id, Remote: c.remote, Local: nc.LocalAddr().String()}
+	c.auth = authState{required: s.cfg.SASL != nil, principal: sasl.Anonymous}
+	c.info = &ConnInfo{ID: id, Remote: remote, Local: local, Listener: s.cfg.Listener, Principal: sasl.Anonymous}
 	return c
 }
 
@@ -124,6 +134,9 @@ var (
 func (c *conn) readLoop() {
 	defer c.exit()
 	defer c.recoverPanic("reader")
+	if tc, ok := c.nc.(*tls.Conn); ok && !c.handshakeTLS(tc) {
+		return
+	}
 	for {
 		if !c.acquire() {
 			c.stopReading(ReasonShutdown)
@@ -137,8 +150,6 @@ func (c *conn) readLoop() {
 		}
 		c.sawFrame = true
 		if !c.handle(frame) {
-			c.lingerForClose()
-			c.stopReading(ReasonUnsupportedSASL)
 			return
 		}
 	}
@@ -212,9 +223,16 @@ func (c *conn) readFrame() ([]byte, error) {
 		}
 	}
 	size := int32(binary.BigEndian.Uint32(c.sizeBuf[:]))
-	if size < requestHeaderBytesMin || size > c.srv.cfg.MaxRequestBytes {
+	lo, hi := int32(requestHeaderBytesMin), c.srv.cfg.MaxRequestBytes
+	if c.auth.raw {
+		lo = 0 // a raw SASL token has no request header
+	}
+	if c.auth.required && !c.auth.authenticated {
+		hi = min(hi, c.srv.cfg.UnauthenticatedMaxBytes)
+	}
+	if size < lo || size > hi {
 		return nil, &protocolError{ReasonBadFrame, -1, -1,
-			fmt.Sprintf("size prefix %d outside [%d, %d]", size, requestHeaderBytesMin, c.srv.cfg.MaxRequestBytes)}
+			fmt.Sprintf("size prefix %d outside [%d, %d]", size, lo, hi)}
 	}
 	n := int(size)
 	if n <= frameChunkBytes {
@@ -288,10 +306,14 @@ func (c *conn) armReadDeadline() {
 // is stopping.
 func (c *conn) wakeReader() { _ = c.nc.SetReadDeadline(time.Now()) }
 
-// handle decodes one frame, queues its slot and dispatches it. It reports
-// false when reading must stop after this request's answer.
+// handle decodes one frame, queues its slot and dispatches it. It
+// returns false when the reader must stop: the connection is closing.
 func (c *conn) handle(frame []byte) bool {
 	start := time.Now()
+	if c.auth.raw {
+		sl := c.enqueue(&slot{c: c, key: saslAuthenticateKey, version: -1, respVersion: -1, bytesIn: len(frame) + 4, start: start})
+		return c.closeUnless(c.serveRawToken(frame, sl), ReasonAuthFailed)
+	}
 	req, err := decodeRequest(frame, c.srv.table)
 	if err != nil {
 		pe := err.(*protocolError)
@@ -299,26 +321,61 @@ func (c *conn) handle(frame []byte) bool {
 		c.srv.cfg.Observer.ObserveRequest(pe.key, pe.version, len(frame)+4, 0, time.Since(start), true)
 		<-c.inflight
 		c.abort(pe.reason)
-		return true // the abort ends the reader
+		return false
 	}
-	sl := &slot{c: c, key: req.key, version: req.version, respVersion: req.version,
-		corr: req.corr, bytesIn: len(frame) + 4, start: start}
-	c.mu.Lock()
-	c.queue = append(c.queue, sl)
-	c.mu.Unlock()
-	c.pending.Add(1)
-
-	if req.key == apiVersionsKey {
+	switch req.key {
+	case apiVersionsKey, saslHandshakeKey, saslAuthenticateKey:
+	default:
+		if ok, why := c.auth.mayServe(start); !ok {
+			c.srv.cfg.Logger.Debug("kafka: request before authentication; closing", "conn", c.id, "remote", c.remote,
+				"listener", c.srv.cfg.Listener, "api", kmsg.NameForKey(req.key), "reason", why)
+			c.srv.cfg.Observer.ObserveRequest(req.key, req.version, len(frame)+4, 0, time.Since(start), true)
+			<-c.inflight
+			c.stopReading(why)
+			return false
+		}
+	}
+	sl := c.enqueue(&slot{c: c, key: req.key, version: req.version, respVersion: req.version,
+		corr: req.corr, bytesIn: len(frame) + 4, start: start})
+	switch req.key {
+	case apiVersionsKey:
 		c.serveApiVersions(req, sl)
 		return true
-	}
-	if req.refuseSASL {
-		c.refuseSASL(req, sl)
-		return false
+	case saslHandshakeKey:
+		c.noteClientID(req.clientID)
+		if !c.auth.required {
+			// A listener without SASL: refuse every mechanism, let the
+			// client read the answer, then close (probe.go).
+			c.refuseSASL(req, sl)
+			c.lingerForClose()
+			return c.closeUnless(false, ReasonUnsupportedSASL)
+		}
+		return c.closeUnless(c.serveHandshake(req.kreq.(*kmsg.SASLHandshakeRequest), sl), ReasonAuthFailed)
+	case saslAuthenticateKey:
+		c.noteClientID(req.clientID)
+		return c.closeUnless(c.serveAuthenticate(req.kreq.(*kmsg.SASLAuthenticateRequest), sl), ReasonAuthFailed)
 	}
 	c.noteClientID(req.clientID)
 	c.srv.h.Serve(c.info, req.kreq, sl.respond)
 	return true
+}
+
+// enqueue appends sl to the queue of requests awaiting their answer.
+func (c *conn) enqueue(sl *slot) *slot {
+	c.mu.Lock()
+	c.queue = append(c.queue, sl)
+	c.mu.Unlock()
+	c.pending.Add(1)
+	return sl
+}
+
+// closeUnless stops reading with reason unless keep: the writer sends the
+// answers already queued, then closes.
+func (c *conn) closeUnless(keep bool, reason CloseReason) bool {
+	if !keep {
+		c.stopReading(reason)
+	}
+	return keep
 }
 
 func (c *conn) serveApiVersions(req request, sl *slot) {
@@ -479,6 +536,12 @@ func (c *conn) writeSlots(ready []*slot) (int, CloseReason) {
 // response header is always v0), then the body.
 func (c *conn) encode(sl *slot) []byte {
 	buf := append(c.wbuf[:0], 0, 0, 0, 0)
+	if raw, ok := sl.resp.(rawToken); ok { // no header: see auth.go
+		buf = append(buf, raw.b...)
+		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+		c.wbuf = buf[:0]
+		return buf
+	}
 	buf = binary.BigEndian.AppendUint32(buf, uint32(sl.corr))
 	if sl.resp.IsFlexible() && sl.key != apiVersionsKey {
 		buf = append(buf, 0)

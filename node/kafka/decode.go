@@ -32,9 +32,6 @@ type request struct {
 	// kreq is the decoded body; nil for an ApiVersions request newer than
 	// the server serves, which is answered without decoding it.
 	kreq kmsg.Request
-	// refuseSASL marks a SaslHandshake the handler does not serve: the
-	// server answers it itself (probe.go).
-	refuseSASL bool
 }
 
 // protocolError is a frame the server cannot serve: the connection closes.
@@ -59,7 +56,6 @@ func decodeRequest(frame []byte, t *versionTable) (request, error) {
 	r := kbin.Reader{Src: frame}
 	req := request{key: r.Int16(), version: r.Int16(), corr: r.Int32()}
 	vr := t.lookup(req.key)
-	req.refuseSASL = req.key == saslHandshakeKey && t.refusesSASL
 	if !vr.advertised {
 		return req, &protocolError{ReasonUnsupportedAPI, -1, -1, fmt.Sprintf("api key %d is not served", req.key)}
 	}

@@ -21,6 +21,13 @@
 // connection's goroutines (the Handler runs on the reader) is recovered,
 // logged and counted, and closes that connection only.
 //
+// A server is one listener (Config.Listener). With Config.TLS its
+// connections are TLS (the handshake first, bounded; a client certificate
+// may become the principal); with Config.SASL they must authenticate
+// before anything but ApiVersions and the SASL APIs, which the server
+// answers itself (auth.go, mechanisms in node/sasl). ConnInfo carries the
+// listener and the principal to the Handler.
+//
 // This is runtime code (goroutines, sockets, the wall clock), outside the
 // deterministic core; see internal/lint/core.go.
 package kafka

@@ -58,6 +58,12 @@ type ConnInfo struct {
 	// v3+ (KIP-511), once the client sent valid ones; "" before.
 	ClientSoftwareName    string
 	ClientSoftwareVersion string
+	// Listener is the name of the listener the connection came in on.
+	Listener string
+	// Principal is who the connection authenticated as ("User:alice"):
+	// through SASL, or a TLS client certificate on a listener without
+	// SASL; "User:ANONYMOUS" when neither.
+	Principal string
 }
 
 // CloseConnection, passed to respond, closes the connection after every

@@ -34,11 +34,6 @@ import (
 // address: once per client host and kind of mistake, so a client retrying
 // in a loop does not flood the log.
 
-const (
-	saslHandshakeKey        = 17
-	saslHandshakeVersionMax = 1
-)
-
 // foreignProtocol names the protocol a connection's first bytes belong
 // to, as the sentence to log, or "" when they may be Kafka. head holds the
 // first 4 bytes (the would-be size prefix) and whatever else had arrived.

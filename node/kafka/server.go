@@ -21,7 +21,6 @@ type Server struct {
 	h     Handler
 	table *versionTable
 
-	connIDs  atomic.Uint64
 	stopping atomic.Bool   // set by Shutdown and Close: read no new requests
 	stopCh   chan struct{} // closed when stopping is set
 	conns    sync.WaitGroup
@@ -119,7 +118,7 @@ func temporary(err error) bool {
 }
 
 func (s *Server) startConn(nc net.Conn) {
-	c := newConn(s, nc, s.connIDs.Add(1))
+	c := newConn(s, nc, s.cfg.ConnIDs.Add(1))
 	s.mu.Lock()
 	if s.stopping.Load() {
 		s.mu.Unlock()

@@ -170,10 +170,10 @@ func TestApiVersions(t *testing.T) {
 		if !bytes.Equal(resp.AppendTo(nil), body) {
 			t.Fatalf("v%d: response is not header v0 + body", v)
 		}
-		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 5 {
+		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 6 {
 			t.Fatalf("v%d (corr %d): error %d, %d keys", v, corr, resp.ErrorCode, len(resp.ApiKeys))
 		}
-		wantKeys := []int16{0, 3, 17, 18, 22} // 17: SaslHandshake, the server's refusal (probe.go)
+		wantKeys := []int16{0, 3, 17, 18, 22, 36}
 		for i, k := range resp.ApiKeys {
 			if k.ApiKey != wantKeys[i] {
 				t.Fatalf("v%d: keys %+v", v, resp.ApiKeys)
@@ -497,16 +497,12 @@ func TestVersionTable(t *testing.T) {
 	if r := tab.lookup(18); r.min != 0 || r.max != apiVersionsVersionMax {
 		t.Fatalf("ApiVersions: %+v", r)
 	}
-	if len(tab.apiKeys) != 3 || tab.apiKeys[0].ApiKey != 3 || tab.apiKeys[1].ApiKey != saslHandshakeKey || tab.apiKeys[2].ApiKey != 18 {
+	if len(tab.apiKeys) != 4 || tab.apiKeys[0].ApiKey != 3 || tab.apiKeys[1].ApiKey != 17 ||
+		tab.apiKeys[2].ApiKey != 18 || tab.apiKeys[3].ApiKey != 36 {
 		t.Fatalf("apiKeys %+v", tab.apiKeys)
 	}
-	if !tab.refusesSASL || tab.lookup(saslHandshakeKey).max != saslHandshakeVersionMax {
-		t.Fatalf("SaslHandshake not the server's refusal: %+v", tab.lookup(saslHandshakeKey))
-	}
-	// A handler that serves SaslHandshake gets it.
-	served, _ := newVersionTable([]ApiRange{{Key: saslHandshakeKey, MinVersion: 0, MaxVersion: 1}})
-	if served.refusesSASL {
-		t.Fatal("SaslHandshake refused although the handler serves it")
+	if tab.lookup(saslHandshakeKey).max != saslHandshakeVersionMax {
+		t.Fatalf("SaslHandshake not the server's own: %+v", tab.lookup(saslHandshakeKey))
 	}
 	// The default table must be servable as it stands.
 	if _, problems := newVersionTable(DefaultVersions()); len(problems) != 0 {

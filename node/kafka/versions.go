@@ -49,8 +49,9 @@ const (
 //   - OffsetForLeaderEpoch 0-4.
 //   - ApiVersions 0-4, answered by the server whatever the table says.
 //
-// SASL is not built: SaslAuthenticate is not listed, and SaslHandshake is
-// the server's own (it refuses every mechanism, see probe.go). Beware: librdkafka also enables lz4
+// Group APIs are not listed here (the node advertises what it serves).
+// The SASL APIs (17, 36) are the server's own, like ApiVersions, and are
+// always in the table (auth.go). Beware: librdkafka also enables lz4
 // only when FindCoordinator v0 is advertised (its feature map takes it as
 // "broker >= 0.8.2"); until FindCoordinator is served, kcat sends batches
 // it was asked to lz4-compress uncompressed (TestKcat shows both ways).
@@ -87,19 +88,13 @@ type versionTable struct {
 	// apiKeys is the ApiVersions response's list, in key order. It is
 	// shared by every response and never modified.
 	apiKeys []kmsg.ApiVersionsResponseApiKey
-	// refusesSASL: the handler does not serve SaslHandshake, so the
-	// server advertises v0-1 and refuses every mechanism itself
-	// (probe.go).
-	refusesSASL bool
 }
 
 // newVersionTable builds the table from ranges, dropping what cannot be
 // served: keys kmsg does not know, inverted or negative ranges (a problem
-// each), and clamping maxima to what kmsg can decode. Key 18 is always the
-// server's own range; so is SaslHandshake (17, v0-1) unless ranges lists
-// it: the server then refuses every mechanism, so that a client configured
-// for SASL gets a SASL error instead of a closed connection. A key listed
-// twice keeps its last entry.
+// each), and clamping maxima to what kmsg can decode. Keys 18, 17 and 36
+// (ApiVersions and the SASL APIs, auth.go) are always the server's own
+// ranges. A key listed twice keeps its last entry.
 func newVersionTable(ranges []ApiRange) (*versionTable, []string) {
 	t := new(versionTable)
 	var problems []string
@@ -122,10 +117,8 @@ func newVersionTable(ranges []ApiRange) (*versionTable, []string) {
 		t.byKey[r.Key] = versionRange{min: r.MinVersion, max: r.MaxVersion, advertised: true}
 	}
 	t.byKey[apiVersionsKey] = versionRange{min: 0, max: apiVersionsVersionMax, advertised: true}
-	if !t.byKey[saslHandshakeKey].advertised {
-		t.byKey[saslHandshakeKey] = versionRange{min: 0, max: saslHandshakeVersionMax, advertised: true}
-		t.refusesSASL = true
-	}
+	t.byKey[saslHandshakeKey] = versionRange{min: 0, max: saslHandshakeVersionMax, advertised: true}
+	t.byKey[saslAuthenticateKey] = versionRange{min: 0, max: saslAuthenticateVersionMax, advertised: true}
 	for key, r := range t.byKey {
 		if r.advertised {
 			t.apiKeys = append(t.apiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: int16(key), MinVersion: r.min, MaxVersion: r.max})

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -10,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// adminServer serves /metrics (Prometheus), /debug/pprof, /healthz (the
+// adminServer (HTTPS with Security.AdminTLS) serves /metrics (Prometheus), /debug/pprof, /healthz (the
 // process and its reactor answer) and /readyz (node.Reactor.Ready: a
 // controller leader is known, the broker is registered, its metadata has
 // caught up with the controller since it started, and every partition
@@ -20,10 +21,13 @@ type adminServer struct {
 	ln  net.Listener
 }
 
-func startAdmin(addr string, b *Broker) (*adminServer, error) {
+func startAdmin(addr string, b *Broker, tc *tls.Config) (*adminServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if tc != nil {
+		ln = tls.NewListener(ln, tc)
 	}
 	b.metrics.reg.MustRegister(newReactorCollector(b))
 	mux := http.NewServeMux()

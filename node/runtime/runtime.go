@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,8 +27,14 @@ type Options struct {
 	Node node.Config
 	// DataDir is the directory on the real file system holding the logs.
 	DataDir string
-	// KafkaAddr is where the Kafka protocol server listens.
+	// KafkaAddr is where the Kafka protocol server listens, when Listeners
+	// is empty: one PLAINTEXT listener.
 	KafkaAddr string
+	// Listeners are the Kafka listeners; see Listener.
+	Listeners []Listener
+	// Security configures TLS and authentication for the listeners, the
+	// peer transport and the admin endpoint.
+	Security Security
 	// AdminAddr is where the HTTP endpoint (metrics, health) listens; ""
 	// disables it.
 	AdminAddr string
@@ -49,11 +56,15 @@ type Broker struct {
 	reactor *node.Reactor
 	disk    *disk
 	tcp     *netx.TCP
-	kafka   *kafka.Server
+	kafka   []*kafka.Server // one per listener, in Options.Listeners order
+	names   []string        // the listeners' names
+	sec     *security
 	admin   *adminServer
 	metrics *metrics
 	lock    *os.File
 	audit   *auditFile
+
+	loopRunning bool // loop.run was started (closeEarly may come before)
 
 	fatalOnce sync.Once
 	fatalErr  chan error
@@ -75,10 +86,23 @@ func Start(opts Options) (*Broker, error) {
 	b := &Broker{opts: opts, log: opts.Logger, loop: newLoop(), lock: lock, fatalErr: make(chan error, 1)}
 	b.metrics = newMetrics()
 	b.disk = newDisk(b.loop.post, b.metrics)
+	if len(opts.Listeners) == 0 {
+		opts.Listeners = []Listener{{Name: ProtocolPlaintext, Protocol: ProtocolPlaintext, Addr: opts.KafkaAddr}}
+	}
+	if b.sec, err = b.buildSecurity(opts.Listeners, opts.Security, b.log); err != nil {
+		b.disk.stop()
+		_ = unlockDir(lock)
+		return nil, err
+	}
 
 	var transport netx.Transport = nullTransport{}
 	if opts.RaftAddr != "" {
-		tcp, err := netx.NewTCP(netx.TCPConfig{Self: netx.NodeID(opts.Node.NodeID), ListenAddr: opts.RaftAddr, Logger: b.log},
+		tcfg := netx.TCPConfig{Self: netx.NodeID(opts.Node.NodeID), ListenAddr: opts.RaftAddr, Logger: b.log}
+		if pt := b.sec.peerTLS; pt != nil {
+			tcfg.ServerTLS, _ = pt.ServerConfig(tls.RequireAndVerifyClientCert) // buildSecurity checked the files
+			tcfg.ClientTLS = func(addr string) *tls.Config { return pt.ClientConfig(peerServerName(addr)) }
+		}
+		tcp, err := netx.NewTCP(tcfg,
 			func(from netx.NodeID, msg []byte) { b.loop.post(func() { b.reactor.HandlePeer(from, msg) }) })
 		if err != nil {
 			b.closeEarly()
@@ -112,6 +136,7 @@ func Start(opts Options) (*Broker, error) {
 	ncfg.DataDir = "."
 	b.reactor = node.New(ncfg, env)
 	go b.loop.run()
+	b.loopRunning = true
 	var startErr error
 	if !b.loop.call(func() { startErr = b.reactor.Start() }, time.Minute) {
 		startErr = errors.New("reactor did not start within a minute")
@@ -120,21 +145,16 @@ func Start(opts Options) (*Broker, error) {
 		b.closeEarly()
 		return nil, startErr
 	}
-	b.kafka = kafka.NewServer(kafka.Config{
-		Addr: opts.KafkaAddr, MaxRequestBytes: opts.MaxRequestBytes, Versions: kafkaVersions(),
-		Logger: b.log, Observer: b.metrics,
-	}, handler{b})
-	if err := b.kafka.Listen(); err != nil {
+	if err := b.startListeners(opts); err != nil {
 		b.closeEarly()
-		return nil, fmt.Errorf("kafka listener %s: %w", opts.KafkaAddr, err)
+		return nil, err
 	}
-	go func() {
-		if err := b.kafka.Serve(); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
-			b.log.Error("kafka server", "err", err)
-		}
-	}()
 	if opts.AdminAddr != "" {
-		a, err := startAdmin(opts.AdminAddr, b)
+		var atls *tls.Config
+		if opts.Security.AdminTLS {
+			atls, _ = b.sec.tls.ServerConfig(tls.NoClientCert)
+		}
+		a, err := startAdmin(opts.AdminAddr, b, atls)
 		if err != nil {
 			b.closeEarly()
 			return nil, fmt.Errorf("admin listener %s: %w", opts.AdminAddr, err)
@@ -144,8 +164,44 @@ func Start(opts Options) (*Broker, error) {
 	return b, nil
 }
 
-// KafkaAddr returns the bound Kafka address.
-func (b *Broker) KafkaAddr() string { return b.kafka.Addr().String() }
+// startListeners starts one Kafka protocol server per listener.
+func (b *Broker) startListeners(opts Options) error {
+	base := kafka.Config{MaxRequestBytes: opts.MaxRequestBytes, Versions: kafkaVersions(), Logger: b.log, Observer: b.metrics,
+		OnAuth: func(c *kafka.ConnInfo, principal, mechanism string, ok bool, reason string) {
+			b.AuditAuthentication(node.Client{ConnID: c.ID, ClientID: c.ClientID, Remote: c.Remote, Listener: c.Listener,
+				Principal: c.Principal}, principal, mechanism, ok, reason)
+		}}
+	for _, l := range opts.Listeners {
+		cfg, err := b.sec.kafkaConfig(l, base, opts.Security.ReauthMax)
+		if err != nil {
+			return err
+		}
+		srv := kafka.NewServer(cfg, handler{b})
+		if err := srv.Listen(); err != nil {
+			return fmt.Errorf("kafka listener %s (%s): %w", l.Name, l.Addr, err)
+		}
+		b.kafka, b.names = append(b.kafka, srv), append(b.names, l.Name)
+		go func() {
+			if err := srv.Serve(); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
+				b.log.Error("kafka server", "listener", l.Name, "err", err)
+			}
+		}()
+	}
+	return nil
+}
+
+// KafkaAddr returns the first listener's bound address.
+func (b *Broker) KafkaAddr() string { return b.kafka[0].Addr().String() }
+
+// ListenerAddr returns the named listener's bound address, or "".
+func (b *Broker) ListenerAddr(name string) string {
+	for i, n := range b.names {
+		if n == name {
+			return b.kafka[i].Addr().String()
+		}
+	}
+	return ""
+}
 
 // AdminAddr returns the bound admin address, or "".
 func (b *Broker) AdminAddr() string {
@@ -180,8 +236,8 @@ func (b *Broker) fatal(err error) {
 func (b *Broker) Shutdown(ctx context.Context) error {
 	b.transferLeaderships(ctx)
 	var errs []error
-	if b.kafka != nil {
-		errs = append(errs, b.kafka.Shutdown(ctx))
+	for _, k := range b.kafka {
+		errs = append(errs, k.Shutdown(ctx))
 	}
 	if b.admin != nil {
 		b.admin.close()
@@ -218,16 +274,18 @@ func (b *Broker) transferLeaderships(ctx context.Context) {
 }
 
 func (b *Broker) closeEarly() {
-	if b.reactor != nil {
+	if b.reactor != nil && b.loopRunning {
 		b.loop.call(b.reactor.Stop, 10*time.Second)
 	}
-	b.loop.stop()
+	if b.loopRunning {
+		b.loop.stop() // waits for run, which must have started
+	}
 	b.disk.stop()
 	if b.tcp != nil {
 		_ = b.tcp.Close()
 	}
-	if b.kafka != nil {
-		b.kafka.Close()
+	for _, k := range b.kafka {
+		k.Close()
 	}
 	_ = b.audit.close()
 	_ = unlockDir(b.lock)
@@ -238,7 +296,8 @@ func (b *Broker) closeEarly() {
 type handler struct{ b *Broker }
 
 func (h handler) Serve(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg.Response)) {
-	client := node.Client{ConnID: c.ID, ClientID: c.ClientID, Remote: c.Remote, Prepared: node.Prepare(req)}
+	client := node.Client{ConnID: c.ID, ClientID: c.ClientID, Remote: c.Remote, Prepared: node.Prepare(req),
+		Principal: c.Principal, Listener: c.Listener}
 	testPrincipal(c, &client)
 	h.b.loop.post(func() { h.b.reactor.HandleRequest(client, req, respond) })
 }

@@ -325,3 +325,45 @@ func TestSplitHostPort(t *testing.T) {
 		}
 	}
 }
+
+// A start that fails before the event loop runs (the peer address taken,
+// a bad TLS file) returns its error: closeEarly used to wait for a loop
+// that had never started, and Start hung for ever.
+func TestStartFailsBeforeTheLoopRuns(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for name, opts := range map[string]Options{
+		"raft address taken": {RaftAddr: ln.Addr().String()},
+		"no such certificate": {Listeners: []Listener{{Name: "SSL", Protocol: ProtocolSSL, Addr: "127.0.0.1:0"}},
+			Security: Security{TLS: TLSFiles{CertFile: "/nonexistent.crt", KeyFile: "/nonexistent.key"}}},
+		"SASL without mechanisms": {Listeners: []Listener{{Name: "SASL_PLAINTEXT", Protocol: ProtocolSASLPlaintext, Addr: "127.0.0.1:0"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			opts.DataDir, opts.KafkaAddr, opts.Node, opts.Logger = dir, "127.0.0.1:0", node.Config{NodeID: 1}, quietLogger()
+			done := make(chan error, 1)
+			go func() {
+				b, err := Start(opts)
+				if err == nil {
+					_ = b.Shutdown(context.Background())
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("started")
+				}
+			case <-time.After(30 * time.Second): // a hang guard, not a speed check
+				t.Fatal("Start did not return")
+			}
+			b := startBroker(t, dir) // the lock was released
+			if err := b.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -113,6 +113,7 @@ type brokerConfig struct {
 	binary    string
 	dataDir   string
 	kafkaAddr string
+	listeners string // --listeners instead of --kafka-addr
 	adminAddr string
 	advertise string
 	raftAddr  string
@@ -132,6 +133,11 @@ func WithDataDir(dir string) Option { return func(c *brokerConfig) { c.dataDir =
 
 // WithKafkaAddr listens for clients on addr instead of a free port.
 func WithKafkaAddr(addr string) Option { return func(c *brokerConfig) { c.kafkaAddr = addr } }
+
+// WithListeners runs the broker with --listeners spec
+// ("NAME://host:port,...") instead of --kafka-addr; Broker.KafkaAddr is
+// the first listener's address.
+func WithListeners(spec string) Option { return func(c *brokerConfig) { c.listeners = spec } }
 
 // WithAdvertisedAddr tells clients to connect to addr (a proxy in front of
 // the broker, say) instead of the Kafka listen address.
@@ -212,6 +218,10 @@ func StartBroker(t testing.TB, opts ...Option) *Broker {
 	if cfg.dataDir == "" {
 		cfg.dataDir = t.TempDir()
 	}
+	if cfg.listeners != "" {
+		first, _, _ := strings.Cut(cfg.listeners, ",")
+		_, cfg.kafkaAddr, _ = strings.Cut(first, "://")
+	}
 	if cfg.kafkaAddr == "" {
 		cfg.kafkaAddr = FreeAddr(t)
 	}
@@ -273,6 +283,9 @@ func (b *Broker) args() []string {
 	c := b.cfg
 	args := []string{"serve", "--data-dir", c.dataDir, "--kafka-addr", c.kafkaAddr,
 		"--admin-addr", c.adminAddr, "--node-id", strconv.Itoa(c.nodeID), "--log-level", c.logLevel}
+	if c.listeners != "" {
+		args[3], args[4] = "--listeners", c.listeners
+	}
 	if c.advertise != "" {
 		args = append(args, "--advertise-kafka-addr", c.advertise)
 	}

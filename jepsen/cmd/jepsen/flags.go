@@ -24,7 +24,7 @@ type options struct {
 	seed                         int64
 	pkg, tags, out, image, runID string
 	env, plant, expectInvalid    string
-	stub, keep                   bool
+	stub, keep, plaintext        bool
 	notes                        []string // facts of the run for the summary
 	portBase                     int
 	staleFetches                 bool
@@ -78,6 +78,7 @@ func parseOptions(args []string, smoke bool) (options, error) {
 	fs.IntVar(&o.portBase, "port-base", 19092, "first published Kafka port on 127.0.0.1 (node i: base+i-1)")
 	fs.BoolVar(&o.keep, "keep", false, "leave the containers running at the end (jepsen clean removes them)")
 	fs.BoolVar(&o.staleFetches, "stale-fetches", false, "let fetches see an old high watermark (non-linearizable reads)")
+	fs.BoolVar(&o.plaintext, "plaintext", false, "run without security (default: clients on SASL_SSL with SCRAM, brokers over mutual TLS)")
 	fs.SetOutput(os.Stderr)
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -87,6 +88,7 @@ func parseOptions(args []string, smoke bool) (options, error) {
 	}
 	if o.stub {
 		o.nodes, o.replication, o.pkg = 1, 1, "./jepsen/internal/stubbroker"
+		o.plaintext = true // the kfake stand-in has no TLS
 	}
 	if o.nodes < 1 || o.partitions < 1 || o.producers < 1 {
 		return o, fmt.Errorf("need at least one node, partition and producer")

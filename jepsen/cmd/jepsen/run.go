@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
 	"github.com/floe-broker/floe/jepsen/check"
 	"github.com/floe-broker/floe/jepsen/cluster"
 	"github.com/floe-broker/floe/jepsen/history"
@@ -42,7 +45,7 @@ func run(ctx context.Context, args []string, smoke bool) error {
 		return err
 	}
 
-	c, err := prepare(ctx, o, log)
+	c, sec, err := prepare(ctx, o, log)
 	if err != nil {
 		return err
 	}
@@ -63,26 +66,37 @@ func run(ctx context.Context, args []string, smoke bool) error {
 	if err := c.Start(ctx); err != nil {
 		return err
 	}
-	return runWorkload(ctx, o, c, dir, log)
+	return runWorkload(ctx, o, c, clientOpts(sec), dir, log)
 }
 
-// prepare builds the binary and the image and describes the cluster.
-func prepare(ctx context.Context, o options, log io.Writer) (*cluster.Cluster, error) {
+// clientOpts are the workload clients' security options: TLS to the
+// run's CA and SCRAM-SHA-512 as the bootstrap user; none in plaintext.
+func clientOpts(sec *cluster.Secure) []kgo.Opt {
+	if sec == nil {
+		return nil
+	}
+	return []kgo.Opt{kgo.DialTLSConfig(sec.ClientTLS()),
+		kgo.SASL(scram.Auth{User: sec.User, Pass: sec.Password}.AsSha512Mechanism())}
+}
+
+// prepare builds the binary and the image, makes the run's certificates
+// and users (unless --plaintext) and describes the cluster.
+func prepare(ctx context.Context, o options, log io.Writer) (*cluster.Cluster, *cluster.Secure, error) {
 	if !cluster.Available(ctx) {
-		return nil, fmt.Errorf("no Docker daemon answers (docker info)")
+		return nil, nil, fmt.Errorf("no Docker daemon answers (docker info)")
 	}
 	if o.partitionsWanted() {
 		if err := cluster.IptablesAvailable(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	mod, err := moduleDir()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	build, err := os.MkdirTemp("", "floe-jepsen-build-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(build)
 	bin := filepath.Join(build, "floe")
@@ -96,17 +110,27 @@ func prepare(ctx context.Context, o options, log io.Writer) (*cluster.Cluster, e
 		b.Extra = map[string][]byte{filepath.Join(o.pkg, "zz_jepsen_plant.go"): plantSwitch}
 	}
 	if err := cluster.BuildBinary(ctx, log, b); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := cluster.BuildImage(ctx, log, bin, o.image); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	env := o.envList()
 	if o.plant != "" {
 		env = append(env, "FLOE_PLANT="+o.plant)
 	}
-	return cluster.New(cluster.Config{RunID: o.runID, Nodes: o.nodes, Image: o.image,
-		KafkaPortBase: o.portBase, Env: env, Log: log})
+	cfg := cluster.Config{RunID: o.runID, Nodes: o.nodes, Image: o.image, KafkaPortBase: o.portBase, Env: env, Log: log,
+		DataRoot: filepath.Join(os.TempDir(), "floe-jepsen-"+o.runID)}
+	var sec *cluster.Secure
+	if !o.plaintext {
+		if sec, err = cluster.NewSecure(filepath.Join(cfg.DataRoot, "certs")); err != nil {
+			return nil, nil, fmt.Errorf("certificates: %w", err)
+		}
+		cfg.Args, cfg.Mounts = sec.ServeArgs(cluster.ServeArgs), []string{sec.Mount()}
+		fmt.Fprintf(log, "jepsen: security on: %s\n", sec.Describe())
+	}
+	c, err := cluster.New(cfg)
+	return c, sec, err
 }
 
 // plantSwitch is added to the broker's main package (go build -overlay,
@@ -142,7 +166,7 @@ func moduleDir() (string, error) {
 }
 
 // runWorkload: setup, traffic under faults, heal, drain, final read, check.
-func runWorkload(ctx context.Context, o options, c *cluster.Cluster, dir string, log io.Writer) error {
+func runWorkload(ctx context.Context, o options, c *cluster.Cluster, clientOpts []kgo.Opt, dir string, log io.Writer) error {
 	hf, err := os.Create(filepath.Join(dir, report.HistoryFile))
 	if err != nil {
 		return err
@@ -153,7 +177,8 @@ func runWorkload(ctx context.Context, o options, c *cluster.Cluster, dir string,
 	rec := history.NewRecorder(hf, now)
 	w, err := workload.New(workload.Config{Brokers: c.KafkaAddrs(), Topic: "jepsen", Partitions: int32(o.partitions),
 		Replication: int16(o.replication), Producers: o.producers, Rate: o.rate, Groups: o.groups,
-		Consumers: o.consumers, Fetchers: o.fetchers, OpTimeout: o.opTimeout, Seed: o.seed, Log: log}, rec)
+		Consumers: o.consumers, Fetchers: o.fetchers, OpTimeout: o.opTimeout, Seed: o.seed, Log: log,
+		ClientOpts: clientOpts}, rec)
 	if err != nil {
 		return err
 	}
@@ -318,6 +343,14 @@ func (o options) describe() map[string]any {
 		"producers": o.producers, "groups": o.groups, "consumers": o.consumers, "fetchers": o.fetchers,
 		"rate": o.rate, "duration": o.duration.String(), "interval": o.interval.String(), "window": o.window.String(),
 		"nemeses": o.nemeses, "targets": o.targets, "pkg": o.pkg, "tags": o.tags, "env": o.env, "stub": o.stub,
-		"plant": o.plant, "expect_invalid": o.expectInvalid,
+		"plant": o.plant, "expect_invalid": o.expectInvalid, "security": securityName(o.plaintext),
 	}
+}
+
+// securityName names a run's security for its summary.
+func securityName(plaintext bool) string {
+	if plaintext {
+		return "plaintext"
+	}
+	return "SASL_SSL (SCRAM-SHA-512) clients, mutual TLS between brokers"
 }
