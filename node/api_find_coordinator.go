@@ -4,14 +4,16 @@ package node
 //
 // Key type 0 (group, the only type v0 has): the coordinator is the leader
 // of __consumer_offsets partition PartitionFor(key, N), answered with that
-// broker's advertised address. The topic is created on the first request
-// (COORDINATOR_NOT_AVAILABLE until it exists and the partition has a
-// leader; clients retry). Key type 1 (transaction) gets
+// broker's advertised address. The topic is created on the first request;
+// until it exists and the partition has a leader the request waits, up to
+// coordinatorWait, then answers COORDINATOR_NOT_AVAILABLE (clients retry). Key type 1 (transaction) gets
 // COORDINATOR_NOT_AVAILABLE: transactions are not supported yet. v4 batches
 // keys (CoordinatorKeys) and answers each in Coordinators; v0-3 carry one
 // key and answer at the top level.
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -24,12 +26,33 @@ func init() { register(10, 0, 4, serveFindCoordinator) }
 // the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per key.
 func serveFindCoordinator(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
-	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	az := r.authorize(c, req)
 	keys := req.CoordinatorKeys
 	if req.Version < 4 {
 		keys = []string{req.CoordinatorKey}
 	}
+	r.awaitMetadata(r.env.Clock.Monotonic()+coordinatorWait, func(expired bool) bool {
+		resp, wait := r.coordinators(req, az, keys, c.Listener)
+		if wait && !expired {
+			return false
+		}
+		respond(resp)
+		return true
+	})
+}
+
+// coordinatorWait bounds how long a FindCoordinator waits for a
+// coordinator that is on its way (the offsets topic being created, its
+// partition electing a leader), so that a client's first request finds
+// it instead of an error that not every client retries (kadm's
+// FetchOffsets does not). It is under every client's request timeout.
+const coordinatorWait = 5 * time.Second
+
+// coordinators answers each key, and reports whether any answer is an
+// error that waiting may cure.
+func (r *Reactor) coordinators(req *kmsg.FindCoordinatorRequest, az *authz, keys []string, listener string) (*kmsg.FindCoordinatorResponse, bool) {
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	wait := false
 	for _, key := range keys {
 		var denied *kerr.Error
 		switch {
@@ -44,7 +67,9 @@ func serveFindCoordinator(r *Reactor, c Client, kreq kmsg.Request, respond func(
 			resp.Coordinators = append(resp.Coordinators, co)
 			continue
 		}
-		resp.Coordinators = append(resp.Coordinators, r.findCoordinator(key, req.CoordinatorType, c.Listener))
+		co, coming := r.findCoordinator(key, req.CoordinatorType, listener)
+		wait = wait || coming
+		resp.Coordinators = append(resp.Coordinators, co)
 	}
 	if req.Version < 4 {
 		c := resp.Coordinators[0]
@@ -52,39 +77,42 @@ func serveFindCoordinator(r *Reactor, c Client, kreq kmsg.Request, respond func(
 		resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
 	}
-	respond(resp)
+	return resp, wait
 }
 
-func (r *Reactor) findCoordinator(key string, keyType int8, listener string) kmsg.FindCoordinatorResponseCoordinator {
-	c := kmsg.NewFindCoordinatorResponseCoordinator()
+// findCoordinator answers one key; coming reports an error the metadata
+// may soon cure (the offsets topic is being created, or its partition has
+// no leader yet).
+func (r *Reactor) findCoordinator(key string, keyType int8, listener string) (c kmsg.FindCoordinatorResponseCoordinator, coming bool) {
+	c = kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	fail := func(err error) { c.ErrorCode, c.ErrorMessage = errParts(err) }
 	switch keyType {
 	case 0:
 	case 1:
 		fail(withMessage(kerr.CoordinatorNotAvailable, "transactions are not supported yet"))
-		return c
+		return c, false
 	default:
 		fail(kerr.InvalidRequest)
-		return c
+		return c, false
 	}
 	t := r.offsetsTopic()
 	if t == nil || len(t.Partitions) == 0 {
 		r.ensureOffsetsTopic()
 		fail(kerr.CoordinatorNotAvailable)
-		return c
+		return c, true
 	}
 	leader, _ := r.partitionLeader(&t.Partitions[group.PartitionFor(key, int32(len(t.Partitions)))])
 	b := r.ctl.state.Brokers[leader]
 	if leader < 0 || b == nil {
 		fail(kerr.CoordinatorNotAvailable)
-		return c
+		return c, true
 	}
 	host, port, ok := b.Address(listener)
 	if !ok {
 		fail(withMessage(kerr.CoordinatorNotAvailable, "the coordinator has no address on this listener"))
-		return c
+		return c, false
 	}
 	c.NodeID, c.Host, c.Port = b.ID, host, port
-	return c
+	return c, false
 }

@@ -44,9 +44,9 @@ type Reactor struct {
 	fetches  []*fetchWait
 	creating map[string]bool // topics being auto-created
 
-	leaderWaits     []*leaderWait // admin answers waiting for new partitions' leaders (leader_wait.go)
-	reconcileQueued bool          // a reconcile round is scheduled (ctl.go openSome)
-	opensAfterSync  bool          // replicas wait to be opened until the fsync round ends
+	metadataWaits   []*metadataWait // answers waiting for the metadata to change (leader_wait.go)
+	reconcileQueued bool            // a reconcile round is scheduled (ctl.go openSome)
+	opensAfterSync  bool            // replicas wait to be opened until the fsync round ends
 
 	settingReplicas map[uint64]bool   // SetReplicas reports in flight, by group
 	campaignSoon    map[uint64]uint64 // new partitions whose preferred leader should campaign: 1 + the tick of its last campaign, or 0

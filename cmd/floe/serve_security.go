@@ -47,8 +47,5 @@ func (f *authzFlags) config(superUsers []string) (node.SecurityConfig, error) {
 	if *f.auditRetention < time.Minute {
 		return c, fmt.Errorf("--audit-log-retention must be at least a minute, got %v", *f.auditRetention)
 	}
-	if c.Authorizer != node.AuthorizerACL && (len(c.SuperUsers) > 0 || c.AllowEveryoneIfNoACL) {
-		return c, fmt.Errorf("--super-users and --allow-everyone-if-no-acl-found need --authorizer acl")
-	}
 	return c, nil
 }

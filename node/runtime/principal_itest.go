@@ -17,7 +17,7 @@ import (
 // It stands in for SASL in the authorization tests; it only applies while
 // no authentication has set a principal.
 func testPrincipal(c *kafka.ConnInfo, client *node.Client) {
-	if os.Getenv("FLOE_ITEST_PRINCIPAL_FROM_CLIENT_ID") != "1" || client.Principal != "" {
+	if os.Getenv("FLOE_ITEST_PRINCIPAL_FROM_CLIENT_ID") != "1" || (client.Principal != "" && client.Principal != "User:ANONYMOUS") {
 		return
 	}
 	if p, ok := strings.CutPrefix(c.ClientID, "as:"); ok {
