@@ -27,8 +27,6 @@ import (
 	"github.com/floe-broker/floe/node/controller"
 )
 
-func init() { register(33, 0, 2, serveAlterConfigs) }
-
 func serveAlterConfigs(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)

@@ -36,8 +36,6 @@ import (
 	"github.com/floe-broker/floe/node/partition"
 )
 
-func init() { register(1, 4, 12, serveFetch) }
-
 // fetchWait is a parked fetch.
 type fetchWait struct {
 	req     *kmsg.FetchRequest

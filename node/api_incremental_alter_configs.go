@@ -31,8 +31,6 @@ import (
 	"github.com/floe-broker/floe/node/controller"
 )
 
-func init() { register(44, 0, 1, serveIncrementalAlterConfigs) }
-
 func serveIncrementalAlterConfigs(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)

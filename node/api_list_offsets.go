@@ -23,8 +23,6 @@ import (
 	"github.com/floe-broker/floe/node/records"
 )
 
-func init() { register(2, 1, 6, serveListOffsets) }
-
 func serveListOffsets(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
