@@ -16,7 +16,6 @@ package node
 import (
 	"errors"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/node/partition"
@@ -48,17 +47,9 @@ func (r *Reactor) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartit
 	sp := kmsg.NewListOffsetsResponseTopicPartition()
 	sp.Partition = rp.Partition
 	sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
-	p, ok := r.byName[topicPartition{topic, rp.Partition}]
-	if !ok {
-		sp.ErrorCode = r.missingPartition(topic, rp.Partition).Code
-		return sp
-	}
-	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
-		sp.ErrorCode = errCode(err)
-		return sp
-	}
-	if !r.leaseHeld(p) {
-		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+	p, code := r.readLeader(topic, rp.Partition, rp.CurrentLeaderEpoch)
+	if p == nil {
+		sp.ErrorCode = code
 		return sp
 	}
 	sp.LeaderEpoch = int32(p.Term())
