@@ -92,8 +92,7 @@ func prepare(ctx context.Context, o options, log io.Writer) (*cluster.Cluster, e
 	}
 	b := cluster.Build{ModuleDir: mod, Pkg: o.pkg, Out: bin, Tags: tags}
 	if o.plant != "" {
-		b.Tags = append(b.Tags, "floe_bugs")
-		b.Extra = map[string][]byte{filepath.Join(o.pkg, "zz_jepsen_plant.go"): plantSwitch}
+		b.Tags = append(b.Tags, "floe_bugs") // plants what FLOE_PLANT names (internal/plant)
 	}
 	if err := cluster.BuildBinary(ctx, log, b); err != nil {
 		return nil, err
@@ -108,29 +107,6 @@ func prepare(ctx context.Context, o options, log io.Writer) (*cluster.Cluster, e
 	return cluster.New(cluster.Config{RunID: o.runID, Nodes: o.nodes, Image: o.image,
 		KafkaPortBase: o.portBase, Env: env, Log: log})
 }
-
-// plantSwitch is added to the broker's main package (go build -overlay,
-// the tree is untouched) in a --plant build: it plants the bugs named in
-// FLOE_PLANT (comma-separated internal/plant names) when the binary starts.
-var plantSwitch = []byte(`//go:build floe_bugs
-
-package main
-
-import (
-	"os"
-	"strings"
-
-	"github.com/floe-broker/floe/internal/plant"
-)
-
-func init() {
-	for _, name := range strings.Split(os.Getenv("FLOE_PLANT"), ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			plant.Set(name)
-		}
-	}
-}
-`)
 
 // moduleDir finds the module's root, where the broker is built from.
 func moduleDir() (string, error) {
