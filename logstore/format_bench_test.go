@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/floe-broker/floe/node/records"
 )
 
 // CPU-only benchmarks of the three places the log reads the record-batch
@@ -52,8 +54,8 @@ func BenchmarkAppendCPU(b *testing.B) {
 func BenchmarkOffsetForTime(b *testing.B) {
 	for _, codec := range []struct {
 		name  string
-		codec int
-	}{{"none", codecNone}, {"zstd", codecZstd}} {
+		codec records.Codec
+	}{{"none", records.CodecNone}, {"zstd", records.CodecZstd}} {
 		b.Run(codec.name, func(b *testing.B) {
 			l, _, err := Open(newSim(1), "p0", Options{})
 			if err != nil {
@@ -86,8 +88,8 @@ func BenchmarkOffsetForTime(b *testing.B) {
 func BenchmarkClean(b *testing.B) {
 	for _, codec := range []struct {
 		name  string
-		codec int
-	}{{"none", codecNone}, {"zstd", codecZstd}} {
+		codec records.Codec
+	}{{"none", records.CodecNone}, {"zstd", records.CodecZstd}} {
 		b.Run(codec.name, func(b *testing.B) {
 			var size int64
 			for b.Loop() {

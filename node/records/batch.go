@@ -137,6 +137,15 @@ func (h Header) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDel
 // NextOffset is the offset following the batch: where the next batch starts.
 func (h Header) NextOffset() int64 { return h.LastOffset() + 1 }
 
+// Timestamp is the timestamp (ms) of record r of this batch: the broker's
+// append time for the whole batch when it has one, else the record's own.
+func (h Header) Timestamp(r Record) int64 {
+	if h.HasLogAppendTime() {
+		return h.MaxTimestamp
+	}
+	return h.BaseTimestamp + r.TimestampDelta
+}
+
 // ParseHeader decodes the header at the start of b. It checks only what the
 // header itself can show: enough bytes for it, magic 2, and a batchLength no
 // smaller than an empty batch. b may hold just the header (a reader deciding
@@ -234,7 +243,7 @@ func SetPartitionLeaderEpoch(b []byte, epoch int32) error {
 // attributes bit 3, writes ts (ms) as maxTimestamp, and recomputes the CRC.
 // b must be one whole batch.
 func SetLogAppendTime(b []byte, ts int64) error {
-	h, err := wholeBatch(b)
+	h, err := ParseBatch(b)
 	if err != nil {
 		return err
 	}
@@ -249,7 +258,7 @@ func SetLogAppendTime(b []byte, ts int64) error {
 // maximum record timestamp this way (Summary.MaxTimestamp has it); b must
 // be one whole batch.
 func SetMaxTimestamp(b []byte, ts int64) error {
-	if _, err := wholeBatch(b); err != nil {
+	if _, err := ParseBatch(b); err != nil {
 		return err
 	}
 	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(ts))
@@ -257,8 +266,10 @@ func SetMaxTimestamp(b []byte, ts int64) error {
 	return nil
 }
 
-// wholeBatch parses b's header and checks b is exactly that batch.
-func wholeBatch(b []byte) (Header, error) {
+// ParseBatch decodes the header of b and checks that b is exactly that one
+// batch. It checks framing only, not the CRC or the records: it is what the
+// log checks of every batch it appends (validated before) or reads back.
+func ParseBatch(b []byte) (Header, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
 		return h, err
