@@ -29,7 +29,8 @@ func TestFormatUsesSurviveGarbage(t *testing.T) {
 				binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
 			}
 			before := append([]byte(nil), b...)
-			_, _ = parseBatch(b)
+			var h records.Header
+			_ = parseBatch(b, &h)
 			firstRecordAtOrAfter(b, 3, 0)
 			c.noteKeys(b)
 			out, err := c.cleanBatch(l, b, time.UnixMilli(0), CleanConfig{})
@@ -50,13 +51,14 @@ func TestFormatUsesSurviveGarbage(t *testing.T) {
 // forward.
 func TestParseBatchRefusesNegativeDeltas(t *testing.T) {
 	good := makeBatch(t, 0, 0, records.CodecNone, []testRec{{value: []byte("v")}})
-	if _, err := parseBatch(good); err != nil {
+	var h records.Header
+	if err := parseBatch(good, &h); err != nil {
 		t.Fatalf("good batch: %v", err)
 	}
 	for _, at := range []int{23, 57} { // lastOffsetDelta, recordCount
 		b := append([]byte(nil), good...)
 		binary.BigEndian.PutUint32(b[at:], uint32(0xFFFFFFFF))
-		if _, err := parseBatch(b); err == nil {
+		if err := parseBatch(b, &h); err == nil {
 			t.Fatalf("a batch with -1 at byte %d was accepted", at)
 		}
 	}
