@@ -30,23 +30,23 @@ func serveListOffsets(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
-			if denied[rt.Topic] {
-				sp := kmsg.NewListOffsetsResponseTopicPartition()
-				sp.Partition, sp.ErrorCode, sp.Timestamp, sp.Offset, sp.LeaderEpoch = rp.Partition, errTopicAuth.Code, -1, -1, -1
-				st.Partitions = append(st.Partitions, sp)
-				continue
-			}
-			st.Partitions = append(st.Partitions, r.listOffset(rt.Topic, rp))
+			st.Partitions = append(st.Partitions, r.listOffset(rt.Topic, rp, denied[rt.Topic]))
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	respond(resp)
 }
 
-func (r *Reactor) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartition) kmsg.ListOffsetsResponseTopicPartition {
+// listOffset answers one partition (TOPIC_AUTHORIZATION_FAILED when its
+// topic is denied).
+func (r *Reactor) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartition, denied bool) kmsg.ListOffsetsResponseTopicPartition {
 	sp := kmsg.NewListOffsetsResponseTopicPartition()
 	sp.Partition = rp.Partition
 	sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+	if denied {
+		sp.ErrorCode = errTopicAuth.Code
+		return sp
+	}
 	p, code := r.readLeader(topic, rp.Partition, rp.CurrentLeaderEpoch)
 	if p == nil {
 		sp.ErrorCode = code
