@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/floe-broker/floe/node/records"
 )
 
 // Benchmarks of the log on real files (OSFS), next to the disk's own
@@ -34,10 +36,10 @@ func batchTemplate(b *testing.B, recBytes, batchBytes int) []byte {
 		value[i] = byte('a' + i%26)
 	}
 	var recs []testRec
-	for size := batchHeaderBytes; size < batchBytes; size += recBytes + 12 {
+	for size := records.HeaderBytes; size < batchBytes; size += recBytes + 12 {
 		recs = append(recs, testRec{key: []byte(fmt.Sprintf("key-%06d", len(recs))), value: value})
 	}
-	return makeBatch(b, 0, 0, codecNone, recs)
+	return makeBatch(b, 0, 0, records.CodecNone, recs)
 }
 
 // BenchmarkDurableAppend appends rounds of batches and syncs after each

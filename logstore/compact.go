@@ -46,6 +46,8 @@ import (
 	"io"
 	"path"
 	"time"
+
+	"github.com/floe-broker/floe/node/records"
 )
 
 // CleanConfig configures compaction.
@@ -182,29 +184,36 @@ func (c *cleanerState) mapStep(l *Log, cfg CleanConfig) error {
 	return nil
 }
 
-// cleanable decodes a batch the cleaner may filter (nil if it must be
-// copied as is).
-func cleanable(b []byte) (batchHeader, []record, bool) {
-	bh, err := parseBatchHeader(b)
-	if err != nil || bh.attributes&(attrControl|attrTransactional) != 0 {
-		return bh, nil, false
-	}
-	recs, err := batchRecords(b, bh)
-	if err != nil {
-		return bh, nil, false
-	}
-	return bh, recs, true
+// cleanable reports whether the cleaner may filter batch b: control and
+// transactional batches, and what it cannot parse, are copied as they are.
+func cleanable(b []byte) (records.Header, bool) {
+	h, err := records.ParseBatch(b)
+	return h, err == nil && !h.IsControl() && !h.IsTransactional()
 }
 
+// noteKeys records the offset of each keyed record of batch b, unless b
+// does not decode (then it is copied as it is, and none of its keys count).
 func (c *cleanerState) noteKeys(b []byte) {
-	bh, recs, ok := cleanable(b)
+	bh, ok := cleanable(b)
 	if !ok {
 		return
 	}
-	for _, r := range recs {
-		if r.key != nil {
-			c.latest[keyHash(r.key)] = bh.baseOffset + int64(r.offsetDelta)
+	type keyAt struct {
+		hash   [16]byte
+		offset int64
+	}
+	var keys []keyAt
+	err := records.Records(b, func(r records.Record) error {
+		if r.Key != nil {
+			keys = append(keys, keyAt{keyHash(r.Key), bh.BaseOffset + int64(r.OffsetDelta)})
 		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	for _, k := range keys {
+		c.latest[k.hash] = k.offset
 	}
 }
 
@@ -265,33 +274,31 @@ func (c *cleanerState) openOutput(l *Log, s *segment) error {
 }
 
 // cleanBatch returns batch b without its superseded records and expired
-// tombstones (b itself when nothing goes).
+// tombstones (b itself when nothing goes, or when b does not decode).
+// records.Filter keeps the batch's offsets, timestamps and producer fields.
 func (c *cleanerState) cleanBatch(l *Log, b []byte, now time.Time, cfg CleanConfig) ([]byte, error) {
-	bh, recs, ok := cleanable(b)
+	bh, ok := cleanable(b)
 	if !ok {
 		return b, nil
 	}
 	horizonMs := now.UnixMilli() - cfg.DeleteRetentionMs
-	kept := make([]record, 0, len(recs))
-	for _, r := range recs {
-		if r.key != nil {
-			if latest, ok := c.latest[keyHash(r.key)]; ok && latest > bh.baseOffset+int64(r.offsetDelta) {
-				continue
-			}
-			if r.value == nil && recordTimestamp(bh, r) < horizonMs {
-				continue
-			}
+	out, removed, err := records.Filter(b, func(r records.Record) bool {
+		if r.Key == nil {
+			return true
 		}
-		kept = append(kept, r)
-	}
-	if len(kept) == len(recs) {
+		if latest, ok := c.latest[keyHash(r.Key)]; ok && latest > bh.BaseOffset+int64(r.OffsetDelta) {
+			return false
+		}
+		return r.Value != nil || bh.Timestamp(r) >= horizonMs
+	})
+	if err != nil || removed == 0 {
 		return b, nil
 	}
-	l.stats.Cleaner.RecordsRemoved += int64(len(recs) - len(kept))
-	if len(kept) == 0 {
+	l.stats.Cleaner.RecordsRemoved += int64(removed)
+	if removed == int(bh.RecordCount) {
 		l.stats.Cleaner.BatchesEmptied++
 	}
-	return rebuildBatch(b, bh, kept)
+	return out, nil
 }
 
 // swap makes the rewritten segment durable, renames it (and its index)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/floe-broker/floe/node/records"
 )
 
 // compactionFixture is a log whose batches set keys k0..k7 again and again
@@ -31,7 +33,7 @@ const (
 	newTs = 10_000_000 // and these are not
 )
 
-func buildCompactionLog(t *testing.T, fsys *SimFS, codec int) (*Log, *compactionFixture, Options) {
+func buildCompactionLog(t *testing.T, fsys *SimFS, codec records.Codec) (*Log, *compactionFixture, Options) {
 	t.Helper()
 	opts := Options{SegmentBytes: 1500, IndexIntervalBytes: 256}
 	l, _ := openLog(t, fsys, opts)
@@ -124,25 +126,23 @@ func checkCompacted(t *testing.T, l *Log, fx *compactionFixture, state cleanStat
 			}
 			continue
 		}
-		gh, err := parseBatchHeader(e.Data)
-		must(t, err)
-		wh, _ := parseBatchHeader(want.Data)
-		if gh.baseOffset != wh.baseOffset || gh.lastOffsetDelta != wh.lastOffsetDelta || gh.maxTimestamp != wh.maxTimestamp {
+		gh, err := records.Verify(e.Data)
+		if err != nil {
+			t.Fatalf("entry %d after compaction: %v", e.Index, err)
+		}
+		wh, _ := records.ParseBatch(want.Data)
+		if gh.BaseOffset != wh.BaseOffset || gh.LastOffsetDelta != wh.LastOffsetDelta || gh.MaxTimestamp != wh.MaxTimestamp {
 			t.Fatalf("entry %d: batch offsets or timestamp changed", e.Index)
 		}
-		if batchCRC(e.Data) != gh.crc {
-			t.Fatalf("entry %d: bad batch CRC after compaction", e.Index)
-		}
-		recs, err := batchRecords(e.Data, gh)
-		must(t, err)
-		for _, r := range recs {
-			off := gh.baseOffset + int64(r.offsetDelta)
+		must(t, records.Records(e.Data, func(r records.Record) error {
+			off := gh.BaseOffset + int64(r.OffsetDelta)
 			orig, ok := fx.all[off]
-			if !ok || orig.key != string(r.key) || string(orig.value) != string(r.value) || (orig.value == nil) != (r.value == nil) {
+			if !ok || orig.key != string(r.Key) || string(orig.value) != string(r.Value) || (orig.value == nil) != (r.Value == nil) {
 				t.Fatalf("record at %d is not the one produced there", off)
 			}
 			seen[off] = true
-		}
+			return nil
+		}))
 	}
 	activeBase := l.segs[len(l.segs)-1].baseOffset
 	for off, kv := range fx.all {
@@ -165,7 +165,7 @@ func TestCompactionKeepsLatestPerKey(t *testing.T) {
 	for codec, name := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
 		t.Run(name, func(t *testing.T) {
 			fsys := newSim(20)
-			l, fx, opts := buildCompactionLog(t, fsys, codec)
+			l, fx, opts := buildCompactionLog(t, fsys, records.Codec(codec))
 			sizeBefore := l.Stats().SizeBytes
 			runCleaner(t, l, time.UnixMilli(oldTs+2_000_000), 1<<20)
 			checkCompacted(t, l, fx, fullyCleaned)
@@ -191,7 +191,7 @@ func TestCompactionCrashAtEveryStep(t *testing.T) {
 	const step = 700 // bytes per step: several steps per segment
 	now := time.UnixMilli(oldTs + 2_000_000)
 	fsys := newSim(21)
-	l, _, _ := buildCompactionLog(t, fsys, codecNone)
+	l, _, _ := buildCompactionLog(t, fsys, records.CodecNone)
 	total := runCleaner(t, l, now, step)
 	if total < 10 {
 		t.Fatalf("only %d steps: make them smaller", total)
@@ -209,7 +209,7 @@ func TestCompactionCrashAtEveryStep(t *testing.T) {
 	for k := 0; k <= total; k++ {
 		for _, mode := range []CrashMode{CrashLoseAll, CrashKeepAll, CrashRandom} {
 			fsys := newSim(int64(100 + k))
-			l, fx, opts := buildCompactionLog(t, fsys, codecNone)
+			l, fx, opts := buildCompactionLog(t, fsys, records.CodecNone)
 			cfg := CleanConfig{DeleteRetentionMs: 1_000_000, BytesPerStepMax: step}
 			for i := 0; i < k; i++ {
 				_, err := l.CleanStep(now, cfg, l.LastIndex()+1)
@@ -226,7 +226,7 @@ func TestCompactionCrashAtEveryStep(t *testing.T) {
 	}{{OpRename, ""}, {OpRename, "idx"}, {OpSyncDir, ""}} {
 		for _, mode := range []CrashMode{CrashLoseAll, CrashKeepAll} {
 			fsys := newSim(22)
-			l, fx, opts := buildCompactionLog(t, fsys, codecNone)
+			l, fx, opts := buildCompactionLog(t, fsys, records.CodecNone)
 			name := ""
 			if fault.name == "idx" {
 				name = "p0/" + indexName(l.segs[0].name) + ".tmp"
@@ -246,7 +246,7 @@ func TestCompactionCrashAtEveryStep(t *testing.T) {
 
 func TestCompactionRestartsWhenTheLogChanges(t *testing.T) {
 	fsys := newSim(23)
-	l, fx, _ := buildCompactionLog(t, fsys, codecNone)
+	l, fx, _ := buildCompactionLog(t, fsys, records.CodecNone)
 	cfg := CleanConfig{DeleteRetentionMs: 1_000_000, BytesPerStepMax: 500}
 	now := time.UnixMilli(oldTs + 2_000_000)
 	for i := 0; i < 5; i++ {

@@ -19,7 +19,10 @@
 // goroutines, no select, no time.Now or timers (time comes from
 // clock.Clock or from arguments), no global randomness, no os or net: every
 // byte goes through an FS. Only osfs*.go may import os. It never imports
-// consensus or node; the node adapts Log to consensus.Storage.
+// consensus or node, except node/records, the leaf package that is the
+// broker's one copy of Kafka's record-batch format (Append's checks,
+// OffsetForTime and compaction read batches through it); the node adapts
+// Log to consensus.Storage.
 //
 // Threading: a Log belongs to one goroutine (the reactor). The one exception
 // is SyncPlan.Run, which the runtime may run on an fsync goroutine (see

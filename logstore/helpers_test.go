@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand"
 	"time"
+
+	"github.com/floe-broker/floe/node/records"
 )
 
 // tb is what test helpers need from *testing.T, *testing.B and *rapid.T.
@@ -20,36 +22,15 @@ type testRec struct {
 	tsDelta    int64
 }
 
-// makeBatch builds a Kafka v2 record batch at baseOffset holding recs,
-// compressed with codec, with the CRC set.
-func makeBatch(t tb, baseOffset, baseTs int64, codec int, recs []testRec) []byte {
+// makeBatch builds a Kafka v2 record batch at baseOffset holding recs
+// (record i at offset delta i), compressed with codec.
+func makeBatch(t tb, baseOffset, baseTs int64, codec records.Codec, recs []testRec) []byte {
 	t.Helper()
-	var raw []byte
-	maxDelta := int64(0)
+	rs := make([]records.Record, len(recs))
 	for i, r := range recs {
-		raw = appendRecord(raw, record{timestampDelta: r.tsDelta, offsetDelta: int32(i), key: r.key, value: r.value})
-		maxDelta = max(maxDelta, r.tsDelta)
+		rs[i] = records.Record{TimestampDelta: r.tsDelta, Key: r.key, Value: r.value}
 	}
-	body, err := compress(codec, raw, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, batchHeaderBytes, batchHeaderBytes+len(body))
-	be := binary.BigEndian
-	be.PutUint64(b[0:], uint64(baseOffset))
-	b[16] = 2
-	be.PutUint16(b[21:], uint16(codec))
-	be.PutUint32(b[23:], uint32(len(recs)-1))
-	be.PutUint64(b[27:], uint64(baseTs))
-	be.PutUint64(b[35:], uint64(baseTs+maxDelta))
-	be.PutUint64(b[43:], ^uint64(0)) // producerId -1
-	be.PutUint16(b[51:], 0xFFFF)
-	be.PutUint32(b[53:], 0xFFFFFFFF)
-	be.PutUint32(b[57:], uint32(len(recs)))
-	b = append(b, body...)
-	be.PutUint32(b[8:], uint32(len(b)-12))
-	be.PutUint32(b[17:], batchCRC(b))
-	return b
+	return records.Build(records.BuildOptions{BaseOffset: baseOffset, BaseTimestamp: baseTs, Codec: codec}, rs)
 }
 
 // simpleBatch is a batch of n small records at baseOffset.
@@ -58,7 +39,7 @@ func simpleBatch(t tb, baseOffset int64, n int, ts int64, tag string) []byte {
 	for i := range recs {
 		recs[i] = testRec{key: []byte(fmt.Sprintf("k%d", i)), value: []byte(fmt.Sprintf("%s-%d", tag, i))}
 	}
-	return makeBatch(t, baseOffset, ts, codecNone, recs)
+	return makeBatch(t, baseOffset, ts, records.CodecNone, recs)
 }
 
 // fakeClock is a settable clock.Clock.

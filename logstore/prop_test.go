@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/floe-broker/floe/node/records"
 )
 
 // The property test drives a Log on a SimFS with random appends, syncs
@@ -58,8 +60,8 @@ func (m *mlog) cut(last uint64) {
 func (m *mlog) nextOffset() int64 {
 	for i := len(m.entries) - 1; i >= 0; i-- {
 		if e := m.entries[i]; e.Kind == KindBatch {
-			h, _ := parseBatchHeader(e.Data)
-			return h.baseOffset + int64(h.lastOffsetDelta) + 1
+			h, _ := records.ParseBatch(e.Data)
+			return h.NextOffset()
 		}
 	}
 	return m.baseOffset
@@ -396,14 +398,14 @@ func (p *propRun) checkLive() {
 	byOffset := map[int64]string{}
 	for _, e := range cur.entries {
 		if e.Kind == KindBatch {
-			h, _ := parseBatchHeader(e.Data)
-			byOffset[h.baseOffset] = string(e.Data)
+			h, _ := records.ParseBatch(e.Data)
+			byOffset[h.BaseOffset] = string(e.Data)
 		}
 	}
 	for _, b := range readAllBatches(t, l) {
-		h, err := parseBatchHeader(b)
-		if err != nil || byOffset[h.baseOffset] != string(b) {
-			t.Fatalf("Read returned a batch at %d that the model does not have", h.baseOffset)
+		h, err := records.ParseBatch(b)
+		if err != nil || byOffset[h.BaseOffset] != string(b) {
+			t.Fatalf("Read returned a batch at %d that the model does not have", h.BaseOffset)
 		}
 	}
 	if _, err := l.Term(l.Snapshot().Index); err != nil {

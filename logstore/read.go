@@ -1,9 +1,12 @@
 package logstore
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/floe-broker/floe/node/records"
 )
 
 // ReadResult is what Read returns: whole stored batches, concatenated as
@@ -251,19 +254,26 @@ func (l *Log) offsetForTimeIn(s *segment, ts int64) (int64, bool, error) {
 // minOffset with timestamp >= ts. A batch it cannot decode answers with its
 // first offset at or after minOffset: its header said a record reaches ts.
 func firstRecordAtOrAfter(b []byte, ts, minOffset int64) (int64, bool) {
-	bh, err := parseBatchHeader(b)
+	bh, err := records.ParseBatch(b)
 	if err != nil {
 		return 0, false
 	}
-	recs, err := batchRecords(b, bh)
-	if err != nil {
-		return max(bh.baseOffset, minOffset), true
-	}
-	for _, r := range recs {
-		off := bh.baseOffset + int64(r.offsetDelta)
-		if off >= minOffset && recordTimestamp(bh, r) >= ts {
-			return off, true
+	var found int64
+	err = records.Records(b, func(r records.Record) error {
+		if off := bh.BaseOffset + int64(r.OffsetDelta); off >= minOffset && bh.Timestamp(r) >= ts {
+			found = off
+			return errFound
 		}
+		return nil
+	})
+	switch err {
+	case errFound:
+		return found, true
+	case nil:
+		return 0, false
 	}
-	return 0, false
+	return max(bh.BaseOffset, minOffset), true
 }
+
+// errFound stops a walk over a batch's records at the one sought.
+var errFound = errors.New("found")

@@ -3,6 +3,8 @@ package logstore
 import (
 	"errors"
 	"testing"
+
+	"github.com/floe-broker/floe/node/records"
 )
 
 // TestSyncPlanRunsBesideAppends runs every SyncPlan on a separate goroutine
@@ -193,7 +195,7 @@ func TestOffsetForTime(t *testing.T) {
 	for k := 0; k < 20; k++ {
 		recs := []testRec{{key: []byte("a"), value: []byte("x")}, {key: []byte("b"), value: []byte("y"), tsDelta: 5},
 			{key: []byte("c"), value: []byte("z"), tsDelta: 10}}
-		codec := k % 5
+		codec := records.Codec(k % 5)
 		e := Entry{Index: l.LastIndex() + 1, Term: 1, Kind: KindBatch, Data: makeBatch(t, l.NextOffset(), int64(k)*1000, codec, recs)}
 		must(t, l.Append(e))
 	}

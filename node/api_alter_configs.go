@@ -27,46 +27,36 @@ import (
 	"github.com/floe-broker/floe/node/controller"
 )
 
-func init() { register(33, 0, 2, serveAlterConfigs) }
-
-func serveAlterConfigs(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
-	req := kreq.(*kmsg.AlterConfigsRequest)
-	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	az := r.authorize(c, req)
-	resp.Resources = make([]kmsg.AlterConfigsResponseResource, len(req.Resources))
-	keys := make([]configResourceKey, len(req.Resources))
-	for i, rr := range req.Resources {
-		sr := &resp.Resources[i]
-		*sr = kmsg.NewAlterConfigsResponseResource()
-		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		keys[i] = configResourceKey{rr.ResourceType, rr.ResourceName}
-	}
-	r.alterResources(keys, req.ValidateOnly,
-		func(i int) (*controller.Command, error) {
-			rr := req.Resources[i]
-			if err := az.configResource(rr.ResourceType, rr.ResourceName, true); err != nil {
-				return nil, err
-			}
-			return configCommand(r.planReplaceConfigs(rr))
-		},
-		func(i int, err error) { resp.Resources[i].ErrorCode, resp.Resources[i].ErrorMessage = errParts(err) },
-		func() { respond(resp) })
+func serveAlterConfigs(r *Reactor, c Client, req kmsg.Request, respond func(kmsg.Response)) {
+	r.alterConfigs(c, req, respond)
 }
 
-// alterResources is what AlterConfigs and IncrementalAlterConfigs share: a
-// resource named twice in one request is refused; each other one is
-// planned and, unless validateOnly, proposed to the controller; set
-// records resource i's outcome, and answer runs once every one has one.
-func (r *Reactor) alterResources(keys []configResourceKey, validateOnly bool,
-	plan func(i int) (*controller.Command, error), set func(i int, err error), answer func()) {
-	g := newGather(answer)
+// alterConfigs is the one path of AlterConfigs and IncrementalAlterConfigs,
+// which differ only in how they plan a resource's change
+// (configAlteration). For each resource the request names: one named twice
+// is refused; otherwise the client must be allowed to alter it, the change
+// is checked and planned as a controller command (nil: no change), and
+// unless ValidateOnly the command is proposed to the controller. The answer
+// goes out once every resource has its outcome.
+func (r *Reactor) alterConfigs(c Client, req kmsg.Request, respond func(kmsg.Response)) {
+	az := r.authorize(c, req)
+	keys, validateOnly, plan := r.configAlteration(req)
+	out := make([]kmsg.AlterConfigsResponseResource, len(keys))
+	set := func(i int, err error) { out[i].ErrorCode, out[i].ErrorMessage = errParts(err) }
 	mentions := map[configResourceKey]int{}
-	for _, k := range keys {
+	for i, k := range keys {
+		out[i] = kmsg.NewAlterConfigsResponseResource()
+		out[i].ResourceType, out[i].ResourceName = k.kind, k.name
 		mentions[k]++
 	}
+	g := newGather(func() { respond(alterConfigsResponse(req, out)) })
 	for i, k := range keys {
 		if mentions[k] > 1 {
 			set(i, errResourceTwice)
+			continue
+		}
+		if err := az.configResource(k.kind, k.name, true); err != nil {
+			set(i, err)
 			continue
 		}
 		cmd, err := plan(i)
@@ -77,6 +67,45 @@ func (r *Reactor) alterResources(keys []configResourceKey, validateOnly bool,
 		r.commitConfigChange(cmd, validateOnly, g, func(err error) { set(i, err) })
 	}
 	g.done()
+}
+
+// configAlteration is what differs between the two APIs: the resources a
+// request names, in order, its ValidateOnly, and how resource i's change
+// is planned.
+func (r *Reactor) configAlteration(kreq kmsg.Request) (keys []configResourceKey, validateOnly bool, plan func(i int) (*controller.Command, error)) {
+	switch req := kreq.(type) {
+	case *kmsg.AlterConfigsRequest:
+		for _, rr := range req.Resources {
+			keys = append(keys, configResourceKey{rr.ResourceType, rr.ResourceName})
+		}
+		return keys, req.ValidateOnly, func(i int) (*controller.Command, error) {
+			return configCommand(r.planReplaceConfigs(req.Resources[i]))
+		}
+	case *kmsg.IncrementalAlterConfigsRequest:
+		for _, rr := range req.Resources {
+			keys = append(keys, configResourceKey{rr.ResourceType, rr.ResourceName})
+		}
+		return keys, req.ValidateOnly, func(i int) (*controller.Command, error) {
+			return r.planIncrementalResource(req.Resources[i])
+		}
+	}
+	return nil, true, nil
+}
+
+// alterConfigsResponse answers req with the resources' outcomes. The two
+// APIs' response resources have the same fields.
+func alterConfigsResponse(req kmsg.Request, out []kmsg.AlterConfigsResponseResource) kmsg.Response {
+	resp := req.ResponseKind()
+	switch q := resp.(type) {
+	case *kmsg.AlterConfigsResponse:
+		q.Resources = out
+	case *kmsg.IncrementalAlterConfigsResponse:
+		q.Resources = make([]kmsg.IncrementalAlterConfigsResponseResource, len(out))
+		for i, o := range out {
+			q.Resources[i] = kmsg.IncrementalAlterConfigsResponseResource(o)
+		}
+	}
+	return resp
 }
 
 // configResourceKey identifies a resource within one request.

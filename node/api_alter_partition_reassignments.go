@@ -18,8 +18,6 @@ import (
 	"github.com/floe-broker/floe/node/controller"
 )
 
-func init() { register(45, 0, 0, serveAlterPartitionReassignments) }
-
 // Authorization: ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 func serveAlterPartitionReassignments(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)

@@ -29,7 +29,6 @@ import (
 	"github.com/floe-broker/floe/node/sasl"
 )
 
-func init() { register(51, 0, 0, serveAlterUserScramCredentials) }
 
 // scramMechanismName maps KIP-554's mechanism numbers to names.
 func scramMechanismName(m int8) string {

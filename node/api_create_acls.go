@@ -21,8 +21,6 @@ import (
 	"github.com/floe-broker/floe/node/controller"
 )
 
-func init() { register(30, 0, 3, serveCreateACLs) }
-
 func serveCreateACLs(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreateACLsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)

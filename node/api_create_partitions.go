@@ -26,8 +26,6 @@ import (
 	"github.com/floe-broker/floe/node/controller"
 )
 
-func init() { register(37, 0, 3, serveCreatePartitions) }
-
 // partitionsPerTopicMax bounds a topic's partition count: every partition
 // is a Raft group with its own log directory, and a request for billions
 // must be refused, not attempted.

@@ -29,8 +29,6 @@ import (
 	"github.com/floe-broker/floe/node/controller"
 )
 
-func init() { register(19, 0, 7, serveCreateTopics) }
-
 func serveCreateTopics(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)

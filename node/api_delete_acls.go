@@ -17,8 +17,6 @@ import (
 	"github.com/floe-broker/floe/node/controller"
 )
 
-func init() { register(31, 0, 3, serveDeleteACLs) }
-
 func serveDeleteACLs(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)

@@ -7,8 +7,6 @@ package node
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func init() { register(42, 0, 2, serveDeleteGroups) }
-
 // Authorization: DELETE on each group (GROUP_AUTHORIZATION_FAILED).
 func serveDeleteGroups(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)

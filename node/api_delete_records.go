@@ -27,8 +27,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(21, 0, 2, serveDeleteRecords) }
-
 // deleteRecordsTimeoutDefault applies when a client sends no timeout.
 const deleteRecordsTimeoutDefault = 30 * time.Second
 

@@ -21,8 +21,6 @@ import (
 	"github.com/floe-broker/floe/node/controller"
 )
 
-func init() { register(20, 0, 6, serveDeleteTopics) }
-
 // Authorization: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED); a
 // topic asked for by an id the client may not delete gets it too, with
 // the id only.

@@ -17,8 +17,6 @@ import (
 	"github.com/floe-broker/floe/node/acl"
 )
 
-func init() { register(29, 0, 3, serveDescribeACLs) }
-
 func serveDescribeACLs(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)

@@ -18,8 +18,6 @@ import (
 	"github.com/floe-broker/floe/node/acl"
 )
 
-func init() { register(60, 0, 1, serveDescribeCluster) }
-
 // endpointTypeBrokers is DescribeCluster v1's endpoint type for brokers.
 const endpointTypeBrokers = 1
 

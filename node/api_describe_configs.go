@@ -37,8 +37,6 @@ import (
 	"github.com/floe-broker/floe/node/controller"
 )
 
-func init() { register(32, 0, 4, serveDescribeConfigs) }
-
 // topicConfigMeta is what DescribeConfigs says about a topic config beside
 // its value: Kafka's name for the broker-wide default, the type and a line
 // of documentation. Every topicConfigDefs entry has one (a test checks).

@@ -9,8 +9,6 @@ package node
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func init() { register(15, 0, 5, serveDescribeGroups) }
-
 // Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED); the
 // authorized operations (v3+, when asked) are the client's on the group.
 func serveDescribeGroups(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {

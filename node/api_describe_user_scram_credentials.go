@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(50, 0, 0, serveDescribeUserScramCredentials) }
 
 func serveDescribeUserScramCredentials(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)

@@ -36,8 +36,6 @@ import (
 	"github.com/floe-broker/floe/node/partition"
 )
 
-func init() { register(1, 4, 12, serveFetch) }
-
 // fetchWait is a parked fetch.
 type fetchWait struct {
 	req     *kmsg.FetchRequest
@@ -172,17 +170,9 @@ func (r *Reactor) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartitio
 	// Non-flexible versions encode nil bytes as a null (-1) length, which
 	// clients reject as a message set size; an empty partition is empty.
 	sp.RecordBatches = []byte{}
-	p, ok := r.byName[topicPartition{topic, rp.Partition}]
-	if !ok {
-		sp.ErrorCode = r.missingPartition(topic, rp.Partition).Code
-		return sp
-	}
-	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
-		sp.ErrorCode = errCode(err)
-		return sp
-	}
-	if !r.leaseHeld(p) {
-		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+	p, code := r.readLeader(topic, rp.Partition, rp.CurrentLeaderEpoch)
+	if p == nil {
+		sp.ErrorCode = code
 		return sp
 	}
 	hw := p.HighWatermark()
@@ -214,6 +204,24 @@ func (r *Reactor) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartitio
 	}
 	*budget -= len(data)
 	return sp
+}
+
+// readLeader returns the partition whose reads (Fetch, ListOffsets) this
+// broker serves, or the error code to answer instead: the partition is not
+// here, the client's leader epoch is not the current one (checkLeaderEpoch),
+// or this broker does not hold the leader's read lease (lease.go).
+func (r *Reactor) readLeader(topic string, part, currentEpoch int32) (*partition.Partition, int16) {
+	p, ok := r.byName[topicPartition{topic, part}]
+	if !ok {
+		return nil, r.missingPartition(topic, part).Code
+	}
+	if err := checkLeaderEpoch(p, currentEpoch); err != nil {
+		return nil, errCode(err)
+	}
+	if !r.leaseHeld(p) {
+		return nil, kerr.NotLeaderForPartition.Code
+	}
+	return p, 0
 }
 
 // checkLeaderEpoch compares a client's idea of the leader epoch (-1: none)

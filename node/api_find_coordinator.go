@@ -20,8 +20,6 @@ import (
 	"github.com/floe-broker/floe/node/group"
 )
 
-func init() { register(10, 0, 4, serveFindCoordinator) }
-
 // Authorization: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on
 // the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per key.
 func serveFindCoordinator(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {

@@ -5,8 +5,6 @@ package node
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func init() { register(12, 0, 4, serveHeartbeat) }
-
 // Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED).
 func serveHeartbeat(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.HeartbeatRequest)

@@ -31,33 +31,17 @@ import (
 	"github.com/floe-broker/floe/node/controller"
 )
 
-func init() { register(44, 0, 1, serveIncrementalAlterConfigs) }
+func serveIncrementalAlterConfigs(r *Reactor, c Client, req kmsg.Request, respond func(kmsg.Response)) {
+	r.alterConfigs(c, req, respond) // api_alter_configs.go
+}
 
-func serveIncrementalAlterConfigs(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
-	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
-	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	az := r.authorize(c, req)
-	resp.Resources = make([]kmsg.IncrementalAlterConfigsResponseResource, len(req.Resources))
-	keys := make([]configResourceKey, len(req.Resources))
-	for i, rr := range req.Resources {
-		sr := &resp.Resources[i]
-		*sr = kmsg.NewIncrementalAlterConfigsResponseResource()
-		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		keys[i] = configResourceKey{rr.ResourceType, rr.ResourceName}
+// planIncrementalResource plans one resource's change: a role's members
+// (roles.go), or configs.
+func (r *Reactor) planIncrementalResource(rr kmsg.IncrementalAlterConfigsRequestResource) (*controller.Command, error) {
+	if rr.ResourceType == roleConfigResource {
+		return r.planRoleChange(rr)
 	}
-	r.alterResources(keys, req.ValidateOnly,
-		func(i int) (*controller.Command, error) {
-			rr := req.Resources[i]
-			if err := az.configResource(rr.ResourceType, rr.ResourceName, true); err != nil {
-				return nil, err
-			}
-			if rr.ResourceType == roleConfigResource {
-				return r.planRoleChange(rr)
-			}
-			return configCommand(r.planIncrementalConfigs(rr))
-		},
-		func(i int, err error) { resp.Resources[i].ErrorCode, resp.Resources[i].ErrorMessage = errParts(err) },
-		func() { respond(resp) })
+	return configCommand(r.planIncrementalConfigs(rr))
 }
 
 // planIncrementalConfigs checks one resource's operations and returns the

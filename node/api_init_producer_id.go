@@ -29,8 +29,6 @@ import (
 	"github.com/floe-broker/floe/node/controller"
 )
 
-func init() { register(22, 0, 4, serveInitProducerID) }
-
 func serveInitProducerID(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)

@@ -9,8 +9,6 @@ package node
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func init() { register(11, 0, 9, serveJoinGroup) }
-
 // Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED).
 func serveJoinGroup(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.JoinGroupRequest)

@@ -7,8 +7,6 @@ package node
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func init() { register(13, 0, 5, serveLeaveGroup) }
-
 // Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED).
 func serveLeaveGroup(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.LeaveGroupRequest)

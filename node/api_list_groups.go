@@ -11,8 +11,6 @@ import (
 	"github.com/floe-broker/floe/node/acl"
 )
 
-func init() { register(16, 0, 4, serveListGroups) }
-
 // Authorization: DESCRIBE on the cluster lists every group; without it,
 // only the groups the client may DESCRIBE are listed (no error, as Kafka).
 func serveListGroups(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {

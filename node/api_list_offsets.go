@@ -16,14 +16,11 @@ package node
 import (
 	"errors"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/node/partition"
 	"github.com/floe-broker/floe/node/records"
 )
-
-func init() { register(2, 1, 6, serveListOffsets) }
 
 func serveListOffsets(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
@@ -33,34 +30,26 @@ func serveListOffsets(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
-			if denied[rt.Topic] {
-				sp := kmsg.NewListOffsetsResponseTopicPartition()
-				sp.Partition, sp.ErrorCode, sp.Timestamp, sp.Offset, sp.LeaderEpoch = rp.Partition, errTopicAuth.Code, -1, -1, -1
-				st.Partitions = append(st.Partitions, sp)
-				continue
-			}
-			st.Partitions = append(st.Partitions, r.listOffset(rt.Topic, rp))
+			st.Partitions = append(st.Partitions, r.listOffset(rt.Topic, rp, denied[rt.Topic]))
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	respond(resp)
 }
 
-func (r *Reactor) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartition) kmsg.ListOffsetsResponseTopicPartition {
+// listOffset answers one partition (TOPIC_AUTHORIZATION_FAILED when its
+// topic is denied).
+func (r *Reactor) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartition, denied bool) kmsg.ListOffsetsResponseTopicPartition {
 	sp := kmsg.NewListOffsetsResponseTopicPartition()
 	sp.Partition = rp.Partition
 	sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
-	p, ok := r.byName[topicPartition{topic, rp.Partition}]
-	if !ok {
-		sp.ErrorCode = r.missingPartition(topic, rp.Partition).Code
+	if denied {
+		sp.ErrorCode = errTopicAuth.Code
 		return sp
 	}
-	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
-		sp.ErrorCode = errCode(err)
-		return sp
-	}
-	if !r.leaseHeld(p) {
-		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+	p, code := r.readLeader(topic, rp.Partition, rp.CurrentLeaderEpoch)
+	if p == nil {
+		sp.ErrorCode = code
 		return sp
 	}
 	sp.LeaderEpoch = int32(p.Term())

@@ -15,8 +15,6 @@ import (
 	"github.com/floe-broker/floe/node/controller"
 )
 
-func init() { register(46, 0, 0, serveListPartitionReassignments) }
-
 // Authorization: DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 func serveListPartitionReassignments(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)

@@ -42,8 +42,6 @@ import (
 	"github.com/floe-broker/floe/node/controller"
 )
 
-func init() { register(3, 0, 12, serveMetadata) }
-
 func serveMetadata(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)

@@ -8,8 +8,6 @@ package node
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func init() { register(8, 0, 8, serveOffsetCommit) }
-
 // Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED on every
 // partition), then READ on each topic (TOPIC_AUTHORIZATION_FAILED on its
 // partitions, while the others are committed).

@@ -7,8 +7,6 @@ package node
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func init() { register(47, 0, 0, serveOffsetDelete) }
-
 // Authorization: DELETE on the group (GROUP_AUTHORIZATION_FAILED), then
 // READ on each topic (TOPIC_AUTHORIZATION_FAILED on its partitions, while
 // the others are deleted).

@@ -18,8 +18,6 @@ import (
 	"github.com/floe-broker/floe/node/group"
 )
 
-func init() { register(9, 0, 8, serveOffsetFetch) }
-
 // Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED, set as
 // a coordinator error is), then DESCRIBE on each topic named
 // (TOPIC_AUTHORIZATION_FAILED on its partitions); when every committed

@@ -14,8 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(23, 0, 4, serveOffsetForLeaderEpoch) }
-
 // Authorization: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED on its
 // partitions); a broker's own request (ReplicaID >= 0) would need
 // CLUSTER_ACTION, but Floe's brokers replicate through Raft and never send

@@ -38,8 +38,6 @@ import (
 	"github.com/floe-broker/floe/node/records"
 )
 
-func init() { register(0, 0, 11, serveProduce) }
-
 // produceTimeoutDefault applies when a client sends no timeout.
 const produceTimeoutDefault = 30 * time.Second
 

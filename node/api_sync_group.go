@@ -6,8 +6,6 @@ package node
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func init() { register(14, 0, 5, serveSyncGroup) }
-
 // Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED).
 func serveSyncGroup(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.SyncGroupRequest)

@@ -14,8 +14,6 @@ import (
 	"github.com/floe-broker/floe/node/controller"
 )
 
-func init() { register(64, 0, 0, serveUnregisterBroker) }
-
 // Authorization: ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 func serveUnregisterBroker(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.UnregisterBrokerRequest)

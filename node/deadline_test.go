@@ -332,9 +332,9 @@ func TestMajorityLossEveryAPIAnswersInTime(t *testing.T) {
 func checkEveryAPI(t *testing.T, c *cluster, id int32, cases map[int16]apiCase) {
 	t.Helper()
 	var missing []string
-	for _, k := range sortedKeys(apis) {
-		if _, ok := cases[k]; !ok {
-			missing = append(missing, kmsg.NameForKey(k))
+	for _, v := range Versions() {
+		if _, ok := cases[v.Key]; !ok {
+			missing = append(missing, kmsg.NameForKey(v.Key))
 		}
 	}
 	if len(missing) > 0 {
@@ -404,8 +404,9 @@ func TestEveryAPIHasAnExpiryAnswer(t *testing.T) {
 	c := newCluster(t, 1, 1)
 	c.waitReady()
 	r := c.nodes[1].r
-	for _, k := range sortedKeys(apis) {
-		for v := apis[k].min; v <= apis[k].max; v++ {
+	for _, a := range Versions() {
+		k := a.Key
+		for v := a.Min; v <= a.Max; v++ {
 			req := kmsg.RequestForKey(k)
 			req.SetVersion(v)
 			resp := expiredAnswer(r, req)
@@ -427,10 +428,10 @@ func TestEveryAPIHasAnExpiryAnswer(t *testing.T) {
 func TestDeadlineAnswersAHandlerThatNeverDoes(t *testing.T) {
 	c := newCluster(t, 1, 2)
 	c.waitReady()
-	saved := apis[12]
-	t.Cleanup(func() { apis[12] = saved })
+	saved := apis[kmsg.Heartbeat]
+	t.Cleanup(func() { apis[kmsg.Heartbeat] = saved })
 	var parked func(kmsg.Response)
-	apis[12] = api{min: saved.min, max: saved.max, serve: func(_ *Reactor, _ Client, _ kmsg.Request, respond func(kmsg.Response)) {
+	apis[kmsg.Heartbeat] = api{min: saved.min, max: saved.max, serve: func(_ *Reactor, _ Client, _ kmsg.Request, respond func(kmsg.Response)) {
 		parked = respond
 	}}
 	req := kmsg.NewPtrHeartbeatRequest()

@@ -22,33 +22,9 @@ type APIRange struct {
 }
 
 // handler serves one Kafka API. It must call respond exactly once (with nil
-// when the request gets no response), now or from a later event.
+// when the request gets no response), now or from a later event. The
+// handlers are listed in apis (apis.go).
 type handler func(r *Reactor, c Client, req kmsg.Request, respond func(kmsg.Response))
-
-type api struct {
-	min, max int16
-	serve    handler
-}
-
-// apis is the table of Kafka APIs this broker serves, by key. Each entry's
-// file (api_*.go) says why its range is what it is. ApiVersions itself is
-// answered by the protocol server from this table.
-var apis = map[int16]api{}
-
-func register(key int16, min, max int16, h handler) {
-	apis[key] = api{min: min, max: max, serve: h}
-}
-
-// Versions returns the advertised version table, sorted by key, including
-// ApiVersions (0-3) which the protocol server answers.
-func Versions() []APIRange {
-	out := []APIRange{{Key: 18, Min: 0, Max: 3}}
-	for _, k := range sortedKeys(apis) {
-		a := apis[k]
-		out = append(out, APIRange{Key: k, Min: a.min, Max: a.max})
-	}
-	return out
-}
 
 // HandleRequest serves one decoded client request. The protocol server has
 // already checked the version against Versions; a request it could not map
@@ -56,8 +32,8 @@ func Versions() []APIRange {
 // called exactly once: a request the handler leaves waiting is answered by
 // its deadline at the latest (deadline.go).
 func (r *Reactor) HandleRequest(c Client, req kmsg.Request, respond func(kmsg.Response)) {
-	a, ok := apis[req.Key()]
-	if !ok || r.stopped {
+	a := apiFor(req.Key())
+	if a.serve == nil || r.stopped {
 		respond(nil)
 		return
 	}

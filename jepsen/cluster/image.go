@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -19,10 +18,6 @@ type Build struct {
 	Pkg       string // package path relative to ModuleDir, e.g. ./cmd/floe
 	Out       string // where the binary goes
 	Tags      []string
-	// Extra are files added to the build through go build -overlay,
-	// without touching the tree: path relative to ModuleDir -> contents.
-	// The suite uses it to switch planted bugs on from the environment.
-	Extra map[string][]byte
 }
 
 // BuildBinary builds a static Linux binary (CGO_ENABLED=0), so it runs in
@@ -31,14 +26,6 @@ func BuildBinary(ctx context.Context, log io.Writer, b Build) error {
 	args := []string{"build", "-trimpath", "-o", b.Out}
 	if len(b.Tags) > 0 {
 		args = append(args, "-tags", strings.Join(b.Tags, ","))
-	}
-	if len(b.Extra) > 0 {
-		overlay, cleanup, err := writeOverlay(b.ModuleDir, b.Extra)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-		args = append(args, "-overlay", overlay)
 	}
 	args = append(args, b.Pkg)
 	cmd := exec.CommandContext(ctx, "go", args...)
@@ -50,36 +37,6 @@ func BuildBinary(ctx context.Context, log io.Writer, b Build) error {
 		return fmt.Errorf("building %s: %w", b.Pkg, err)
 	}
 	return nil
-}
-
-// writeOverlay writes extra files to a temporary directory and the
-// go build -overlay file that maps them into the module.
-func writeOverlay(moduleDir string, extra map[string][]byte) (string, func(), error) {
-	dir, err := os.MkdirTemp("", "floe-jepsen-overlay-")
-	if err != nil {
-		return "", nil, err
-	}
-	cleanup := func() { os.RemoveAll(dir) }
-	replace := map[string]string{}
-	i := 0
-	for rel, body := range extra {
-		i++
-		file := filepath.Join(dir, fmt.Sprintf("%d.go", i))
-		if err := os.WriteFile(file, body, 0o644); err != nil {
-			cleanup()
-			return "", nil, err
-		}
-		replace[filepath.Join(moduleDir, rel)] = file
-	}
-	b, err := json.Marshal(map[string]any{"Replace": replace})
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "overlay.json"), b, 0o644)
-	}
-	if err != nil {
-		cleanup()
-		return "", nil, err
-	}
-	return filepath.Join(dir, "overlay.json"), cleanup, nil
 }
 
 // BuildImage builds the image tag from the static binary at binary with

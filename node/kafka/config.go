@@ -25,8 +25,10 @@ type Config struct {
 	// their response; at the limit the server stops reading from that
 	// connection (backpressure through TCP). Default 128.
 	MaxInFlightPerConn int
-	// Versions is the advertised table: the APIs the handler implements.
-	// Default DefaultVersions(). ApiVersions itself is always the server's.
+	// Versions lists the APIs the handler implements, at the versions it
+	// serves; nil: none. The server advertises them and its own
+	// (ServerAPIs), and checks every request against that table before
+	// decoding it.
 	Versions []ApiRange
 	// IdleTimeout closes a connection that sends nothing and awaits no
 	// response for this long (Kafka's connections.max.idle.ms), and one
@@ -104,9 +106,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxInFlightPerConn <= 0 {
 		c.MaxInFlightPerConn = DefaultMaxInFlightPerConn
-	}
-	if c.Versions == nil {
-		c.Versions = DefaultVersions()
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout

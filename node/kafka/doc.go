@@ -2,8 +2,10 @@
 // sockets and turns bytes into kmsg requests for a Handler, and the
 // Handler's kmsg responses back into bytes, using
 // github.com/twmb/franz-go/pkg/kmsg for the codec. It implements no Kafka
-// API itself except ApiVersions (18_api_versions.go); the node implements
-// the rest behind Handler.
+// API itself except ApiVersions (18_api_versions.go) and, for a handler
+// without SASL, SaslHandshake's refusal (probe.go): ServerAPIs lists them.
+// The node implements the rest behind Handler, at the versions
+// Config.Versions gives (node.Versions, the node's one table).
 //
 // Per connection (conn.go) a reader goroutine reads frames, checks each
 // size prefix against MaxRequestBytes, checks the API key and version

@@ -504,8 +504,14 @@ func TestVersionTable(t *testing.T) {
 	if tab.lookup(saslHandshakeKey).max != saslHandshakeVersionMax {
 		t.Fatalf("SaslHandshake not the server's own: %+v", tab.lookup(saslHandshakeKey))
 	}
-	// The default table must be servable as it stands.
-	if _, problems := newVersionTable(DefaultVersions()); len(problems) != 0 {
-		t.Fatalf("DefaultVersions: %q", problems)
+	// With nothing from the handler, the table is the server's own APIs.
+	own, problems := newVersionTable(nil)
+	if len(problems) != 0 || len(own.apiKeys) != len(ServerAPIs()) {
+		t.Fatalf("server's own table %+v, problems %q", own.apiKeys, problems)
+	}
+	for i, r := range ServerAPIs() {
+		if k := own.apiKeys[i]; k.ApiKey != r.Key || k.MinVersion != r.MinVersion || k.MaxVersion != r.MaxVersion {
+			t.Fatalf("server's own table %+v, ServerAPIs %+v", own.apiKeys, ServerAPIs())
+		}
 	}
 }

@@ -23,54 +23,17 @@ const (
 	apiVersionsVersionMax = 4
 )
 
-// DefaultVersions is the table Floe's node is meant to advertise once every
-// listed API has its handler; the node passes the table of what it
-// actually implements in Config.Versions. Why each range (see
-// docs kafka-notes.md):
-//
-//   - Produce 0-11: minimum 0 because librdkafka up to 2.11 (kcat)
-//     compresses only when Produce 0 is in range (librdkafka issue 4956,
-//     KAFKA-18659); as Kafka 4 does, the handler answers v0-2 (message
-//     format v0/v1) with UNSUPPORTED_VERSION.
-//     3 and 7 must be in range for librdkafka's idempotence and zstd. v12
-//     is tied to KIP-890 transactions (transaction.version 2, which Floe
-//     does not advertise), v13 to topic IDs.
-//   - Fetch 4-12: 4 and 10 for librdkafka (10 enables zstd consumption);
-//     9+ carries leader epochs, so OffsetForLeaderEpoch is listed too and
-//     the node must answer both correctly (epoch = Raft term). v13 uses
-//     topic IDs.
-//   - ListOffsets 1-6 (librdkafka needs 1; v7 adds max-timestamp lookup).
-//   - Metadata 0-12 (v10+ carry topic IDs, which may be zero; v13 is KIP-1102).
-//   - CreateTopics 0-7, DeleteTopics 0-5 (v6 may name topics by ID only),
-//     CreatePartitions 0-3, DescribeConfigs 0-4, AlterConfigs 0-2,
-//     IncrementalAlterConfigs 0-1, DeleteRecords 0-2.
-//   - InitProducerId 0-4 (librdkafka needs 0; v3+ may ask to bump an
-//     existing producer's epoch, KIP-360; v5+ is KIP-890).
-//   - OffsetForLeaderEpoch 0-4.
-//   - ApiVersions 0-4, answered by the server whatever the table says.
-//
-// Group APIs are not listed here (the node advertises what it serves).
-// The SASL APIs (17, 36) are the server's own, like ApiVersions, and are
-// always in the table (auth.go). Beware: librdkafka also enables lz4
-// only when FindCoordinator v0 is advertised (its feature map takes it as
-// "broker >= 0.8.2"); until FindCoordinator is served, kcat sends batches
-// it was asked to lz4-compress uncompressed (TestKcat shows both ways).
-func DefaultVersions() []ApiRange {
+// ServerAPIs are the APIs the server answers itself, whatever the handler
+// serves: ApiVersions (18_api_versions.go), and the SASL APIs
+// SaslHandshake and SaslAuthenticate (auth.go; on a listener without SASL
+// the handshake is refused, probe.go). The handler's APIs come in
+// Config.Versions; Floe's node lists them in one table (node/apis.go). An
+// API the server answers is added here, in key order.
+func ServerAPIs() []ApiRange {
 	return []ApiRange{
-		{Key: 0, MinVersion: 0, MaxVersion: 11}, // Produce
-		{Key: 1, MinVersion: 4, MaxVersion: 12}, // Fetch
-		{Key: 2, MinVersion: 1, MaxVersion: 6},  // ListOffsets
-		{Key: 3, MinVersion: 0, MaxVersion: 12}, // Metadata
-		{Key: 18, MinVersion: 0, MaxVersion: 4}, // ApiVersions
-		{Key: 19, MinVersion: 0, MaxVersion: 7}, // CreateTopics
-		{Key: 20, MinVersion: 0, MaxVersion: 5}, // DeleteTopics
-		{Key: 21, MinVersion: 0, MaxVersion: 2}, // DeleteRecords
-		{Key: 22, MinVersion: 0, MaxVersion: 4}, // InitProducerId
-		{Key: 23, MinVersion: 0, MaxVersion: 4}, // OffsetForLeaderEpoch
-		{Key: 32, MinVersion: 0, MaxVersion: 4}, // DescribeConfigs
-		{Key: 33, MinVersion: 0, MaxVersion: 2}, // AlterConfigs
-		{Key: 37, MinVersion: 0, MaxVersion: 3}, // CreatePartitions
-		{Key: 44, MinVersion: 0, MaxVersion: 1}, // IncrementalAlterConfigs
+		{Key: saslHandshakeKey, MinVersion: 0, MaxVersion: saslHandshakeVersionMax},
+		{Key: apiVersionsKey, MinVersion: 0, MaxVersion: apiVersionsVersionMax},
+		{Key: saslAuthenticateKey, MinVersion: 0, MaxVersion: saslAuthenticateVersionMax},
 	}
 }
 
@@ -116,9 +79,9 @@ func newVersionTable(ranges []ApiRange) (*versionTable, []string) {
 		}
 		t.byKey[r.Key] = versionRange{min: r.MinVersion, max: r.MaxVersion, advertised: true}
 	}
-	t.byKey[apiVersionsKey] = versionRange{min: 0, max: apiVersionsVersionMax, advertised: true}
-	t.byKey[saslHandshakeKey] = versionRange{min: 0, max: saslHandshakeVersionMax, advertised: true}
-	t.byKey[saslAuthenticateKey] = versionRange{min: 0, max: saslAuthenticateVersionMax, advertised: true}
+	for _, r := range ServerAPIs() {
+		t.byKey[r.Key] = versionRange{min: r.MinVersion, max: r.MaxVersion, advertised: true}
+	}
 	for key, r := range t.byKey {
 		if r.advertised {
 			t.apiKeys = append(t.apiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: int16(key), MinVersion: r.min, MaxVersion: r.max})

@@ -137,16 +137,34 @@ func (h Header) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDel
 // NextOffset is the offset following the batch: where the next batch starts.
 func (h Header) NextOffset() int64 { return h.LastOffset() + 1 }
 
+// Timestamp is the timestamp (ms) of record r of this batch: the broker's
+// append time for the whole batch when it has one, else the record's own.
+func (h Header) Timestamp(r Record) int64 {
+	if h.HasLogAppendTime() {
+		return h.MaxTimestamp
+	}
+	return h.BaseTimestamp + r.TimestampDelta
+}
+
 // ParseHeader decodes the header at the start of b. It checks only what the
 // header itself can show: enough bytes for it, magic 2, and a batchLength no
 // smaller than an empty batch. b may hold just the header (a reader deciding
 // how much more to read); Verify, Split and Validate check whole batches.
 func ParseHeader(b []byte) (Header, error) {
+	var h Header
+	err := h.parse(b)
+	return h, err
+}
+
+// parse decodes the header at the start of b into h, with ParseHeader's
+// checks. Filling h in place keeps ParseBatch, on the log's append path,
+// free of copies of the header.
+func (h *Header) parse(b []byte) error {
 	if len(b) < HeaderBytes {
-		return Header{}, corrupt(ErrTruncated, fmt.Sprintf("%d bytes, a batch header needs %d", len(b), HeaderBytes))
+		return corrupt(ErrTruncated, fmt.Sprintf("%d bytes, a batch header needs %d", len(b), HeaderBytes))
 	}
 	be := binary.BigEndian
-	h := Header{
+	*h = Header{
 		BaseOffset:           int64(be.Uint64(b[offBaseOffset:])),
 		BatchLength:          int32(be.Uint32(b[offBatchLength:])),
 		PartitionLeaderEpoch: int32(be.Uint32(b[offLeaderEpoch:])),
@@ -162,12 +180,12 @@ func ParseHeader(b []byte) (Header, error) {
 		RecordCount:          int32(be.Uint32(b[offRecordCount:])),
 	}
 	if h.Magic != Magic {
-		return h, corrupt(ErrMagic, fmt.Sprintf("magic %d", h.Magic))
+		return corrupt(ErrMagic, fmt.Sprintf("magic %d", h.Magic))
 	}
 	if h.BatchLength < minBatchLength {
-		return h, corrupt(ErrBatchLength, fmt.Sprintf("batchLength %d is below the minimum %d", h.BatchLength, minBatchLength))
+		return corrupt(ErrBatchLength, fmt.Sprintf("batchLength %d is below the minimum %d", h.BatchLength, minBatchLength))
 	}
-	return h, nil
+	return nil
 }
 
 // Verify checks that b is exactly one well-formed batch whose CRC matches.
@@ -234,7 +252,7 @@ func SetPartitionLeaderEpoch(b []byte, epoch int32) error {
 // attributes bit 3, writes ts (ms) as maxTimestamp, and recomputes the CRC.
 // b must be one whole batch.
 func SetLogAppendTime(b []byte, ts int64) error {
-	h, err := wholeBatch(b)
+	h, err := ParseBatch(b)
 	if err != nil {
 		return err
 	}
@@ -249,7 +267,7 @@ func SetLogAppendTime(b []byte, ts int64) error {
 // maximum record timestamp this way (Summary.MaxTimestamp has it); b must
 // be one whole batch.
 func SetMaxTimestamp(b []byte, ts int64) error {
-	if _, err := wholeBatch(b); err != nil {
+	if _, err := ParseBatch(b); err != nil {
 		return err
 	}
 	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(ts))
@@ -257,14 +275,12 @@ func SetMaxTimestamp(b []byte, ts int64) error {
 	return nil
 }
 
-// wholeBatch parses b's header and checks b is exactly that batch.
-func wholeBatch(b []byte) (Header, error) {
-	h, err := ParseHeader(b)
-	if err != nil {
-		return h, err
+// ParseBatch decodes the header of b and checks that b is exactly that one
+// batch. It checks framing only, not the CRC or the records: it is what the
+// log checks of every batch it appends (validated before) or reads back.
+func ParseBatch(b []byte) (h Header, err error) {
+	if err = h.parse(b); err == nil && h.Size() != len(b) {
+		err = corrupt(ErrBatchLength, fmt.Sprintf("batchLength %d says %d bytes, have %d", h.BatchLength, h.Size(), len(b)))
 	}
-	if h.Size() != len(b) {
-		return h, corrupt(ErrBatchLength, fmt.Sprintf("batchLength %d says %d bytes, have %d", h.BatchLength, h.Size(), len(b)))
-	}
-	return h, nil
+	return h, err
 }

@@ -56,6 +56,11 @@ const (
 	xerialChunkBytes  = 32 << 10 // what snappy-java writes
 )
 
+// xerialFramed tells a xerial-framed snappy payload from a raw block.
+func xerialFramed(payload []byte) bool {
+	return len(payload) >= xerialHeaderBytes && bytes.HasPrefix(payload, xerialMagic)
+}
+
 // zstdWindowBytesMax bounds the zstd window a payload may ask for: the
 // reference decoder's default limit (ZSTD_WINDOWLOG_LIMIT_DEFAULT = 27), so
 // whatever a Kafka client can read, Floe accepts, and nothing larger is
@@ -142,7 +147,7 @@ func (d *decompressor) open(c Codec, payload []byte, decodedBytesMax int) (*errR
 // decoder: the s2 decoder also accepts s2 extensions that Kafka clients'
 // snappy decoders reject, and Floe must not store what consumers cannot read.
 func (d *decompressor) snappy(payload []byte, decodedBytesMax int) (io.Reader, error) {
-	if len(payload) >= xerialHeaderBytes && bytes.HasPrefix(payload, xerialMagic) {
+	if xerialFramed(payload) {
 		d.xr.reset(payload[xerialHeaderBytes:], decodedBytesMax)
 		return &d.xr, nil
 	}

@@ -2,6 +2,13 @@
 // Floe receives from producers, stores in its log (one batch per Raft data
 // entry) and serves to consumers. batch.go draws the layout.
 //
+// It is the one copy of the format in the broker: the node checks produced
+// batches with it, and logstore reads and rewrites stored batches with it
+// (append checks, OffsetForTime, compaction). So it is a leaf package: it
+// imports nothing from Floe (TestLeafPackage). sim/batch.go decodes batches
+// on its own, on purpose: the simulator's checkers stay an independent
+// reading of the format.
+//
 // It is pure, deterministic core code: no I/O, clock, goroutines or global
 // randomness. Decoders are pooled with sync.Pool, which changes no output.
 //
@@ -14,11 +21,15 @@
 //     error codes; ErrorCode maps an error to the code). It decompresses as
 //     a stream and walks every record; one small allocation per call.
 //   - Verify: framing and CRC only, for batches validated before (read back
-//     from disk, received from a peer).
+//     from disk, received from a peer). ParseBatch: framing only, no CRC
+//     (the log's append check).
 //   - SetBaseOffset, SetPartitionLeaderEpoch: in place, CRC untouched (it
 //     does not cover them). SetLogAppendTime, SetMaxTimestamp: in place,
 //     CRC recomputed.
-//   - Records: iterate the records of a batch, any codec.
+//   - Records: iterate the records of a batch, any codec. Header.Timestamp:
+//     a record's timestamp under the batch's timestamp type.
+//   - Filter: drop records from a batch, keeping its offsets, timestamps,
+//     producer fields, codec and snappy framing (log compaction).
 //   - Build: make a batch (tests, control batches, the CLI, compaction).
 //   - MarkerRecord, ParseMarker, BuildMarker: transaction markers.
 //

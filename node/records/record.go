@@ -42,7 +42,7 @@ const DefaultDecompressedBytesMax = 256 << 20
 // slice in it are valid only during the call: copy what you keep. batch
 // must be one whole batch; its CRC is not checked (Verify or Validate do).
 func Records(batch []byte, fn func(r Record) error) error {
-	h, err := wholeBatch(batch)
+	h, err := ParseBatch(batch)
 	if err != nil {
 		return err
 	}

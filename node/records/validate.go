@@ -62,7 +62,7 @@ func Validate(b []byte, maxMessageBytes int) (Header, error) {
 // that retrying cannot fix. ValidateWith never modifies b.
 func ValidateWith(b []byte, opts ValidateOptions) (Summary, error) {
 	s := Summary{MinTimestamp: NoTimestamp, MaxTimestamp: NoTimestamp}
-	h, err := wholeBatch(b)
+	h, err := ParseBatch(b)
 	s.Header = h
 	if err != nil {
 		return s, err

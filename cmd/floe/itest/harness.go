@@ -59,52 +59,10 @@ func BuildTagged(dir string, tags ...string) (string, error) {
 }
 
 // BuildPlanted is Build with Floe's planted bugs compiled in (build tag
-// floe_bugs, see internal/plant) and a switch that plants the bugs named in
-// the environment variable FLOE_PLANT (comma-separated) when floe starts:
-// pass it with WithEnv. The switch is added through go build -overlay, so
-// the source tree is not touched.
-func BuildPlanted(dir string) (string, error) {
-	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", "github.com/floe-broker/floe/cmd/floe").Output()
-	if err != nil {
-		return "", fmt.Errorf("go list cmd/floe: %v", err)
-	}
-	switchFile := filepath.Join(dir, "zz_itest_plant.go")
-	if err := os.WriteFile(switchFile, plantSwitch, 0o644); err != nil {
-		return "", err
-	}
-	overlay := filepath.Join(dir, "overlay.json")
-	target := filepath.Join(strings.TrimSpace(string(out)), "zz_itest_plant.go")
-	if err := os.WriteFile(overlay, []byte(fmt.Sprintf(`{"Replace":{%q:%q}}`, target, switchFile)), 0o644); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "floe-planted")
-	cmd := exec.Command("go", "build", "-tags", "floe_bugs", "-overlay", overlay, "-o", bin, "github.com/floe-broker/floe/cmd/floe")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build planted floe: %v\n%s", err, out)
-	}
-	return bin, nil
-}
-
-// plantSwitch joins cmd/floe's main package in a BuildPlanted binary.
-var plantSwitch = []byte(`//go:build floe_bugs
-
-package main
-
-import (
-	"os"
-	"strings"
-
-	"github.com/floe-broker/floe/internal/plant"
-)
-
-func init() {
-	for _, name := range strings.Split(os.Getenv("FLOE_PLANT"), ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			plant.Set(name)
-		}
-	}
-}
-`)
+// floe_bugs, see internal/plant). Such a binary plants the bugs named in
+// the environment variable FLOE_PLANT (comma-separated) when it starts:
+// pass it with WithEnv.
+func BuildPlanted(dir string) (string, error) { return BuildTagged(dir, "floe_bugs") }
 
 // Option changes how StartBroker starts a broker.
 type Option func(*brokerConfig)

@@ -106,8 +106,7 @@ func prepare(ctx context.Context, o options, log io.Writer) (*cluster.Cluster, *
 	}
 	b := cluster.Build{ModuleDir: mod, Pkg: o.pkg, Out: bin, Tags: tags}
 	if o.plant != "" {
-		b.Tags = append(b.Tags, "floe_bugs")
-		b.Extra = map[string][]byte{filepath.Join(o.pkg, "zz_jepsen_plant.go"): plantSwitch}
+		b.Tags = append(b.Tags, "floe_bugs") // plants what FLOE_PLANT names (internal/plant)
 	}
 	if err := cluster.BuildBinary(ctx, log, b); err != nil {
 		return nil, nil, err
@@ -132,29 +131,6 @@ func prepare(ctx context.Context, o options, log io.Writer) (*cluster.Cluster, *
 	c, err := cluster.New(cfg)
 	return c, sec, err
 }
-
-// plantSwitch is added to the broker's main package (go build -overlay,
-// the tree is untouched) in a --plant build: it plants the bugs named in
-// FLOE_PLANT (comma-separated internal/plant names) when the binary starts.
-var plantSwitch = []byte(`//go:build floe_bugs
-
-package main
-
-import (
-	"os"
-	"strings"
-
-	"github.com/floe-broker/floe/internal/plant"
-)
-
-func init() {
-	for _, name := range strings.Split(os.Getenv("FLOE_PLANT"), ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			plant.Set(name)
-		}
-	}
-}
-`)
 
 // moduleDir finds the module's root, where the broker is built from.
 func moduleDir() (string, error) {

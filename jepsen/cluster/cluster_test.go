@@ -1,34 +1,6 @@
 package cluster
 
-import (
-	"encoding/json"
-	"os"
-	"path/filepath"
-	"testing"
-)
-
-func TestWriteOverlay(t *testing.T) {
-	overlay, cleanup, err := writeOverlay("/mod", map[string][]byte{"cmd/floe/zz.go": []byte("package main\n")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(overlay)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var o struct{ Replace map[string]string }
-	if err := json.Unmarshal(b, &o); err != nil {
-		t.Fatal(err)
-	}
-	file := o.Replace[filepath.Join("/mod", "cmd/floe/zz.go")]
-	if body, err := os.ReadFile(file); err != nil || string(body) != "package main\n" {
-		t.Fatalf("overlay maps to %q: %q %v", file, body, err)
-	}
-	cleanup()
-	if _, err := os.Stat(filepath.Dir(overlay)); !os.IsNotExist(err) {
-		t.Fatal("cleanup left the overlay directory")
-	}
-}
+import "testing"
 
 func TestNewValidates(t *testing.T) {
 	for _, cfg := range []Config{
