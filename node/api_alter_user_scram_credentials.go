@@ -29,7 +29,6 @@ import (
 	"github.com/floe-broker/floe/node/sasl"
 )
 
-
 // scramMechanismName maps KIP-554's mechanism numbers to names.
 func scramMechanismName(m int8) string {
 	switch m {
