@@ -49,7 +49,7 @@ func TestScenarios(t *testing.T) {
 //	raft-state | raft-log ID | status ID | transfer-state ID
 //	lose-entries ID INDEX [unknown-extent=true] (the member loses its entries
 //	    after INDEX and restarts with a vote fence, as node/repair.go does;
-//	    or as node/groups.go does for a log found truncated) | vote-fence ID
+//	    or as node/replicas.go does for a log found truncated) | vote-fence ID
 type scenarioEnv struct {
 	nodes   []*scenarioNode // nodes[i] has id i+1
 	pending []Message       // the network, in send order
@@ -284,7 +284,7 @@ func (env *scenarioEnv) restart(t *testing.T, n *scenarioNode) string {
 // damaged entries are discarded does (node/repair.go): it records a vote
 // fence of its last index and term, cuts its log (and the commit index it
 // holds) to index, and restarts. With unknownExtent the fence is that of a
-// log found truncated on recovery (node/groups.go): any index, and the
+// log found truncated on recovery (node/replicas.go): any index, and the
 // hard state's term.
 func (env *scenarioEnv) loseEntries(n *scenarioNode, index uint64, unknownExtent bool) string {
 	ms := n.storage.MemoryStorage

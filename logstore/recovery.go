@@ -32,7 +32,7 @@ package logstore
 // What recovery cannot see: a file cut back (a disk losing synced writes)
 // to an entry boundary looks like a clean end, or like a torn write. The
 // node compares the log's end with the commit index the meta record holds
-// (node/groups.go); a loss above that index is not detected.
+// (node/replicas.go); a loss above that index is not detected.
 
 import (
 	"encoding/binary"

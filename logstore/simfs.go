@@ -712,7 +712,7 @@ func (h *simFile) Close() error {
 // CommittedPrefix returns how many leading bytes of segment file name (in
 // the log directory dir) hold entries at or below the commit index the
 // log's newest valid meta record holds. A fault that cuts the file back
-// below it is a loss recovery can see (node/groups.go, recoveryFence); a
+// below it is a loss recovery can see (node/replicas.go, recoveryFence); a
 // cut above it looks like a torn write, and the simulator does not inject
 // one (docs/testing.md). It returns 0 if the file holds no such entry.
 func (f *SimFS) CommittedPrefix(dir, name string) int64 {

@@ -5,7 +5,7 @@ package node
 // Any broker accepts it and forwards the creation to the controller
 // (KIP-590 style). With timeout_ms > 0 it answers, as Kafka does, once
 // every new partition has its leader in this broker's applied metadata
-// (the preferred replica, which serves reads by then: see groups.go on the
+// (the preferred replica, which serves reads by then: see replicas.go on the
 // first election), or REQUEST_TIMED_OUT when the timeout passes first
 // (the topic may then exist all the same). With timeout_ms <= 0 it answers
 // once its own replica of the metadata log has applied the creation.

@@ -96,13 +96,13 @@ func (r *Reactor) metadataReady() (bool, string) {
 	return true, ""
 }
 
-// Ready reports whether the broker serves every partition it holds
+// Serving reports whether the broker serves every partition it holds
 // (/readyz): its metadata is ready (metadataReady) and every local replica
 // knows its partition's leader, so no client is told
 // NOT_LEADER_OR_FOLLOWER for want of an election. A partition that cannot
 // elect (its quorum is down) keeps the broker unready. The reason names
 // what is missing.
-func (r *Reactor) Ready() (bool, string) {
+func (r *Reactor) Serving() (bool, string) {
 	if ok, why := r.metadataReady(); !ok {
 		return false, why
 	}

@@ -57,7 +57,7 @@ func TestRestartedBrokerNeverDeniesAnExistingTopic(t *testing.T) {
 			}
 		}
 		known := code == 0
-		if ready, _ := c.nodes[3].r.Ready(); ready && !known {
+		if ready, _ := c.nodes[3].r.Serving(); ready && !known {
 			t.Fatalf("%s: ready without knowing topic late", phase)
 		}
 		return known
@@ -81,13 +81,13 @@ func TestRestartedBrokerNeverDeniesAnExistingTopic(t *testing.T) {
 	}
 	// Ready once every local replica has a leader (node 2 is still down:
 	// "late" has a quorum of 1 and 3).
-	if !c.runUntil(20*time.Second, func() bool { ok, _ := c.nodes[3].r.Ready(); return ok }) {
-		_, why := c.nodes[3].r.Ready()
+	if !c.runUntil(20*time.Second, func() bool { ok, _ := c.nodes[3].r.Serving(); return ok }) {
+		_, why := c.nodes[3].r.Serving()
 		t.Fatalf("node 3 not ready after catching up: %s", why)
 	}
 }
 
-// Issue 13, bug 8: /readyz (Reactor.Ready) said ready while a local
+// Issue 13, bug 8: /readyz (Reactor.Serving) said ready while a local
 // replica had no leader, so that partition answered
 // NOT_LEADER_OR_FOLLOWER. Ready now means every local replica knows its
 // leader: here a partition on brokers 1 and 2 only, with 2 down, can elect
@@ -113,22 +113,22 @@ func TestReadyNeedsALeaderForEveryLocalReplica(t *testing.T) {
 	var why string
 	if !c.runUntil(20*time.Second, func() bool {
 		var ok bool
-		ok, why = c.nodes[1].r.Ready()
+		ok, why = c.nodes[1].r.Serving()
 		return !ok && strings.Contains(why, "pair-0")
 	}) {
 		t.Fatalf("broker 1 not unready for pair-0, which cannot elect a leader (last reason %q)", why)
 	}
-	if !c.runUntil(20*time.Second, func() bool { ok, _ := c.nodes[3].r.Ready(); return ok }) {
-		_, why := c.nodes[3].r.Ready()
+	if !c.runUntil(20*time.Second, func() bool { ok, _ := c.nodes[3].r.Serving(); return ok }) {
+		_, why := c.nodes[3].r.Serving()
 		t.Fatalf("broker 3 (no replica of pair) not ready: %s", why)
 	}
-	if ok, why := c.nodes[1].r.Ready(); ok || !strings.Contains(why, "pair-0") {
+	if ok, why := c.nodes[1].r.Serving(); ok || !strings.Contains(why, "pair-0") {
 		t.Fatalf("broker 1 ready %v (%q) while pair-0 has no leader", ok, why)
 	}
 	// Broker 2 returns: pair-0 elects, broker 1 is ready again.
 	c.nodes[2].boot()
-	if !c.runUntil(20*time.Second, func() bool { ok, _ := c.nodes[1].r.Ready(); return ok }) {
-		_, why := c.nodes[1].r.Ready()
+	if !c.runUntil(20*time.Second, func() bool { ok, _ := c.nodes[1].r.Serving(); return ok }) {
+		_, why := c.nodes[1].r.Serving()
 		t.Fatalf("broker 1 not ready once pair-0 can elect: %s", why)
 	}
 }

@@ -169,7 +169,7 @@ func (c *cluster) waitReady() {
 			if n.r == nil {
 				continue
 			}
-			if ready, _ := n.r.Ready(); !ready {
+			if ready, _ := n.r.Serving(); !ready {
 				return false
 			}
 			if len(n.r.Metadata().Brokers) < len(c.nodes) {

@@ -45,7 +45,7 @@ type Reactor struct {
 	creating map[string]bool // topics being auto-created
 
 	metadataWaits   []*metadataWait // answers waiting for the metadata to change (leader_wait.go)
-	reconcileQueued bool            // a reconcile round is scheduled (ctl.go openSome)
+	reconcileQueued bool            // a reconcile round is scheduled (controller.go openSome)
 	opensAfterSync  bool            // replicas wait to be opened until the fsync round ends
 
 	settingReplicas map[uint64]bool   // SetReplicas reports in flight, by group
@@ -74,7 +74,7 @@ type Reactor struct {
 	registering   bool                               // a RegisterBroker forward is in flight
 	joinSentTicks uint64
 
-	groups groupCoordinators // consumer group coordinators (groups_glue.go)
+	groups groupCoordinators // consumer group coordinators (coordinators.go)
 	users  userStore         // the SCRAM credential store's glue (users.go)
 
 	sec security // authorization and the audit log (security.go)

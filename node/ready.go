@@ -145,7 +145,7 @@ func (r *Reactor) syncDone(err error) {
 	}
 	if r.opensAfterSync {
 		r.opensAfterSync = false
-		r.reconcile() // opens the next few replicas (ctl.go openSome)
+		r.reconcile() // opens the next few replicas (controller.go openSome)
 	}
 	r.queueProcess()
 }

@@ -31,7 +31,7 @@ import (
 //     votes nor campaigns (consensus/fence.go says why that keeps Raft
 //     safe), and then the fence record is removed.
 //
-// Recovery at open can find loss too (groups.go, recoveryFence): damaged
+// Recovery at open can find loss too (replicas.go, recoveryFence): damaged
 // entries cut from the log, or a log that ends below the commit index its
 // meta record holds (a file cut back by the disk). The same fence applies.
 //

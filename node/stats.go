@@ -36,8 +36,8 @@ type PartitionStats struct {
 	Segments      int
 }
 
-// Snapshot returns a copy of the counters and per-partition figures.
-func (r *Reactor) Snapshot() (Stats, []PartitionStats) {
+// Stats returns a copy of the counters and per-partition figures.
+func (r *Reactor) Stats() (Stats, []PartitionStats) {
 	s := r.stats
 	s.Requests = map[int16]uint64{}
 	for _, k := range sortedKeys(r.stats.Requests) {

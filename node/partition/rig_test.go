@@ -64,7 +64,7 @@ func newRig(t tb, cfg Config) *rig {
 }
 
 // open opens the log (bootstrapping a one-voter group on first boot, as
-// node/groups.go does) and starts a fresh partition and replica on it.
+// node/replicas.go does) and starts a fresh partition and replica on it.
 func (r *rig) open(first bool) {
 	r.t.Helper()
 	log, _, err := logstore.Open(r.fs, r.dir, rigLogOptions)
@@ -87,7 +87,7 @@ func (r *rig) open(first bool) {
 	r.rec.p = r.p
 	rc := consensus.Config{ID: 1, ElectionTicks: 10, HeartbeatTicks: 1, MaxSizePerMsg: 1 << 20,
 		MaxInflightMsgs: 256, CheckQuorum: true, PreVote: true, Rand: rand.New(rand.NewSource(2)),
-		Fresh: log.HardState().Term <= 1} // as node/groups.go raftConfig
+		Fresh: log.HardState().Term <= 1} // as node/replicas.go raftConfig
 	rep, err := replica.New(replica.Config{Group: 16, Raft: rc}, log, r.rec)
 	if err != nil {
 		r.t.Fatalf("replica: %v", err)

@@ -59,7 +59,7 @@ func raftConfig(id uint64) consensus.Config {
 }
 
 // add starts member id on a new log; voters, if any, bootstrap the group
-// as node/groups.go does.
+// as node/replicas.go does.
 func (g *group) add(id uint64, voters ...uint64) *member {
 	m := &member{id: id, fs: logstore.NewSimFS(rand.New(rand.NewSource(int64(id)))), sm: &appSM{}}
 	g.members[id] = m
@@ -92,7 +92,7 @@ func (m *member) openLog(t *testing.T) *logstore.Log {
 
 func (m *member) start(t *testing.T, log *logstore.Log) {
 	rc := raftConfig(m.id)
-	rc.Fresh = log.HardState().Term <= 1 // as node/groups.go raftConfig
+	rc.Fresh = log.HardState().Term <= 1 // as node/replicas.go raftConfig
 	rep, err := New(Config{Group: 16, Raft: rc}, log, m.sm)
 	if err != nil {
 		t.Fatalf("member %d: %v", m.id, err)

@@ -12,7 +12,7 @@ import (
 )
 
 // adminServer (HTTPS with Security.AdminTLS) serves /metrics (Prometheus), /debug/pprof, /healthz (the
-// process and its reactor answer) and /readyz (node.Reactor.Ready: a
+// process and its reactor answer) and /readyz (node.Reactor.Serving: a
 // controller leader is known, the broker is registered, its metadata has
 // caught up with the controller since it started, and every partition
 // replica it holds knows its leader; 503 with the reason otherwise).
@@ -48,7 +48,7 @@ func startAdmin(addr string, b *Broker, tc *tls.Config) (*adminServer, error) {
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		var ready bool
 		var why string
-		if !b.loop.call(func() { ready, why = b.reactor.Ready() }, 2*time.Second) {
+		if !b.loop.call(func() { ready, why = b.reactor.Serving() }, 2*time.Second) {
 			http.Error(w, "reactor not responding", http.StatusServiceUnavailable)
 			return
 		}

@@ -128,7 +128,7 @@ func (c *reactorCollector) Collect(ch chan<- prometheus.Metric) {
 	var st node.Stats
 	var ps []node.PartitionStats
 	var lags []node.GroupLag
-	if !c.b.loop.call(func() { st, ps = c.b.reactor.Snapshot(); lags = c.b.reactor.GroupLags() }, 5*time.Second) {
+	if !c.b.loop.call(func() { st, ps = c.b.reactor.Stats(); lags = c.b.reactor.GroupLags() }, 5*time.Second) {
 		return
 	}
 	for _, l := range lags {

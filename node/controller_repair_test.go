@@ -112,12 +112,12 @@ func TestDamagedControllerLogIsRepairedFromPeers(t *testing.T) {
 	if !c.runUntil(30*time.Second, func() bool {
 		r := c.nodes[x].r
 		_, fenced := r.fences[controller.ControllerGroup]
-		ready, _ := c.nodes[4].r.Ready()
+		ready, _ := c.nodes[4].r.Serving()
 		return ready && r.stats.Repairs > 0 && !fenced && r.controllerLeader() != 0 &&
 			r.Metadata().Topics[topic] != nil && r.ctl.rep.Applied() >= c.nodes[1].r.ctl.rep.Applied()
 	}) {
 		r := c.nodes[x].r
-		ready, why := c.nodes[4].r.Ready()
+		ready, why := c.nodes[4].r.Serving()
 		t.Fatalf("node %d: repairs %d, fences %v, damaged %v, applied %d (node 1: %d); node 4 ready %v (%s)", x, r.stats.Repairs,
 			r.fences, r.ctl.rep.Damaged(), r.ctl.rep.Applied(), c.nodes[1].r.ctl.rep.Applied(), ready, why)
 	}
