@@ -25,7 +25,7 @@ help:
 	@echo "make build    go build -o $(BIN)/floe ./cmd/floe"
 	@echo "make lint     gofmt check, go vet, determinism lint (cmd/floelint)"
 	@echo "make fuzz     run every Fuzz target for FUZZ_TIME (default $(FUZZ_TIME))"
-	@echo "make sim      simulator campaign: SEEDS=N (default 1000), SIM_FLAGS=--corrupt|--reassign"
+	@echo "make sim      simulator campaign: SEEDS=N (default 1000), LONG=1, SIM_FLAGS=--corrupt|--reassign"
 	@echo "make bench    benchmark report (floe vs NATS, disk limit) -> docs/benchmarks.md"
 	@echo "make jepsen   Docker fault-injection suite (~10 min; JEPSEN_MODE=smoke: 5 min)"
 	@echo "make cluster  start a local 3-broker cluster (make cluster-stop stops it)"
@@ -93,12 +93,13 @@ fuzz:
 # SEED_START.. SEED_START+SEEDS-1 of whole clusters under faults, on every
 # core, each history checked; prints failing seeds with their replay command,
 # then seeds, simulated hours, events/s and violations. SIM_FLAGS="--corrupt
-# --reassign" forces disk corruption on in every seed (it is on in about half
-# by default) and adds membership changes (off by default). `go test ./sim`
-# (part of make test) runs 200 seeds.
+# --reassign" forces disk corruption and membership changes on in every seed
+# (each is on in about half by default). LONG=1 runs long seeds (60 to 600
+# simulated seconds of faults each; SEEDS defaults to 100 then). `go test
+# ./sim` (part of make test) runs 200 seeds.
 sim:
-	$(GO) run ./cmd/floe sim --seeds $(or $(SEEDS),1000) --start $(or $(SEED_START),1) \
-		--workers $(or $(SIM_WORKERS),$(shell nproc)) $(SIM_FLAGS)
+	$(GO) run ./cmd/floe sim --seeds $(or $(SEEDS),$(if $(LONG),100,1000)) --start $(or $(SEED_START),1) \
+		--workers $(or $(SIM_WORKERS),$(shell nproc)) $(if $(LONG),--long) $(SIM_FLAGS)
 
 # bench: the benchmark report (scripts/bench/run.sh, about 7-12 minutes):
 # the disk's fsync'd bandwidth, Floe RF=1 and a 3-process RF=3 cluster, NATS

@@ -239,7 +239,9 @@ func (r *Reactor) refreshConfig(t *controller.Topic, p *controller.Partition) {
 }
 
 // reapDoomed deletes the local replicas of partitions no longer placed here
-// (deleted topics, finished reassignments) once no Ready is in flight.
+// (deleted topics, finished reassignments) once no Ready is in flight and
+// the membership change that removed them is committed (removalCommitted),
+// leaving a tombstone of their Raft state (tombstone.go).
 func (r *Reactor) reapDoomed() {
 	for _, g := range sortedKeys(r.doomed) {
 		p, ok := r.parts[g]
@@ -248,8 +250,16 @@ func (r *Reactor) reapDoomed() {
 			continue
 		}
 		rep := p.Replica()
-		if rep.Busy() {
+		if rep.Busy() || !r.removalCommitted(g, rep) {
 			continue
+		}
+		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)
+		if _, _, ok := r.ctl.state.PartitionByGroup(g); ok {
+			// Remember the Raft state for a later return (tombstone.go).
+			if err := writeTombstone(r.env.FS, dir, rep); err != nil {
+				r.env.Logf("node %d: tombstone %s: %v", r.self, dir, err)
+				continue
+			}
 		}
 		p.FailWaiters(errUnknownPartition)
 		r.host.Remove(consensus.GroupID(g))
@@ -258,7 +268,6 @@ func (r *Reactor) reapDoomed() {
 		delete(r.doomed, g)
 		delete(r.opened, g)
 		delete(r.campaignSoon, g)
-		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)
 		_ = rep.Log.Close()
 		if err := removeAll(r.env.FS, dir); err != nil {
 			r.env.Logf("node %d: remove %s: %v", r.self, dir, err)

@@ -22,11 +22,14 @@ import (
 //     one of them, first hands leadership to a wanted voter that is caught
 //     up;
 //  4. when the voters are exactly the target, report SetReplicas to the
-//     controller, which ends the reassignment; brokers that lost their
-//     replica delete it when they apply that.
+//     controller, with the reassignment epoch the walk was made for (a
+//     report of an older epoch is refused), which ends the reassignment;
+//     brokers that lost their replica delete it when they apply that
+//     (reapDoomed: only once the metadata or the replica's own log shows
+//     the removal committed, and leaving a tombstone of its Raft state).
 //
 // A cancelled reassignment (Target cleared) walks back to Replicas the same
-// way. Every step is decided from the applied membership and the leader's
+// way, and is reported the same way. Every step is decided from the applied membership and the leader's
 // progress view, so a new leader picks up where the old one stopped.
 
 // reassignTicks is how often (in ticks) leaders check their membership.
@@ -97,8 +100,8 @@ func (r *Reactor) driveOne(g uint64, p *partition.Partition, cp *controller.Part
 		change(consensus.ConfChange{Type: consensus.ConfRemove, NodeID: id})
 		return
 	}
-	if cp.Target != nil && len(conf.Learners) == 0 && sameIDs(conf.Voters, cp.Target) && !r.settingReplicas[g] {
-		r.reportReplicas(g, cp.Target)
+	if !cp.Settled() && len(conf.Learners) == 0 && sameIDs(conf.Voters, want) && !r.settingReplicas[g] {
+		r.reportReplicas(g, want, cp.ReassignEpoch)
 	}
 }
 
@@ -112,12 +115,17 @@ func (r *Reactor) transferTarget(voters []uint64, wanted map[uint64]bool, progre
 	return 0
 }
 
-func (r *Reactor) reportReplicas(g uint64, replicas []int32) {
+// reportReplicas tells the controller that group g's committed membership
+// is replicas, as asked at reassignment epoch epoch: the controller refuses
+// the report if the partition's membership was changed since (a new target
+// or a cancellation), so a report delayed in flight never records a walk
+// nobody asks for any more.
+func (r *Reactor) reportReplicas(g uint64, replicas []int32, epoch int32) {
 	if r.settingReplicas == nil {
 		r.settingReplicas = map[uint64]bool{}
 	}
 	r.settingReplicas[g] = true
-	cmd := &controller.Command{SetReplicas: &controller.SetReplicas{Group: g, Replicas: append([]int32(nil), replicas...)}}
+	cmd := &controller.Command{SetReplicas: &controller.SetReplicas{Group: g, Replicas: append([]int32(nil), replicas...), Epoch: epoch}}
 	r.propose(cmd, func(controller.Result) { delete(r.settingReplicas, g) })
 }
 

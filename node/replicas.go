@@ -147,6 +147,12 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	if rec.EntriesCut > 0 {
 		r.env.Logf("node %d: %s-%d recovery cut %d entries: %s", r.self, t.Name, p.Index, rec.EntriesCut, rec.Reason)
 	}
+	// A replica placed here again after its removal starts where the
+	// removed one stopped (tombstone.go).
+	if err := restoreTombstone(r.env.FS, partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group), log); err != nil {
+		_ = log.Close()
+		return fmt.Errorf("node: restore %s-%d: %w", t.Name, p.Index, err)
+	}
 	if p.Target == nil && slices.Contains(p.Replicas, int32(r.self)) && !r.everHadConf(p) {
 		voters := make([]uint64, len(p.Replicas))
 		for i, id := range p.Replicas {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -15,7 +16,8 @@ import (
 //	go test ./sim -run '^TestSim$' -seeds 2000      more seeds
 //	go test ./sim -run '^TestSim$' -seed 42 -v      replay one seed
 //	go test ./sim -run '^TestSim$' -corrupt         disk corruption in every seed
-//	go test ./sim -run '^TestSim$' -reassign        with membership changes
+//	go test ./sim -run '^TestSim$' -reassign        membership changes in every seed
+//	go test ./sim -run '^TestSim$' -long -seeds 20  long seeds (60-600 s simulated each)
 //
 // Long campaigns: make sim SEEDS=N (floe sim --seeds N).
 
@@ -24,7 +26,8 @@ const simSeedsDefault = 200
 
 var (
 	corruptFlag  = flag.Bool("corrupt", false, "TestSim: force disk corruption (of a minority of each group) on in every seed")
-	reassignFlag = flag.Bool("reassign", false, "TestSim: also change partitions' membership (reassignment)")
+	reassignFlag = flag.Bool("reassign", false, "TestSim: force membership changes (reassignment, decommission) on in every seed; by default about half the seeds draw them")
+	longFlag     = flag.Bool("long", false, "TestSim: long seeds, a safety phase of 60 to 600 simulated seconds each")
 )
 
 // regressionSeeds are seeds that once found a bug, named after it. They
@@ -66,6 +69,9 @@ func simOptions(seed int64) Options {
 	if *reassignFlag {
 		o = o.WithReassign()
 	}
+	if *longFlag {
+		o = o.WithLong()
+	}
 	return o
 }
 
@@ -83,6 +89,18 @@ func TestSim(t *testing.T) {
 			}
 		}
 	}
+	var moves, movedSeeds atomic.Int64
+	if !seedIsSet && !*reassignFlag {
+		// Membership changes are part of the default fault set: across
+		// the default seeds some must really complete, or the fault is
+		// not doing anything (runs after the subtests, which are parallel).
+		t.Cleanup(func() {
+			t.Logf("membership moves completed: %d, in %d of %d seeds", moves.Load(), movedSeeds.Load(), len(seeds))
+			if len(seeds) >= 50 && movedSeeds.Load() == 0 {
+				t.Errorf("no membership change completed in %d default seeds", len(seeds))
+			}
+		})
+	}
 	for _, seed := range seeds {
 		name := fmt.Sprintf("seed=%d", seed)
 		if n := names[seed]; n != "" {
@@ -93,6 +111,10 @@ func TestSim(t *testing.T) {
 				t.Parallel()
 			}
 			res := Run(simOptions(seed))
+			moves.Add(int64(res.Stats.Moves))
+			if res.Stats.Moves > 0 {
+				movedSeeds.Add(1)
+			}
 			if testing.Verbose() || res.Failed() {
 				t.Log(res.Summary())
 			}
@@ -161,15 +183,12 @@ func TestChooseOptionsSwarm(t *testing.T) {
 		if f.Crash+f.PowerCut+f.Pause+f.Partition+f.Clock+f.Transfer+f.Reassign == 0 {
 			t.Errorf("seed %d has no process, network or clock fault", seed)
 		}
-		if f.Reassign != 0 {
-			t.Errorf("seed %d: reassignment is on by default", seed)
-		}
-		if o.WithReassign().Faults.Reassign > 0 {
-			on["reassign (-reassign)"]++
+		if o.WithReassign().Faults.Reassign == 0 {
+			t.Errorf("seed %d: -reassign does not turn membership changes on", seed)
 		}
 		for name, v := range map[string]float64{"crash": f.Crash, "powercut": f.PowerCut, "pause": f.Pause,
 			"partition": f.Partition, "clock": f.Clock, "transfer": f.Transfer, "drop": f.Link.DropProb,
-			"sync-fail": f.SyncFailProb, "corrupt": f.Corrupt} {
+			"sync-fail": f.SyncFailProb, "corrupt": f.Corrupt, "reassign": f.Reassign} {
 			if v > 0 {
 				on[name]++
 			}

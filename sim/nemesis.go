@@ -33,6 +33,8 @@ type nemesis struct {
 	// others keep good copies.
 	corrupted   map[netx.NodeID]bool
 	damagedDirs map[string]map[netx.NodeID]bool
+	// decommissioned is the broker decommissioned in this run (0: none).
+	decommissioned netx.NodeID
 	// counts of faults applied, by kind, for the run's figures.
 	counts map[string]int
 }
@@ -61,7 +63,17 @@ func (n *nemesis) kinds() []faultKind {
 		{"transfer", n.o.Transfer, n.transfer},
 		{"corrupt", n.o.Corrupt, n.corrupt},
 		{"reassign", n.o.Reassign, n.reassign},
+		{"decommission", n.decommissionRate(), n.decommission},
 	}
+}
+
+// decommissionRate is the rate of the decommission fault: a quarter of the
+// reassignment rate, in 5-node clusters only (membership.go).
+func (n *nemesis) decommissionRate() float64 {
+	if n.r.o.Nodes < 5 {
+		return 0
+	}
+	return n.o.Reassign / 4
 }
 
 // start turns the link and disk faults on and begins injecting.
@@ -275,13 +287,13 @@ func (n *nemesis) transfer() {
 
 // reassign moves one partition of the topic to a new replica set, as an
 // operator would with AlterPartitionReassignments: another set of brokers
-// in a 5-node cluster, a reordering (new preferred leader) or a shrink to
+// in a 5-node cluster (never a decommissioned one), a reordering (new preferred leader) or a shrink to
 // two replicas and back in a 3-node one. It is an admin request, not an
 // operation of the history.
 func (n *nemesis) reassign() {
 	r := n.r
 	part := int32(n.rng.Intn(int(r.o.Partitions)))
-	ids := n.shuffled()
+	ids := n.reassignable()
 	k := min(3, len(ids))
 	if len(ids) == 3 && n.rng.Intn(3) == 0 {
 		k = 2

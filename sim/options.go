@@ -42,10 +42,6 @@ type Options struct {
 	// TraceKeep is how many trace lines the Result keeps (0: the last
 	// 4,000; -1: all of them, for a replay written to a file).
 	TraceKeep int
-
-	// reassignRate is the membership-change rate the seed drew; it is
-	// used only WithReassign.
-	reassignRate float64
 }
 
 // CorruptRate is the rate of the corruption fault when a run forces it on
@@ -60,11 +56,33 @@ func (o Options) WithCorruption() Options {
 	return o
 }
 
-// WithReassign returns o with membership changes (partition reassignment)
-// at the rate the seed drew, in the seeds that drew one. They are off by
-// default while the bug they find is open (docs/testing.md, "Simulator").
+// LongMin and LongMax bound the safety phase of a long seed (WithLong).
+const (
+	LongMin = 60 * time.Second
+	LongMax = 600 * time.Second
+)
+
+// WithLong returns o as a long seed: a safety phase of LongMin to LongMax
+// simulated seconds, drawn from the seed (the event and traffic budgets
+// that tell a livelock grow with it). Everything else is the seed's own.
+func (o Options) WithLong() Options {
+	rng := rand.New(rand.NewSource(o.Seed ^ 0x10c6))
+	o.SafetyDur = LongMin + time.Duration(rng.Int63n(int64(LongMax-LongMin)+1))
+	return o
+}
+
+// ReassignRate is the rate of membership changes when a run forces them on
+// (WithReassign, -reassign, --reassign). By default each seed draws its
+// own rate, zero in about half of them.
+const ReassignRate = 0.8
+
+// WithReassign returns o with membership changes (partition reassignment,
+// and in a 5-node cluster a broker's decommission) on in every seed: at the
+// rate the seed drew, or ReassignRate if it drew none.
 func (o Options) WithReassign() Options {
-	o.Faults.Reassign = o.reassignRate
+	if o.Faults.Reassign == 0 {
+		o.Faults.Reassign = ReassignRate
+	}
 	return o
 }
 
@@ -173,7 +191,7 @@ func ChooseOptions(seed int64) Options {
 	f.Buggify = pick(0.5)
 	// Draws added later go last, so the options above stay what each seed
 	// chose before them (regression and known-bug seeds keep their runs).
-	o.reassignRate = rate(0.5, 0.2, 1.5)
+	f.Reassign = rate(0.5, 0.2, 1.5)
 	f.Corrupt = rate(0.5, 0.2, 1)
 	return o
 }

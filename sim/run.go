@@ -62,6 +62,10 @@ type RunStats struct {
 	Commits  int
 	Faults   string // by kind
 	Fatals   int
+	// Moves counts the workload topic's partitions whose membership walk
+	// (a reassignment, a decommission's evacuation, a cancellation)
+	// completed and was recorded by the controller (membership.go).
+	Moves int
 	// Recovery is, per partition, the simulated time from the heal to its
 	// first acknowledged acks=all write.
 	Recovery []time.Duration
@@ -76,8 +80,11 @@ func (res *Result) ReplayCommands() string {
 	if res.Options.Faults.Corrupt != ChooseOptions(res.Options.Seed).Faults.Corrupt {
 		test, cli = test+" -corrupt", cli+" --corrupt" // forced on, not the seed's own draw
 	}
-	if res.Options.Faults.Reassign > 0 {
+	if res.Options.Faults.Reassign != ChooseOptions(res.Options.Seed).Faults.Reassign {
 		test, cli = test+" -reassign", cli+" --reassign"
+	}
+	if res.Options.SafetyDur >= LongMin {
+		test, cli = test+" -long", cli+" --long"
 	}
 	return fmt.Sprintf("go test ./sim -run '^TestSim$' -seed %d%s -v\n\tgo run ./cmd/floe sim --seed %d%s",
 		res.Options.Seed, test, res.Options.Seed, cli)
@@ -94,7 +101,7 @@ func (res *Result) Summary() string {
 	s := res.Stats
 	fmt.Fprintf(&b, "%s seed %d: %v simulated, %d events; produces=%d acked=%d fetches=%d polls=%d commits=%d fatals=%d\n",
 		verdict, res.Options.Seed, s.SimTime, s.Events, s.Produces, s.Acked, s.Fetches, s.Polls, s.Commits, s.Fatals)
-	fmt.Fprintf(&b, "faults: %s; recovery after heal: %v\n", s.Faults, s.Recovery)
+	fmt.Fprintf(&b, "faults: %s; membership moves completed: %d; recovery after heal: %v\n", s.Faults, s.Moves, s.Recovery)
 	fmt.Fprintf(&b, "options:\n\t%s\n", strings.ReplaceAll(res.Options.String(), "\n", "\n\t"))
 	for _, v := range res.Violations {
 		fmt.Fprintf(&b, "VIOLATION %s\n", v)
@@ -171,6 +178,12 @@ const (
 	deliveredBytesMax = 1 << 30
 )
 
+// budgetScale scales the event and traffic budgets with the safety phase:
+// 1 for the default 3-6 s, proportionally more for a long seed.
+func (r *run) budgetScale() int64 {
+	return max(1, int64(r.o.SafetyDur/(2*defaultSafety)))
+}
+
 // runUntil is World.RunUntil within the run's event budget.
 func (r *run) runUntil(pred func() bool, maxWait time.Duration) bool {
 	ok := r.w.RunUntil(func() bool { return r.exhausted() || pred() }, maxWait)
@@ -192,12 +205,12 @@ func (r *run) exhausted() bool {
 	case r.sameInstant > sameInstantMax:
 		r.halted = true
 		r.violation("livelock", fmt.Sprintf("%d events at simulated instant %v: the cluster spins without time passing", r.sameInstant, r.now()))
-	case r.w.DeliveredBytes() >= deliveredBytesMax:
+	case r.w.DeliveredBytes() >= deliveredBytesMax*r.budgetScale():
 		r.halted = true
 		r.violation("livelock", fmt.Sprintf("%d bytes of peer messages by %v simulated: a message storm", r.w.DeliveredBytes(), r.now()))
-	case r.w.Clock().Executed() >= eventsMax:
+	case r.w.Clock().Executed() >= eventsMax*uint64(r.budgetScale()):
 		r.halted = true
-		r.violation("livelock", fmt.Sprintf("%d events by %v simulated: the run never settles", eventsMax, r.now()))
+		r.violation("livelock", fmt.Sprintf("%d events by %v simulated: the run never settles", eventsMax*uint64(r.budgetScale()), r.now()))
 	}
 	return r.halted
 }
@@ -464,6 +477,7 @@ func (r *run) finish() *Result {
 	r.stats.Events = w.Clock().Executed()
 	r.stats.Faults = r.nem.summary()
 	r.stats.Fatals = len(w.Fatals())
+	r.stats.Moves = r.membershipMoves()
 	w.Tracef("done: %d violations", len(r.violations))
 	return &Result{
 		Options: r.o, Violations: r.violations, Known: r.knownSeen, Notes: r.notes, Report: rep, Stats: r.stats,

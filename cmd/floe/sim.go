@@ -5,7 +5,8 @@ package main
 //	floe sim --seed 42                       replay one seed, bit for bit
 //	floe sim --seed 42 --trace t.txt         ... and write its whole trace
 //	floe sim --seeds 5000 --workers 2        a campaign over seeds 1..5000
-//	--corrupt, --reassign                    force disk corruption on in every seed; add membership changes
+//	--corrupt, --reassign                    force disk corruption, membership changes on in every seed
+//	--long                                   long seeds: 60 to 600 simulated seconds of faults each
 //
 // A campaign prints every failing seed's report as it is found, then the
 // figures: seeds, simulated hours, events per second, violations by kind.
@@ -34,6 +35,7 @@ type simFlags struct {
 	workers    int
 	corrupt    bool
 	reassign   bool
+	long       bool
 	tracePath  string
 	historyOut string
 	verbose    bool
@@ -47,7 +49,8 @@ func runSim(args []string) error {
 	fs.Int64Var(&f.start, "start", 1, "first seed of a campaign")
 	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "seeds run in parallel in a campaign")
 	fs.BoolVar(&f.corrupt, "corrupt", false, "force disk corruption (of a minority of each group) on in every seed; by default about half the seeds draw it")
-	fs.BoolVar(&f.reassign, "reassign", false, "also change partitions' membership (reassignment)")
+	fs.BoolVar(&f.reassign, "reassign", false, "force membership changes (reassignment, decommission) on in every seed; by default about half the seeds draw them")
+	fs.BoolVar(&f.long, "long", false, "long seeds: a safety phase of 60 to 600 simulated seconds each")
 	fs.StringVar(&f.tracePath, "trace", "", "with --seed: write the whole trace to this file")
 	fs.StringVar(&f.historyOut, "history", "", "with --seed: write the history (JSON lines) to this file")
 	fs.BoolVar(&f.verbose, "v", false, "print every seed's one-line result")
@@ -72,6 +75,9 @@ func options(seed int64, f simFlags) sim.Options {
 	}
 	if f.reassign {
 		o = o.WithReassign()
+	}
+	if f.long {
+		o = o.WithLong()
 	}
 	return o
 }

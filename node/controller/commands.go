@@ -73,6 +73,11 @@ type Reassign struct {
 type SetReplicas struct {
 	Group    uint64  `json:"group"`
 	Replicas []int32 `json:"replicas"`
+	// Epoch is the partition's ReassignEpoch the leader acted on; the
+	// report is refused (REASSIGNMENT_IN_PROGRESS) if the
+	// membership was changed since. Zero: a report written before epochs
+	// existed, accepted as then.
+	Epoch int32 `json:"epoch,omitempty"`
 }
 
 // ProducerIDBlock is how many producer ids one AllocProducerIDs hands out.
@@ -142,7 +147,10 @@ func (s *State) Apply(c *Command) Result {
 		return s.alterConfigs(c.AlterConfigs)
 	case len(c.ReportLeaders) > 0:
 		for _, r := range c.ReportLeaders {
-			if _, p, ok := s.PartitionByGroup(r.Group); ok && r.Epoch >= p.LeaderEpoch {
+			// A report from a broker outside the replica set is stale (a
+			// replica removed since); Metadata never names it.
+			if _, p, ok := s.PartitionByGroup(r.Group); ok && r.Epoch >= p.LeaderEpoch &&
+				(slices.Contains(p.Replicas, r.Leader) || slices.Contains(p.Target, r.Leader)) {
 				p.Leader, p.LeaderEpoch = r.Leader, r.Epoch
 			}
 		}
@@ -159,18 +167,7 @@ func (s *State) Apply(c *Command) Result {
 	case c.ChangeRole != nil:
 		return s.changeRole(c.ChangeRole)
 	case c.SetReplicas != nil:
-		_, p, ok := s.PartitionByGroup(c.SetReplicas.Group)
-		if !ok {
-			return Result{Err: kerr.UnknownTopicOrPartition}
-		}
-		if err := s.checkReplicaList(c.SetReplicas.Replicas); err != nil {
-			return Result{Err: err}
-		}
-		p.Replicas = append([]int32(nil), c.SetReplicas.Replicas...)
-		p.Moved = true
-		if sameSet(p.Replicas, p.Target) {
-			p.Target = nil
-		}
+		return s.setReplicas(c.SetReplicas)
 	case c.AlterUser != nil:
 		return s.alterUser(c.AlterUser)
 	case c.BootstrapUsers != nil:
@@ -300,17 +297,54 @@ func (s *State) reassign(r *Reassign) Result {
 			return Result{Err: kerr.NoReassignmentInProgress}
 		}
 		p.Target = nil
+		p.Unsettled = true
+		p.ReassignEpoch++
 		return Result{}
 	}
 	if err := s.checkReplicaList(r.Target); err != nil {
 		return Result{Err: err}
 	}
+	hadTarget := p.Target != nil
 	p.Target = append([]int32(nil), r.Target...)
 	if sameSet(p.Target, p.Replicas) {
+		// Back to where it is: a cancellation if a walk was under way.
 		p.Target = nil
+		if hadTarget {
+			p.Unsettled = true
+			p.ReassignEpoch++
+		}
 		return Result{}
 	}
 	p.Moved = true
+	p.ReassignEpoch++
+	return Result{}
+}
+
+// setReplicas records a partition leader's report that its group's
+// committed membership is sr.Replicas. A report made at an older epoch is
+// refused: the leader acted on a target that has been replaced or
+// cancelled since, and recording it would tell brokers of the current
+// walk to delete replicas the group still counts on.
+func (s *State) setReplicas(sr *SetReplicas) Result {
+	_, p, ok := s.PartitionByGroup(sr.Group)
+	if !ok {
+		return Result{Err: kerr.UnknownTopicOrPartition}
+	}
+	if sr.Epoch != 0 && sr.Epoch != p.ReassignEpoch {
+		return Result{Err: kerr.ReassignmentInProgress}
+	}
+	if err := s.checkReplicaList(sr.Replicas); err != nil {
+		return Result{Err: err}
+	}
+	p.Replicas = append([]int32(nil), sr.Replicas...)
+	p.Moved = true
+	if sameSet(p.Replicas, p.Target) {
+		p.Target = nil
+	}
+	if p.Target == nil {
+		p.Unsettled = false
+	}
+	p.ReassignEpoch++
 	return Result{}
 }
 

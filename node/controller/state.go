@@ -69,7 +69,24 @@ type Partition struct {
 	// Moved is set once the replica set has changed since creation: a
 	// fresh replica may then no longer bootstrap the group itself.
 	Moved bool `json:"moved,omitempty"`
+	// ReassignEpoch counts the membership commands applied to the
+	// partition (Reassign, SetReplicas). A SetReplicas report names the
+	// epoch its leader acted on and is refused once another command has
+	// changed the partition's membership since: a report delayed in
+	// flight describes a walk the controller no longer asks for.
+	ReassignEpoch int32 `json:"reassign_epoch,omitempty"`
+	// Unsettled is set when a reassignment is cancelled and cleared when
+	// the partition's leader reports (SetReplicas) that its committed
+	// membership is Replicas again. Until then a broker outside Replicas
+	// may still be a member of the group, and must keep its replica.
+	Unsettled bool `json:"unsettled,omitempty"`
 }
+
+// Settled reports whether Replicas is the group's committed membership as
+// its leader last reported it: no reassignment in progress or cancelled
+// and not yet walked back. Only then may a broker outside Replicas delete
+// its replica on the controller's word alone.
+func (p *Partition) Settled() bool { return p.Target == nil && !p.Unsettled }
 
 // Topic is a topic's metadata.
 type Topic struct {
