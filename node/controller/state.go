@@ -86,7 +86,7 @@ type Partition struct {
 // its leader last reported it: no reassignment in progress or cancelled
 // and not yet walked back. Only then may a broker outside Replicas delete
 // its replica on the controller's word alone.
-func (p *Partition) Settled() bool { return p.Target == nil && !p.Unsettled }
+func (p Partition) Settled() bool { return p.Target == nil && !p.Unsettled }
 
 // Topic is a topic's metadata.
 type Topic struct {

@@ -1,0 +1,218 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/floe-broker/floe/node/controller"
+)
+
+// Regression tests for membership changes under faults (issue 13, bug 6:
+// seeds 40018 and 40154 with --reassign showed two different entries at
+// one index and term). Each fails on the code before its fix.
+
+// stepUntil runs the clock one event at a time until cond holds (bounded
+// by max simulated time): for checks that must see every state, not one a
+// millisecond.
+func (c *cluster) stepUntil(max time.Duration, cond func() bool) bool {
+	deadline := c.clk.Monotonic() + max
+	for !cond() {
+		if c.clk.Monotonic() >= deadline || !c.clk.Step() {
+			return false
+		}
+	}
+	return true
+}
+
+// moveTopic creates topic "mv" with one partition on brokers 1, 2, 3 of a
+// 4-broker cluster, writes a few records, and returns its group.
+func moveTopic(t *testing.T, c *cluster) uint64 {
+	t.Helper()
+	c.waitReady()
+	createTopic(t, c, 1, "mv", 1, 3, nil)
+	waitLeaders(t, c, "mv", 1)
+	p := c.nodes[1].r.Metadata().Topics["mv"].Partitions[0]
+	if fmt.Sprint(p.Replicas) != "[1 2 3]" {
+		// Placement is the controller's; move it where the test wants it.
+		reassign(t, c, 1, "mv", 0, []int32{1, 2, 3})
+		if !c.runUntil(20*time.Second, func() bool { return c.settled("mv", "[1 2 3]") }) {
+			t.Fatalf("initial placement: %+v", c.nodes[1].r.Metadata().Topics["mv"].Partitions[0])
+		}
+	}
+	for i := 0; i < 5; i++ {
+		lead := leaderOf(c, "mv", 0)
+		if lead == 0 {
+			c.runFor(50 * time.Millisecond)
+			i--
+			continue
+		}
+		if sp := produce(c, lead, "mv", 0, -1, batchOf(fmt.Sprint("v", i))); sp.ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
+		}
+	}
+	return p.Group
+}
+
+// settled reports whether every live broker's metadata shows the
+// partition's reassignment finished at replicas.
+func (c *cluster) settled(topic, replicas string) bool {
+	for _, n := range c.nodes {
+		if n.r == nil {
+			continue
+		}
+		p := n.r.Metadata().Topics[topic].Partitions[0]
+		if p.Target != nil || fmt.Sprint(p.Replicas) != replicas || !p.Settled() {
+			return false
+		}
+	}
+	return true
+}
+
+// leaderConf returns the membership the group's leader has applied (ok
+// false if no node leads it).
+func (c *cluster) leaderConf(g uint64) (voters, learners []uint64, ok bool) {
+	for _, n := range c.nodes {
+		if n.r == nil {
+			continue
+		}
+		if p, found := n.r.parts[g]; found && p.IsLeader() {
+			conf := p.Replica().Conf()
+			return conf.Voters, conf.Learners, true
+		}
+	}
+	return nil, nil, false
+}
+
+// A reassignment that made broker 4 a voter is cancelled before the leader
+// removed broker 3: broker 4 is then in neither the replicas nor the target,
+// but still a voter of the group, which may count its log and its vote.
+// It must keep its replica until the leader's walk back has removed it.
+// On the old code broker 4 deleted its replica as soon as it applied the
+// cancellation, while every leader still listed it as a voter.
+func TestCancelledMoveKeepsReplicaUntilRemoved(t *testing.T) {
+	c := newCluster(t, 4, 31)
+	g := moveTopic(t, c)
+	reassign(t, c, 1, "mv", 0, []int32{1, 2, 4})
+	if !c.stepUntil(20*time.Second, func() bool {
+		voters, _, ok := c.leaderConf(g)
+		return ok && slices.Contains(voters, 4)
+	}) {
+		t.Fatal("broker 4 never became a voter")
+	}
+	reassign(t, c, 1, "mv", 0, []int32{1, 2, 3}) // back where it was: a cancellation
+	var removedAt time.Duration
+	ok := c.stepUntil(30*time.Second, func() bool {
+		_, held := c.nodes[4].r.parts[g]
+		if voters, learners, ok := c.leaderConf(g); ok && !held &&
+			(slices.Contains(voters, 4) || slices.Contains(learners, 4)) {
+			t.Fatalf("at %v broker 4 deleted its replica while the leader still lists it (voters %v learners %v)",
+				c.clk.Monotonic(), voters, learners)
+		}
+		if !held && removedAt == 0 {
+			removedAt = c.clk.Monotonic()
+		}
+		return !held && c.settled("mv", "[1 2 3]")
+	})
+	if !ok {
+		t.Fatalf("the cancelled move did not settle: %+v; broker 4 holds the replica: %v",
+			c.nodes[1].r.Metadata().Topics["mv"].Partitions[0], c.nodes[4].r.parts[g] != nil)
+	}
+	t.Logf("broker 4's replica deleted at %v simulated, after its removal committed", removedAt)
+}
+
+// A replica moved off a broker and back starts from where the removed one
+// stopped: at its term, with its vote, behind a vote fence at its old log
+// end. On the old code it started blank (term 0, no vote), free to vote
+// again in a term it had voted in.
+func TestReaddedReplicaRemembersItsRaftState(t *testing.T) {
+	c := newCluster(t, 4, 32)
+	g := moveTopic(t, c)
+	n3 := c.nodes[3]
+	var term, last uint64
+	reassign(t, c, 1, "mv", 0, []int32{1, 2, 4})
+	if !c.stepUntil(30*time.Second, func() bool {
+		p, held := n3.r.parts[g]
+		if held {
+			term = max(term, p.Replica().Log.HardState().Term)
+			last = max(last, p.Replica().Log.LastIndex())
+		}
+		return !held && c.settled("mv", "[1 2 4]")
+	}) {
+		t.Fatalf("move off broker 3 did not finish")
+	}
+	if term < 2 || last == 0 {
+		t.Fatalf("broker 3's replica held term %d, last index %d before its removal", term, last)
+	}
+	reassign(t, c, 1, "mv", 0, []int32{1, 2, 3})
+	if !c.stepUntil(30*time.Second, func() bool { _, held := n3.r.parts[g]; return held }) {
+		t.Fatal("broker 3 never opened its replica again")
+	}
+	rep := n3.r.parts[g].Replica()
+	hs := rep.Log.HardState()
+	if hs.Term < term {
+		t.Fatalf("re-created replica starts at term %d, below the %d its removed replica was in", hs.Term, term)
+	}
+	if f := rep.Raft.VoteFence(); f.Index < last {
+		t.Fatalf("re-created replica's vote fence %v is below its old log end %d", f, last)
+	}
+	// And it rejoins: the move back completes with every record there.
+	if !c.runUntil(30*time.Second, func() bool { return c.settled("mv", "[1 2 3]") }) {
+		t.Fatalf("move back did not finish: %+v", c.nodes[1].r.Metadata().Topics["mv"].Partitions[0])
+	}
+	if !c.runUntil(10*time.Second, func() bool {
+		p := n3.r.parts[g]
+		return p != nil && p.HighWatermark() == 5 && rep.Raft.VoteFence().IsZero()
+	}) {
+		t.Fatalf("broker 3 did not catch up and lift its fence")
+	}
+}
+
+// A SetReplicas report made for a target that has been replaced since
+// must not be recorded: the controller would name a replica set the
+// group is not walking to, and brokers of the current walk would delete
+// replicas it counts on. On the old code the delayed report was applied.
+func TestStaleMembershipReportRefused(t *testing.T) {
+	s := controller.NewState("c")
+	for id := int32(1); id <= 4; id++ {
+		if res := s.Apply(&controller.Command{RegisterBroker: &controller.Broker{ID: id}}); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	top := &controller.Topic{Name: "mv", Partitions: []controller.Partition{{Index: 0, Replicas: []int32{1, 2, 3}}}}
+	if res := s.Apply(&controller.Command{CreateTopic: top}); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	g := s.Topics["mv"].Partitions[0].Group
+	part := func() controller.Partition { return s.Topics["mv"].Partitions[0] }
+	s.Apply(&controller.Command{Reassign: &controller.Reassign{Topic: "mv", Target: []int32{1, 2, 4}}})
+	// The leader, walking to [1 2 4], reports when it gets there; the
+	// report is delayed in flight...
+	stale := &controller.SetReplicas{Group: g, Replicas: []int32{1, 2, 4}, Epoch: part().ReassignEpoch}
+	// ...while the target is replaced, and the walk to it completes.
+	s.Apply(&controller.Command{Reassign: &controller.Reassign{Topic: "mv", Target: []int32{1, 3, 4}}})
+	fresh := &controller.SetReplicas{Group: g, Replicas: []int32{1, 3, 4}, Epoch: part().ReassignEpoch}
+	if res := s.Apply(&controller.Command{SetReplicas: fresh}); res.Err != nil {
+		t.Fatalf("current report refused: %v", res.Err)
+	}
+	if res := s.Apply(&controller.Command{SetReplicas: stale}); res.Err == nil {
+		t.Errorf("stale report accepted")
+	}
+	if p := part(); fmt.Sprint(p.Replicas) != "[1 3 4]" || p.Target != nil || !p.Settled() {
+		t.Fatalf("after a stale report: replicas %v target %v settled %v", p.Replicas, p.Target, p.Settled())
+	}
+	// A cancellation leaves the partition unsettled until the leader
+	// reports the walk back, at the cancellation's epoch.
+	s.Apply(&controller.Command{Reassign: &controller.Reassign{Topic: "mv", Target: []int32{2, 3, 4}}})
+	s.Apply(&controller.Command{Reassign: &controller.Reassign{Topic: "mv"}})
+	if p := part(); p.Settled() {
+		t.Fatalf("a cancelled move counts as settled: %+v", p)
+	}
+	back := &controller.SetReplicas{Group: g, Replicas: []int32{1, 3, 4}, Epoch: part().ReassignEpoch}
+	if res := s.Apply(&controller.Command{SetReplicas: back}); res.Err != nil || !part().Settled() {
+		t.Fatalf("walk back not recorded: %v %+v", res.Err, part())
+	}
+}
