@@ -18,7 +18,9 @@ import (
 //     when it applies the metadata and is caught up by log or snapshot);
 //  2. promote a learner to voter once it has everything the leader has
 //     committed;
-//  3. remove each replica that is no longer wanted — the leader, if it is
+//  3. once every new replica is a voter, remove each replica that is no
+//     longer wanted (never before: the group would shrink below the
+//     target's size while a learner catches up) — the leader, if it is
 //     one of them, first hands leadership to a wanted voter that is caught
 //     up;
 //  4. when the voters are exactly the target, report SetReplicas to the
@@ -83,6 +85,14 @@ func (r *Reactor) driveOne(g uint64, p *partition.Partition, cp *controller.Part
 	for _, id := range conf.Learners {
 		if wanted[id] && progress[id].Match >= status.Commit {
 			change(consensus.ConfChange{Type: consensus.ConfAddVoter, NodeID: id})
+			return
+		}
+	}
+	for _, id := range conf.Learners {
+		if wanted[id] {
+			// Not caught up yet: removing a voter now would shrink the
+			// group below its target while it waits (3 to 2 voters, where
+			// one fenced or down member stops every election).
 			return
 		}
 	}

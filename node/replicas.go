@@ -319,3 +319,29 @@ func segmentAge(cfg partition.Config) time.Duration {
 // are). The controller records each change with SetReplicas and the target
 // of a reassignment; a partition that never moved has neither.
 func (r *Reactor) everHadConf(p *controller.Partition) bool { return p.Moved }
+
+// DescribeReplicas describes this broker's replicas of topic, one line
+// each, for a failing simulator run's trace: the Raft member's state and
+// membership as it sees them, its vote fence, and the controller's record
+// of the partition.
+func (r *Reactor) DescribeReplicas(topic string) []string {
+	var out []string
+	for _, g := range sortedKeys(r.parts) {
+		p := r.parts[g]
+		if p.Topic != topic {
+			continue
+		}
+		st := p.Replica().Raft.Status()
+		line := fmt.Sprintf("n%d %s-%d g%d: %v term=%d vote=%d lead=%d commit=%d applied=%d last=%d conf=%v learners=%v fence=%v doomed=%v",
+			r.self, p.Topic, p.Index, g, st.RaftState, st.Term, st.Vote, st.Lead, st.Commit, st.Applied, st.LastIndex,
+			st.Config.Voters, st.Config.Learners, p.Replica().Raft.VoteFence(), r.doomed[g])
+		if _, cp, ok := r.ctl.state.PartitionByGroup(g); ok {
+			line += fmt.Sprintf(" meta: replicas=%v target=%v epoch=%d settled=%v", cp.Replicas, cp.Target, cp.ReassignEpoch, cp.Settled())
+		}
+		for _, pr := range st.Progress {
+			line += fmt.Sprintf(" p%d:match=%d,next=%d,active=%v", pr.ID, pr.Match, pr.Next, pr.RecentActive)
+		}
+		out = append(out, line)
+	}
+	return out
+}

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+	"path"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -80,4 +82,49 @@ func (r *run) membershipMoves() int {
 		}
 	}
 	return moves
+}
+
+// traceReplicas writes every up broker's view of the workload topic's
+// replicas to the trace (a failing run's first clue).
+func (r *run) traceReplicas() {
+	for _, id := range r.w.IDs() {
+		b, ok := r.w.Instance(id).(*Broker)
+		if !ok || !r.w.Up(id) || b.R == nil {
+			continue
+		}
+		for _, line := range b.R.DescribeReplicas(r.topic) {
+			r.w.Tracef("replica %s", line)
+		}
+	}
+}
+
+// smallestMembership is the fewest voters the Raft group whose replica
+// directory is dir may have while the workload topic's membership changes
+// are walked: the smaller of its replica set and its target, in the most
+// advanced metadata an up broker holds. The corruption fault damages at
+// most a minority of that (a directory still on a broker the group has
+// left does not count). Groups other than the workload topic's keep their
+// members: a large number.
+func (r *run) smallestMembership(dir string) int {
+	best, epoch := 1<<30, int32(-1)
+	for _, id := range r.w.IDs() {
+		b, ok := r.w.Instance(id).(*Broker)
+		if !ok || !r.w.Up(id) || b.R == nil {
+			continue
+		}
+		t, ok := b.R.Metadata().Topics[r.topic]
+		if !ok {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if path.Base(dir) != fmt.Sprintf("%s-%d-%d", r.topic, p.Index, p.Group) || p.ReassignEpoch < epoch {
+				continue
+			}
+			epoch, best = p.ReassignEpoch, len(p.Replicas)
+			if p.Target != nil {
+				best = min(best, len(p.Target))
+			}
+		}
+	}
+	return best
 }

@@ -296,7 +296,11 @@ func (n *nemesis) reassign() {
 	ids := n.reassignable()
 	k := min(3, len(ids))
 	if len(ids) == 3 && n.rng.Intn(3) == 0 {
-		k = 2
+		// Two replicas tolerate no damaged copy (a minority of two is
+		// none): shrink to two brokers whose copy was never damaged.
+		if u := n.undamaged(ids, part); len(u) >= 2 {
+			ids, k = u, 2
+		}
 	}
 	replicas := make([]int32, k)
 	for i := range replicas {
@@ -342,7 +346,8 @@ func (n *nemesis) corrupt() {
 	var files []string
 	for _, f := range dataFiles(n.w.FS(id), "data") {
 		dir := path.Dir(f)
-		if !n.damagedDirs[dir][id] && len(n.damagedDirs[dir])+1 <= (n.replicasOf(dir)-1)/2 {
+		if !n.damagedDirs[dir][id] && len(n.damagedDirs[dir])+1 <= (n.replicasOf(dir)-1)/2 &&
+			len(n.damagedDirs[dir])+1 <= (n.r.smallestMembership(dir)-1)/2 {
 			files = append(files, f)
 		}
 	}
@@ -384,6 +389,23 @@ func (n *nemesis) corrupt() {
 	if !n.restartDue[id] {
 		n.restartAfter(id, n.duration())
 	}
+}
+
+// undamaged filters ids down to the brokers whose copy of the workload
+// topic's partition part was never damaged, keeping their order.
+func (n *nemesis) undamaged(ids []netx.NodeID, part int32) []netx.NodeID {
+	prefix := fmt.Sprintf("data/partitions/%s-%d-", n.r.topic, part)
+	var out []netx.NodeID
+	for _, id := range ids {
+		hit := false
+		for dir, nodes := range n.damagedDirs {
+			hit = hit || (strings.HasPrefix(dir, prefix) && nodes[id])
+		}
+		if !hit {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // replicasOf counts the nodes holding the replica directory dir.

@@ -478,6 +478,9 @@ func (r *run) finish() *Result {
 	r.stats.Faults = r.nem.summary()
 	r.stats.Fatals = len(w.Fatals())
 	r.stats.Moves = r.membershipMoves()
+	if len(r.violations) > 0 {
+		r.traceReplicas()
+	}
 	w.Tracef("done: %d violations", len(r.violations))
 	return &Result{
 		Options: r.o, Violations: r.violations, Known: r.knownSeen, Notes: r.notes, Report: rep, Stats: r.stats,
