@@ -240,10 +240,9 @@ func TestSimKnownBugs(t *testing.T) {
 	}
 }
 
-// optionalRegressionSeeds are seeds that found bugs with a fault that is
-// off by default (membership changes) or forced on (disk corruption, on in
-// only some seeds by default), named after the bug and run with that fault
-// on. They run in the default `go test ./sim`.
+// optionalRegressionSeeds are seeds that found bugs with a fault forced
+// on (disk corruption, membership changes: each on in only some seeds by
+// default), named after the bug and run with that fault on. They run in the default `go test ./sim`.
 var optionalRegressionSeeds = []struct {
 	name     string
 	seed     int64
@@ -289,6 +288,24 @@ var optionalRegressionSeeds = []struct {
 	// (19 acknowledged writes lost; fixed: only an incomplete entry with
 	// nothing intact after it is a torn write).
 	{"flipped-header-taken-for-torn-write", 20016, false, true},
+	// Issue 13, membership changes under faults (seeds of the --reassign
+	// campaign of 2026-11-30: two different entries at one index and
+	// term). Fixed: a replica is deleted only once its removal is
+	// committed, SetReplicas reports carry the reassignment epoch, a
+	// re-added replica starts from its tombstone
+	// (node/membership_test.go has a scripted test of each).
+	{"membership/two-entries-at-one-index", 40018, true, false},
+	{"membership/two-entries-at-one-index/2", 40154, true, false},
+	// A 3-to-3 move removed the old voter before the new learner caught
+	// up: the group went through 2 voters, one of them fenced after
+	// damage, and never elected a leader again (fixed: no removal while
+	// a wanted learner waits).
+	{"membership/walk-below-target-size", 100064, true, true},
+	// The simulator's own fault model: corruption of one of two voters
+	// (a minority of the replica directories, half of the group shrunk
+	// to two): outside the model, now never injected.
+	{"membership/damage-to-half-of-a-two-voter-group", 100006, true, true},
+	{"membership/damage-to-half-of-a-two-voter-group/2", 100059, true, true},
 }
 
 func TestSimOptionalFaultRegressions(t *testing.T) {
