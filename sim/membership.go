@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -98,33 +99,17 @@ func (r *run) traceReplicas() {
 	}
 }
 
-// smallestMembership is the fewest voters the Raft group whose replica
-// directory is dir may have while the workload topic's membership changes
-// are walked: the smaller of its replica set and its target, in the most
-// advanced metadata an up broker holds. The corruption fault damages at
-// most a minority of that (a directory still on a broker the group has
-// left does not count). Groups other than the workload topic's keep their
-// members: a large number.
-func (r *run) smallestMembership(dir string) int {
-	best, epoch := 1<<30, int32(-1)
-	for _, id := range r.w.IDs() {
-		b, ok := r.w.Instance(id).(*Broker)
-		if !ok || !r.w.Up(id) || b.R == nil {
-			continue
-		}
-		t, ok := b.R.Metadata().Topics[r.topic]
-		if !ok {
-			continue
-		}
-		for _, p := range t.Partitions {
-			if path.Base(dir) != fmt.Sprintf("%s-%d-%d", r.topic, p.Index, p.Group) || p.ReassignEpoch < epoch {
-				continue
-			}
-			epoch, best = p.ReassignEpoch, len(p.Replicas)
-			if p.Target != nil {
-				best = min(best, len(p.Target))
-			}
-		}
+// partitionOf returns the workload topic's partition whose replica
+// directory is dir, or -1 for any other group's.
+func (n *nemesis) partitionOf(dir string) int32 {
+	var part int32
+	var group uint64
+	base := path.Base(dir)
+	if !strings.HasPrefix(base, n.r.topic+"-") {
+		return -1
 	}
-	return best
+	if _, err := fmt.Sscanf(strings.TrimPrefix(base, n.r.topic+"-"), "%d-%d", &part, &group); err != nil {
+		return -1
+	}
+	return part
 }

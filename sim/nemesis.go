@@ -33,6 +33,11 @@ type nemesis struct {
 	// others keep good copies.
 	corrupted   map[netx.NodeID]bool
 	damagedDirs map[string]map[netx.NodeID]bool
+	// shrunk marks the workload topic's partitions a reassignment was
+	// asked to shrink to two replicas: the corruption fault no longer
+	// damages their copies (two voters tolerate no damaged one, and the
+	// request may take effect whatever its answer said).
+	shrunk map[int32]bool
 	// decommissioned is the broker decommissioned in this run (0: none).
 	decommissioned netx.NodeID
 	// counts of faults applied, by kind, for the run's figures.
@@ -49,7 +54,7 @@ func newNemesis(r *run) *nemesis {
 	return &nemesis{
 		r: r, w: r.w, o: r.o.Faults, rng: rand.New(rand.NewSource(r.w.Rand().Int63())),
 		restartDue: map[netx.NodeID]bool{}, corrupted: map[netx.NodeID]bool{}, counts: map[string]int{},
-		damagedDirs: map[string]map[netx.NodeID]bool{},
+		damagedDirs: map[string]map[netx.NodeID]bool{}, shrunk: map[int32]bool{},
 	}
 }
 
@@ -300,6 +305,7 @@ func (n *nemesis) reassign() {
 		// none): shrink to two brokers whose copy was never damaged.
 		if u := n.undamaged(ids, part); len(u) >= 2 {
 			ids, k = u, 2
+			n.shrunk[part] = true
 		}
 	}
 	replicas := make([]int32, k)
@@ -347,7 +353,7 @@ func (n *nemesis) corrupt() {
 	for _, f := range dataFiles(n.w.FS(id), "data") {
 		dir := path.Dir(f)
 		if !n.damagedDirs[dir][id] && len(n.damagedDirs[dir])+1 <= (n.replicasOf(dir)-1)/2 &&
-			len(n.damagedDirs[dir])+1 <= (n.r.smallestMembership(dir)-1)/2 {
+			!n.shrunk[n.partitionOf(dir)] {
 			files = append(files, f)
 		}
 	}
