@@ -1,4 +1,4 @@
-package sim
+package world
 
 import (
 	"fmt"
@@ -38,7 +38,7 @@ type probeWorld struct {
 func newProbeWorld(t *testing.T, nodes int) *probeWorld {
 	t.Helper()
 	pw := &probeWorld{boots: map[netx.NodeID]int{}, probes: map[netx.NodeID]*probe{}}
-	pw.World = NewWorld(Config{Seed: 1, Nodes: nodes, Faults: netx.LinkFaults{DelayMin: time.Millisecond, DelayMax: time.Millisecond}},
+	pw.World = New(Config{Seed: 1, Nodes: nodes, Faults: netx.LinkFaults{DelayMin: time.Millisecond, DelayMax: time.Millisecond}},
 		func(env Env) Instance {
 			pw.boots[env.ID]++
 			p := &probe{env: env, inc: pw.boots[env.ID], log: &pw.log, stopped: &pw.stopped}
