@@ -139,6 +139,21 @@ func New(cfg Config, f Factory) *World {
 	return w
 }
 
+// AddNode adds a node with the next id and a new disk, boots it, and
+// returns its id: a machine joining a running cluster.
+func (w *World) AddNode() netx.NodeID {
+	h := &host{
+		w:   w,
+		id:  netx.NodeID(len(w.hosts) + 1),
+		fs:  logstore.NewSimFS(w.childRand()),
+		clk: w.clock.NodeClock(),
+	}
+	w.hosts = append(w.hosts, h)
+	w.Tracef("add n%d", h.id)
+	h.boot()
+	return h.id
+}
+
 // childRand returns a new generator seeded from the world's.
 func (w *World) childRand() *rand.Rand {
 	return rand.New(rand.NewSource(w.rng.Int63()))

@@ -222,3 +222,20 @@ func TestNodeClockSkew(t *testing.T) {
 		t.Errorf("n1 wall clock = %v, want %v", c1.Now(), DefaultStart)
 	}
 }
+
+func TestAddNodeJoinsTheNetwork(t *testing.T) {
+	w := newProbeWorld(t, 2)
+	id := w.AddNode()
+	if id != 3 || !w.Up(3) || w.FS(3) == nil || len(w.IDs()) != 3 || w.boots[3] != 1 {
+		t.Fatalf("added n%d: up %v, ids %v, boots %d", id, w.Up(3), w.IDs(), w.boots[3])
+	}
+	w.send(1, 3, "hello")
+	w.send(3, 2, "hi")
+	w.RunFor(5 * time.Millisecond)
+	wantLog(t, w.log, "n3.1 got hello from n1 at 1ms", "n2.1 got hi from n3 at 1ms")
+	w.Crash(3)
+	w.Restart(3)
+	if w.Incarnation(3) != 2 || !w.Up(3) {
+		t.Fatalf("n3 after a crash and restart: incarnation %d, up %v", w.Incarnation(3), w.Up(3))
+	}
+}
