@@ -256,11 +256,14 @@ func (r *Reactor) reapDoomed() {
 		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)
 		if _, _, ok := r.ctl.state.PartitionByGroup(g); ok {
 			// Remember the Raft state for a later return (tombstone.go).
-			if err := writeTombstone(r.env.FS, dir, rep); err != nil {
+			if err := writeTombstone(r.env.FS, dir, rep, r.fences[g]); err != nil {
 				r.env.Logf("node %d: tombstone %s: %v", r.self, dir, err)
 				continue
 			}
 		}
+		st := rep.Raft.Status()
+		r.env.Logf("node %d: deleting its replica of %s-%d (group %d: term %d vote %d applied %d last %d conf %v learners %v)",
+			r.self, p.Topic, p.Index, g, st.Term, st.Vote, st.Applied, st.LastIndex, st.Config.Voters, st.Config.Learners)
 		p.FailWaiters(errUnknownPartition)
 		r.host.Remove(consensus.GroupID(g))
 		delete(r.parts, g)

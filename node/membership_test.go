@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/node/controller"
 )
 
@@ -214,5 +216,37 @@ func TestStaleMembershipReportRefused(t *testing.T) {
 	back := &controller.SetReplicas{Group: g, Replicas: []int32{1, 3, 4}, Epoch: part().ReassignEpoch}
 	if res := s.Apply(&controller.Command{SetReplicas: back}); res.Err != nil || !part().Settled() {
 		t.Fatalf("walk back not recorded: %v %+v", res.Err, part())
+	}
+}
+
+// A replica re-created from its tombstone and removed again before it
+// caught up must leave the first incarnation's log end in its tombstone,
+// not its own empty log's. Seed 200012 with --corrupt --reassign: the
+// tombstone of a blank second incarnation said "log end 0", the third
+// incarnation voted with no fence, and a stale replica was elected (977
+// acknowledged writes lost). The old rule kept only the higher term.
+func TestTombstoneKeepsTheLogEndOfEveryIncarnation(t *testing.T) {
+	hs := logstore.HardState{Term: 4, Vote: 1, Commit: 943}
+	first := nextTombstone(tombstone{}, false, hs, consensus.VoteFence{Index: 944, Term: 4})
+	if first.LastIndex != 944 || first.LastTerm != 4 || first.Term != 4 || first.Vote != 1 {
+		t.Fatalf("first tombstone %+v", first)
+	}
+	// Re-created from it (fence 944/4, empty log), removed again at once.
+	blank := logstore.HardState{Term: 4, Vote: 1}
+	fence := consensus.VoteFence{Index: first.LastIndex, Term: first.LastTerm}
+	second := nextTombstone(first, true, blank, consensus.VoteFence{}, fence)
+	if second.LastIndex != 944 || second.LastTerm != 4 {
+		t.Fatalf("second tombstone forgot the first incarnation's log end: %+v", second)
+	}
+	// Even if the fence was not held any more (a restart lost the
+	// in-memory copy), the earlier tombstone still bounds it.
+	if third := nextTombstone(second, true, blank, consensus.VoteFence{}); third.LastIndex != 944 {
+		t.Fatalf("third tombstone %+v", third)
+	}
+	// A replica that caught up past the old end (a later term) replaces
+	// the bound with its own log end: no fence is kept for ever.
+	caught := nextTombstone(second, true, logstore.HardState{Term: 6, Vote: 3}, consensus.VoteFence{Index: 900, Term: 6})
+	if caught.LastIndex != 900 || caught.LastTerm != 6 || caught.Term != 6 || caught.Vote != 3 {
+		t.Fatalf("caught-up tombstone %+v", caught)
 	}
 }

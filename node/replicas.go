@@ -149,9 +149,11 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	}
 	// A replica placed here again after its removal starts where the
 	// removed one stopped (tombstone.go).
-	if err := restoreTombstone(r.env.FS, partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group), log); err != nil {
+	if restored, err := restoreTombstone(r.env.FS, partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group), log); err != nil {
 		_ = log.Close()
 		return fmt.Errorf("node: restore %s-%d: %w", t.Name, p.Index, err)
+	} else if restored != (tombstone{}) {
+		r.env.Logf("node %d: %s-%d placed here again: starts from its tombstone %+v", r.self, t.Name, p.Index, restored)
 	}
 	if p.Target == nil && slices.Contains(p.Replicas, int32(r.self)) && !r.everHadConf(p) {
 		voters := make([]uint64, len(p.Replicas))

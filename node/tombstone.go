@@ -58,39 +58,63 @@ func readTombstone(fs logstore.FS, dir string) (tombstone, bool) {
 }
 
 // writeTombstone records rep's Raft state durably, before its directory
-// is removed.
-func writeTombstone(fs logstore.FS, dir string, rep *replica.Replica) error {
-	hs := rep.Log.HardState()
-	f := fenceOf(rep.Log)
-	t := tombstone{Term: hs.Term, Vote: hs.Vote, LastIndex: f.Index, LastTerm: f.Term}
-	if old, ok := readTombstone(fs, dir); ok && old.Term > t.Term {
-		t = old // a replica re-created from it and deleted again at once
-	}
+// is removed. The log end it records is a vote fence: the replica's own
+// log end, or an older bound its log has not yet passed — the fence it
+// still holds (rep.Raft.VoteFence, held: a repair's or an earlier
+// tombstone's), and the earlier tombstone at dir. A replica re-created
+// from a tombstone and deleted again before catching up would otherwise
+// leave a tombstone of its empty log and forget the entries its first
+// incarnation acknowledged (seed 200012 with --corrupt --reassign: the
+// blank third incarnation voted a stale replica leader, 977 acknowledged
+// writes lost).
+func writeTombstone(fs logstore.FS, dir string, rep *replica.Replica, held consensus.VoteFence) error {
+	old, ok := readTombstone(fs, dir)
+	t := nextTombstone(old, ok, rep.Log.HardState(), fenceOf(rep.Log), rep.Raft.VoteFence(), held)
 	return logstore.WriteFileAtomic(fs, path.Dir(dir), path.Base(tombstonePath(dir)), t.encode())
+}
+
+// nextTombstone is the tombstone of a replica with hard state hs whose log
+// ends at end, still bound by fences, replacing old (if hadOld).
+func nextTombstone(old tombstone, hadOld bool, hs logstore.HardState, end consensus.VoteFence, fences ...consensus.VoteFence) tombstone {
+	t := tombstone{Term: hs.Term, Vote: hs.Vote}
+	if hadOld {
+		fences = append(fences, consensus.VoteFence{Index: old.LastIndex, Term: old.LastTerm})
+		if old.Term > t.Term {
+			t.Term, t.Vote = old.Term, old.Vote
+		}
+	}
+	for _, f := range fences {
+		if !f.LiftedBy(end.Index, end.Term) {
+			end = end.Merge(f)
+		}
+	}
+	t.LastIndex, t.LastTerm = end.Index, end.Term
+	return t
 }
 
 // restoreTombstone gives a replica created at dir (its log new and empty)
 // the Raft state its tombstone remembers: hard state term and vote, and a
 // vote fence at the old log's end, both durable before Raft starts. It
 // does nothing to a log that has held anything (its own state is newer).
-func restoreTombstone(fs logstore.FS, dir string, log *logstore.Log) error {
+// It returns the tombstone it restored (zero if none).
+func restoreTombstone(fs logstore.FS, dir string, log *logstore.Log) (tombstone, error) {
 	if log.LastIndex() != 0 || log.Snapshot().Index != 0 || log.HardState() != (logstore.HardState{}) {
-		return nil
+		return tombstone{}, nil
 	}
 	t, ok := readTombstone(fs, dir)
 	if !ok || t.Term == 0 {
-		return nil
+		return tombstone{}, nil
 	}
 	if t.LastIndex > 0 {
 		// The fence first: a hard state without it would let the replica
 		// vote with an empty log in the old term.
 		f := consensus.VoteFence{Index: t.LastIndex, Term: max(t.LastTerm, 1)}
 		if err := writeFence(fs, dir, f.Merge(readFence(fs, dir, t.Term))); err != nil {
-			return err
+			return tombstone{}, err
 		}
 	}
 	log.SetHardState(logstore.HardState{Term: t.Term, Vote: t.Vote})
-	return log.Sync()
+	return t, log.Sync()
 }
 
 // removalCommitted reports whether this broker's replica of group g (doomed:

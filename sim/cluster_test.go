@@ -301,6 +301,11 @@ var optionalRegressionSeeds = []struct {
 	// damage, and never elected a leader again (fixed: no removal while
 	// a wanted learner waits).
 	{"membership/walk-below-target-size", 100064, true, true},
+	// A replica re-created from its tombstone and removed again before
+	// catching up left a tombstone of its empty log; its next incarnation
+	// voted a stale replica leader (977 acknowledged writes lost; fixed:
+	// a tombstone keeps every incarnation's log end until passed).
+	{"membership/tombstone-forgets-first-incarnation", 200012, true, true},
 	// The simulator's own fault model: corruption of one of two voters
 	// (a minority of the replica directories, half of the group shrunk
 	// to two): outside the model, now never injected.
