@@ -311,6 +311,7 @@ var optionalRegressionSeeds = []struct {
 	// to two): outside the model, now never injected.
 	{"membership/damage-to-half-of-a-two-voter-group", 100006, true, true},
 	{"membership/damage-to-half-of-a-two-voter-group/2", 100059, true, true},
+	{"membership/damage-to-half-of-a-four-voter-walk", 300840, true, true},
 }
 
 func TestSimOptionalFaultRegressions(t *testing.T) {
