@@ -145,13 +145,13 @@ func (r *Reactor) reconcile() {
 			r.refreshConfig(t, p)
 		}
 	}
-	if c.rep.Applied() < r.ctlCatchUp {
+	if c.rep.Applied() < r.repairs.ctlCatchUp {
 		// The metadata was rewound by a repair of the controller's log
 		// (repair.go): what it lacks may only not be applied yet.
 		c.dirty = true // look again after the next apply
 		return
 	}
-	r.ctlCatchUp = 0
+	r.repairs.ctlCatchUp = 0
 	for _, g := range r.groupIDs() {
 		if g != controller.ControllerGroup && !want[g] {
 			r.doomed[g] = true
@@ -253,11 +253,7 @@ func (r *Reactor) reapDoomed() {
 		}
 		p.FailWaiters(errUnknownPartition)
 		r.host.Remove(consensus.GroupID(g))
-		delete(r.parts, g)
-		delete(r.byName, topicPartition{p.Topic, p.Index})
-		delete(r.doomed, g)
-		delete(r.opened, g)
-		delete(r.campaignSoon, g)
+		r.dropGroup(g)
 		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)
 		_ = rep.Log.Close()
 		if err := removeAll(r.env.FS, dir); err != nil {

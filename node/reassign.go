@@ -97,7 +97,7 @@ func (r *Reactor) driveOne(g uint64, p *partition.Partition, cp *controller.Part
 		change(consensus.ConfChange{Type: consensus.ConfRemove, NodeID: id})
 		return
 	}
-	if cp.Target != nil && len(conf.Learners) == 0 && sameIDs(conf.Voters, cp.Target) && !r.settingReplicas[g] {
+	if cp.Target != nil && len(conf.Learners) == 0 && sameIDs(conf.Voters, cp.Target) && !r.group(g).settingReplicas {
 		r.reportReplicas(g, cp.Target)
 	}
 }
@@ -113,12 +113,13 @@ func (r *Reactor) transferTarget(voters []uint64, wanted map[uint64]bool, progre
 }
 
 func (r *Reactor) reportReplicas(g uint64, replicas []int32) {
-	if r.settingReplicas == nil {
-		r.settingReplicas = map[uint64]bool{}
-	}
-	r.settingReplicas[g] = true
+	r.group(g).settingReplicas = true
 	cmd := &controller.Command{SetReplicas: &controller.SetReplicas{Group: g, Replicas: append([]int32(nil), replicas...)}}
-	r.propose(cmd, func(controller.Result) { delete(r.settingReplicas, g) })
+	r.propose(cmd, func(controller.Result) {
+		if s, ok := r.local[g]; ok {
+			s.settingReplicas = false
+		}
+	})
 }
 
 func sameIDs(ids []uint64, want []int32) bool {
@@ -213,7 +214,7 @@ func (r *Reactor) transferOne(rep *replica.Replica) bool {
 // leader proposes a reassignment for each partition that still has one,
 // replacing it with the eligible broker holding the fewest replicas.
 func (r *Reactor) evacuate() {
-	if r.controllerLeader() != r.self || len(r.forwards) > 0 {
+	if r.controllerLeader() != r.self || len(r.forwards.pending) > 0 {
 		return
 	}
 	st := r.ctl.state

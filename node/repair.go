@@ -42,6 +42,14 @@ import (
 // replica for missing from it (reconcile), so rewinding the metadata never
 // deletes data.
 
+// repairs is the repair state beyond one group's (whose fence and
+// unrepairable flag are in its groupState).
+type repairs struct {
+	// ctlCatchUp, while the controller replica has applied less, holds
+	// back deleting local replicas: its metadata was rewound by a repair.
+	ctlCatchUp uint64
+}
+
 // fenceFile is the per-replica file holding a vote fence.
 const fenceFile = "vote.fence"
 
@@ -133,8 +141,8 @@ func (r *Reactor) repairDamaged() {
 func (r *Reactor) repair(g uint64) error {
 	rep := r.replicaOf(g)
 	if len(rep.Conf().Voters) < 2 {
-		if !r.unrepairable[g] {
-			r.unrepairable[g] = true
+		if s := r.group(g); !s.unrepairable {
+			s.unrepairable = true
 			r.env.Logf("node %d: group %d has damaged entries and no other replica to repair from; they stay unreadable", r.self, g)
 		}
 		return nil
@@ -183,7 +191,7 @@ func (r *Reactor) reopen(g uint64, change func() error) error {
 	if g == controller.ControllerGroup {
 		// The reopened controller starts from an older metadata state:
 		// delete no local replica until it is back where it was.
-		r.ctlCatchUp = max(r.ctlCatchUp, rep.Applied())
+		r.repairs.ctlCatchUp = max(r.repairs.ctlCatchUp, rep.Applied())
 	}
 	var t *controller.Topic
 	var cp *controller.Partition
@@ -195,6 +203,7 @@ func (r *Reactor) reopen(g uint64, change func() error) error {
 		var ok bool
 		if t, cp, ok = r.ctl.state.PartitionByGroup(g); !ok {
 			// No longer in the metadata: reconcile would not reopen it.
+			r.dropGroup(g)
 			_ = rep.Log.Close()
 			return nil
 		}
@@ -222,14 +231,14 @@ func (r *Reactor) reopen(g uint64, change func() error) error {
 // liftFences removes the durable fence of every replica whose durable log
 // no longer needs it.
 func (r *Reactor) liftFences() {
-	for _, g := range sortedKeys(r.fences) {
+	for _, g := range r.groupsWhere(func(s *groupState) bool { return !s.fence.IsZero() }) {
 		rep := r.replicaOf(g)
 		dir, ok := r.replicaDir(g)
 		if rep == nil || !ok {
-			delete(r.fences, g)
+			r.local[g].fence = consensus.VoteFence{}
 			continue
 		}
-		f := r.fences[g]
+		f := r.local[g].fence
 		durable := rep.Log.DurableIndex()
 		term, err := rep.Log.Term(durable)
 		// Raft lifts its own copy of the fence (by index or by term); the
@@ -243,7 +252,7 @@ func (r *Reactor) liftFences() {
 		if err := r.env.FS.SyncDir(dir); err != nil {
 			continue
 		}
-		delete(r.fences, g)
+		r.local[g].fence = consensus.VoteFence{}
 		r.env.Logf("node %d: group %d repaired: the log is back past its vote fence %v", r.self, g, f)
 	}
 }

@@ -77,12 +77,12 @@ func TestDamagedReplicaIsRepairedFromPeers(t *testing.T) {
 	if !c.runUntil(20*time.Second, func() bool {
 		p := c.nodes[victim].r.byName[topicPartition{"dmg", 0}]
 		return p != nil && !p.IsLeader() && c.nodes[victim].r.stats.Repairs > 0 && p.HighWatermark() == int64(len(acked)) &&
-			len(c.nodes[victim].r.fences) == 0
+			len(fencesInForce(c.nodes[victim].r)) == 0
 	}) {
 		p := c.nodes[victim].r.byName[topicPartition{"dmg", 0}]
 		st := p.Replica().Raft.Status()
 		t.Fatalf("node %d was not repaired (repairs %d): hw %d leader %v fences %v last %d commit %d applied %d lead %d conf %+v fence %d",
-			victim, c.nodes[victim].r.stats.Repairs, p.HighWatermark(), p.IsLeader(), c.nodes[victim].r.fences,
+			victim, c.nodes[victim].r.stats.Repairs, p.HighWatermark(), p.IsLeader(), fencesInForce(c.nodes[victim].r),
 			st.LastIndex, st.Commit, st.Applied, st.Lead, st.Config, p.Replica().Raft.VoteFence())
 	}
 	var lead int32
@@ -148,7 +148,7 @@ func TestPartitionLogCutToNothingIsFencedNotRebootstrapped(t *testing.T) {
 	if got := rep.Log.HardState(); got.Term < hs.Term {
 		t.Fatalf("hard state went from %+v to %+v", hs, got)
 	}
-	if _, fenced := c.nodes[f].r.fences[g]; !fenced || rep.Raft.VoteFence().IsZero() {
+	if _, fenced := fencesInForce(c.nodes[f].r)[g]; !fenced || rep.Raft.VoteFence().IsZero() {
 		t.Fatalf("a log cut back to nothing came back unfenced")
 	}
 	// It is repaired from its peers, and the fence lifts once an entry of
@@ -162,7 +162,7 @@ func TestPartitionLogCutToNothingIsFencedNotRebootstrapped(t *testing.T) {
 	}
 	lead = third
 	if !c.runUntil(20*time.Second, func() bool {
-		_, fenced := c.nodes[f].r.fences[g]
+		_, fenced := fencesInForce(c.nodes[f].r)[g]
 		p, ok := c.nodes[f].r.byName[topicPartition{topic, 0}] // reopened when the fence lifts
 		if !ok {
 			return false
@@ -170,7 +170,7 @@ func TestPartitionLogCutToNothingIsFencedNotRebootstrapped(t *testing.T) {
 		rep = p.Replica()
 		return !fenced && rep.Raft.VoteFence().IsZero() && rep.Log.LastIndex() >= c.nodes[lead].r.byName[topicPartition{topic, 0}].Replica().Log.LastIndex()
 	}) {
-		t.Fatalf("node %d was not repaired: fence %v, last %d", f, c.nodes[f].r.fences[g], rep.Log.LastIndex())
+		t.Fatalf("node %d was not repaired: fence %v, last %d", f, fencesInForce(c.nodes[f].r)[g], rep.Log.LastIndex())
 	}
 	c.nodes[lead].r.byName[topicPartition{topic, 0}].Replica().Raft.TransferLeader(uint64(f))
 	c.nodes[lead].r.queueProcess()
