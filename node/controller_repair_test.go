@@ -40,7 +40,7 @@ func transferController(t *testing.T, c *cluster, to int32) {
 	if from == to {
 		return
 	}
-	c.nodes[from].r.ctl.rep.Raft.TransferLeader(uint64(to))
+	c.nodes[from].r.ctl.rep.TransferLeader(uint64(to))
 	c.nodes[from].r.queueProcess()
 	if !c.runUntil(10*time.Second, func() bool {
 		for _, n := range c.nodes {
@@ -158,8 +158,8 @@ func TestControllerLogCutBelowCommitIsFenced(t *testing.T) {
 	}
 	c.nodes[f].boot()
 	r := c.nodes[f].r
-	if fence := fencesInForce(r)[controller.ControllerGroup]; fence.Index != fenceUnbounded || r.ctl.rep.Raft.VoteFence().IsZero() {
-		t.Fatalf("a controller log cut below its recorded commit came back with fence %v (raft %v)", fence, r.ctl.rep.Raft.VoteFence())
+	if fence := fencesInForce(r)[controller.ControllerGroup]; fence.Index != fenceUnbounded || r.ctl.rep.VoteFence().IsZero() {
+		t.Fatalf("a controller log cut below its recorded commit came back with fence %v (raft %v)", fence, r.ctl.rep.VoteFence())
 	}
 	if !c.runUntil(20*time.Second, func() bool {
 		_, ok := r.byName[topicPartition{"cut-11", 0}]
@@ -177,7 +177,7 @@ func TestControllerLogCutBelowCommitIsFenced(t *testing.T) {
 	transferController(t, c, 2) // a new term
 	if !c.runUntil(20*time.Second, func() bool {
 		_, fenced := fencesInForce(r)[controller.ControllerGroup]
-		return !fenced && r.ctl.rep.Raft.VoteFence().IsZero()
+		return !fenced && r.ctl.rep.VoteFence().IsZero()
 	}) {
 		t.Fatalf("the fence %v did not lift after a new term", fencesInForce(r)[controller.ControllerGroup])
 	}
@@ -187,7 +187,7 @@ func TestControllerLogCutBelowCommitIsFenced(t *testing.T) {
 			t.Fatalf("group %d was closed or deleted while the controller was reopened", g)
 		}
 	}
-	if r.ctl.rep.Raft.BasicStatus().Lead == 0 {
+	if r.ctl.rep.BasicStatus().Lead == 0 {
 		t.Fatal("no controller leader known after the reopen")
 	}
 }

@@ -78,7 +78,7 @@ func (r *Reactor) renewLeases() {
 		var ctx [9]byte
 		ctx[0] = 'L'
 		binary.BigEndian.PutUint64(ctx[1:], uint64(now))
-		p.Replica().Raft.ReadIndex(ctx[:])
+		p.Replica().ReadIndex(ctx[:])
 	}
 }
 
@@ -124,7 +124,7 @@ func (r *Reactor) leaseHeld(p *partition.Partition) bool {
 		return false
 	}
 	rep := p.Replica()
-	st := rep.Raft.BasicStatus()
+	st := rep.BasicStatus()
 	if st.LeadTransferee != 0 || st.TimeoutNowSent {
 		// Handing leadership over, or did in this term: the successor's
 		// campaign ignores the followers' lease promises.

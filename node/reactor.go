@@ -126,8 +126,8 @@ func (r *Reactor) Stop() {
 	for _, g := range r.groupIDs() {
 		rep := r.replicaOf(g)
 		if rep != nil {
-			_ = rep.Log.Sync()
-			_ = rep.Log.Close()
+			_ = rep.Sync()
+			_ = rep.Close()
 		}
 	}
 }

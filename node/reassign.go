@@ -54,7 +54,7 @@ func (r *Reactor) driveOne(g uint64, p *partition.Partition, cp *controller.Part
 	}
 	rep := p.Replica()
 	conf := rep.Conf()
-	status := rep.Raft.Status()
+	status := rep.Status()
 	if status.Applied < status.Commit {
 		return // a committed change may not be applied yet
 	}
@@ -67,7 +67,7 @@ func (r *Reactor) driveOne(g uint64, p *partition.Partition, cp *controller.Part
 		wanted[uint64(id)] = true
 	}
 	change := func(cc consensus.ConfChange) {
-		if _, _, err := rep.Raft.ProposeConfChange(cc); err == nil {
+		if _, _, err := rep.ProposeConfChange(cc); err == nil {
 			r.queueProcess()
 		}
 	}
@@ -89,7 +89,7 @@ func (r *Reactor) driveOne(g uint64, p *partition.Partition, cp *controller.Part
 		}
 		if id == r.self {
 			if to := r.transferTarget(rep.Conf().Voters, wanted, progress, status.LastIndex); to != 0 {
-				rep.Raft.TransferLeader(to)
+				rep.TransferLeader(to)
 				r.queueProcess()
 			}
 			return
@@ -158,10 +158,10 @@ func (r *Reactor) balanceLeaders() {
 		if pref == r.self || r.isDecommissioned(int32(pref)) {
 			continue
 		}
-		status := p.Replica().Raft.Status()
+		status := p.Replica().Status()
 		for _, pr := range status.Progress {
 			if pr.ID == pref && !pr.IsLearner && pr.RecentActive && pr.Match >= status.LastIndex {
-				p.Replica().Raft.TransferLeader(pref)
+				p.Replica().TransferLeader(pref)
 				r.queueProcess()
 			}
 		}
@@ -190,7 +190,7 @@ func (r *Reactor) TransferLeaderships() int {
 // transferOne asks a group this node leads to hand leadership to its most
 // caught-up live voter; it reports whether this node leads the group.
 func (r *Reactor) transferOne(rep *replica.Replica) bool {
-	status := rep.Raft.Status()
+	status := rep.Status()
 	if status.RaftState != consensus.StateLeader {
 		return false
 	}
@@ -204,7 +204,7 @@ func (r *Reactor) transferOne(rep *replica.Replica) bool {
 		}
 	}
 	if best != 0 && status.LeadTransferee == 0 {
-		rep.Raft.TransferLeader(best)
+		rep.TransferLeader(best)
 		r.queueProcess()
 	}
 	return true

@@ -86,11 +86,26 @@ func writeFence(fs logstore.FS, dir string, f consensus.VoteFence) error {
 	return logstore.WriteFileAtomic(fs, dir, fenceFile, w.B)
 }
 
+// logTail is what fenceOf reads of a log: a *logstore.Log being opened,
+// or a replica's (replica.Replica).
+type logTail interface {
+	LastIndex() uint64
+	Term(i uint64) (uint64, error)
+	HardState() logstore.HardState
+}
+
+// entryLog is what firstDamaged reads of a replica's log.
+type entryLog interface {
+	FirstIndex() uint64
+	LastIndex() uint64
+	Entries(lo, hi uint64, maxBytes int) ([]logstore.Entry, error)
+}
+
 // fenceOf is the vote fence of a replica about to discard entries of its
 // log: its last entry's index and term. (Everything the replica may have
 // acknowledged is in the log; entries it discards after the fence is
 // durable are counted in.)
-func fenceOf(log *logstore.Log) consensus.VoteFence {
+func fenceOf(log logTail) consensus.VoteFence {
 	last := log.LastIndex()
 	term, err := log.Term(last)
 	if err != nil {
@@ -147,11 +162,11 @@ func (r *Reactor) repair(g uint64) error {
 		}
 		return nil
 	}
-	if rep.Raft.BasicStatus().RaftState == consensus.StateLeader {
+	if rep.BasicStatus().RaftState == consensus.StateLeader {
 		r.transferOne(rep)
 		return nil
 	}
-	first, err := firstDamaged(rep.Log)
+	first, err := firstDamaged(rep)
 	if err != nil {
 		return err
 	}
@@ -160,22 +175,16 @@ func (r *Reactor) repair(g uint64) error {
 		return nil
 	}
 	dir, _ := r.replicaDir(g)
-	log := rep.Log
-	fence := fenceOf(log).Merge(readFence(r.env.FS, dir, log.HardState().Term))
+	fence := fenceOf(rep).Merge(readFence(r.env.FS, dir, rep.HardState().Term))
 	if err := writeFence(r.env.FS, dir, fence); err != nil {
 		return fmt.Errorf("writing the vote fence: %w", err)
 	}
 	r.env.Logf("node %d: group %d: entry %d is damaged; discarding entries %d..%d to fetch them again from the leader (vote fence %v)",
-		r.self, g, first, first, log.LastIndex(), fence)
+		r.self, g, first, first, rep.LastIndex(), fence)
 	r.stats.Repairs++
 	return r.reopen(g, func() error {
-		cut := first - 1
-		if err := log.TruncateAfter(cut); err != nil {
+		if err := rep.Discard(first - 1); err != nil {
 			return fmt.Errorf("truncating: %w", err)
-		}
-		if hs := log.HardState(); hs.Commit > cut {
-			hs.Commit = cut
-			log.SetHardState(hs)
 		}
 		return nil
 	})
@@ -204,7 +213,7 @@ func (r *Reactor) reopen(g uint64, change func() error) error {
 		if t, cp, ok = r.ctl.state.PartitionByGroup(g); !ok {
 			// No longer in the metadata: reconcile would not reopen it.
 			r.dropGroup(g)
-			_ = rep.Log.Close()
+			_ = rep.Close()
 			return nil
 		}
 	}
@@ -212,7 +221,7 @@ func (r *Reactor) reopen(g uint64, change func() error) error {
 	if change != nil {
 		cause = change()
 	}
-	if err := rep.Log.Close(); err != nil && cause == nil {
+	if err := rep.Close(); err != nil && cause == nil {
 		cause = fmt.Errorf("closing: %w", err)
 	}
 	var err error
@@ -239,11 +248,11 @@ func (r *Reactor) liftFences() {
 			continue
 		}
 		f := r.local[g].fence
-		durable := rep.Log.DurableIndex()
-		term, err := rep.Log.Term(durable)
+		durable := rep.DurableIndex()
+		term, err := rep.Term(durable)
 		// Raft lifts its own copy of the fence (by index or by term); the
 		// durable record goes once Raft has and the durable log agrees.
-		if !rep.Raft.VoteFence().IsZero() || err != nil || !f.LiftedBy(durable, term) || rep.Busy() {
+		if !rep.VoteFence().IsZero() || err != nil || !f.LiftedBy(durable, term) || rep.Busy() {
 			continue
 		}
 		if err := r.env.FS.Remove(path.Join(dir, fenceFile)); err != nil && !errors.Is(err, logstore.ErrNotExist) {
@@ -259,7 +268,7 @@ func (r *Reactor) liftFences() {
 
 // firstDamaged scans the log for the first entry whose checksum fails, and
 // returns its index (0 if none does).
-func firstDamaged(log *logstore.Log) (uint64, error) {
+func firstDamaged(log entryLog) (uint64, error) {
 	last := log.LastIndex()
 	for lo := log.FirstIndex(); lo <= last; {
 		es, err := log.Entries(lo, last+1, 1<<20)

@@ -100,7 +100,7 @@ func (r *Reactor) openController() error {
 	}
 	c.rep = rep
 	r.ctl = c
-	r.host.Add(consensus.GroupID(controller.ControllerGroup), rep.Raft)
+	rep.Register(r.host)
 	return nil
 }
 
@@ -182,7 +182,7 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	r.byName[topicPartition{t.Name, p.Index}] = part
 	s := r.group(p.Group)
 	s.openedTick = r.ticks
-	r.host.Add(consensus.GroupID(p.Group), rep.Raft)
+	rep.Register(r.host)
 	if firstElection && rank == 0 {
 		s.campaign = firstCampaign{due: true}
 	}
@@ -244,7 +244,7 @@ func (r *Reactor) campaignIfDue(g uint64) {
 		return
 	}
 	rep := p.Replica()
-	st := rep.Raft.BasicStatus()
+	st := rep.BasicStatus()
 	if st.Lead != 0 || r.ticks-s.openedTick > uint64(firstCampaignTimeouts*r.cfg.ElectionTicks) {
 		s.campaign = firstCampaign{}
 		return
@@ -253,7 +253,7 @@ func (r *Reactor) campaignIfDue(g uint64) {
 		return // votes are out, or the bootstrap membership is not applied yet
 	}
 	s.campaign.mark = r.ticks + 1
-	rep.Raft.Campaign()
+	rep.Campaign()
 	r.queueProcess()
 }
 

@@ -83,7 +83,7 @@ func (r *Reactor) sendForward(f *forward, now time.Duration) {
 
 // proposeLocal proposes a command on this node, the controller leader.
 func (r *Reactor) proposeLocal(cmd *controller.Command) {
-	if _, _, err := r.ctl.rep.Raft.Propose(EntryCommand, cmd.Encode()); err != nil {
+	if _, _, err := r.ctl.rep.Propose(EntryCommand, cmd.Encode()); err != nil {
 		r.env.Logf("node %d: controller propose: %v", r.self, err)
 	}
 	r.queueProcess()
@@ -175,7 +175,7 @@ func (r *Reactor) admit(id uint64, addr string) {
 		return
 	}
 	cc := consensus.ConfChange{Type: consensus.ConfAddLearner, NodeID: id, Context: []byte(addr)}
-	if _, _, err := r.ctl.rep.Raft.ProposeConfChange(cc); err != nil {
+	if _, _, err := r.ctl.rep.ProposeConfChange(cc); err != nil {
 		r.env.Logf("node %d: admit %d: %v", r.self, id, err)
 	}
 	r.queueProcess()

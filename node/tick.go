@@ -15,10 +15,10 @@ const maintenanceTicks = 100
 // onTick does the periodic work beside Raft's own ticking.
 func (r *Reactor) onTick() {
 	for _, g := range r.groupIDs() {
-		if rep := r.replicaOf(g); rep != nil && rep.Log.Err() != nil {
+		if rep := r.replicaOf(g); rep != nil && rep.Err() != nil {
 			// A read's flush failed a write: the log lacks what Raft
 			// thinks it holds. Stop and recover from the disk.
-			r.fatal(fmt.Errorf("group %d: %w", g, rep.Log.Err()))
+			r.fatal(fmt.Errorf("group %d: %w", g, rep.Err()))
 			return
 		}
 	}
@@ -51,7 +51,7 @@ func (r *Reactor) onTick() {
 // observeRole tells the state machine of group g about leadership changes
 // Raft reported in the Ready just taken.
 func (r *Reactor) observeRole(g uint64, rep *replica.Replica) {
-	st := rep.Raft.BasicStatus()
+	st := rep.BasicStatus()
 	isLeader := st.RaftState == consensus.StateLeader
 	if g == controller.ControllerGroup {
 		r.ctl.lead, r.ctl.term = st.Lead, st.Term
