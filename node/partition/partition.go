@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/internal/assert"
 	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/node/records"
 	"github.com/floe-broker/floe/node/replica"
@@ -113,6 +114,7 @@ func (p *Partition) Apply(e consensus.Entry) {
 			}
 		}
 	}
+	p.checkOffsets()
 	if p.leader && e.Term == p.term {
 		p.ready = true
 	}
@@ -172,6 +174,23 @@ func (p *Partition) RoleChanged(lead uint64, isLeader bool, term uint64) {
 		p.ready = false
 		p.pending = nil
 		p.FailWaiters(kerr.NotLeaderForPartition)
+	}
+}
+
+// checkOffsets asserts start offset <= high watermark <= the log's next
+// offset (a scratch copy, with no replica, has no log to compare with).
+func (p *Partition) checkOffsets() {
+	if !assert.Enabled() {
+		return
+	}
+	if p.startOffset > p.hw {
+		assert.Failf("partition %s-%d: start offset %d past the high watermark %d", p.Topic, p.Index, p.startOffset, p.hw)
+	}
+	if p.rep == nil {
+		return
+	}
+	if next := p.rep.NextOffset(); p.hw > next {
+		assert.Failf("partition %s-%d: high watermark %d past the log's next offset %d", p.Topic, p.Index, p.hw, next)
 	}
 }
 

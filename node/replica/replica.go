@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/internal/assert"
 	"github.com/floe-broker/floe/logstore"
 )
 
@@ -157,7 +158,18 @@ func (r *Replica) applyDurable(rd *consensus.Ready) error {
 		r.sm.Apply(e)
 		r.applied = e.Index
 	}
+	r.checkApplied()
 	return r.saveConf()
+}
+
+// checkApplied asserts the invariant applied <= Raft's commit index.
+func (r *Replica) checkApplied() {
+	if !assert.Enabled() {
+		return
+	}
+	if commit := r.raft.BasicStatus().Commit; r.applied > commit {
+		assert.Failf("replica %d: applied %d past the commit index %d", r.Group, r.applied, commit)
+	}
 }
 
 func (r *Replica) write(rd *consensus.Ready) error {
@@ -233,6 +245,7 @@ func (r *Replica) Complete() (sendAfter []consensus.Message, err error) {
 		r.sm.Apply(e)
 		r.applied = e.Index
 	}
+	r.checkApplied()
 	if err := r.saveConf(); err != nil {
 		return nil, err
 	}
