@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/floe-broker/floe/clock"
 	"github.com/floe-broker/floe/consensus"

@@ -398,7 +398,7 @@ func (p *Partition) OffsetForTime(ts int64) int64 {
 // (the first of several that share it), or -1, -1 when the partition holds
 // no committed record (ListOffsets -3, KIP-734).
 func (p *Partition) MaxTimestamp() (offset, timestamp int64) {
-	off, ts, ok, err := p.rep.Log.MaxTimestamp(p.hw)
+	off, ts, ok, err := p.rep.MaxTimestamp(p.hw)
 	if err != nil || !ok {
 		return -1, -1
 	}

@@ -94,6 +94,12 @@ func (r *Replica) StartOffset() int64 { return r.log.StartOffset() }
 // NextOffset is the offset the next record batch written gets.
 func (r *Replica) NextOffset() int64 { return r.log.NextOffset() }
 
+// MaxTimestamp is the offset and timestamp of the record with the largest
+// timestamp below limitOffset (ok false if there is none).
+func (r *Replica) MaxTimestamp(limitOffset int64) (offset, timestamp int64, ok bool, err error) {
+	return r.log.MaxTimestamp(limitOffset)
+}
+
 // OffsetAfterIndex is the record offset just after log index index (-1
 // if the log cannot tell).
 func (r *Replica) OffsetAfterIndex(index uint64) int64 { return r.log.OffsetAfterIndex(index) }
