@@ -139,8 +139,8 @@ func TestReaddedReplicaRemembersItsRaftState(t *testing.T) {
 	if !c.stepUntil(30*time.Second, func() bool {
 		p, held := n3.r.parts[g]
 		if held {
-			term = max(term, p.Replica().Log.HardState().Term)
-			last = max(last, p.Replica().Log.LastIndex())
+			term = max(term, p.Replica().HardState().Term)
+			last = max(last, p.Replica().LastIndex())
 		}
 		return !held && c.settled("mv", "[1 2 4]")
 	}) {
@@ -154,11 +154,11 @@ func TestReaddedReplicaRemembersItsRaftState(t *testing.T) {
 		t.Fatal("broker 3 never opened its replica again")
 	}
 	rep := n3.r.parts[g].Replica()
-	hs := rep.Log.HardState()
+	hs := rep.HardState()
 	if hs.Term < term {
 		t.Fatalf("re-created replica starts at term %d, below the %d its removed replica was in", hs.Term, term)
 	}
-	if f := rep.Raft.VoteFence(); f.Index < last {
+	if f := rep.VoteFence(); f.Index < last {
 		t.Fatalf("re-created replica's vote fence %v is below its old log end %d", f, last)
 	}
 	// And it rejoins: the move back completes with every record there.
@@ -167,7 +167,7 @@ func TestReaddedReplicaRemembersItsRaftState(t *testing.T) {
 	}
 	if !c.runUntil(10*time.Second, func() bool {
 		p := n3.r.parts[g]
-		return p != nil && p.HighWatermark() == 5 && rep.Raft.VoteFence().IsZero()
+		return p != nil && p.HighWatermark() == 5 && rep.VoteFence().IsZero()
 	}) {
 		t.Fatalf("broker 3 did not catch up and lift its fence")
 	}

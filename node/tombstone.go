@@ -60,7 +60,7 @@ func readTombstone(fs logstore.FS, dir string) (tombstone, bool) {
 // writeTombstone records rep's Raft state durably, before its directory
 // is removed. The log end it records is a vote fence: the replica's own
 // log end, or an older bound its log has not yet passed — the fence it
-// still holds (rep.Raft.VoteFence, held: a repair's or an earlier
+// still holds (rep.VoteFence, held: a repair's or an earlier
 // tombstone's), and the earlier tombstone at dir. A replica re-created
 // from a tombstone and deleted again before catching up would otherwise
 // leave a tombstone of its empty log and forget the entries its first
@@ -69,7 +69,7 @@ func readTombstone(fs logstore.FS, dir string) (tombstone, bool) {
 // writes lost).
 func writeTombstone(fs logstore.FS, dir string, rep *replica.Replica, held consensus.VoteFence) error {
 	old, ok := readTombstone(fs, dir)
-	t := nextTombstone(old, ok, rep.Log.HardState(), fenceOf(rep.Log), rep.Raft.VoteFence(), held)
+	t := nextTombstone(old, ok, rep.HardState(), fenceOf(rep), rep.VoteFence(), held)
 	return logstore.WriteFileAtomic(fs, path.Dir(dir), path.Base(tombstonePath(dir)), t.encode())
 }
 
@@ -139,6 +139,6 @@ func (r *Reactor) removalCommitted(g uint64, rep *replica.Replica) bool {
 		return true
 	}
 	conf := rep.Conf()
-	return rep.Applied() >= rep.Log.LastIndex() &&
+	return rep.Applied() >= rep.LastIndex() &&
 		!slices.Contains(conf.Voters, r.self) && !slices.Contains(conf.Learners, r.self)
 }
