@@ -37,6 +37,7 @@ type Partition struct {
 	rep *replica.Replica
 
 	applied     *Producers
+	txns        *Txns // transactions as of the applied entries
 	startOffset int64
 	hw          int64 // offset after the last applied batch
 
@@ -45,6 +46,7 @@ type Partition struct {
 	term       uint64
 	ready      bool // leader has applied an entry of its own term
 	pending    *Producers
+	pendTxns   *Txns // transactions as of every entry in the log (leader)
 	nextOffset int64
 
 	waiters []waiter
@@ -62,7 +64,7 @@ type waiter struct {
 // New makes a partition state machine; attach it to its replica with Attach
 // once replica.New has restored it.
 func New(topic string, index int32, cfg Config) *Partition {
-	return &Partition{Topic: topic, Index: index, Cfg: cfg, applied: NewProducers()}
+	return &Partition{Topic: topic, Index: index, Cfg: cfg, applied: NewProducers(), txns: NewTxns()}
 }
 
 // Attach connects the partition to its replica (the log and Raft).
@@ -78,6 +80,7 @@ func (p *Partition) Restore(meta consensus.SnapshotMeta, sd replica.SnapshotData
 		return err
 	}
 	p.applied = c.Producers
+	p.txns = c.Txns
 	p.startOffset = c.StartOffset
 	p.hw = sd.NextOffset
 	if p.startOffset > p.hw {
@@ -92,7 +95,7 @@ func (p *Partition) Apply(e consensus.Entry) {
 	case replica.EntryBatch:
 		h, err := records.ParseHeader(e.Data)
 		if err == nil {
-			recordBatch(p.applied, h, e.Index, e.Term)
+			applyBatch(p.applied, p.txns, h, e.Data, e.Index, e.Term)
 			p.hw = h.BaseOffset + int64(h.LastOffsetDelta) + 1
 		}
 	case EntryProducerExpiry:
@@ -105,6 +108,7 @@ func (p *Partition) Apply(e consensus.Entry) {
 				off = p.hw
 			}
 			p.startOffset = off
+			p.txns.TrimBefore(off)
 			// The log keeps the logical start; whole segments below it go
 			// with the next retention pass. A scratch copy replaying for a
 			// checkpoint has no replica.
@@ -170,7 +174,7 @@ func (p *Partition) RoleChanged(lead uint64, isLeader bool, term uint64) {
 	}
 	if !isLeader {
 		p.ready = false
-		p.pending = nil
+		p.pending, p.pendTxns = nil, nil
 		p.FailWaiters(kerr.NotLeaderForPartition)
 	}
 }
@@ -180,6 +184,7 @@ func (p *Partition) RoleChanged(lead uint64, isLeader bool, term uint64) {
 // log holds, committed or not.
 func (p *Partition) rebuildPending() {
 	p.pending = p.applied.Clone()
+	p.pendTxns = p.txns.Clone()
 	log := p.rep.Log
 	p.nextOffset = log.NextOffset()
 	for lo := p.rep.Applied() + 1; lo <= log.LastIndex(); {
@@ -192,7 +197,7 @@ func (p *Partition) rebuildPending() {
 			switch e.Type {
 			case replica.EntryBatch:
 				if h, err := records.ParseHeader(e.Data); err == nil {
-					recordBatch(p.pending, h, e.Index, e.Term)
+					applyBatch(p.pending, p.pendTxns, h, e.Data, e.Index, e.Term)
 				}
 			case EntryProducerExpiry:
 				if ms, ok := decodeOffset(e.Data); ok {
@@ -204,17 +209,25 @@ func (p *Partition) rebuildPending() {
 	}
 }
 
-// recordBatch applies a batch in the log (at index, of term) to a producer
-// table: its timestamp moves the log's time, then its producer, if any, is
-// recorded. Apply, rebuildPending and Append must agree on this.
-func recordBatch(t *Producers, h records.Header, index, term uint64) {
+// applyBatch applies a batch in the log (data, at index, of term) to a
+// producer table and transaction state: its timestamp moves the log's
+// time, then its producer, if any, is recorded (a control batch only
+// raises the producer's epoch: markers carry no sequence), then its
+// transaction opens or closes. Apply, rebuildPending and Append must agree
+// on this.
+func applyBatch(t *Producers, x *Txns, h records.Header, data []byte, index, term uint64) {
 	t.Observe(h.MaxTimestamp)
-	if h.ProducerID >= 0 {
+	switch {
+	case h.ProducerID < 0:
+	case h.IsControl():
+		t.Mark(h.ProducerID, h.ProducerEpoch)
+	default:
 		t.Record(h.ProducerID, h.ProducerEpoch, SeqBatch{
 			FirstSeq: h.BaseSequence, LastSeq: LastSeq(h.BaseSequence, h.RecordCount),
 			BaseOffset: h.BaseOffset, Index: index, Term: term,
 		})
 	}
+	x.Apply(h, data)
 }
 
 // FailWaiters fails every pending acks=all waiter with err.
@@ -264,6 +277,10 @@ func (p *Partition) Append(batch []byte, h records.Header, now time.Time) (Appen
 		h.MaxTimestamp = now.UnixMilli() // what the log will hold
 	}
 	if h.ProducerID >= 0 {
+		if _, open := p.pendTxns.Open(h.ProducerID); open && !h.IsTransactional() {
+			// Kafka: a producer may not write outside its open transaction.
+			return AppendResult{}, kerr.InvalidTxnState
+		}
 		last := LastSeq(h.BaseSequence, h.RecordCount)
 		switch v, sb := p.pending.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, last, h.MaxTimestamp); v {
 		case Duplicate:
@@ -288,7 +305,7 @@ func (p *Partition) Append(batch []byte, h records.Header, now time.Time) (Appen
 		return AppendResult{}, kerr.RequestTimedOut
 	}
 	h.BaseOffset = base
-	recordBatch(p.pending, h, index, term)
+	applyBatch(p.pending, p.pendTxns, h, batch, index, term)
 	p.nextOffset = base + int64(h.LastOffsetDelta) + 1
 	return AppendResult{BaseOffset: base, Index: index, Term: term}, nil
 }
@@ -414,7 +431,7 @@ func (p *Partition) EpochEndOffset(epoch int32) (endOffset int64, foundEpoch int
 
 // Checkpoint returns the applied state, for the log's snapshot point.
 func (p *Partition) Checkpoint() []byte {
-	return EncodeCheckpoint(Checkpoint{StartOffset: p.startOffset, Producers: p.applied})
+	return EncodeCheckpoint(Checkpoint{StartOffset: p.startOffset, Producers: p.applied, Txns: p.txns})
 }
 
 func encodeOffset(off int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(off)) }
