@@ -6,7 +6,8 @@ package node
 // needs it); v4+ checks CurrentLeaderEpoch and returns the leader epoch;
 // v7 (max timestamp, -3) is not advertised. Timestamp -2 asks for the log
 // start offset, -1 for the high watermark (the next offset a consumer will
-// see), any other value for the first committed offset whose record
+// see; under isolation level 1, read_committed, the last stable offset),
+// any other value for the first committed offset whose record
 // timestamp is at or after it (-1 offset when there is none). Only the
 // leader answers, once it has committed an entry of its own term.
 //
@@ -30,7 +31,7 @@ func serveListOffsets(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
-			st.Partitions = append(st.Partitions, r.listOffset(rt.Topic, rp, denied[rt.Topic]))
+			st.Partitions = append(st.Partitions, r.listOffset(rt.Topic, rp, denied[rt.Topic], req.IsolationLevel))
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
@@ -39,7 +40,7 @@ func serveListOffsets(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg
 
 // listOffset answers one partition (TOPIC_AUTHORIZATION_FAILED when its
 // topic is denied).
-func (r *Reactor) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartition, denied bool) kmsg.ListOffsetsResponseTopicPartition {
+func (r *Reactor) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartition, denied bool, isolation int8) kmsg.ListOffsetsResponseTopicPartition {
 	sp := kmsg.NewListOffsetsResponseTopicPartition()
 	sp.Partition = rp.Partition
 	sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
@@ -58,6 +59,9 @@ func (r *Reactor) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartit
 		sp.Offset = p.StartOffset()
 	case -1:
 		sp.Offset = p.HighWatermark()
+		if isolation == 1 {
+			sp.Offset = p.LastStableOffset() // read_committed: the last stable offset
+		}
 	default:
 		sp.Offset, sp.Timestamp = offsetForTime(p, rp.Timestamp)
 	}

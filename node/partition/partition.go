@@ -366,13 +366,20 @@ func (p *Partition) ProposeStartOffset(off int64) (index, term uint64, err error
 // Read returns whole committed batches from offset, up to maxBytes (at least
 // one batch if any is committed there).
 func (p *Partition) Read(offset int64, maxBytes int) ([]byte, error) {
+	return p.ReadTo(offset, maxBytes, p.hw)
+}
+
+// ReadTo is Read that stops before end (the last stable offset, for a
+// read_committed reader: it is always a batch boundary).
+func (p *Partition) ReadTo(offset int64, maxBytes int, end int64) ([]byte, error) {
 	if offset < p.StartOffset() || offset > p.hw {
 		return nil, kerr.OffsetOutOfRange
 	}
-	if offset == p.hw {
+	end = min(end, p.hw)
+	if offset >= end {
 		return nil, nil
 	}
-	res, err := p.rep.Log.Read(offset, maxBytes, p.hw)
+	res, err := p.rep.Log.Read(offset, maxBytes, end)
 	if err != nil {
 		return nil, err
 	}
