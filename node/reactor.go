@@ -75,6 +75,7 @@ type Reactor struct {
 	joinSentTicks uint64
 
 	groups groupCoordinators // consumer group coordinators (coordinators.go)
+	txns   txnCoordinators   // transaction coordinators and markers (txns.go)
 	users  userStore         // the SCRAM credential store's glue (users.go)
 
 	sec security // authorization and the audit log (security.go)

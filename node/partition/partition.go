@@ -219,7 +219,9 @@ func applyBatch(t *Producers, x *Txns, h records.Header, data []byte, index, ter
 	t.Observe(h.MaxTimestamp)
 	switch {
 	case h.ProducerID < 0:
-	case h.IsControl():
+	case h.IsControl() || h.BaseSequence == records.NoSequence:
+		// A marker, or a broker's own transactional write (offsets sent
+		// to a transaction): no sequence to track.
 		t.Mark(h.ProducerID, h.ProducerEpoch)
 	default:
 		t.Record(h.ProducerID, h.ProducerEpoch, SeqBatch{
@@ -281,14 +283,23 @@ func (p *Partition) Append(batch []byte, h records.Header, now time.Time) (Appen
 			// Kafka: a producer may not write outside its open transaction.
 			return AppendResult{}, kerr.InvalidTxnState
 		}
-		last := LastSeq(h.BaseSequence, h.RecordCount)
-		switch v, sb := p.pending.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, last, h.MaxTimestamp); v {
-		case Duplicate:
-			return AppendResult{BaseOffset: sb.BaseOffset, Index: sb.Index, Term: sb.Term, Duplicate: true}, nil
-		case OutOfOrder:
-			return AppendResult{}, kerr.OutOfOrderSequenceNumber
-		case Fenced:
-			return AppendResult{}, kerr.InvalidProducerEpoch
+		if h.BaseSequence == records.NoSequence {
+			// A broker's transactional write without sequence: only the
+			// epoch is checked (clients' batches always carry one:
+			// validateProduce).
+			if st, ok := p.pending.Get(h.ProducerID); ok && h.ProducerEpoch < st.Epoch {
+				return AppendResult{}, kerr.InvalidProducerEpoch
+			}
+		} else {
+			last := LastSeq(h.BaseSequence, h.RecordCount)
+			switch v, sb := p.pending.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, last, h.MaxTimestamp); v {
+			case Duplicate:
+				return AppendResult{BaseOffset: sb.BaseOffset, Index: sb.Index, Term: sb.Term, Duplicate: true}, nil
+			case OutOfOrder:
+				return AppendResult{}, kerr.OutOfOrderSequenceNumber
+			case Fenced:
+				return AppendResult{}, kerr.InvalidProducerEpoch
+			}
 		}
 	}
 	base := p.nextOffset
