@@ -236,6 +236,12 @@ func replayBatches(p *partition.Partition, fn func(h records.Header, b []byte) e
 type txnStateLog struct{ l *offsetsLog }
 
 func (t txnStateLog) Write(recs []txn.Record, done func(now time.Duration, err error)) {
+	if t.l.r.buggify(20) {
+		// BUGGIFY: the write fails before it is appended, as if
+		// leadership had just moved (buggify.go).
+		done(t.l.r.monoNow(), kerr.NotLeaderForPartition)
+		return
+	}
 	gs := make([]group.Record, len(recs))
 	for i, rec := range recs {
 		gs[i] = group.Record{Key: rec.Key, Value: rec.Value}

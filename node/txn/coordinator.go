@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/floe-broker/floe/internal/plant"
 )
 
 // Coordinator serves the transactional ids of one __transaction_state
@@ -342,6 +344,12 @@ func (c *Coordinator) prepare(m *txnMeta, to State, bumpEpoch bool, done func(er
 	n.state = to
 	if bumpEpoch {
 		n.epoch++
+	}
+	if to == PrepareCommit && plant.Enabled(plant.TxnMarkerBeforeDecision) {
+		// Planted bug: the commit markers go out before the decision is
+		// durable; a failed write then leaves a torn transaction.
+		c.env.Markers.Write(Marker{TransactionalID: m.id, ProducerID: m.pid, ProducerEpoch: m.epoch, Commit: true,
+			CoordinatorEpoch: c.env.Epoch, Partitions: append([]TopicPartition(nil), m.partitions...)}, func(time.Duration, error) {})
 	}
 	c.write(m, n, func(_ time.Duration, err *kerr.Error) {
 		if err == nil {
