@@ -164,6 +164,12 @@ type txnProducer struct {
 	epoch int16
 	seq   map[int32]int32
 	cur   *txnRec
+	// gaveUp: a produce of the current transaction was given up with its
+	// outcome unknown, so the partition's sequence may have moved: after
+	// the abort the producer takes a new epoch (sequences restart), as
+	// clients do (KIP-360), or its next batch could be taken for a
+	// duplicate of the abandoned one.
+	gaveUp bool
 }
 
 func (p *txnProducer) stopped() bool {
@@ -313,6 +319,7 @@ func (p *txnProducer) produce(parts []int32, i int, deadline time.Duration) {
 		return
 	}
 	if r.now() >= deadline {
+		p.gaveUp = true
 		p.end(false)
 		return
 	}
@@ -351,6 +358,7 @@ func (p *txnProducer) produce(parts []int32, i int, deadline time.Duration) {
 				delete(w.leaders, part)
 				retry() // the same batch, the same sequence: idempotent
 			default:
+				p.gaveUp = true
 				p.end(false)
 			}
 		})
@@ -383,7 +391,10 @@ func (p *txnProducer) end(commit bool) {
 				t.outcome = txnCommitted
 			}
 			p.cur = nil
-			p.then(p.begin)
+			if p.gaveUp {
+				p.pid, p.gaveUp = -1, false
+			}
+			p.then(p.resume)
 		case commit || err != nil || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code:
 			if err != nil || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code {
 				p.coord = 0
@@ -397,7 +408,7 @@ func (p *txnProducer) end(commit bool) {
 			// The abort was refused (fenced, not open, concurrent): the
 			// outcome is unknown; a new producer epoch settles it.
 			t.outcome = txnUnknown
-			p.cur, p.pid = nil, -1
+			p.cur, p.pid, p.gaveUp = nil, -1, false
 			p.then(p.init)
 		}
 	})
