@@ -153,6 +153,8 @@ type run struct {
 	sameInstant int
 	lastInstant time.Duration
 
+	txn *txnWorkload // the transactional workload (txn.go), if any
+
 	corruptedFiles []string
 	violations     []string
 	knownSeen      []string
@@ -353,6 +355,7 @@ func (r *run) safety() {
 		c := &consumer{r: r, group: fmt.Sprintf("g%d", i%max(r.o.Groups, 1))}
 		c.start()
 	}
+	r.startTxn()
 	r.nem.start()
 	r.runFor(r.o.SafetyDur)
 }
@@ -402,6 +405,7 @@ func (r *run) liveness() {
 		r.violation("liveness", fmt.Sprintf("%d of %d consumers drained and committed within %v of the heal",
 			r.drainedConsumers, r.o.Consumers, r.o.LivenessMax))
 	}
+	r.finishTxn()
 }
 
 // probe writes to partition part until a write is acknowledged (or the
