@@ -32,6 +32,7 @@ import (
 	"github.com/floe-broker/floe/node/group"
 	"github.com/floe-broker/floe/node/partition"
 	"github.com/floe-broker/floe/node/records"
+	"github.com/floe-broker/floe/node/share"
 )
 
 // groupCoordinators is the reactor's consumer-group state.
@@ -175,43 +176,58 @@ func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, e
 		Known:      r.partitionExists,
 	})
 	skipped := 0
-	for off := p.StartOffset(); off < p.HighWatermark(); {
-		data, err := p.Read(off, 1<<20)
-		if err != nil {
-			return nil, err
+	err := replayCommitted(p, func(key, value []byte) {
+		if share.IsStateKey(key) {
+			return // share-partition state (shares.go)
 		}
-		if len(data) == 0 {
-			break
+		if coord.Replay(key, value) != nil {
+			skipped++
 		}
-		batches, err := records.Split(data)
-		if err != nil {
-			return nil, err
-		}
-		for _, b := range batches {
-			h, err := records.ParseHeader(b)
-			if err != nil {
-				return nil, err
-			}
-			off = h.NextOffset()
-			if h.IsControl() {
-				continue
-			}
-			err = records.Records(b, func(rec records.Record) error {
-				if coord.Replay(rec.Key, rec.Value) != nil {
-					skipped++
-				}
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	if skipped > 0 {
 		r.env.Logf("node %d: %s-%d: skipped %d records that do not decode", r.self, p.Topic, p.Index, skipped)
 	}
 	coord.Start(r.env.Clock.Monotonic())
 	return coord, nil
+}
+
+// replayCommitted calls fn with every record of the partition's committed
+// batches, in log order, skipping control batches.
+func replayCommitted(p *partition.Partition, fn func(key, value []byte)) error {
+	for off := p.StartOffset(); off < p.HighWatermark(); {
+		data, err := p.Read(off, 1<<20)
+		if err != nil {
+			return err
+		}
+		if len(data) == 0 {
+			break
+		}
+		batches, err := records.Split(data)
+		if err != nil {
+			return err
+		}
+		for _, b := range batches {
+			h, err := records.ParseHeader(b)
+			if err != nil {
+				return err
+			}
+			off = h.NextOffset()
+			if h.IsControl() {
+				continue
+			}
+			err = records.Records(b, func(rec records.Record) error {
+				fn(rec.Key, rec.Value)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // partitionExists reports whether the metadata has this topic partition.

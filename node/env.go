@@ -96,6 +96,8 @@ type Config struct {
 	// Groups configures the consumer group coordinator (zero: Kafka's
 	// defaults).
 	Groups group.Config
+	// Shares configures share groups (shares.go; zero: Kafka's defaults).
+	Shares ShareConfig
 	// Security configures authorization and the audit log (security.go).
 	Security SecurityConfig
 	// BootstrapUsers are the first users of a new cluster, their SCRAM

@@ -75,6 +75,7 @@ type Reactor struct {
 	joinSentTicks uint64
 
 	groups groupCoordinators // consumer group coordinators (coordinators.go)
+	shares shareCoordinators // share groups (shares.go)
 	users  userStore         // the SCRAM credential store's glue (users.go)
 
 	sec security // authorization and the audit log (security.go)

@@ -10,7 +10,7 @@ import (
 // Errors of Heartbeat, mapped by the node to Kafka's codes of the same
 // names.
 var (
-	ErrUnknownMember = errors.New("share: unknown member id")          // UNKNOWN_MEMBER_ID
+	ErrUnknownMember = errors.New("share: unknown member id")           // UNKNOWN_MEMBER_ID
 	ErrFencedEpoch   = errors.New("share: member epoch is not current") // FENCED_MEMBER_EPOCH
 	ErrBadHeartbeat  = errors.New("share: invalid heartbeat")           // INVALID_REQUEST
 	ErrGroupFull     = errors.New("share: group is full")               // GROUP_MAX_SIZE_REACHED
