@@ -73,6 +73,10 @@ var apis = [kmsg.MaxKey + 1]api{
 	kmsg.AlterUserSCRAMCredentials:    {0, 0, serveAlterUserScramCredentials},
 	kmsg.DescribeCluster:              {0, 1, serveDescribeCluster},
 	kmsg.UnregisterBroker:             {0, 0, serveUnregisterBroker},
+	kmsg.ShareGroupHeartbeat:          {0, 1, serveShareGroupHeartbeat},
+	kmsg.ShareGroupDescribe:           {0, 1, serveShareGroupDescribe},
+	kmsg.ShareFetch:                   {0, 2, serveShareFetch},
+	kmsg.ShareAcknowledge:             {0, 2, serveShareAcknowledge},
 }
 
 // apiFor returns key's entry; its serve is nil when key is not served.

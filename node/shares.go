@@ -30,6 +30,7 @@ package node
 // broker); elsewhere it answers NOT_LEADER_OR_FOLLOWER.
 
 import (
+	"errors"
 	"sort"
 	"time"
 
@@ -224,7 +225,7 @@ func (r *Reactor) releaseMember(sh *shareShard, groupName, member string) {
 	delete(sh.sessions, sessionKey{groupName, member})
 }
 
-func sortedShareKeys(m map[share.Key]*share.Partition) []share.Key {
+func sortedShareKeys[V any](m map[share.Key]V) []share.Key {
 	keys := make([]share.Key, 0, len(m))
 	for k := range m { //floe:unordered sorted below
 		keys = append(keys, k)
@@ -238,24 +239,25 @@ func sortedShareKeys(m map[share.Key]*share.Partition) []share.Key {
 	return keys
 }
 
-// sharePartition returns the share-partition of k, or nil when the group
-// never fetched it; create makes one starting per share.auto.offset.reset
-// (the caller then writes it: a start offset handed out must be durable).
-func (r *Reactor) sharePartition(sh *shareShard, k share.Key, create bool) *share.Partition {
-	if sp := sh.parts[k]; sp != nil || !create {
-		return sp
+// sharePartition returns the share-partition of k, created when the group
+// never fetched it, starting per share.auto.offset.reset (created: the
+// caller writes it, since a start offset handed out must be durable); nil
+// when the partition is not here.
+func (r *Reactor) sharePartition(sh *shareShard, k share.Key) (sp *share.Partition, created bool) {
+	if sp := sh.parts[k]; sp != nil {
+		return sp, false
 	}
 	dp, ok := r.byName[topicPartition{k.Topic, k.Partition}]
 	if !ok {
-		return nil
+		return nil, false
 	}
 	start := dp.HighWatermark()
 	if r.cfg.Shares.withDefaults().AutoOffsetReset == "earliest" {
 		start = dp.StartOffset()
 	}
-	sp := share.New(r.cfg.Shares.withDefaults().partition(), start)
+	sp = share.New(r.cfg.Shares.withDefaults().partition(), start)
 	sh.parts[k] = sp
-	return sp
+	return sp, true
 }
 
 // writeShareStates writes the states of keys (sorted, distinct) to the
@@ -311,4 +313,69 @@ func (r *Reactor) localShareGroups() []*share.Group {
 		}
 	}
 	return out
+}
+
+// useSession checks a ShareFetch or ShareAcknowledge session epoch for
+// member and returns its session, or the top-level error (nothing
+// changed). Epoch 0 opens a new session (allowOpen: ShareFetch only), -1
+// names the one to close, any other must be the session's next epoch.
+func (sh *shareShard) useSession(groupName, member string, epoch int32, allowOpen bool) (*shareSession, *kerr.Error) {
+	g := sh.groups[groupName]
+	if g == nil || !g.Has(member) {
+		return nil, kerr.UnknownMemberID
+	}
+	s := sh.sessions[sessionKey{groupName, member}]
+	switch {
+	case epoch == 0 && allowOpen:
+		return &shareSession{}, nil
+	case epoch == 0:
+		return nil, kerr.InvalidShareSessionEpoch
+	case s == nil:
+		return nil, kerr.ShareSessionNotFound
+	case epoch != -1 && epoch != s.epoch:
+		return nil, kerr.InvalidShareSessionEpoch
+	}
+	return s, nil
+}
+
+// advanceSession records a request's effect on its session: a new one is
+// installed, a closed one dropped (and the member's records released), an
+// open one moves to its next epoch.
+func (r *Reactor) advanceSession(sh *shareShard, groupName, member string, epoch int32, s *shareSession) {
+	switch {
+	case epoch == -1:
+		r.releaseMember(sh, groupName, member)
+	case epoch == 0:
+		s.epoch = 1
+		sh.sessions[sessionKey{groupName, member}] = s
+	default:
+		s.epoch++
+		if s.epoch < 0 {
+			s.epoch = 1 // wraps past MaxInt32 to 1, as Kafka's does
+		}
+	}
+}
+
+// shareAcks applies one partition's acknowledgement batches and returns
+// the partition's error code (0, or INVALID_RECORD_STATE / INVALID_REQUEST
+// with nothing changed) and whether its state changed.
+func (r *Reactor) shareAcks(sh *shareShard, k share.Key, member string, batches []share.Ack) (int16, bool) {
+	sp := sh.parts[k]
+	if sp == nil {
+		return kerr.InvalidRecordState.Code, false
+	}
+	if err := sp.Acknowledge(r.monoNow(), member, batches); err != nil {
+		if errors.Is(err, share.ErrInvalidRequest) {
+			return kerr.InvalidRequest.Code, false
+		}
+		return kerr.InvalidRecordState.Code, false
+	}
+	for _, b := range batches {
+		for _, t := range b.Types {
+			if t != share.AckRenew {
+				return 0, true
+			}
+		}
+	}
+	return 0, false // renewals only: locks are not persisted
 }
