@@ -36,6 +36,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/group"
 	"github.com/floe-broker/floe/node/share"
@@ -274,6 +275,10 @@ func (r *Reactor) writeShareStates(sh *shareShard, keys []share.Key, done func(e
 		recs = append(recs, group.Record{Key: share.EncodeKey(k), Value: share.EncodeState(sh.parts[k].State())})
 	}
 	log := &offsetsLog{r: r, group: sh.raftGroup, term: sh.term}
+	if plant.Enabled(plant.ShareAckBeforeDurable) {
+		done(nil)
+		done = func(error) {}
+	}
 	log.Write(recs, func(_ time.Duration, err error) {
 		if err != nil && r.shares.shards[sh.raftGroup] == sh {
 			delete(r.shares.shards, sh.raftGroup)

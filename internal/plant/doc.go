@@ -15,13 +15,16 @@
 //	ack-before-fsync              answer acks=all before the leader's fsync
 //	audit-stale-chain-head        an __audit_log leader links new records to the
 //	                              head it kept from an earlier term of its own
+//	share-ack-before-durable      answer a share fetch or acknowledgement before
+//	                              its share-partition state is committed
 package plant
 
 // Bug names.
 const (
-	VoteWithoutLogCheck = "raft-vote-without-log-check"
-	CommitPrevTerm      = "raft-commit-prev-term"
-	AckBeforeQuorum     = "ack-before-quorum"
-	AckBeforeFsync      = "ack-before-fsync"
-	AuditStaleChainHead = "audit-stale-chain-head"
+	VoteWithoutLogCheck   = "raft-vote-without-log-check"
+	CommitPrevTerm        = "raft-commit-prev-term"
+	AckBeforeQuorum       = "ack-before-quorum"
+	AckBeforeFsync        = "ack-before-fsync"
+	AuditStaleChainHead   = "audit-stale-chain-head"
+	ShareAckBeforeDurable = "share-ack-before-durable"
 )
