@@ -52,7 +52,7 @@ var apis = [kmsg.MaxKey + 1]api{
 	kmsg.LeaveGroup:                   {0, 5, serveLeaveGroup},
 	kmsg.SyncGroup:                    {0, 5, serveSyncGroup},
 	kmsg.DescribeGroups:               {0, 5, serveDescribeGroups},
-	kmsg.ListGroups:                   {0, 4, serveListGroups},
+	kmsg.ListGroups:                   {0, 5, serveListGroups},
 	kmsg.CreateTopics:                 {0, 7, serveCreateTopics},
 	kmsg.DeleteTopics:                 {0, 6, serveDeleteTopics},
 	kmsg.DeleteRecords:                {0, 2, serveDeleteRecords},

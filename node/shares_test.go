@@ -148,3 +148,58 @@ func acquiredAfterRestart(t *testing.T) []kmsg.ShareFetchResponseTopicPartitionA
 	f = c.request(1, shareFetchOf(c, "q", "sg", "a", 0)).(*kmsg.ShareFetchResponse)
 	return f.Topics[0].Partitions[0].AcquiredRecords
 }
+
+// TestListAndDescribeKnowShareGroups: ListGroups v5 lists a share group
+// with type "share" (and filters it by type), DescribeGroups describes it
+// with its member, ShareGroupDescribe with its assignment.
+func TestListAndDescribeKnowShareGroups(t *testing.T) {
+	c := newClusterWith(t, 1, 9, earliestShares)
+	c.waitReady()
+	createTopic(t, c, 1, "q", 2, 1, nil)
+	waitLeaders(t, c, "q", 2)
+	createTopic(t, c, 1, "t", 1, 1, nil)
+	waitLeaders(t, c, "t", 1)
+	shareJoin(t, c, 1, "sg", "m1", "q")
+	commitAs(t, c, Client{ClientID: "test"}, "classic-g") // a classic group too (commits on t-0)
+
+	list := func(types ...string) map[string]string {
+		req := kmsg.NewPtrListGroupsRequest()
+		req.Version, req.TypesFilter = 5, types
+		out := map[string]string{}
+		for _, g := range c.request(1, req).(*kmsg.ListGroupsResponse).Groups {
+			out[g.Group] = g.GroupType + "/" + g.ProtocolType + "/" + g.GroupState
+		}
+		return out
+	}
+	if got := list(); got["sg"] != "share/share/Stable" || got["classic-g"] != "classic//Empty" {
+		t.Fatalf("ListGroups: %v", got)
+	}
+	if got := list("Classic"); got["sg"] != "" || got["classic-g"] == "" {
+		t.Fatalf("ListGroups of type classic: %v", got)
+	}
+	if got := list("share"); len(got) != 1 || got["sg"] == "" {
+		t.Fatalf("ListGroups of type share: %v", got)
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Version, dg.Groups = 5, []string{"sg"}
+	d := c.request(1, dg).(*kmsg.DescribeGroupsResponse).Groups[0]
+	if d.ErrorCode != 0 || d.ProtocolType != "share" || d.State != "Stable" || len(d.Members) != 1 || d.Members[0].MemberID != "m1" {
+		t.Fatalf("DescribeGroups of a share group: %+v", d)
+	}
+	sd := kmsg.NewPtrShareGroupDescribeRequest()
+	sd.GroupIDs = []string{"sg", "nope"}
+	sr := c.request(1, sd).(*kmsg.ShareGroupDescribeResponse)
+	g := sr.Groups[0]
+	if g.ErrorCode != 0 || len(g.Members) != 1 || len(g.Members[0].Assignment.TopicPartitions) != 1 ||
+		len(g.Members[0].Assignment.TopicPartitions[0].Partitions) != 2 {
+		t.Fatalf("ShareGroupDescribe: %+v", g)
+	}
+	if sr.Groups[1].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("ShareGroupDescribe of an unknown group: %v", kerr.ErrorForCode(sr.Groups[1].ErrorCode))
+	}
+	// A share group may not take a classic group's name.
+	hb := c.request(1, shareHeartbeatReq("classic-g", "m2", 0, "q")).(*kmsg.ShareGroupHeartbeatResponse)
+	if hb.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("share join of a classic group's name: %v", kerr.ErrorForCode(hb.ErrorCode))
+	}
+}
