@@ -288,7 +288,7 @@ func overlaps(ranges []share.Range, first, last int64) bool {
 func (f *shareFetch) wait(deadline time.Duration, respond func(kmsg.Response)) {
 	r := f.r
 	r.after(min(shareFetchRecheck, deadline-r.monoNow()), func() {
-		if sh, err := r.shareShardFor(f.group); err != nil || sh != f.sh || !f.sh.groups[f.group].Has(f.member) {
+		if sh, err := r.shareShardFor(f.group); err != nil || sh != f.sh || sh.groups[f.group] == nil || !sh.groups[f.group].Has(f.member) {
 			f.finish(respond) // the coordinator moved: answer what there is (nothing)
 			return
 		}
