@@ -216,13 +216,21 @@ func TestShareAcknowledgeBadInput(t *testing.T) {
 	}
 	id := tds["q3"].ID
 	ctx := ctxFor(t, opWaitMax)
+	// Raw heartbeats are not retried by the client: retry while the
+	// coordinator is still coming up.
 	join := func(member string) {
-		hb := kmsg.NewPtrShareGroupHeartbeatRequest()
-		hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "sg3", member, []string{"q3"}
-		resp, err := hb.RequestWith(ctx, cl)
-		if err != nil || resp.ErrorCode != 0 {
-			t.Fatalf("join %s: %v %v", member, err, kerr.ErrorForCode(resp.ErrorCode))
-		}
+		eventually(t, opWaitMax, "join "+member, func() bool {
+			hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+			hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "sg3", member, []string{"q3"}
+			resp, err := hb.RequestWith(ctx, cl)
+			if err == nil {
+				err = kerr.ErrorForCode(resp.ErrorCode)
+			}
+			if err != nil && !kerr.IsRetriable(err) && err != kerr.NotCoordinator && err != kerr.CoordinatorNotAvailable {
+				t.Fatalf("join %s: %v", member, err)
+			}
+			return err == nil
+		})
 	}
 	join("holder")
 	join("other")
