@@ -27,7 +27,9 @@ package node
 //
 // Limits: ShareFetch for a partition is served by a broker that both
 // leads the partition and coordinates the group (always true on one
-// broker); elsewhere it answers NOT_LEADER_OR_FOLLOWER.
+// broker): a broker that does not coordinate the group answers
+// NOT_COORDINATOR at the top level, and a partition it does not lead
+// NOT_LEADER_OR_FOLLOWER.
 
 import (
 	"errors"
