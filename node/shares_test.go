@@ -203,3 +203,32 @@ func TestListAndDescribeKnowShareGroups(t *testing.T) {
 		t.Fatalf("share join of a classic group's name: %v", kerr.ErrorForCode(hb.ErrorCode))
 	}
 }
+
+// TestShareExpiredMemberRecordsReleased: a member that stops heartbeating
+// is dropped after the share session timeout, and the records it held go
+// to another member at once (count 2), long before their 30 s lock ends;
+// its late acknowledgement gets UNKNOWN_MEMBER_ID and changes nothing.
+func TestShareExpiredMemberRecordsReleased(t *testing.T) {
+	c := newClusterWith(t, 1, 11, func(cfg *Config) {
+		cfg.Shares = ShareConfig{AutoOffsetReset: "earliest", SessionTimeout: 2 * time.Second, Lock: 30 * time.Second}
+	})
+	c.waitReady()
+	createTopic(t, c, 1, "q", 1, 1, nil)
+	waitLeaders(t, c, "q", 1)
+	produceValues(t, c, "q", 5)
+	shareJoin(t, c, 1, "sg", "a", "q")
+	f := c.request(1, shareFetchOf(c, "q", "sg", "a", 0)).(*kmsg.ShareFetchResponse)
+	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 4 {
+		t.Fatalf("a acquired %+v", got)
+	}
+	c.runFor(3 * time.Second)
+	shareJoin(t, c, 1, "sg", "b", "q") // b's heartbeat finds a expired
+	f = c.request(1, shareFetchOf(c, "q", "sg", "b", 0)).(*kmsg.ShareFetchResponse)
+	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 4 || got[0].DeliveryCount != 2 {
+		t.Fatalf("b acquired %+v, want 0-4 with count 2", got)
+	}
+	a := c.request(1, shareAckOf(c, "q", "sg", "a", 1, ackBatch(0, 4, share.AckAccept))).(*kmsg.ShareAcknowledgeResponse)
+	if a.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("ack by the expired member: %v", kerr.ErrorForCode(a.ErrorCode))
+	}
+}
