@@ -321,6 +321,7 @@ func authCases(c *cluster) map[int16]authCase {
 		return u
 	}}
 	txnAuthCases(cases)
+	addShareAuthCases(cases)
 	return cases
 }
 

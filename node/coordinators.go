@@ -32,6 +32,7 @@ import (
 	"github.com/floe-broker/floe/node/group"
 	"github.com/floe-broker/floe/node/partition"
 	"github.com/floe-broker/floe/node/records"
+	"github.com/floe-broker/floe/node/share"
 )
 
 // groupCoordinators is the reactor's consumer-group state.
@@ -186,6 +187,8 @@ func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, e
 				}
 			case h.IsTransactional():
 				err = coord.ReplayTxn(h.ProducerID, rec.Key, rec.Value)
+			case share.IsStateKey(rec.Key):
+				// share-partition state (shares.go)
 			default:
 				err = coord.Replay(rec.Key, rec.Value)
 			}
@@ -203,6 +206,42 @@ func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, e
 	}
 	coord.Start(r.env.Clock.Monotonic())
 	return coord, nil
+}
+
+// replayCommitted calls fn with every record of the partition's committed
+// batches, in log order, skipping control batches.
+func replayCommitted(p *partition.Partition, fn func(key, value []byte)) error {
+	for off := p.StartOffset(); off < p.HighWatermark(); {
+		data, err := p.Read(off, 1<<20)
+		if err != nil {
+			return err
+		}
+		if len(data) == 0 {
+			break
+		}
+		batches, err := records.Split(data)
+		if err != nil {
+			return err
+		}
+		for _, b := range batches {
+			h, err := records.ParseHeader(b)
+			if err != nil {
+				return err
+			}
+			off = h.NextOffset()
+			if h.IsControl() {
+				continue
+			}
+			err = records.Records(b, func(rec records.Record) error {
+				fn(rec.Key, rec.Value)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // partitionExists reports whether the metadata has this topic partition.

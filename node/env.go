@@ -99,6 +99,8 @@ type Config struct {
 	Groups group.Config
 	// Txn configures the transaction coordinator (zero: Kafka's defaults).
 	Txn txn.Config
+	// Shares configures share groups (shares.go; zero: Kafka's defaults).
+	Shares ShareConfig
 	// Security configures authorization and the audit log (security.go).
 	Security SecurityConfig
 	// BootstrapUsers are the first users of a new cluster, their SCRAM

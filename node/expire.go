@@ -144,6 +144,9 @@ func expiredAnswer(r *Reactor, req kmsg.Request) kmsg.Response {
 	if resp := expiredTxn(req); resp != nil {
 		return resp
 	}
+	if resp := expiredShare(req); resp != nil {
+		return resp
+	}
 	return expiredGroup(req)
 }
 

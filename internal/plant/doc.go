@@ -19,15 +19,18 @@
 //	                              before its commit decision is durable
 //	txn-lso-ignores-open          the last stable offset is not held back by
 //	                              an open transaction
+//	share-ack-before-durable      answer a share fetch or acknowledgement before
+//	                              its share-partition state is committed
 package plant
 
 // Bug names.
 const (
-	VoteWithoutLogCheck = "raft-vote-without-log-check"
-	CommitPrevTerm      = "raft-commit-prev-term"
-	AckBeforeQuorum     = "ack-before-quorum"
-	AckBeforeFsync      = "ack-before-fsync"
-	AuditStaleChainHead = "audit-stale-chain-head"
+	VoteWithoutLogCheck   = "raft-vote-without-log-check"
+	CommitPrevTerm        = "raft-commit-prev-term"
+	AckBeforeQuorum       = "ack-before-quorum"
+	AckBeforeFsync        = "ack-before-fsync"
+	AuditStaleChainHead   = "audit-stale-chain-head"
+	ShareAckBeforeDurable = "share-ack-before-durable"
 
 	TxnMarkerBeforeDecision = "txn-marker-before-decision"
 	TxnLSOIgnoresOpen       = "txn-lso-ignores-open"
