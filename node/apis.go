@@ -73,6 +73,13 @@ var apis = [kmsg.MaxKey + 1]api{
 	kmsg.AlterUserSCRAMCredentials:    {0, 0, serveAlterUserScramCredentials},
 	kmsg.DescribeCluster:              {0, 1, serveDescribeCluster},
 	kmsg.UnregisterBroker:             {0, 0, serveUnregisterBroker},
+	kmsg.AddPartitionsToTxn:           {0, 3, serveAddPartitionsToTxn},
+	kmsg.AddOffsetsToTxn:              {0, 3, serveAddOffsetsToTxn},
+	kmsg.EndTxn:                       {0, 4, serveEndTxn},
+	kmsg.WriteTxnMarkers:              {0, 1, serveWriteTxnMarkers},
+	kmsg.TxnOffsetCommit:              {0, 3, serveTxnOffsetCommit},
+	kmsg.DescribeTransactions:         {0, 0, serveDescribeTransactions},
+	kmsg.ListTransactions:             {0, 1, serveListTransactions},
 }
 
 // apiFor returns key's entry; its serve is nil when key is not served.

@@ -141,6 +141,9 @@ func expiredAnswer(r *Reactor, req kmsg.Request) kmsg.Response {
 	if resp := expiredACLs(req); resp != nil {
 		return resp
 	}
+	if resp := expiredTxn(req); resp != nil {
+		return resp
+	}
 	return expiredGroup(req)
 }
 

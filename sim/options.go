@@ -27,6 +27,7 @@ type Options struct {
 	Fetchers       int
 	Consumers      int
 	Groups         int // consumer groups the consumers share
+	TxnProducers   int // transactional producers (txn.go); 0: none
 	ThinkMax       time.Duration
 	OpTimeout      time.Duration // a produce's delivery timeout
 	RequestTimeout time.Duration // one request's client-side timeout
@@ -175,6 +176,7 @@ func ChooseOptions(seed int64) Options {
 	// chose before them (regression and known-bug seeds keep their runs).
 	o.reassignRate = rate(0.5, 0.2, 1.5)
 	f.Corrupt = rate(0.5, 0.2, 1)
+	o.TxnProducers = 1 + rng.Intn(2)
 	return o
 }
 

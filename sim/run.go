@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/internal/assert"
 	"github.com/floe-broker/floe/jepsen/check"
 	"github.com/floe-broker/floe/jepsen/history"
 	"github.com/floe-broker/floe/logstore"
@@ -152,6 +153,8 @@ type run struct {
 	sameInstant int
 	lastInstant time.Duration
 
+	txn *txnWorkload // the transactional workload (txn.go), if any
+
 	corruptedFiles []string
 	violations     []string
 	knownSeen      []string
@@ -247,7 +250,10 @@ func (r *run) note(msg string) {
 }
 
 // Run runs one simulated cluster as o says and checks its history.
+// Assertions (internal/assert) are on: a violated invariant panics the
+// seed.
 func Run(o Options) *Result {
+	assert.Enable()
 	keep := o.TraceKeep
 	switch {
 	case keep == 0:
@@ -349,6 +355,7 @@ func (r *run) safety() {
 		c := &consumer{r: r, group: fmt.Sprintf("g%d", i%max(r.o.Groups, 1))}
 		c.start()
 	}
+	r.startTxn()
 	r.nem.start()
 	r.runFor(r.o.SafetyDur)
 }
@@ -398,6 +405,7 @@ func (r *run) liveness() {
 		r.violation("liveness", fmt.Sprintf("%d of %d consumers drained and committed within %v of the heal",
 			r.drainedConsumers, r.o.Consumers, r.o.LivenessMax))
 	}
+	r.finishTxn()
 }
 
 // probe writes to partition part until a write is acknowledged (or the

@@ -15,6 +15,10 @@
 //	ack-before-fsync              answer acks=all before the leader's fsync
 //	audit-stale-chain-head        an __audit_log leader links new records to the
 //	                              head it kept from an earlier term of its own
+//	txn-marker-before-decision    a transaction coordinator sends the markers
+//	                              before its commit decision is durable
+//	txn-lso-ignores-open          the last stable offset is not held back by
+//	                              an open transaction
 package plant
 
 // Bug names.
@@ -24,4 +28,7 @@ const (
 	AckBeforeQuorum     = "ack-before-quorum"
 	AckBeforeFsync      = "ack-before-fsync"
 	AuditStaleChainHead = "audit-stale-chain-head"
+
+	TxnMarkerBeforeDecision = "txn-marker-before-decision"
+	TxnLSOIgnoresOpen       = "txn-lso-ignores-open"
 )

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/internal/assert"
 	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/node/records"
 	"github.com/floe-broker/floe/node/replica"
@@ -37,6 +38,7 @@ type Partition struct {
 	rep *replica.Replica
 
 	applied     *Producers
+	txns        *Txns // transactions as of the applied entries
 	startOffset int64
 	hw          int64 // offset after the last applied batch
 
@@ -45,6 +47,7 @@ type Partition struct {
 	term       uint64
 	ready      bool // leader has applied an entry of its own term
 	pending    *Producers
+	pendTxns   *Txns // transactions as of every entry in the log (leader)
 	nextOffset int64
 
 	waiters []waiter
@@ -62,7 +65,7 @@ type waiter struct {
 // New makes a partition state machine; attach it to its replica with Attach
 // once replica.New has restored it.
 func New(topic string, index int32, cfg Config) *Partition {
-	return &Partition{Topic: topic, Index: index, Cfg: cfg, applied: NewProducers()}
+	return &Partition{Topic: topic, Index: index, Cfg: cfg, applied: NewProducers(), txns: NewTxns()}
 }
 
 // Attach connects the partition to its replica (the log and Raft).
@@ -78,6 +81,7 @@ func (p *Partition) Restore(meta consensus.SnapshotMeta, sd replica.SnapshotData
 		return err
 	}
 	p.applied = c.Producers
+	p.txns = c.Txns
 	p.startOffset = c.StartOffset
 	p.hw = sd.NextOffset
 	if p.startOffset > p.hw {
@@ -92,7 +96,7 @@ func (p *Partition) Apply(e consensus.Entry) {
 	case replica.EntryBatch:
 		h, err := records.ParseHeader(e.Data)
 		if err == nil {
-			recordBatch(p.applied, h, e.Index, e.Term)
+			applyBatch(p.applied, p.txns, h, e.Data, e.Index, e.Term)
 			p.hw = h.BaseOffset + int64(h.LastOffsetDelta) + 1
 		}
 	case EntryProducerExpiry:
@@ -105,14 +109,16 @@ func (p *Partition) Apply(e consensus.Entry) {
 				off = p.hw
 			}
 			p.startOffset = off
+			p.txns.TrimBefore(off)
 			// The log keeps the logical start; whole segments below it go
 			// with the next retention pass. A scratch copy replaying for a
 			// checkpoint has no replica.
 			if p.rep != nil {
-				_ = p.rep.Log.SetStartOffset(off)
+				_ = p.rep.SetStartOffset(off)
 			}
 		}
 	}
+	p.checkOffsets()
 	if p.leader && e.Term == p.term {
 		p.ready = true
 	}
@@ -170,8 +176,25 @@ func (p *Partition) RoleChanged(lead uint64, isLeader bool, term uint64) {
 	}
 	if !isLeader {
 		p.ready = false
-		p.pending = nil
+		p.pending, p.pendTxns = nil, nil
 		p.FailWaiters(kerr.NotLeaderForPartition)
+	}
+}
+
+// checkOffsets asserts start offset <= high watermark <= the log's next
+// offset (a scratch copy, with no replica, has no log to compare with).
+func (p *Partition) checkOffsets() {
+	if !assert.Enabled() {
+		return
+	}
+	if p.startOffset > p.hw {
+		assert.Failf("partition %s-%d: start offset %d past the high watermark %d", p.Topic, p.Index, p.startOffset, p.hw)
+	}
+	if p.rep == nil {
+		return
+	}
+	if next := p.rep.NextOffset(); p.hw > next {
+		assert.Failf("partition %s-%d: high watermark %d past the log's next offset %d", p.Topic, p.Index, p.hw, next)
 	}
 }
 
@@ -180,7 +203,8 @@ func (p *Partition) RoleChanged(lead uint64, isLeader bool, term uint64) {
 // log holds, committed or not.
 func (p *Partition) rebuildPending() {
 	p.pending = p.applied.Clone()
-	log := p.rep.Log
+	p.pendTxns = p.txns.Clone()
+	log := p.rep
 	p.nextOffset = log.NextOffset()
 	for lo := p.rep.Applied() + 1; lo <= log.LastIndex(); {
 		es, err := log.Entries(lo, log.LastIndex()+1, 1<<20)
@@ -192,7 +216,7 @@ func (p *Partition) rebuildPending() {
 			switch e.Type {
 			case replica.EntryBatch:
 				if h, err := records.ParseHeader(e.Data); err == nil {
-					recordBatch(p.pending, h, e.Index, e.Term)
+					applyBatch(p.pending, p.pendTxns, h, e.Data, e.Index, e.Term)
 				}
 			case EntryProducerExpiry:
 				if ms, ok := decodeOffset(e.Data); ok {
@@ -204,17 +228,27 @@ func (p *Partition) rebuildPending() {
 	}
 }
 
-// recordBatch applies a batch in the log (at index, of term) to a producer
-// table: its timestamp moves the log's time, then its producer, if any, is
-// recorded. Apply, rebuildPending and Append must agree on this.
-func recordBatch(t *Producers, h records.Header, index, term uint64) {
+// applyBatch applies a batch in the log (data, at index, of term) to a
+// producer table and transaction state: its timestamp moves the log's
+// time, then its producer, if any, is recorded (a control batch only
+// raises the producer's epoch: markers carry no sequence), then its
+// transaction opens or closes. Apply, rebuildPending and Append must agree
+// on this.
+func applyBatch(t *Producers, x *Txns, h records.Header, data []byte, index, term uint64) {
 	t.Observe(h.MaxTimestamp)
-	if h.ProducerID >= 0 {
+	switch {
+	case h.ProducerID < 0:
+	case h.IsControl() || h.BaseSequence == records.NoSequence:
+		// A marker, or a broker's own transactional write (offsets sent
+		// to a transaction): no sequence to track.
+		t.Mark(h.ProducerID, h.ProducerEpoch)
+	default:
 		t.Record(h.ProducerID, h.ProducerEpoch, SeqBatch{
 			FirstSeq: h.BaseSequence, LastSeq: LastSeq(h.BaseSequence, h.RecordCount),
 			BaseOffset: h.BaseOffset, Index: index, Term: term,
 		})
 	}
+	x.Apply(h, data)
 }
 
 // FailWaiters fails every pending acks=all waiter with err.
@@ -239,7 +273,7 @@ func (p *Partition) HighWatermark() int64 { return p.hw }
 
 // StartOffset is the first readable offset.
 func (p *Partition) StartOffset() int64 {
-	if s := p.rep.Log.StartOffset(); s > p.startOffset {
+	if s := p.rep.StartOffset(); s > p.startOffset {
 		return min(s, p.hw)
 	}
 	return p.startOffset
@@ -264,14 +298,27 @@ func (p *Partition) Append(batch []byte, h records.Header, now time.Time) (Appen
 		h.MaxTimestamp = now.UnixMilli() // what the log will hold
 	}
 	if h.ProducerID >= 0 {
-		last := LastSeq(h.BaseSequence, h.RecordCount)
-		switch v, sb := p.pending.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, last, h.MaxTimestamp); v {
-		case Duplicate:
-			return AppendResult{BaseOffset: sb.BaseOffset, Index: sb.Index, Term: sb.Term, Duplicate: true}, nil
-		case OutOfOrder:
-			return AppendResult{}, kerr.OutOfOrderSequenceNumber
-		case Fenced:
-			return AppendResult{}, kerr.InvalidProducerEpoch
+		if _, open := p.pendTxns.Open(h.ProducerID); open && !h.IsTransactional() {
+			// Kafka: a producer may not write outside its open transaction.
+			return AppendResult{}, kerr.InvalidTxnState
+		}
+		if h.BaseSequence == records.NoSequence {
+			// A broker's transactional write without sequence: only the
+			// epoch is checked (clients' batches always carry one:
+			// validateProduce).
+			if st, ok := p.pending.Get(h.ProducerID); ok && h.ProducerEpoch < st.Epoch {
+				return AppendResult{}, kerr.InvalidProducerEpoch
+			}
+		} else {
+			last := LastSeq(h.BaseSequence, h.RecordCount)
+			switch v, sb := p.pending.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, last, h.MaxTimestamp); v {
+			case Duplicate:
+				return AppendResult{BaseOffset: sb.BaseOffset, Index: sb.Index, Term: sb.Term, Duplicate: true}, nil
+			case OutOfOrder:
+				return AppendResult{}, kerr.OutOfOrderSequenceNumber
+			case Fenced:
+				return AppendResult{}, kerr.InvalidProducerEpoch
+			}
 		}
 	}
 	base := p.nextOffset
@@ -280,7 +327,7 @@ func (p *Partition) Append(batch []byte, h records.Header, now time.Time) (Appen
 	if p.Cfg.LogAppendTime {
 		records.SetLogAppendTime(batch, h.MaxTimestamp)
 	}
-	index, term, err := p.rep.Raft.Propose(replica.EntryBatch, batch)
+	index, term, err := p.rep.Propose(replica.EntryBatch, batch)
 	if err != nil {
 		if errors.Is(err, consensus.ErrNotLeader) {
 			return AppendResult{}, kerr.NotLeaderForPartition
@@ -288,7 +335,7 @@ func (p *Partition) Append(batch []byte, h records.Header, now time.Time) (Appen
 		return AppendResult{}, kerr.RequestTimedOut
 	}
 	h.BaseOffset = base
-	recordBatch(p.pending, h, index, term)
+	applyBatch(p.pending, p.pendTxns, h, batch, index, term)
 	p.nextOffset = base + int64(h.LastOffsetDelta) + 1
 	return AppendResult{BaseOffset: base, Index: index, Term: term}, nil
 }
@@ -327,7 +374,7 @@ func (p *Partition) SyncProducerExpiry() error {
 	if !p.leader || p.pending == nil || ms < 1 || p.pending.Expiration() == ms {
 		return nil
 	}
-	if _, _, err := p.rep.Raft.Propose(EntryProducerExpiry, encodeOffset(ms)); err != nil {
+	if _, _, err := p.rep.Propose(EntryProducerExpiry, encodeOffset(ms)); err != nil {
 		return err
 	}
 	p.pending.SetExpiration(ms)
@@ -339,7 +386,7 @@ func (p *Partition) ProposeStartOffset(off int64) (index, term uint64, err error
 	if !p.leader {
 		return 0, 0, kerr.NotLeaderForPartition
 	}
-	index, term, err = p.rep.Raft.Propose(EntryStartOffset, encodeOffset(off))
+	index, term, err = p.rep.Propose(EntryStartOffset, encodeOffset(off))
 	if err != nil {
 		return 0, 0, kerr.NotLeaderForPartition
 	}
@@ -349,13 +396,20 @@ func (p *Partition) ProposeStartOffset(off int64) (index, term uint64, err error
 // Read returns whole committed batches from offset, up to maxBytes (at least
 // one batch if any is committed there).
 func (p *Partition) Read(offset int64, maxBytes int) ([]byte, error) {
+	return p.ReadTo(offset, maxBytes, p.hw)
+}
+
+// ReadTo is Read that stops before end (the last stable offset, for a
+// read_committed reader: it is always a batch boundary).
+func (p *Partition) ReadTo(offset int64, maxBytes int, end int64) ([]byte, error) {
 	if offset < p.StartOffset() || offset > p.hw {
 		return nil, kerr.OffsetOutOfRange
 	}
-	if offset == p.hw {
+	end = min(end, p.hw)
+	if offset >= end {
 		return nil, nil
 	}
-	res, err := p.rep.Log.Read(offset, maxBytes, p.hw)
+	res, err := p.rep.Read(offset, maxBytes, end)
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +419,7 @@ func (p *Partition) Read(offset int64, maxBytes int) ([]byte, error) {
 // OffsetForTime returns the first committed offset whose timestamp is at or
 // after ts, or -1.
 func (p *Partition) OffsetForTime(ts int64) int64 {
-	off, ok, err := p.rep.Log.OffsetForTime(ts)
+	off, ok, err := p.rep.OffsetForTime(ts)
 	if err != nil || !ok || off >= p.hw {
 		return -1
 	}
@@ -379,7 +433,7 @@ func (p *Partition) OffsetForTime(ts int64) int64 {
 // (the first of several that share it), or -1, -1 when the partition holds
 // no committed record (ListOffsets -3, KIP-734).
 func (p *Partition) MaxTimestamp() (offset, timestamp int64) {
-	off, ts, ok, err := p.rep.Log.MaxTimestamp(p.hw)
+	off, ts, ok, err := p.rep.MaxTimestamp(p.hw)
 	if err != nil || !ok {
 		return -1, -1
 	}
@@ -391,7 +445,7 @@ func (p *Partition) MaxTimestamp() (offset, timestamp int64) {
 // or below the requested one. Terms are monotonic along the log, so a
 // binary search over indexes finds the first entry of a later term.
 func (p *Partition) EpochEndOffset(epoch int32) (endOffset int64, foundEpoch int32) {
-	log := p.rep.Log
+	log := p.rep
 	lo, hi := log.FirstIndex(), log.LastIndex()+1 // search [lo, hi)
 	switch {
 	case epoch < 0 || uint64(epoch) > p.term:
@@ -425,7 +479,7 @@ func (p *Partition) EpochEndOffset(epoch int32) (endOffset int64, foundEpoch int
 
 // Checkpoint returns the applied state, for the log's snapshot point.
 func (p *Partition) Checkpoint() []byte {
-	return EncodeCheckpoint(Checkpoint{StartOffset: p.startOffset, Producers: p.applied})
+	return EncodeCheckpoint(Checkpoint{StartOffset: p.startOffset, Producers: p.applied, Txns: p.txns})
 }
 
 func encodeOffset(off int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(off)) }

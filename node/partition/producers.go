@@ -317,3 +317,23 @@ func restoreTable(nowMs, expirationMs int64, ids []int64, states []ProducerState
 	t.expire()
 	return t
 }
+
+// Mark applies a control batch (a transaction marker) of producer pid at
+// epoch: markers carry no sequence, but one at a newer epoch (a fencing
+// abort) raises the producer's epoch here, so the fenced producer's later
+// batches are refused, and the next epoch starts a fresh history.
+func (t *Producers) Mark(pid int64, epoch int16) {
+	e, ok := t.byID[pid]
+	switch {
+	case !ok:
+		e = &producerEntry{id: pid, st: ProducerState{Epoch: epoch}}
+		t.byID[pid] = e
+	case epoch > e.st.Epoch:
+		t.unlink(e)
+		e.st = ProducerState{Epoch: epoch}
+	default:
+		t.unlink(e)
+	}
+	e.st.LastMs = t.nowMs
+	t.pushNewest(e)
+}
