@@ -15,6 +15,7 @@
 //	ack-before-fsync              answer acks=all before the leader's fsync
 //	audit-stale-chain-head        an __audit_log leader links new records to the
 //	                              head it kept from an earlier term of its own
+//	acl-allow-beats-deny          an ALLOW ACL wins over a matching DENY
 package plant
 
 // Bug names.
@@ -24,4 +25,5 @@ const (
 	AckBeforeQuorum     = "ack-before-quorum"
 	AckBeforeFsync      = "ack-before-fsync"
 	AuditStaleChainHead = "audit-stale-chain-head"
+	ACLAllowBeatsDeny   = "acl-allow-beats-deny"
 )
