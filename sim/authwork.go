@@ -1,0 +1,391 @@
+package sim
+
+// The ACL workload of an authenticated run (auth.go).
+//
+// While the nemesis runs, one admin (a super user) changes, one change at
+// a time and through any broker (forwarded to the controller):
+//   - ACLs on the topic "acl-a": a binding drawn from a small universe
+//     (principals alice, bob and everyone; READ, WRITE, DESCRIBE, ALL;
+//     ALLOW or DENY; LITERAL acl-a, PREFIXED acl-, LITERAL *), created
+//     or deleted by an exact filter;
+//   - users: alice's or bob's SCRAM credential deleted or created again
+//     (AlterUserScramCredentials).
+//
+// Meanwhile alice and bob, each authenticated with SCRAM, send Produce
+// (WRITE), Fetch (READ) and ListOffsets (DESCRIBE) for acl-a to random
+// brokers. At the instant a request reaches its broker the simulator
+// copies that broker's ACLs, the state its decision is made from (the
+// authorizer runs then, on one thread). authcheck.go then checks every
+// answer against a naive model of those ACLs, the brokers' ACLs after the
+// heal against the admin's acknowledged changes, and every SCRAM
+// exchange against the credential its broker held.
+
+import (
+	"fmt"
+	"math/rand"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/netx"
+)
+
+// aclTopic is the ACL workload's topic.
+const aclTopic = "acl-a"
+
+// simACL is a topic ACL as the model sees it (every host).
+type simACL struct {
+	principal string
+	op        kmsg.ACLOperation
+	perm      kmsg.ACLPermissionType
+	pattern   kmsg.ACLResourcePatternType
+	name      string
+}
+
+func (a simACL) String() string {
+	return fmt.Sprintf("%s %s %s on topic %s:%s", a.principal, a.perm, a.op, a.pattern, a.name)
+}
+
+// aclUniverse is every binding the admin may create.
+func aclUniverse() []simACL {
+	var u []simACL
+	for _, p := range []string{"User:alice", "User:bob", "User:*"} {
+		for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationDescribe, kmsg.ACLOperationAll} {
+			for _, perm := range []kmsg.ACLPermissionType{kmsg.ACLPermissionTypeAllow, kmsg.ACLPermissionTypeDeny} {
+				for _, res := range []struct {
+					pt   kmsg.ACLResourcePatternType
+					name string
+				}{{kmsg.ACLResourcePatternTypeLiteral, aclTopic}, {kmsg.ACLResourcePatternTypePrefixed, "acl-"}, {kmsg.ACLResourcePatternTypeLiteral, "*"}} {
+					u = append(u, simACL{principal: p, op: op, perm: perm, pattern: res.pt, name: res.name})
+				}
+			}
+		}
+	}
+	return u
+}
+
+// adminChange is one change the admin made and what its answer said.
+type adminChange struct {
+	acl      int // index in the universe, -1 for a user change
+	create   bool
+	user     string
+	definite bool // acknowledged: it happened
+	at       time.Duration
+}
+
+// aclDecision is one authorized request and the ACLs it was decided on.
+type aclDecision struct {
+	user      string
+	principal string // the session's principal at the broker
+	node      netx.NodeID
+	api       string
+	op        kmsg.ACLOperation
+	acls      []simACL
+	code      int16
+	at        time.Duration
+}
+
+// aclWork is the ACL workload of a run.
+type aclWork struct {
+	r         *run
+	ba        *BrokerAuth
+	rng       *rand.Rand
+	universe  []simACL
+	changes   []adminChange
+	decisions []aclDecision
+	userUp    map[string]bool // the admin's view: whose credential it last created
+	active    int
+	salts     *rand.Rand
+	stats     struct{ produces, fetches, listOffsets, denied, allowed, failed int }
+	// mismatches counts answers the model disagrees with.
+	mismatches int
+}
+
+// newACLWork sets a run up for authentication: clients log in as "sim",
+// the admin and the ACL clients as themselves.
+func newACLWork(r *run, ba *BrokerAuth, cache saltCache) *aclWork {
+	w := r.w
+	r.kn.auth = newClientAuth(r.kn, rand.New(rand.NewSource(w.Rand().Int63())), cache)
+	r.kn.user = workloadUser
+	return &aclWork{r: r, ba: ba, rng: rand.New(rand.NewSource(w.Rand().Int63())), universe: aclUniverse(),
+		userUp: map[string]bool{}, salts: rand.New(rand.NewSource(w.Rand().Int63()))}
+}
+
+// setup creates alice and bob and the topic acl-a, as admin.
+func (aw *aclWork) setup() bool {
+	r := aw.r
+	pending := map[string]bool{"topic": true}
+	for _, u := range aclUsers {
+		pending[u] = true
+	}
+	var try func()
+	try = func() {
+		for _, what := range sortedStrings(pending) {
+			what := what
+			done := func(ok bool) {
+				if ok {
+					delete(pending, what)
+				}
+			}
+			if what == "topic" {
+				aw.createTopic(done)
+			} else {
+				aw.alterUser(what, true, done)
+			}
+		}
+		if len(pending) > 0 {
+			r.w.After(200*time.Millisecond, func() {
+				if len(pending) > 0 {
+					try()
+				}
+			})
+		}
+	}
+	try()
+	if !r.runUntil(func() bool { return len(pending) == 0 }, 30*time.Second) {
+		r.violation("liveness", fmt.Sprintf("a healthy cluster did not create the ACL workload's users and topic within 30s (left: %v)", sortedStrings(pending)))
+		return false
+	}
+	for _, u := range aclUsers {
+		aw.userUp[u] = true
+	}
+	r.w.Tracef("auth setup done: users %v, topic %s", aclUsers, aclTopic)
+	return true
+}
+
+func (aw *aclWork) createTopic(done func(bool)) {
+	r := aw.r
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version, req.TimeoutMillis = 7, 5000
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = aclTopic, 1, int16(min(3, r.o.Nodes))
+	req.Topics = append(req.Topics, t)
+	r.kn.callAs(adminUser, aw.anyNode(), req, 6*time.Second, nil, nil, func(resp kmsg.Response, err error, _ bool) {
+		if err != nil {
+			done(false)
+			return
+		}
+		code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode
+		done(code == 0 || code == kerr.TopicAlreadyExists.Code)
+	})
+}
+
+// alterUser creates (with a fresh salt) or deletes user's SCRAM-SHA-256
+// credential; done says whether the answer acknowledged it.
+func (aw *aclWork) alterUser(user string, create bool, done func(bool)) {
+	r := aw.r
+	req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	if create {
+		cred, err := scramCredential(aw.salts, r.kn.auth.cache, user)
+		if err != nil {
+			r.violation("sim", err.Error())
+			done(false)
+			return
+		}
+		salted, _ := r.kn.auth.cache.salted(passwordOf(user), cred.Salt, scramIterations)
+		up := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+		up.Name, up.Mechanism, up.Iterations, up.Salt, up.SaltedPassword = user, scramMechanismID, scramIterations, cred.Salt, salted
+		req.Upsertions = append(req.Upsertions, up)
+	} else {
+		del := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+		del.Name, del.Mechanism = user, scramMechanismID
+		req.Deletions = append(req.Deletions, del)
+	}
+	r.kn.callAs(adminUser, aw.anyNode(), req, 2*time.Second, nil, nil, func(resp kmsg.Response, err error, _ bool) {
+		if err != nil {
+			done(false)
+			return
+		}
+		ok := true
+		for _, res := range resp.(*kmsg.AlterUserSCRAMCredentialsResponse).Results {
+			ok = ok && res.ErrorCode == 0
+		}
+		done(ok)
+	})
+}
+
+func (aw *aclWork) anyNode() netx.NodeID {
+	ids := aw.r.w.IDs()
+	return ids[aw.rng.Intn(len(ids))]
+}
+
+// start starts the admin and one client per ACL user.
+func (aw *aclWork) start() {
+	aw.active++
+	aw.r.w.After(aw.think(aw.r.o.Auth.AdminThinkMax), aw.adminStep)
+	for _, u := range aclUsers {
+		aw.active++
+		aw.r.w.After(aw.think(aw.r.o.Auth.ClientThinkMax), func() { aw.clientStep(u) })
+	}
+}
+
+func (aw *aclWork) think(maxDur time.Duration) time.Duration {
+	return time.Duration(aw.rng.Int63n(int64(maxDur) + 1))
+}
+
+// adminStep makes one change and, once it is answered, schedules the next.
+func (aw *aclWork) adminStep() {
+	r := aw.r
+	if r.stopping {
+		aw.active--
+		return
+	}
+	next := func() { r.w.After(aw.think(r.o.Auth.AdminThinkMax), aw.adminStep) }
+	if aw.rng.Float64() < r.o.Auth.UserChangeProb {
+		u := aclUsers[aw.rng.Intn(len(aclUsers))]
+		create := !aw.userUp[u]
+		ch := adminChange{acl: -1, user: u, create: create, at: r.now()}
+		aw.alterUser(u, create, func(ok bool) {
+			ch.definite = ok
+			aw.changes = append(aw.changes, ch)
+			if ok {
+				aw.userUp[u] = create
+			}
+			r.w.Tracef("auth: admin %s user %s: acknowledged=%v", map[bool]string{true: "created", false: "deleted"}[create], u, ok)
+			next()
+		})
+		return
+	}
+	i := aw.rng.Intn(len(aw.universe))
+	if aw.universe[i].perm == kmsg.ACLPermissionTypeDeny && aw.rng.Float64() < 0.4 {
+		i = aw.rng.Intn(len(aw.universe)) // a second draw: fewer denies
+	}
+	ch := adminChange{acl: i, create: aw.rng.Float64() < 0.55, at: r.now()}
+	a := aw.universe[i]
+	var req kmsg.Request
+	if ch.create {
+		q := kmsg.NewPtrCreateACLsRequest()
+		q.Version = 2
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, a.name, a.pattern
+		c.Principal, c.Host, c.Operation, c.PermissionType = a.principal, "*", a.op, a.perm
+		q.Creations = append(q.Creations, c)
+		req = q
+	} else {
+		q := kmsg.NewPtrDeleteACLsRequest()
+		q.Version = 2
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourceName, f.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.StringPtr(a.name), a.pattern
+		f.Principal, f.Host, f.Operation, f.PermissionType = kmsg.StringPtr(a.principal), kmsg.StringPtr("*"), a.op, a.perm
+		q.Filters = append(q.Filters, f)
+		req = q
+	}
+	r.kn.callAs(adminUser, aw.anyNode(), req, 2*time.Second, nil, nil, func(resp kmsg.Response, err error, _ bool) {
+		if err == nil {
+			switch q := resp.(type) {
+			case *kmsg.CreateACLsResponse:
+				ch.definite = len(q.Results) == 1 && q.Results[0].ErrorCode == 0
+			case *kmsg.DeleteACLsResponse:
+				ch.definite = len(q.Results) == 1 && q.Results[0].ErrorCode == 0
+			}
+		}
+		aw.changes = append(aw.changes, ch)
+		r.w.Tracef("auth: admin create=%v %s: acknowledged=%v (err %v)", ch.create, a, ch.definite, err)
+		next()
+	})
+}
+
+// clientStep sends one request as user and records its decision.
+func (aw *aclWork) clientStep(user string) {
+	r := aw.r
+	if r.stopping {
+		aw.active--
+		return
+	}
+	var req kmsg.Request
+	var op kmsg.ACLOperation
+	switch aw.rng.Intn(3) {
+	case 0:
+		q := kmsg.NewPtrProduceRequest()
+		q.Version, q.Acks, q.TimeoutMillis = 9, 1, int32((r.o.RequestTimeout * 8 / 10).Milliseconds())
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = aclTopic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = encodeBatch([]string{user}, r.w.Clock().Now().UnixMilli(), producerStamp{pid: -1, epoch: -1, seq: -1})
+		rt.Partitions = append(rt.Partitions, rp)
+		q.Topics = append(q.Topics, rt)
+		req, op = q, kmsg.ACLOperationWrite
+		aw.stats.produces++
+	case 1:
+		q := kmsg.NewPtrFetchRequest()
+		q.Version, q.ReplicaID, q.MaxBytes = 12, -1, 64<<10
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = aclTopic
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = 16<<10, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		q.Topics = append(q.Topics, rt)
+		req, op = q, kmsg.ACLOperationRead
+		aw.stats.fetches++
+	default:
+		q := kmsg.NewPtrListOffsetsRequest()
+		q.Version, q.ReplicaID = 4, -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = aclTopic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp, rp.CurrentLeaderEpoch = -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		q.Topics = append(q.Topics, rt)
+		req, op = q, kmsg.ACLOperationDescribe
+		aw.stats.listOffsets++
+	}
+	id := aw.anyNode()
+	d := aclDecision{user: user, node: id, api: kmsg.NameForKey(req.Key()), op: op, code: -1}
+	arrived := false
+	arrive := func(b *Broker, principal string) {
+		arrived = true
+		d.principal, d.at = principal, r.now()
+		d.acls = aclsOf(b)
+	}
+	r.kn.callAs(user, id, req, r.o.RequestTimeout, arrive, nil, func(resp kmsg.Response, err error, _ bool) {
+		if err == nil && arrived {
+			d.code = topicErrorCode(resp)
+			aw.decisions = append(aw.decisions, d)
+		} else {
+			aw.stats.failed++
+		}
+		r.w.After(aw.think(r.o.Auth.ClientThinkMax), func() { aw.clientStep(user) })
+	})
+}
+
+// aclsOf copies a broker's topic ACLs as the model sees them.
+func aclsOf(b *Broker) []simACL {
+	var out []simACL
+	for _, x := range b.R.Metadata().ACLs {
+		if x.ResourceType != kmsg.ACLResourceTypeTopic || x.Host != "*" {
+			continue
+		}
+		out = append(out, simACL{principal: x.Principal, op: x.Operation, perm: x.Permission, pattern: x.PatternType, name: x.ResourceName})
+	}
+	return out
+}
+
+// topicErrorCode is the error of acl-a's partition 0 in an answer (the
+// request's own error first).
+func topicErrorCode(resp kmsg.Response) int16 {
+	switch q := resp.(type) {
+	case *kmsg.ProduceResponse:
+		for _, t := range q.Topics {
+			for _, p := range t.Partitions {
+				return p.ErrorCode
+			}
+		}
+	case *kmsg.FetchResponse:
+		if q.ErrorCode != 0 {
+			return q.ErrorCode
+		}
+		for _, t := range q.Topics {
+			for _, p := range t.Partitions {
+				return p.ErrorCode
+			}
+		}
+	case *kmsg.ListOffsetsResponse:
+		for _, t := range q.Topics {
+			for _, p := range t.Partitions {
+				return p.ErrorCode
+			}
+		}
+	}
+	return kerr.UnknownServerError.Code
+}
