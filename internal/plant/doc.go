@@ -16,6 +16,8 @@
 //	audit-stale-chain-head        an __audit_log leader links new records to the
 //	                              head it kept from an earlier term of its own
 //	acl-allow-beats-deny          an ALLOW ACL wins over a matching DENY
+//	acl-delete-missed-by-follower a broker other than the controller's leader
+//	                              does not apply a DeleteAcls
 package plant
 
 // Bug names.
@@ -26,4 +28,5 @@ const (
 	AckBeforeFsync      = "ack-before-fsync"
 	AuditStaleChainHead = "audit-stale-chain-head"
 	ACLAllowBeatsDeny   = "acl-allow-beats-deny"
+	ACLDeleteMissed     = "acl-delete-missed-by-follower"
 )
