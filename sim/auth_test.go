@@ -77,7 +77,11 @@ func TestACLModel(t *testing.T) {
 		lit, pre                   = kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLResourcePatternTypePrefixed
 	)
 	acl := func(p string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType, pt kmsg.ACLResourcePatternType, name string) simACL {
-		return simACL{principal: p, op: op, perm: perm, pattern: pt, name: name}
+		return simACL{rt: kmsg.ACLResourceTypeTopic, principal: p, op: op, perm: perm, pattern: pt, name: name}
+	}
+	group := func(a simACL) simACL {
+		a.rt = kmsg.ACLResourceTypeGroup
+		return a
 	}
 	alice := "User:alice"
 	for _, c := range []struct {
@@ -104,8 +108,10 @@ func TestACLModel(t *testing.T) {
 		{"deny ALL", []simACL{acl(alice, write, allow, lit, "acl-a"), acl(alice, all, deny, lit, "acl-a")}, write, false},
 		{"deny READ leaves DESCRIBE", []simACL{acl(alice, read, allow, lit, "acl-a"), acl(alice, read, deny, lit, "acl-a")}, describe, true},
 		{"deny of another op", []simACL{acl(alice, write, allow, lit, "acl-a"), acl(alice, read, deny, lit, "acl-a")}, write, true},
+		{"a group's ACL is not the topic's", []simACL{group(acl(alice, all, allow, lit, "*"))}, read, false},
+		{"a group's deny is not the topic's", []simACL{acl(alice, read, allow, lit, "acl-a"), group(acl(alice, all, deny, pre, "acl-"))}, read, true},
 	} {
-		if got := modelAllows(c.acls, alice, c.op, aclTopic); got != c.want {
+		if got := modelAllows(c.acls, alice, kmsg.ACLResourceTypeTopic, c.op, aclTopic); got != c.want {
 			t.Errorf("%s: allowed=%v, want %v", c.why, got, c.want)
 		}
 	}

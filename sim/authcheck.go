@@ -4,7 +4,8 @@ package sim
 //
 //   - acl-decisions: every answer alice and bob got agrees with a naive
 //     model of the ACLs its broker held when the request reached it:
-//     denied by the model, the answer is TOPIC_AUTHORIZATION_FAILED;
+//     denied by the model, the answer is TOPIC_AUTHORIZATION_FAILED (or
+//     GROUP_AUTHORIZATION_FAILED for the group's requests);
 //     allowed, it is anything else (success, or a failure for another
 //     reason such as NOT_LEADER_OR_FOLLOWER).
 //   - acl-state: after the heal every broker converges on the same ACLs,
@@ -29,26 +30,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// modelAllows is Kafka's rule for one topic request, read literally: the
-// ACLs that match the principal (or User:*) and the topic (its literal
-// name, the wildcard "*", or a prefix); a matching DENY of the operation
+// modelAllows is Kafka's rule for one request, read literally: the ACLs
+// that match the principal (or User:*) and the resource (its type and
+// literal name, the wildcard "*", or a prefix); a matching DENY of the operation
 // or of ALL refuses; else a matching ALLOW of the operation, of ALL, or
 // (for DESCRIBE) of READ, WRITE, DELETE or ALTER allows; else it is
 // refused (no allow.everyone.if.no.acl.found, no roles, not a super
 // user).
-func modelAllows(acls []simACL, principal string, op kmsg.ACLOperation, topic string) bool {
+func modelAllows(acls []simACL, principal string, rt kmsg.ACLResourceType, op kmsg.ACLOperation, name string) bool {
 	allowed := false
 	for _, a := range acls {
-		if a.principal != principal && a.principal != "User:*" {
+		if a.rt != rt || a.principal != principal && a.principal != "User:*" {
 			continue
 		}
 		switch a.pattern {
 		case kmsg.ACLResourcePatternTypeLiteral:
-			if a.name != topic && a.name != "*" {
+			if a.name != name && a.name != "*" {
 				continue
 			}
 		case kmsg.ACLResourcePatternTypePrefixed:
-			if !strings.HasPrefix(topic, a.name) {
+			if !strings.HasPrefix(name, a.name) {
 				continue
 			}
 		default:
@@ -77,8 +78,11 @@ func modelAllows(acls []simACL, principal string, op kmsg.ACLOperation, topic st
 func (aw *aclWork) checkDecisions() {
 	var bad []string
 	for _, d := range aw.decisions {
-		allow := modelAllows(d.acls, d.principal, d.op, aclTopic)
+		allow := modelAllows(d.acls, d.principal, d.rt, d.op, d.name)
 		denied := d.code == kerr.TopicAuthorizationFailed.Code
+		if d.rt == kmsg.ACLResourceTypeGroup {
+			denied = d.code == kerr.GroupAuthorizationFailed.Code
+		}
 		if allow {
 			aw.stats.allowed++
 		} else {
@@ -135,8 +139,8 @@ func (aw *aclWork) final() {
 		return
 	}
 	aw.checkState(aclsOfFirst(r))
-	r.note(fmt.Sprintf("auth: %d logins (%d refused), %d server nonces; alice/bob: %d produces, %d fetches, %d list-offsets, %d decided (%d denied), %d unanswered; admin: %d changes (%d unacknowledged)",
-		r.kn.auth.logins, r.kn.auth.refused, aw.ba.ledger.nonces, aw.stats.produces, aw.stats.fetches, aw.stats.listOffsets,
+	r.note(fmt.Sprintf("auth: %d logins (%d refused), %d server nonces; alice/bob: %d produces, %d fetches, %d list-offsets, %d group requests, %d decided (%d denied), %d unanswered; admin: %d changes (%d unacknowledged)",
+		r.kn.auth.logins, r.kn.auth.refused, aw.ba.ledger.nonces, aw.stats.produces, aw.stats.fetches, aw.stats.listOffsets, aw.stats.groupOps,
 		len(aw.decisions), aw.stats.denied, aw.stats.failed, len(aw.changes), aw.unacknowledged()))
 }
 

@@ -31,11 +31,15 @@ import (
 	"github.com/floe-broker/floe/netx"
 )
 
-// aclTopic is the ACL workload's topic.
-const aclTopic = "acl-a"
+// aclTopic and aclGroup are the ACL workload's topic and group.
+const (
+	aclTopic = "acl-a"
+	aclGroup = "acl-g"
+)
 
-// simACL is a topic ACL as the model sees it (every host).
+// simACL is a topic or group ACL as the model sees it (every host).
 type simACL struct {
+	rt        kmsg.ACLResourceType
 	principal string
 	op        kmsg.ACLOperation
 	perm      kmsg.ACLPermissionType
@@ -44,20 +48,35 @@ type simACL struct {
 }
 
 func (a simACL) String() string {
-	return fmt.Sprintf("%s %s %s on topic %s:%s", a.principal, a.perm, a.op, a.pattern, a.name)
+	return fmt.Sprintf("%s %s %s on %s %s:%s", a.principal, a.perm, a.op, a.rt, a.pattern, a.name)
 }
 
 // aclUniverse is every binding the admin may create.
 func aclUniverse() []simACL {
+	type resource struct {
+		pt   kmsg.ACLResourcePatternType
+		name string
+	}
+	kinds := []struct {
+		rt  kmsg.ACLResourceType
+		ops []kmsg.ACLOperation
+		res []resource
+	}{
+		{kmsg.ACLResourceTypeTopic,
+			[]kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationDescribe, kmsg.ACLOperationAll},
+			[]resource{{kmsg.ACLResourcePatternTypeLiteral, aclTopic}, {kmsg.ACLResourcePatternTypePrefixed, "acl-"}, {kmsg.ACLResourcePatternTypeLiteral, "*"}}},
+		{kmsg.ACLResourceTypeGroup,
+			[]kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationDescribe, kmsg.ACLOperationAll},
+			[]resource{{kmsg.ACLResourcePatternTypeLiteral, aclGroup}, {kmsg.ACLResourcePatternTypePrefixed, "acl-"}, {kmsg.ACLResourcePatternTypeLiteral, "*"}}},
+	}
 	var u []simACL
-	for _, p := range []string{"User:alice", "User:bob", "User:*"} {
-		for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationDescribe, kmsg.ACLOperationAll} {
-			for _, perm := range []kmsg.ACLPermissionType{kmsg.ACLPermissionTypeAllow, kmsg.ACLPermissionTypeDeny} {
-				for _, res := range []struct {
-					pt   kmsg.ACLResourcePatternType
-					name string
-				}{{kmsg.ACLResourcePatternTypeLiteral, aclTopic}, {kmsg.ACLResourcePatternTypePrefixed, "acl-"}, {kmsg.ACLResourcePatternTypeLiteral, "*"}} {
-					u = append(u, simACL{principal: p, op: op, perm: perm, pattern: res.pt, name: res.name})
+	for _, k := range kinds {
+		for _, p := range []string{"User:alice", "User:bob", "User:*"} {
+			for _, op := range k.ops {
+				for _, perm := range []kmsg.ACLPermissionType{kmsg.ACLPermissionTypeAllow, kmsg.ACLPermissionTypeDeny} {
+					for _, res := range k.res {
+						u = append(u, simACL{rt: k.rt, principal: p, op: op, perm: perm, pattern: res.pt, name: res.name})
+					}
 				}
 			}
 		}
@@ -80,6 +99,8 @@ type aclDecision struct {
 	principal string // the session's principal at the broker
 	node      netx.NodeID
 	api       string
+	rt        kmsg.ACLResourceType
+	name      string
 	op        kmsg.ACLOperation
 	acls      []simACL
 	code      int16
@@ -97,7 +118,7 @@ type aclWork struct {
 	userUp    map[string]bool // the admin's view: whose credential it last created
 	active    int
 	salts     *rand.Rand
-	stats     struct{ produces, fetches, listOffsets, denied, allowed, failed int }
+	stats     struct{ produces, fetches, listOffsets, groupOps, denied, allowed, failed int }
 	// mismatches counts answers the model disagrees with.
 	mismatches int
 }
@@ -258,7 +279,7 @@ func (aw *aclWork) adminStep() {
 		q := kmsg.NewPtrCreateACLsRequest()
 		q.Version = 2
 		c := kmsg.NewCreateACLsRequestCreation()
-		c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, a.name, a.pattern
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = a.rt, a.name, a.pattern
 		c.Principal, c.Host, c.Operation, c.PermissionType = a.principal, "*", a.op, a.perm
 		q.Creations = append(q.Creations, c)
 		req = q
@@ -266,7 +287,7 @@ func (aw *aclWork) adminStep() {
 		q := kmsg.NewPtrDeleteACLsRequest()
 		q.Version = 2
 		f := kmsg.NewDeleteACLsRequestFilter()
-		f.ResourceType, f.ResourceName, f.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.StringPtr(a.name), a.pattern
+		f.ResourceType, f.ResourceName, f.ResourcePatternType = a.rt, kmsg.StringPtr(a.name), a.pattern
 		f.Principal, f.Host, f.Operation, f.PermissionType = kmsg.StringPtr(a.principal), kmsg.StringPtr("*"), a.op, a.perm
 		q.Filters = append(q.Filters, f)
 		req = q
@@ -295,7 +316,8 @@ func (aw *aclWork) clientStep(user string) {
 	}
 	var req kmsg.Request
 	var op kmsg.ACLOperation
-	switch aw.rng.Intn(3) {
+	rt, name := kmsg.ACLResourceTypeTopic, aclTopic
+	switch aw.rng.Intn(5) {
 	case 0:
 		q := kmsg.NewPtrProduceRequest()
 		q.Version, q.Acks, q.TimeoutMillis = 9, 1, int32((r.o.RequestTimeout * 8 / 10).Milliseconds())
@@ -318,6 +340,16 @@ func (aw *aclWork) clientStep(user string) {
 		q.Topics = append(q.Topics, rt)
 		req, op = q, kmsg.ACLOperationRead
 		aw.stats.fetches++
+	case 2:
+		q := kmsg.NewPtrFindCoordinatorRequest()
+		q.Version, q.CoordinatorKey = 3, aclGroup
+		req, op, rt, name = q, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, aclGroup
+		aw.stats.groupOps++
+	case 3:
+		q := kmsg.NewPtrOffsetFetchRequest()
+		q.Version, q.Group = 5, aclGroup
+		req, op, rt, name = q, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, aclGroup
+		aw.stats.groupOps++
 	default:
 		q := kmsg.NewPtrListOffsetsRequest()
 		q.Version, q.ReplicaID = 4, -1
@@ -331,7 +363,7 @@ func (aw *aclWork) clientStep(user string) {
 		aw.stats.listOffsets++
 	}
 	id := aw.anyNode()
-	d := aclDecision{user: user, node: id, api: kmsg.NameForKey(req.Key()), op: op, code: -1}
+	d := aclDecision{user: user, node: id, api: kmsg.NameForKey(req.Key()), rt: rt, name: name, op: op, code: -1}
 	arrived := false
 	arrive := func(b *Broker, principal string) {
 		arrived = true
@@ -340,7 +372,7 @@ func (aw *aclWork) clientStep(user string) {
 	}
 	r.kn.callAs(user, id, req, r.o.RequestTimeout, arrive, nil, func(resp kmsg.Response, err error, _ bool) {
 		if err == nil && arrived {
-			d.code = topicErrorCode(resp)
+			d.code = answerErrorCode(resp)
 			aw.decisions = append(aw.decisions, d)
 		} else {
 			aw.stats.failed++
@@ -353,18 +385,22 @@ func (aw *aclWork) clientStep(user string) {
 func aclsOf(b *Broker) []simACL {
 	var out []simACL
 	for _, x := range b.R.Metadata().ACLs {
-		if x.ResourceType != kmsg.ACLResourceTypeTopic || x.Host != "*" {
+		if x.ResourceType != kmsg.ACLResourceTypeTopic && x.ResourceType != kmsg.ACLResourceTypeGroup || x.Host != "*" {
 			continue
 		}
-		out = append(out, simACL{principal: x.Principal, op: x.Operation, perm: x.Permission, pattern: x.PatternType, name: x.ResourceName})
+		out = append(out, simACL{rt: x.ResourceType, principal: x.Principal, op: x.Operation, perm: x.Permission, pattern: x.PatternType, name: x.ResourceName})
 	}
 	return out
 }
 
-// topicErrorCode is the error of acl-a's partition 0 in an answer (the
-// request's own error first).
-func topicErrorCode(resp kmsg.Response) int16 {
+// answerErrorCode is the error of an answer: the request's own error,
+// else acl-a's partition 0's.
+func answerErrorCode(resp kmsg.Response) int16 {
 	switch q := resp.(type) {
+	case *kmsg.FindCoordinatorResponse:
+		return q.ErrorCode
+	case *kmsg.OffsetFetchResponse:
+		return q.ErrorCode
 	case *kmsg.ProduceResponse:
 		for _, t := range q.Topics {
 			for _, p := range t.Partitions {
