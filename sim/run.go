@@ -80,7 +80,8 @@ func (res *Result) ReplayCommands() string {
 		test, cli = test+" -reassign", cli+" --reassign"
 	}
 	if res.Options.Auth.On && !ChooseOptions(res.Options.Seed).Auth.On { // forced on (WithAuth)
-		return fmt.Sprintf("go test ./sim -run '^TestSimAuth$' -seed %d%s -v", res.Options.Seed, test)
+		return fmt.Sprintf("go test ./sim -run '^TestSimAuth$' -seed %d%s -v\n\tgo run ./cmd/floe sim --seed %d%s --auth",
+			res.Options.Seed, test, res.Options.Seed, cli)
 	}
 	return fmt.Sprintf("go test ./sim -run '^TestSim$' -seed %d%s -v\n\tgo run ./cmd/floe sim --seed %d%s",
 		res.Options.Seed, test, res.Options.Seed, cli)
