@@ -256,10 +256,9 @@ func (aw *aclWork) adminStep() {
 	if aw.rng.Float64() < r.o.Auth.UserChangeProb {
 		u := aclUsers[aw.rng.Intn(len(aclUsers))]
 		create := !aw.userUp[u]
-		ch := adminChange{acl: -1, user: u, create: create, at: r.now()}
+		n := aw.issue(adminChange{acl: -1, user: u, create: create, at: r.now()})
 		aw.alterUser(u, create, func(ok bool) {
-			ch.definite = ok
-			aw.changes = append(aw.changes, ch)
+			aw.changes[n].definite = ok
 			if ok {
 				aw.userUp[u] = create
 			}
@@ -272,10 +271,11 @@ func (aw *aclWork) adminStep() {
 	if aw.universe[i].perm == kmsg.ACLPermissionTypeDeny && aw.rng.Float64() < 0.4 {
 		i = aw.rng.Intn(len(aw.universe)) // a second draw: fewer denies
 	}
-	ch := adminChange{acl: i, create: aw.rng.Float64() < 0.55, at: r.now()}
+	n := aw.issue(adminChange{acl: i, create: aw.rng.Float64() < 0.55, at: r.now()})
+	create := aw.changes[n].create
 	a := aw.universe[i]
 	var req kmsg.Request
-	if ch.create {
+	if create {
 		q := kmsg.NewPtrCreateACLsRequest()
 		q.Version = 2
 		c := kmsg.NewCreateACLsRequestCreation()
@@ -296,15 +296,22 @@ func (aw *aclWork) adminStep() {
 		if err == nil {
 			switch q := resp.(type) {
 			case *kmsg.CreateACLsResponse:
-				ch.definite = len(q.Results) == 1 && q.Results[0].ErrorCode == 0
+				aw.changes[n].definite = len(q.Results) == 1 && q.Results[0].ErrorCode == 0
 			case *kmsg.DeleteACLsResponse:
-				ch.definite = len(q.Results) == 1 && q.Results[0].ErrorCode == 0
+				aw.changes[n].definite = len(q.Results) == 1 && q.Results[0].ErrorCode == 0
 			}
 		}
-		aw.changes = append(aw.changes, ch)
-		r.w.Tracef("auth: admin create=%v %s: acknowledged=%v (err %v)", ch.create, a, ch.definite, err)
+		r.w.Tracef("auth: admin create=%v %s: acknowledged=%v (err %v)", create, a, aw.changes[n].definite, err)
 		next()
 	})
+}
+
+// issue records a change as it is sent, unacknowledged until its answer
+// says otherwise: a change whose answer never comes, or comes after the
+// final check, may have happened.
+func (aw *aclWork) issue(c adminChange) int {
+	aw.changes = append(aw.changes, c)
+	return len(aw.changes) - 1
 }
 
 // clientStep sends one request as user and records its decision.
