@@ -65,7 +65,7 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-# The determinism rule of design.md; the core package list is in
+# The determinism rule of docs/design.md; the core package list is in
 # internal/lint/core.go.
 floelint:
 	$(GO) run ./cmd/floelint ./...
