@@ -116,6 +116,7 @@ type aclWork struct {
 	changes   []adminChange
 	decisions []aclDecision
 	userUp    map[string]bool // the admin's view: whose credential it last created
+	believed  map[int]bool    // the admin's view: the bindings it last created
 	active    int
 	salts     *rand.Rand
 	stats     struct{ produces, fetches, listOffsets, groupOps, denied, allowed, failed int }
@@ -130,7 +131,7 @@ func newACLWork(r *run, ba *BrokerAuth, cache saltCache) *aclWork {
 	r.kn.auth = newClientAuth(r.kn, rand.New(rand.NewSource(w.Rand().Int63())), cache)
 	r.kn.user = workloadUser
 	return &aclWork{r: r, ba: ba, rng: rand.New(rand.NewSource(w.Rand().Int63())), universe: aclUniverse(),
-		userUp: map[string]bool{}, salts: rand.New(rand.NewSource(w.Rand().Int63()))}
+		userUp: map[string]bool{}, believed: map[int]bool{}, salts: rand.New(rand.NewSource(w.Rand().Int63()))}
 }
 
 // setup creates alice and bob and the topic acl-a, as admin.
@@ -267,12 +268,8 @@ func (aw *aclWork) adminStep() {
 		})
 		return
 	}
-	i := aw.rng.Intn(len(aw.universe))
-	if aw.universe[i].perm == kmsg.ACLPermissionTypeDeny && aw.rng.Float64() < 0.4 {
-		i = aw.rng.Intn(len(aw.universe)) // a second draw: fewer denies
-	}
-	n := aw.issue(adminChange{acl: i, create: aw.rng.Float64() < 0.55, at: r.now()})
-	create := aw.changes[n].create
+	i, create := aw.pickACLChange()
+	n := aw.issue(adminChange{acl: i, create: create, at: r.now()})
 	a := aw.universe[i]
 	var req kmsg.Request
 	if create {
@@ -304,6 +301,32 @@ func (aw *aclWork) adminStep() {
 		r.w.Tracef("auth: admin create=%v %s: acknowledged=%v (err %v)", create, a, aw.changes[n].definite, err)
 		next()
 	})
+}
+
+// pickACLChange draws the next ACL change: a creation of any binding
+// (denies less often), or mostly a deletion of one the admin created, so
+// deletions remove something.
+func (aw *aclWork) pickACLChange() (int, bool) {
+	var created []int
+	for i := range aw.universe {
+		if aw.believed[i] {
+			created = append(created, i)
+		}
+	}
+	if len(created) > 0 && aw.rng.Float64() < 0.45 {
+		i := created[aw.rng.Intn(len(created))]
+		if aw.rng.Float64() < 0.1 {
+			i = aw.rng.Intn(len(aw.universe)) // now and then one that may not exist
+		}
+		aw.believed[i] = false
+		return i, false
+	}
+	i := aw.rng.Intn(len(aw.universe))
+	if aw.universe[i].perm == kmsg.ACLPermissionTypeDeny && aw.rng.Float64() < 0.4 {
+		i = aw.rng.Intn(len(aw.universe)) // a second draw: fewer denies
+	}
+	aw.believed[i] = true
+	return i, true
 }
 
 // issue records a change as it is sent, unacknowledged until its answer
