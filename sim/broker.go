@@ -16,6 +16,9 @@ import (
 // and disk.
 type Broker struct {
 	R *node.Reactor
+	// auth is the incarnation's SASL server and sessions (auth.go), nil
+	// when the run does not authenticate.
+	auth *brokerAuth
 }
 
 // Handle passes a peer frame to the reactor.
@@ -41,6 +44,8 @@ type BrokerConfig struct {
 	DiskLatencyMin, DiskLatencyMax time.Duration
 	DiskSlowProb                   float64
 	DiskSlow                       time.Duration
+	// Auth, when set, turns on SASL/SCRAM and the ACL authorizer (auth.go).
+	Auth *BrokerAuth
 }
 
 // BrokerFactory returns the Factory that boots a broker on every node. A
@@ -79,11 +84,21 @@ func BrokerFactory(bc BrokerConfig) Factory {
 			Fatal:   env.Fatal,
 			Buggify: env.Buggify,
 		}
+		if bc.Auth != nil {
+			bc.Auth.configure(&cfg)
+		}
 		r := node.New(cfg, nenv)
 		if err := r.Start(); err != nil {
 			env.Fatal(fmt.Errorf("start: %w", err))
 		}
-		return &Broker{R: r}
+		b := &Broker{R: r}
+		if bc.Auth != nil {
+			var err error
+			if b.auth, err = bc.Auth.start(r, env); err != nil {
+				env.Fatal(fmt.Errorf("sasl: %w", err))
+			}
+		}
+		return b
 	}
 }
 

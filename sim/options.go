@@ -40,6 +40,9 @@ type Options struct {
 
 	Faults FaultOptions
 
+	// Auth turns on SASL/SCRAM and ACLs, with the ACL workload (auth.go).
+	Auth AuthOptions
+
 	// TraceKeep is how many trace lines the Result keeps (0: the last
 	// 4,000; -1: all of them, for a replay written to a file).
 	TraceKeep int
@@ -177,6 +180,7 @@ func ChooseOptions(seed int64) Options {
 	o.reassignRate = rate(0.5, 0.2, 1.5)
 	f.Corrupt = rate(0.5, 0.2, 1)
 	o.TxnProducers = 1 + rng.Intn(2)
+	o.Auth = chooseAuth(seed) // its own generator
 	return o
 }
 
@@ -194,5 +198,8 @@ func (o Options) String() string {
 		f.Crash, f.PowerCut, f.Pause, f.Partition, f.Clock, f.Transfer, f.Reassign, f.Corrupt, f.Aim, f.DurMax)
 	fmt.Fprintf(&b, "link: drop=%.3f dup=%.3f reorder=%.3f delay=%v..%v; disk: sync-fail=%.4f write-fail=%.4f; buggify=%v",
 		f.Link.DropProb, f.Link.DupProb, f.Link.ReorderProb, f.Link.DelayMin, f.Link.DelayMax, f.SyncFailProb, f.WriteFailProb, f.Buggify)
+	if o.Auth.On {
+		fmt.Fprintf(&b, "\n%s", o.Auth)
+	}
 	return b.String()
 }

@@ -80,6 +80,10 @@ func (res *Result) ReplayCommands() string {
 	if res.Options.Faults.Reassign > 0 {
 		test, cli = test+" -reassign", cli+" --reassign"
 	}
+	if res.Options.Auth.On && !ChooseOptions(res.Options.Seed).Auth.On { // forced on (WithAuth)
+		return fmt.Sprintf("go test ./sim -run '^TestSimAuth$' -seed %d%s -v\n\tgo run ./cmd/floe sim --seed %d%s --auth",
+			res.Options.Seed, test, res.Options.Seed, cli)
+	}
 	return fmt.Sprintf("go test ./sim -run '^TestSim$' -seed %d%s -v\n\tgo run ./cmd/floe sim --seed %d%s",
 		res.Options.Seed, test, res.Options.Seed, cli)
 }
@@ -123,6 +127,8 @@ type run struct {
 	meta *metaCache
 	rec  *history.Recorder
 	nem  *nemesis
+	// auth is the ACL workload of a run with authentication (authwork.go).
+	auth *aclWork
 
 	topic    string
 	values   int64
@@ -261,10 +267,11 @@ func Run(o Options) *Result {
 	case keep < 0:
 		keep = 0 // the world keeps all
 	}
+	bc, ba, cache := authBrokerConfig(o)
 	w := NewWorld(Config{
 		Seed: o.Seed, Nodes: o.Nodes, Buggify: o.Faults.Buggify, TraceKeep: keep,
 		Faults: netx.LinkFaults{DelayMin: o.Faults.Link.DelayMin, DelayMax: o.Faults.Link.DelayMax},
-	}, BrokerFactory(o.Broker))
+	}, BrokerFactory(bc))
 	r := &run{
 		w: w, o: o, topic: "sim", topOffset: map[int32]int64{}, finalHWM: map[int32]int64{}, maxEpoch: map[string]int32{},
 		rng: rand.New(rand.NewSource(w.Rand().Int63())),
@@ -274,14 +281,20 @@ func Run(o Options) *Result {
 	r.meta = newMetaCache(r)
 	r.rec = history.NewRecorder(nil, func() int64 { return int64(w.Clock().Monotonic()) })
 	r.nem = newNemesis(r)
+	if ba != nil {
+		r.auth = newACLWork(r, ba, cache)
+	}
 	w.Tracef("options %s", strings.ReplaceAll(o.String(), "\n", "; "))
-	if r.setup() {
+	if r.setup() && (r.auth == nil || r.auth.setup()) {
 		r.safety()
 		if !r.halted {
 			r.heal()
 		}
 		if !r.halted {
 			r.liveness()
+		}
+		if r.auth != nil && !r.halted {
+			r.auth.final()
 		}
 	}
 	return r.finish()
@@ -356,6 +369,9 @@ func (r *run) safety() {
 		c.start()
 	}
 	r.startTxn()
+	if r.auth != nil {
+		r.auth.start()
+	}
 	r.nem.start()
 	r.runFor(r.o.SafetyDur)
 }

@@ -6,6 +6,7 @@ package main
 //	floe sim --seed 42 --trace t.txt         ... and write its whole trace
 //	floe sim --seeds 5000 --workers 2        a campaign over seeds 1..5000
 //	--corrupt, --reassign                    force disk corruption on in every seed; add membership changes
+//	--auth                                   force SASL/SCRAM and ACLs on in every seed (a third draw them)
 //
 // A campaign prints every failing seed's report as it is found, then the
 // figures: seeds, simulated hours, events per second, violations by kind.
@@ -34,6 +35,7 @@ type simFlags struct {
 	workers    int
 	corrupt    bool
 	reassign   bool
+	auth       bool
 	tracePath  string
 	historyOut string
 	verbose    bool
@@ -48,6 +50,7 @@ func runSim(args []string) error {
 	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "seeds run in parallel in a campaign")
 	fs.BoolVar(&f.corrupt, "corrupt", false, "force disk corruption (of a minority of each group) on in every seed; by default about half the seeds draw it")
 	fs.BoolVar(&f.reassign, "reassign", false, "also change partitions' membership (reassignment)")
+	fs.BoolVar(&f.auth, "auth", false, "force SASL/SCRAM authentication and ACLs, with the ACL workload, on in every seed; by default about a third of the seeds draw them")
 	fs.StringVar(&f.tracePath, "trace", "", "with --seed: write the whole trace to this file")
 	fs.StringVar(&f.historyOut, "history", "", "with --seed: write the history (JSON lines) to this file")
 	fs.BoolVar(&f.verbose, "v", false, "print every seed's one-line result")
@@ -72,6 +75,9 @@ func options(seed int64, f simFlags) sim.Options {
 	}
 	if f.reassign {
 		o = o.WithReassign()
+	}
+	if f.auth {
+		o = o.WithAuth()
 	}
 	return o
 }

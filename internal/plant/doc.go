@@ -21,6 +21,9 @@
 //	                              an open transaction
 //	share-ack-before-durable      answer a share fetch or acknowledgement before
 //	                              its share-partition state is committed
+//	acl-allow-beats-deny          an ALLOW ACL wins over a matching DENY
+//	acl-delete-missed-by-follower a broker other than the controller's leader
+//	                              does not apply a DeleteAcls
 package plant
 
 // Bug names.
@@ -34,4 +37,6 @@ const (
 
 	TxnMarkerBeforeDecision = "txn-marker-before-decision"
 	TxnLSOIgnoresOpen       = "txn-lso-ignores-open"
+	ACLAllowBeatsDeny       = "acl-allow-beats-deny"
+	ACLDeleteMissed         = "acl-delete-missed-by-follower"
 )
