@@ -61,6 +61,7 @@ type syncState struct {
 	metaWritten      uint64    // metaVersion of the newest record written
 	writtenHS        HardState // what the newest record holds
 	durableSnapIndex uint64    // snapshot index of the newest durable record
+	durableHS        HardState // what the newest durable record holds
 
 	planSeq     uint64 // plans prepared so far
 	durablePlan uint64 // seq of the newest plan finished successfully
@@ -280,6 +281,8 @@ func (l *Log) FinishSync(p *SyncPlan, err error) {
 	sy.durablePlan = p.seq
 	if p.hasMeta {
 		sy.durableSnapIndex = p.snapIndex
+		sy.durableHS = p.metaRec.hs
+		sy.durableHS.Commit = min(sy.durableHS.Commit, p.limit.Load())
 	}
 	l.collectGraves()
 }

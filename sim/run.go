@@ -122,6 +122,7 @@ type run struct {
 	meta *metaCache
 	rec  *history.Recorder
 	nem  *nemesis
+	inv  *invariants // white-box checks (invariants.go)
 
 	topic    string
 	values   int64
@@ -186,6 +187,7 @@ func (r *run) exhausted() bool {
 	}
 	if now := r.now(); now != r.lastInstant {
 		r.lastInstant, r.sameInstant = now, 0
+		r.inv.observe()
 	}
 	r.sameInstant++
 	switch {
@@ -268,6 +270,7 @@ func Run(o Options) *Result {
 	r.meta = newMetaCache(r)
 	r.rec = history.NewRecorder(nil, func() int64 { return int64(w.Clock().Monotonic()) })
 	r.nem = newNemesis(r)
+	r.inv = newInvariants(r)
 	w.Tracef("options %s", strings.ReplaceAll(o.String(), "\n", "; "))
 	if r.setup() {
 		r.safety()
@@ -276,6 +279,9 @@ func Run(o Options) *Result {
 		}
 		if !r.halted {
 			r.liveness()
+		}
+		if !r.halted {
+			r.inv.afterHeal()
 		}
 	}
 	return r.finish()
