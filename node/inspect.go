@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 
 	"github.com/floe-broker/floe/consensus"
-	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/replica"
 )
 
@@ -31,6 +30,13 @@ type ReplicaView struct {
 	HighWatermark int64
 	StateHash     uint64
 	Damaged       bool // the replica is being repaired from peers
+	// CommitIndex is Commit and CommitTerm the term of the entry there in
+	// Raft's log, written or not (0 if the log cannot say): a committed entry, which no
+	// replica may ever hold with another term.
+	CommitIndex, CommitTerm uint64
+	// Settled: no Ready is in flight or pending, so Raft's hard state has
+	// been handed to the log and synced (its term and vote must be durable).
+	Settled bool
 }
 
 // Inspect returns a view of every Raft group on this node: the controller
@@ -68,12 +74,28 @@ func (r *Reactor) Inspect(full bool) []ReplicaView {
 func viewOf(rep *replica.Replica) ReplicaView {
 	st := rep.Raft.BasicStatus()
 	dhs := rep.Log.DurableHardState()
-	return ReplicaView{
+	v := ReplicaView{
 		Group: uint64(rep.Group), Term: st.Term, Vote: st.Vote, Commit: st.Commit,
 		DurableTerm: dhs.Term, DurableVote: dhs.Vote, DurableCommit: dhs.Commit,
 		Leader: st.RaftState == consensus.StateLeader, Lead: st.Lead, Applied: rep.Applied(),
 		FirstIndex: rep.Log.FirstIndex(), LastIndex: rep.Log.LastIndex(), Damaged: rep.Damaged(),
+		CommitIndex: st.Commit, Settled: !rep.Busy() && !rep.Raft.HasReady(),
 	}
+	if t, err := rep.Raft.TermAt(v.CommitIndex); err == nil {
+		v.CommitTerm = t
+	}
+	return v
+}
+
+// TermAt is the term of entry index of group's log on this node, if the
+// log holds it.
+func (r *Reactor) TermAt(group, index uint64) (uint64, bool) {
+	rep := r.replicaOf(group)
+	if rep == nil {
+		return 0, false
+	}
+	t, err := rep.Raft.TermAt(index)
+	return t, err == nil
 }
 
 // CommittedHash hashes the entries lo..hi (inclusive) of group's log on
@@ -81,12 +103,7 @@ func viewOf(rep *replica.Replica) ReplicaView {
 // at least hi must agree on it (Raft's log matching). It reads the log, so
 // call it when the run is over, not while it goes.
 func (r *Reactor) CommittedHash(group, lo, hi uint64) (uint64, error) {
-	var rep *replica.Replica
-	if group == controller.ControllerGroup && r.ctl != nil {
-		rep = r.ctl.rep
-	} else if p := r.parts[group]; p != nil {
-		rep = p.Replica()
-	}
+	rep := r.replicaOf(group)
 	if rep == nil {
 		return 0, fmt.Errorf("node %d: no replica of group %d", r.self, group)
 	}

@@ -2,6 +2,9 @@ package sim
 
 import (
 	"fmt"
+	"time"
+
+	"github.com/floe-broker/floe/jepsen/history"
 	"sort"
 	"strings"
 
@@ -47,6 +50,9 @@ type invariants struct {
 	durVotes map[nodeGroupTerm]uint64
 	// seen: (node, group) -> what was last observed.
 	seen map[nodeGroup]memberSeen
+	// committed: (group, index) -> the term of the entry a member held
+	// there while its commit index covered it.
+	committed map[groupTerm]uint64
 	// damaged: nodes whose files were corrupted (run.corruptedFiles).
 	damaged     map[netx.NodeID]bool
 	damagedSeen int
@@ -74,7 +80,7 @@ type memberSeen struct {
 }
 
 func newInvariants(r *run) *invariants {
-	return &invariants{r: r, leaders: map[groupTerm]netx.NodeID{}, votes: map[nodeGroupTerm]uint64{}, durVotes: map[nodeGroupTerm]uint64{},
+	return &invariants{r: r, leaders: map[groupTerm]netx.NodeID{}, votes: map[nodeGroupTerm]uint64{}, durVotes: map[nodeGroupTerm]uint64{}, committed: map[groupTerm]uint64{},
 		seen: map[nodeGroup]memberSeen{}, damaged: map[netx.NodeID]bool{}, reported: map[string]int{}}
 }
 
@@ -148,6 +154,19 @@ func (iv *invariants) member(id netx.NodeID, inc uint64, v node.ReplicaView) {
 			iv.durVotes[k] = v.DurableVote
 		}
 	}
+	if v.Settled && !v.Damaged && !iv.damaged[id] && (v.Term != v.DurableTerm || v.Vote != v.DurableVote) {
+		iv.fail("hard-state-not-durable", "n%d.%d group %d settled at term %d vote %d, durable term %d vote %d",
+			id, inc, g, v.Term, v.Vote, v.DurableTerm, v.DurableVote)
+	}
+	if v.CommitTerm != 0 && !v.Damaged {
+		k := groupTerm{g, v.CommitIndex} // (group, index)
+		if t, ok := iv.committed[k]; ok && t != v.CommitTerm {
+			iv.fail("committed-entry-changed", "group %d entry %d committed with term %d, n%d.%d now holds term %d there",
+				g, v.CommitIndex, t, id, inc, v.CommitTerm)
+		} else if !ok {
+			iv.committed[k] = v.CommitTerm
+		}
+	}
 	if v.Applied > v.Commit {
 		iv.fail("applied-past-commit", "n%d.%d group %d applied %d > commit %d", id, inc, g, v.Applied, v.Commit)
 	}
@@ -187,7 +206,8 @@ func (iv *invariants) afterHeal() {
 		rc *node.Reactor
 		v  node.ReplicaView
 	}
-	byGroup := map[uint64][]member{}
+	byGroup := map[uint64][]node.ReplicaView{}
+	members := map[uint64][]member{}
 	for _, id := range iv.r.w.IDs() {
 		rc := iv.broker(id)
 		if rc == nil {
@@ -195,17 +215,13 @@ func (iv *invariants) afterHeal() {
 		}
 		for _, v := range rc.Inspect(true) {
 			if !v.Damaged {
-				byGroup[v.Group] = append(byGroup[v.Group], member{id, rc, v})
+				byGroup[v.Group] = append(byGroup[v.Group], v)
+				members[v.Group] = append(members[v.Group], member{id, rc, v})
 			}
 		}
 	}
-	groups := make([]uint64, 0, len(byGroup))
-	for g := range byGroup {
-		groups = append(groups, g)
-	}
-	sort.Slice(groups, func(i, j int) bool { return groups[i] < groups[j] })
-	for _, g := range groups {
-		ms := byGroup[g]
+	for _, g := range byGroupIDs(byGroup) {
+		ms := members[g]
 		if len(ms) < 2 {
 			continue
 		}
@@ -245,5 +261,68 @@ func (iv *invariants) afterHeal() {
 			}
 		}
 	}
+	iv.committedEntries()
 	iv.r.w.Tracef("invariants: %d checks, violations %v", iv.checks, iv.reported)
+}
+
+func byGroupIDs[V any](m map[uint64]V) []uint64 {
+	groups := make([]uint64, 0, len(m))
+	for g := range m {
+		groups = append(groups, g)
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i] < groups[j] })
+	return groups
+}
+
+// committedEntries checks every committed (index, term) seen during the
+// run against every up member's log that holds the index below its own
+// commit: a committed entry is never replaced (Figure 8 of the Raft paper).
+func (iv *invariants) committedEntries() {
+	keys := make([]groupTerm, 0, len(iv.committed))
+	for k := range iv.committed {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].group < keys[j].group || keys[i].group == keys[j].group && keys[i].term < keys[j].term
+	})
+	for _, id := range iv.r.w.IDs() {
+		rc := iv.broker(id)
+		if rc == nil || iv.damaged[id] {
+			continue
+		}
+		commit := map[uint64]uint64{}
+		for _, v := range rc.Inspect(false) {
+			if !v.Damaged {
+				commit[v.Group] = v.CommitIndex
+			}
+		}
+		for _, k := range keys {
+			c, ok := commit[k.group]
+			if !ok || k.term > c {
+				continue
+			}
+			if t, ok := rc.TermAt(k.group, k.term); ok && t != iv.committed[k] {
+				iv.fail("committed-entry-changed", "group %d entry %d was committed with term %d; after the heal n%d holds term %d there",
+					k.group, k.term, iv.committed[k], id, t)
+			}
+		}
+	}
+}
+
+// deposedReads fails reads that a leader answered while another broker
+// already led in a later epoch (the history's deposed note): read leases
+// (node/lease.go) promise this never happens.
+func (iv *invariants) deposedReads(h history.History) {
+	n := 0
+	first := ""
+	for _, op := range h {
+		if op.Type == history.OK && op.Note == deposedNote {
+			if n++; n == 1 {
+				first = fmt.Sprintf("%s by n%d at %v", op.F, op.Node, time.Duration(op.Time))
+			}
+		}
+	}
+	if n > 0 {
+		iv.fail("read-from-deposed-leader", "%d reads answered by a leader a later-epoch leader had replaced (first: %s)", n, first)
+	}
 }

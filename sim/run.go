@@ -431,6 +431,7 @@ func (r *run) probe(part int32, healAt time.Duration, done func()) {
 func (r *run) finish() *Result {
 	w := r.w
 	h := r.rec.History()
+	r.inv.deposedReads(h)
 	rep := check.Check(h, check.Options{})
 	checkFailed := rep.Valid != check.Valid
 	if findKnown(staleReads) != nil {
