@@ -43,6 +43,8 @@ import (
 	"path"
 	"sync/atomic"
 	"time"
+
+	"github.com/floe-broker/floe/internal/plant"
 )
 
 // syncState is the log's durability bookkeeping.
@@ -218,6 +220,9 @@ func (l *Log) planMeta(p *SyncPlan) {
 	sy.metaSeq++
 	hs := l.hs
 	hs.Commit = min(hs.Commit, l.lastIndex) // never past what this plan holds
+	if plant.Enabled(plant.VoteNotPersisted) {
+		hs.Vote = 0
+	}
 	p.meta = sy.meta.take()
 	p.metaRec = metaState{seq: sy.metaSeq, hs: hs, snap: l.snap, startOffset: l.startOffset, logStart: l.logStart}
 	sy.metaWritten = sy.metaVersion

@@ -37,6 +37,8 @@ type ReplicaView struct {
 	// Settled: no Ready is in flight or pending, so Raft's hard state has
 	// been handed to the log and synced (its term and vote must be durable).
 	Settled bool
+	// Fenced: a vote fence is in force (repair.go).
+	Fenced bool
 }
 
 // Inspect returns a view of every Raft group on this node: the controller
@@ -46,6 +48,7 @@ func (r *Reactor) Inspect(full bool) []ReplicaView {
 	var out []ReplicaView
 	if r.ctl != nil && r.ctl.rep != nil {
 		v := viewOf(r.ctl.rep)
+		_, v.Fenced = r.fences[v.Group]
 		v.Name, v.HighWatermark = "controller", -1
 		out = append(out, v)
 	}
@@ -56,6 +59,7 @@ func (r *Reactor) Inspect(full bool) []ReplicaView {
 			continue
 		}
 		v := viewOf(rep)
+		_, v.Fenced = r.fences[v.Group]
 		v.HighWatermark = p.HighWatermark()
 		if !full {
 			out = append(out, v)

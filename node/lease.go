@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/partition"
 )
@@ -111,6 +112,9 @@ func (r *Reactor) leaseHeld(p *partition.Partition) bool {
 	if !p.Ready() {
 		return false
 	}
+	if plant.Enabled(plant.NoReadLease) {
+		return true
+	}
 	rep := p.Replica()
 	st := rep.Raft.BasicStatus()
 	if st.LeadTransferee != 0 || st.TimeoutNowSent {
@@ -122,6 +126,7 @@ func (r *Reactor) leaseHeld(p *partition.Partition) bool {
 		return true // a single voter cannot be deposed by an election
 	}
 	if r.leases[uint64(rep.Group)] <= r.env.Clock.Monotonic() {
+		r.stats.LeaseRefusals++
 		return false
 	}
 	// A lease from an earlier term of this node's is no lease: it was

@@ -75,7 +75,7 @@ type nodeGroupTerm struct {
 
 type memberSeen struct {
 	inc                     uint64
-	commit                  uint64
+	commit, last            uint64
 	durTerm, durVote, durCo uint64
 }
 
@@ -175,7 +175,8 @@ func (iv *invariants) member(id netx.NodeID, inc uint64, v node.ReplicaView) {
 	}
 	k := nodeGroup{id, g}
 	prev, ok := iv.seen[k]
-	now := memberSeen{inc: inc, commit: v.Commit, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit}
+	iv.r.coverView(prev, ok, v, inc)
+	now := memberSeen{inc: inc, commit: v.Commit, last: v.LastIndex, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit}
 	iv.seen[k] = now
 	if !ok || v.Damaged || iv.damaged[id] {
 		return

@@ -49,6 +49,8 @@ type Result struct {
 	TraceHash string
 	Trace     []string
 	History   history.History
+	// Coverage counts the rare paths the run reached (coverage.go).
+	Coverage map[string]int
 }
 
 // RunStats are a run's figures.
@@ -152,6 +154,9 @@ type run struct {
 	// sameInstant counts events run since simulated time last moved.
 	sameInstant int
 	lastInstant time.Duration
+
+	// coverage counts the rare paths the run reached (coverage.go).
+	coverage map[string]int
 
 	corruptedFiles []string
 	violations     []string
@@ -355,6 +360,7 @@ func (r *run) safety() {
 		c := &consumer{r: r, group: fmt.Sprintf("g%d", i%max(r.o.Groups, 1))}
 		c.start()
 	}
+	r.startProbes()
 	r.nem.start()
 	r.runFor(r.o.SafetyDur)
 }
@@ -467,6 +473,7 @@ func (r *run) finish() *Result {
 	if len(r.corruptedFiles) > 0 {
 		r.note("corrupted: " + strings.Join(r.corruptedFiles, ", "))
 	}
+	r.coverStats()
 	r.stats.SimTime = w.Clock().Monotonic()
 	r.stats.Events = w.Clock().Executed()
 	r.stats.Faults = r.nem.summary()
@@ -474,7 +481,7 @@ func (r *run) finish() *Result {
 	w.Tracef("done: %d violations", len(r.violations))
 	return &Result{
 		Options: r.o, Violations: r.violations, Known: r.knownSeen, Notes: r.notes, Report: rep, Stats: r.stats,
-		TraceHash: w.TraceHash(), Trace: w.Trace(), History: h,
+		TraceHash: w.TraceHash(), Trace: w.Trace(), History: h, Coverage: r.coverage,
 	}
 }
 

@@ -15,6 +15,12 @@
 //	ack-before-fsync              answer acks=all before the leader's fsync
 //	audit-stale-chain-head        an __audit_log leader links new records to the
 //	                              head it kept from an earlier term of its own
+//	no-read-lease                 a leader serves reads with no lease (issue 15)
+//	raft-vote-not-persisted       the meta record never holds the Raft vote
+//	fetch-past-high-watermark     Fetch reads up to the log end, uncommitted too
+//	offset-commit-before-replicated  OffsetCommit answered once appended, not committed
+//	idempotence-window-shrunk     a producer's dedup window keeps 1 batch, not 5
+//	no-generation-fence           OffsetCommit ignores the member's generation
 package plant
 
 // Bug names.
@@ -24,4 +30,11 @@ const (
 	AckBeforeQuorum     = "ack-before-quorum"
 	AckBeforeFsync      = "ack-before-fsync"
 	AuditStaleChainHead = "audit-stale-chain-head"
+
+	NoReadLease                  = "no-read-lease"
+	VoteNotPersisted             = "raft-vote-not-persisted"
+	FetchPastHighWatermark       = "fetch-past-high-watermark"
+	OffsetCommitBeforeReplicated = "offset-commit-before-replicated"
+	IdempotenceWindowShrunk      = "idempotence-window-shrunk"
+	NoGenerationFence            = "no-generation-fence"
 )

@@ -349,13 +349,17 @@ func (p *Partition) ProposeStartOffset(off int64) (index, term uint64, err error
 // Read returns whole committed batches from offset, up to maxBytes (at least
 // one batch if any is committed there).
 func (p *Partition) Read(offset int64, maxBytes int) ([]byte, error) {
-	if offset < p.StartOffset() || offset > p.hw {
+	limit := p.hw
+	if plant.Enabled(plant.FetchPastHighWatermark) {
+		limit = p.rep.Log.NextOffset()
+	}
+	if offset < p.StartOffset() || offset > limit {
 		return nil, kerr.OffsetOutOfRange
 	}
-	if offset == p.hw {
+	if offset == limit {
 		return nil, nil
 	}
-	res, err := p.rep.Log.Read(offset, maxBytes, p.hw)
+	res, err := p.rep.Log.Read(offset, maxBytes, limit)
 	if err != nil {
 		return nil, err
 	}
