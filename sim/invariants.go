@@ -27,6 +27,12 @@ import (
 //   - a durable term never goes back, and a durable vote never changes
 //     within its term, also across crashes;
 //   - applied <= commit, and term >= durable term;
+//   - a settled member's term and vote are durable (persist before send);
+//   - a committed entry is never replaced: the term at every commit index
+//     seen, on every member holding it;
+//   - a leader advances its commit index only onto an entry of its own
+//     term (Raft's Figure 8 rule);
+//   - no read is answered by a deposed leader (read leases);
 //   - after the heal: every replica's committed prefix is identical (hash
 //     of index, term and data of each entry both hold), and replicas that
 //     applied the same index hold the same partition state (checkpoint:
@@ -74,7 +80,8 @@ type nodeGroupTerm struct {
 }
 
 type memberSeen struct {
-	inc                     uint64
+	inc, term               uint64
+	leader                  bool
 	commit, last            uint64
 	durTerm, durVote, durCo uint64
 }
@@ -176,10 +183,15 @@ func (iv *invariants) member(id netx.NodeID, inc uint64, v node.ReplicaView) {
 	k := nodeGroup{id, g}
 	prev, ok := iv.seen[k]
 	iv.r.coverView(prev, ok, v, inc)
-	now := memberSeen{inc: inc, commit: v.Commit, last: v.LastIndex, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit}
+	now := memberSeen{inc: inc, term: v.Term, leader: v.Leader, commit: v.Commit, last: v.LastIndex, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit}
 	iv.seen[k] = now
 	if !ok || v.Damaged || iv.damaged[id] {
 		return
+	}
+	if prev.inc == inc && prev.leader && v.Leader && prev.term == v.Term && v.Commit > prev.commit &&
+		v.CommitTerm != 0 && v.CommitTerm < v.Term {
+		iv.fail("leader-committed-old-term-entry", "n%d.%d group %d: leader of term %d advanced its commit %d -> %d onto an entry of term %d (Raft commits only its own term's entries by counting)",
+			id, inc, g, v.Term, prev.commit, v.Commit, v.CommitTerm)
 	}
 	if prev.inc == inc && v.Commit < prev.commit {
 		iv.fail("commit-decreased", "n%d.%d group %d commit %d after %d", id, inc, g, v.Commit, prev.commit)
