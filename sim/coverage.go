@@ -36,6 +36,8 @@ var coveragePaths = []string{
 	"group member synced a generation",
 	"generation fence rejected a zombie commit",
 	"group member left",
+	"coordinator killed at a commit acknowledgement",
+	"acknowledged commit read back",
 }
 
 const (

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/netx"
 )
 
@@ -25,6 +26,13 @@ const memberGroup = "members"
 // persisted G' before answering its SyncGroup, so it must refuse the
 // commit (ILLEGAL_GENERATION, or any other error); accepting it fails the
 // run.
+//
+// One member, the committer, also checks that an acknowledged OffsetCommit
+// is durable: it alone commits (partition 0, increasing offsets), reads
+// its commits back now and then (OffsetFetch), and once per run (in half
+// the seeds) kills the coordinator, losing what it had not synced, the
+// instant its commit is acknowledged. A read-back older than an
+// acknowledged commit fails the run.
 type member struct {
 	r     *run
 	rng   *rand.Rand
@@ -33,6 +41,11 @@ type member struct {
 	gen   int32
 	// synced: the generations this member id synced, oldest first.
 	synced []int32
+
+	committer bool
+	next      int64 // the committer's next offset to commit
+	acked     int64 // the largest offset acknowledged
+	killAck   bool  // kill the coordinator at an acknowledgement (once)
 }
 
 const (
@@ -158,8 +171,10 @@ func (m *member) stable() {
 		m.leave()
 	case k < 8 && len(m.synced) >= 2:
 		m.commit(m.synced[m.rng.Intn(len(m.synced)-1)], true)
-	case k < 12:
+	case k < 12 && m.committer:
 		m.commit(m.gen, false)
+	case k < 14 && m.committer && m.acked > 0:
+		m.readBack()
 	default:
 		m.heartbeat()
 	}
@@ -193,7 +208,12 @@ func (m *member) commit(gen int32, stale bool) {
 	t := kmsg.NewOffsetCommitRequestTopic()
 	t.Topic = m.r.topic
 	p := kmsg.NewOffsetCommitRequestTopicPartition()
-	p.Partition, p.Offset, p.LeaderEpoch = 0, int64(gen), -1
+	p.Partition, p.Offset, p.LeaderEpoch = 0, -1, -1
+	if !stale {
+		m.next++
+		p.Offset = m.next
+	}
+	offset := p.Offset
 	t.Partitions = append(t.Partitions, p)
 	req.Topics = append(req.Topics, t)
 	latest := m.synced[len(m.synced)-1]
@@ -210,12 +230,85 @@ func (m *member) commit(gen int32, stale bool) {
 				m.id, gen, latest)
 		case stale && code == kerr.IllegalGeneration.Code:
 			m.r.cover("generation fence rejected a zombie commit")
+		case !stale && code == 0:
+			m.acked = max(m.acked, offset)
+			if m.killAck && !m.r.stopping && m.r.now() > time.Second {
+				m.killAck = false
+				m.killCoordinator()
+				return
+			}
 		}
 		if code != 0 && code != kerr.IllegalGeneration.Code {
 			m.lost(code)
 			return
 		}
 		m.again(m.stable)
+	})
+}
+
+// killCoordinator crashes the coordinator that just acknowledged a commit,
+// losing its unsynced writes, and restarts it a little later.
+func (m *member) killCoordinator() {
+	r, id := m.r, m.coord
+	r.w.Tracef("probe: kill coordinator n%d at the acknowledgement of offset %d", id, m.acked)
+	r.w.CrashWith(id, logstore.CrashLoseAll)
+	r.cover("coordinator killed at a commit acknowledgement")
+	r.w.After(200*time.Millisecond+time.Duration(m.rng.Int63n(int64(600*time.Millisecond))), func() {
+		if !r.w.Up(id) {
+			r.w.Restart(id)
+		}
+	})
+	m.coord = 0
+	m.again(m.readBack)
+}
+
+// readBack reads the committed offset of partition 0: it must be at least
+// every offset acknowledged before the read began.
+func (m *member) readBack() {
+	want := m.acked
+	m.withCoordinator(func() {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = 7
+		req.Group = memberGroup
+		req.RequireStable = true
+		t := kmsg.NewOffsetFetchRequestTopic()
+		t.Topic, t.Partitions = m.r.topic, []int32{0}
+		req.Topics = append(req.Topics, t)
+		m.r.kn.call(m.coord, req, m.r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+			if err != nil {
+				m.coord = 0
+				m.again(m.readBack)
+				return
+			}
+			fr := resp.(*kmsg.OffsetFetchResponse)
+			code, got := fr.ErrorCode, int64(-1)
+			for _, rt := range fr.Topics {
+				for _, rp := range rt.Partitions {
+					if code == 0 {
+						code = rp.ErrorCode
+					}
+					got = rp.Offset
+				}
+			}
+			switch {
+			case code == kerr.UnstableOffsetCommit.Code || retriable(code):
+				if code != kerr.UnstableOffsetCommit.Code {
+					m.coord = 0
+				}
+				m.again(m.readBack)
+				return
+			case code != 0:
+			case got < want:
+				m.r.inv.fail("offset-commit-lost", "group %s partition 0: committed offset read back as %d after %d was acknowledged", memberGroup, got, want)
+			default:
+				m.r.cover("acknowledged commit read back")
+			}
+			if m.id == "" {
+				m.again(m.join)
+			} else {
+				m.again(m.stable)
+			}
+		})
 	})
 }
 
@@ -243,7 +336,8 @@ func (m *member) leave() {
 func (r *run) startProbes() {
 	newRetrier(r, r.o.Seed*31+1).start()
 	for i := int64(0); i < 2; i++ {
-		m := &member{r: r, rng: rand.New(rand.NewSource(r.o.Seed*31 + 2 + i))}
+		m := &member{r: r, rng: rand.New(rand.NewSource(r.o.Seed*31 + 2 + i)), committer: i == 0}
+		m.killAck = m.committer && m.rng.Intn(2) == 0
 		m.start()
 	}
 }
