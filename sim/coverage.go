@@ -44,8 +44,8 @@ const (
 	covNewLeader       = "leader elected in a new term"
 	covTruncated       = "uncommitted suffix truncated"
 	covFencedVote      = "vote fence in force"
-	covRepaired        = "replica repaired from peers"
-	covCorruptRead     = "damaged entry refused on read"
+	covRepaired        = "damaged replica repaired from peers"
+	covCorruptRead     = "replica marked damaged"
 	covLeaseRefused    = "read refused: lease expired"
 	covRestartCaughtUp = "restarted member recovered its durable commit"
 	covSnapshot        = "log compacted behind a snapshot"
@@ -67,6 +67,12 @@ func (r *run) coverView(prev memberSeen, hadPrev bool, v node.ReplicaView, inc u
 	}
 	if v.Fenced {
 		r.cover(covFencedVote)
+	}
+	if v.Damaged && (!hadPrev || !prev.damaged) {
+		r.cover(covCorruptRead)
+	}
+	if hadPrev && prev.inc == inc && prev.damaged && !v.Damaged {
+		r.cover(covRepaired)
 	}
 	if v.FirstIndex > 1 {
 		r.cover(covSnapshot)
@@ -90,8 +96,6 @@ func (r *run) coverStats() {
 			continue
 		}
 		s, _ := b.R.Stats()
-		r.coverN(covRepaired, int(s.Repairs))
-		r.coverN(covCorruptRead, int(s.CorruptReads))
 		r.coverN(covLeaseRefused, int(s.LeaseRefusals))
 	}
 	delete(r.coverage, covNewLeader+"@")

@@ -81,7 +81,7 @@ type nodeGroupTerm struct {
 
 type memberSeen struct {
 	inc, term               uint64
-	leader                  bool
+	leader, damaged         bool
 	commit, last            uint64
 	durTerm, durVote, durCo uint64
 }
@@ -183,7 +183,7 @@ func (iv *invariants) member(id netx.NodeID, inc uint64, v node.ReplicaView) {
 	k := nodeGroup{id, g}
 	prev, ok := iv.seen[k]
 	iv.r.coverView(prev, ok, v, inc)
-	now := memberSeen{inc: inc, term: v.Term, leader: v.Leader, commit: v.Commit, last: v.LastIndex, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit}
+	now := memberSeen{inc: inc, term: v.Term, leader: v.Leader, damaged: v.Damaged, commit: v.Commit, last: v.LastIndex, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit}
 	iv.seen[k] = now
 	if !ok || v.Damaged || iv.damaged[id] {
 		return
