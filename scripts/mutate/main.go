@@ -13,7 +13,7 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -22,9 +22,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -148,7 +148,10 @@ func try(dir string, m mutation, run string, seeds int, timeout time.Duration, v
 		return outcome{}, err
 	}
 	defer os.WriteFile(file, orig, 0o644)
-	args := []string{"test", "./sim", "-count=1", "-failfast", "-run", run, "-timeout", timeout.String()}
+	// -v streams each seed's verdict as it ends; the first failing seed
+	// ends the run (go test's -failfast does not stop parallel subtests
+	// already queued).
+	args := []string{"test", "./sim", "-count=1", "-v", "-run", run, "-timeout", timeout.String()}
 	if seeds > 0 {
 		args = append(args, "-seeds", strconv.Itoa(seeds))
 	}
@@ -156,35 +159,48 @@ func try(dir string, m mutation, run string, seeds int, timeout time.Duration, v
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // go test and its test binary
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return outcome{}, err
+	}
+	cmd.Stderr = cmd.Stdout
 	start := time.Now()
-	runErr := cmd.Run()
-	o := outcome{m: m, took: time.Since(start)}
+	if err := cmd.Start(); err != nil {
+		return outcome{}, err
+	}
+	o := outcome{m: m}
+	var out strings.Builder
+	sc := bufio.NewScanner(pipe)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	stopped := false
+	for sc.Scan() {
+		line := sc.Text()
+		out.WriteString(line + "\n")
+		if v := firstViolation(line); v != "" && o.what == "" {
+			o.what = v
+		}
+		if sm := failRE.FindStringSubmatch(line); sm != nil && !stopped {
+			o.caught, o.seed, stopped = true, sm[1], true
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}
+	runErr := cmd.Wait()
+	o.took = time.Since(start)
 	text := out.String()
 	if verbose {
 		fmt.Println(tail(text, 40))
 	}
 	switch {
-	case runErr == nil:
-		o.seed, o.what = "-", "every seed passed"
+	case o.caught:
 	case strings.Contains(text, "[build failed]") || strings.Contains(text, "[setup failed]"):
 		return o, fmt.Errorf("mutation %s does not build:\n%s", m.Name, tail(text, 20))
+	case runErr == nil:
+		o.seed, o.what = "-", "every seed passed"
 	default:
-		o.caught = true
-		var found []int
-		for _, sm := range failRE.FindAllStringSubmatch(text, -1) {
-			n, _ := strconv.Atoi(sm[1])
-			found = append(found, n)
-		}
-		sort.Ints(found)
-		if len(found) > 0 {
-			o.seed = strconv.Itoa(found[0])
-			o.what = firstViolation(text)
-		} else {
-			o.seed = "none"
-			o.what = "failed without a failing seed: " + firstLine(text, "coverage:", "panic:", "FAIL")
-		}
+		o.caught, o.seed = true, "none"
+		o.what = "failed without a failing seed: " + firstLine(text, "coverage:", "panic:", "FAIL")
 	}
 	return o, nil
 }
