@@ -42,16 +42,17 @@ test: deps lint unit planted
 
 # deps installs the tools tests shell out to. kcat (librdkafka's CLI) drives
 # the real-client tests, as do Debian's python3-confluent-kafka (librdkafka
-# again) and python3-kafka (kafka-python), which install for /usr/bin/python3.
+# again) and python3-kafka (kafka-python, with the snappy, lz4 and zstd
+# modules its codecs need), which install for /usr/bin/python3.
 # apt-get update only runs if the plain install fails, so a machine with a
 # fresh package index does no network work.
-PY_DEPS := python3-confluent-kafka python3-kafka
+PY_DEPS := python3-confluent-kafka python3-kafka python3-snappy python3-lz4 python3-zstandard
 deps:
 	@command -v kcat >/dev/null 2>&1 || { \
 		echo "deps: installing kcat"; \
 		$(APT_INSTALL) kcat || { $(SUDO) apt-get update -q && $(APT_INSTALL) kcat; }; \
 	}
-	@/usr/bin/python3 -c 'import confluent_kafka, kafka' >/dev/null 2>&1 || { \
+	@/usr/bin/python3 -c 'import confluent_kafka, kafka, snappy, lz4, zstandard' >/dev/null 2>&1 || { \
 		echo "deps: installing $(PY_DEPS)"; \
 		$(APT_INSTALL) $(PY_DEPS) || { $(SUDO) apt-get update -q && $(APT_INSTALL) $(PY_DEPS); }; \
 	}
@@ -65,7 +66,7 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-# The determinism rule of design.md; the core package list is in
+# The determinism rule of docs/design.md; the core package list is in
 # internal/lint/core.go.
 floelint:
 	$(GO) run ./cmd/floelint ./...

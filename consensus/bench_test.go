@@ -1,13 +1,11 @@
 package consensus_test
 
 import (
-	"math/rand"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/floe-broker/floe/consensus"
-	"github.com/floe-broker/floe/netx"
 )
 
 // BenchmarkProposals3Nodes: committed proposals per second (wall clock) for
@@ -33,11 +31,7 @@ func benchProposals(b *testing.B, window int) {
 		faultPhase: time.Hour, livePhaseMax: time.Hour,
 	}
 	c.noCheck = true
-	c.net.SetDefaultFaults(netx.LinkFaults{})
-	for _, n := range c.nodes {
-		n.rand = rand.New(rand.NewSource(int64(n.id)))
-		n.start()
-	}
+	c.boot()
 	var leader *node
 	for leader == nil {
 		c.sim.Step()

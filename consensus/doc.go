@@ -50,9 +50,10 @@
 // # Tests
 //
 // testdata/*.txt are scripted scenarios (scenario_test.go) with the expected
-// output under each step; regenerate with -rewrite. random_test.go runs whole
-// groups on the simulator (clock, netx and logstore sims) under faults, a
-// Figure 8 nemesis (figure8_test.go) and membership changes
+// output under each step (the runner is internal/datadriven; regenerate
+// with -rewrite). random_test.go runs whole groups on the simulator's world
+// (sim/world: clock, network, a crashable FS per node, incarnations) under
+// faults, a Figure 8 nemesis (figure8_test.go) and membership changes
 // (membership_test.go), and checks Raft's safety properties after every
 // step (random_checker_test.go). With -tags floe_bugs, planted bugs must be
 // caught by both (planted_test.go, planted_scenario_test.go).

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/floe-broker/floe/internal/datadriven"
 	"github.com/floe-broker/floe/internal/plant"
 )
 
@@ -28,7 +29,7 @@ func TestPlantedBugScenarios(t *testing.T) {
 			plant.Set(tc.bug)
 			defer plant.Reset()
 			env := &scenarioEnv{cut: map[[2]uint64]bool{}}
-			diffs := diffDataDriven(t, tc.script, env.handle)
+			diffs := datadriven.Diff(t, tc.script, env.handle)
 			if len(diffs) == 0 {
 				t.Fatalf("with %s planted, %s still passes", tc.bug, tc.script)
 			}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/floe-broker/floe/clock"
 	"github.com/floe-broker/floe/consensus"
-	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/sim/world"
 )
 
 // The randomized test runs whole groups on the simulator (clock.Sim,
@@ -213,13 +213,16 @@ const (
 	traceLinesMax  = 400
 )
 
-// cluster is one seed's world.
+// cluster is one seed's run: a group of nodes on sim/world (clock,
+// network, a crashable FS per node, incarnations), the faults the seed
+// chose, and the checker.
 type cluster struct {
 	seed     int64
 	opts     options
 	rng      *rand.Rand
-	sim      *clock.Sim
-	net      *netx.SimNetwork
+	w        *world.World
+	sim      *clock.Sim       // w.Clock()
+	net      *netx.SimNetwork // w.Net()
 	nodes    []*node
 	chk      *checker
 	conf     consensus.ConfState
@@ -237,14 +240,14 @@ type cluster struct {
 	noCheck      bool // benchmarks: skip the per-step checks
 }
 
+// node is one member; the fields after env belong to its current
+// incarnation (world.Env gives each one its own scheduler, endpoint and
+// generator, and drops the events of an earlier one).
 type node struct {
 	c          *cluster
 	id         uint64
-	fs         *logstore.SimFS
-	rand       *rand.Rand
 	up         bool
-	inc        int // incarnation: events of an earlier one are void
-	tr         netx.Transport
+	env        world.Env
 	rn         *consensus.RawNode
 	wal        *walFile
 	dl         *durableLog
@@ -269,26 +272,32 @@ func runSeed(seed int64) *result {
 	return &result{seed: seed, opts: c.opts, err: c.err, trace: c.trace, summary: c.summary()}
 }
 
+// newCluster chooses the seed's options; boot starts the nodes.
 func newCluster(seed int64, traceAll bool) *cluster {
 	rng := rand.New(rand.NewSource(seed))
 	c := &cluster{seed: seed, rng: rng, opts: chooseOptions(rng), chk: newChecker(), traceAll: traceAll}
-	c.sim = clock.NewSim(time.Unix(0, 0))
-	c.net = netx.NewSimNetwork(c.sim, rand.New(rand.NewSource(rng.Int63())))
-	c.net.SetDefaultFaults(c.opts.faults)
-	for i := 1; i <= c.opts.nodes; i++ {
-		c.conf.Voters = append(c.conf.Voters, uint64(i))
-	}
-	for i := 1; i <= c.opts.nodes; i++ {
-		n := &node{c: c, id: uint64(i),
-			fs:   logstore.NewSimFS(rand.New(rand.NewSource(rng.Int63()))),
-			rand: rand.New(rand.NewSource(rng.Int63()))}
-		c.nodes = append(c.nodes, n)
-	}
 	return c
 }
 
+// boot makes the world with c.opts and starts every node on it.
+func (c *cluster) boot() {
+	for i := 1; i <= c.opts.nodes; i++ {
+		c.conf.Voters = append(c.conf.Voters, uint64(i))
+		c.nodes = append(c.nodes, &node{c: c, id: uint64(i)})
+	}
+	c.w = world.New(world.Config{Seed: c.rng.Int63(), Nodes: c.opts.nodes, Start: time.Unix(0, 0),
+		Faults: c.opts.faults, TraceKeep: 1}, func(env world.Env) world.Instance {
+		return c.nodes[env.ID-1].start(env)
+	})
+	c.sim, c.net = c.w.Clock(), c.w.Net()
+}
+
 func (c *cluster) tracef(format string, args ...any) {
-	line := fmt.Sprintf("%9.3fms ", float64(c.sim.Monotonic())/float64(time.Millisecond)) + fmt.Sprintf(format, args...)
+	var now time.Duration // 0 while world.New boots the nodes
+	if c.sim != nil {
+		now = c.sim.Monotonic()
+	}
+	line := fmt.Sprintf("%9.3fms ", float64(now)/float64(time.Millisecond)) + fmt.Sprintf(format, args...)
 	c.trace = append(c.trace, line)
 	if !c.traceAll && len(c.trace) > 2*traceLinesMax {
 		c.trace = append([]string(nil), c.trace[len(c.trace)-traceLinesMax:]...)
@@ -303,9 +312,7 @@ func (c *cluster) fail(err error) {
 }
 
 func (c *cluster) run() {
-	for _, n := range c.nodes {
-		n.start()
-	}
+	c.boot()
 	c.faulty = true
 	c.scheduleProposal()
 	if c.opts.crashMean > 0 {
@@ -370,7 +377,7 @@ func (c *cluster) heal() {
 	c.net.SetDefaultFaults(netx.LinkFaults{DelayMin: delay, DelayMax: delay})
 	for _, n := range c.nodes {
 		if !n.up {
-			n.start()
+			n.restart()
 		}
 	}
 	c.tracef("faults healed")
@@ -476,7 +483,7 @@ func (c *cluster) scheduleCrash() {
 		down := time.Duration(c.rng.Int63n(int64(300*time.Millisecond))) + 5*time.Millisecond
 		c.sim.After(down, func() {
 			if c.faulty && !n.up && c.err == nil {
-				n.start()
+				n.restart()
 			}
 		})
 	})
@@ -502,7 +509,7 @@ func (c *cluster) maybeKillLeader(n *node, term uint64) {
 			n.crash()
 			c.sim.After(back, func() {
 				if c.faulty && !n.up && c.err == nil {
-					n.start()
+					n.restart()
 				}
 			})
 			return
@@ -579,13 +586,15 @@ func (c *cluster) describeNodes() string {
 	return strings.Join(parts, "; ")
 }
 
-// start boots (or reboots) the node from what its FS holds.
-func (n *node) start() {
+// start is the world's Factory for this node: it boots (or reboots) the
+// node from what its FS holds, or fails the run and returns nil.
+func (n *node) start(env world.Env) world.Instance {
 	c := n.c
-	wal, dl, err := openWAL(n.fs, c.conf)
+	n.env = env
+	wal, dl, err := openWAL(env.FS, c.conf)
 	if err != nil {
 		c.fail(fmt.Errorf("n%d: recovering its log: %w", n.id, err))
-		return
+		return nil
 	}
 	n.wal, n.dl = wal, dl
 	snapIndex, snapHash := dl.snapshotPoint()
@@ -603,56 +612,63 @@ func (n *node) start() {
 		MaxSizePerMsg: c.opts.maxSizePerMsg, MaxInflightMsgs: c.opts.maxInflight, MaxInflightBytes: 1 << 20,
 		MaxUncommittedEntriesBytes: c.opts.maxUncommitted,
 		MaxCommittedBytesPerReady:  c.opts.maxApply,
-		CheckQuorum:                c.opts.checkQuorum, PreVote: c.opts.preVote, Rand: n.rand,
+		CheckQuorum:                c.opts.checkQuorum, PreVote: c.opts.preVote, Rand: env.Rand,
 	})
 	if err != nil {
 		c.fail(fmt.Errorf("n%d: restart: %w", n.id, err))
-		return
+		return nil
 	}
 	n.rn = rn
 	n.up = true
-	n.inc++
 	n.persisting = false
 	st := rn.Status()
 	n.lastCommit, n.lastRole = st.Commit, st.RaftState
-	inc := n.inc
-	n.tr = c.net.Endpoint(netx.NodeID(n.id), func(from netx.NodeID, msg []byte) {
-		if n.inc != inc || !n.up || c.err != nil {
-			return
-		}
-		m, err := consensus.UnmarshalMessage(msg)
-		if err != nil {
-			c.fail(fmt.Errorf("n%d: undecodable message from n%d: %w", n.id, from, err))
-			return
-		}
-		if c.traceAll {
-			c.tracef("n%d <- %s", n.id, consensus.DescribeMessage(m))
-		}
-		_ = n.rn.Step(m) // a message from a removed or unknown peer is refused; fine
-		n.stepDone()
-	})
 	c.tracef("n%d starts: term %d commit %d last %d snapshot %d", n.id, st.Term, st.Commit, st.LastIndex, snapIndex)
-	n.after(time.Duration(n.rand.Int63n(int64(c.opts.tick))), n.tick)
+	n.after(time.Duration(env.Rand.Int63n(int64(c.opts.tick))), n.tick)
+	return n
 }
 
+// Handle takes a message from a peer (world.Instance).
+func (n *node) Handle(from netx.NodeID, msg []byte) {
+	c := n.c
+	if !n.up || c.err != nil {
+		return
+	}
+	m, err := consensus.UnmarshalMessage(msg)
+	if err != nil {
+		c.fail(fmt.Errorf("n%d: undecodable message from n%d: %w", n.id, from, err))
+		return
+	}
+	if c.traceAll {
+		c.tracef("n%d <- %s", n.id, consensus.DescribeMessage(m))
+	}
+	_ = n.rn.Step(m) // a message from a removed or unknown peer is refused; fine
+	n.stepDone()
+}
+
+// Stop is world.Instance's clean shutdown; the test only crashes nodes.
+func (n *node) Stop() {}
+
+// restart boots a new incarnation on the node's FS.
+func (n *node) restart() { n.c.w.Restart(netx.NodeID(n.id)) }
+
+// crash kills the node: it loses whatever its FS had not synced, and the
+// events of this incarnation never run.
 func (n *node) crash() {
 	n.up = false
-	n.inc++
 	n.crashes++
-	n.c.net.Detach(netx.NodeID(n.id))
-	n.fs.Crash()
+	n.c.w.Crash(netx.NodeID(n.id))
 	n.rn, n.wal, n.dl = nil, nil, nil
 	n.c.tracef("n%d crashes", n.id)
 }
 
-// after runs fn later, unless the node crashed meanwhile.
+// after runs fn later, unless the node crashed meanwhile (the world drops
+// the events of an earlier incarnation) or the run failed.
 func (n *node) after(d time.Duration, fn func()) {
-	inc := n.inc
-	n.c.sim.After(d, func() {
-		if n.inc != inc || !n.up || n.c.err != nil {
-			return
+	n.env.Sched.After(d, func() {
+		if n.up && n.c.err == nil {
+			fn()
 		}
-		fn()
 	})
 }
 
@@ -826,7 +842,7 @@ func (n *node) maybeCompact() {
 
 func (n *node) send(msgs []consensus.Message) {
 	for i := range msgs {
-		n.tr.Send(netx.NodeID(msgs[i].To), msgs[i].Marshal())
+		n.env.Net.Send(netx.NodeID(msgs[i].To), msgs[i].Marshal())
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/floe-broker/floe/internal/datadriven"
 )
 
 // TestScenarios runs the scripts in testdata/*.txt: scripted clusters of
@@ -25,7 +27,7 @@ func TestScenarios(t *testing.T) {
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
 			env := &scenarioEnv{cut: map[[2]uint64]bool{}}
-			runDataDriven(t, f, env.handle)
+			datadriven.Run(t, f, env.handle)
 		})
 	}
 }
@@ -80,7 +82,7 @@ func (s *scenarioStorage) Snapshot() (Snapshot, error) {
 	return s.CreateSnapshot(s.node.applied, &cs, []byte(fmt.Sprintf("snap@%d", s.node.applied)))
 }
 
-func (env *scenarioEnv) handle(t *testing.T, c *ddCmd) string {
+func (env *scenarioEnv) handle(t *testing.T, c *datadriven.Cmd) string {
 	switch c.Name {
 	case "add-nodes":
 		return env.addNodes(t, c)
@@ -99,14 +101,14 @@ func (env *scenarioEnv) handle(t *testing.T, c *ddCmd) string {
 	case "tick-election":
 		env.tickElection(env.node(t, c, 0))
 	case "propose":
-		index, term, err := env.node(t, c, 0).rn.Propose(EntryNormal, []byte(c.positional()[1]))
+		index, term, err := env.node(t, c, 0).rn.Propose(EntryNormal, []byte(c.Positional()[1]))
 		return proposeResult(index, term, err)
 	case "propose-conf-change":
 		return env.proposeConfChange(t, c)
 	case "transfer-leader":
 		env.node(t, c, 0).rn.TransferLeader(uint64(env.intArg(t, c, 1)))
 	case "read-index":
-		env.node(t, c, 0).rn.ReadIndex([]byte(c.positional()[1]))
+		env.node(t, c, 0).rn.ReadIndex([]byte(c.Positional()[1]))
 	case "compact":
 		return env.compact(t, c)
 	case "restart":
@@ -144,7 +146,7 @@ func (env *scenarioEnv) handle(t *testing.T, c *ddCmd) string {
 	case "status":
 		return env.status(env.node(t, c, 0))
 	case "lose-entries":
-		_, unknown := c.key("unknown-extent")
+		_, unknown := c.Key("unknown-extent")
 		return env.loseEntries(env.node(t, c, 0), uint64(env.intArg(t, c, 1)), unknown)
 	case "vote-fence":
 		f := env.node(t, c, 0).rn.VoteFence()
@@ -171,8 +173,8 @@ func proposeResult(index, term uint64, err error) string {
 	return fmt.Sprintf("proposed %d/%d", term, index)
 }
 
-func (env *scenarioEnv) intArg(t *testing.T, c *ddCmd, i int) int {
-	pos := c.positional()
+func (env *scenarioEnv) intArg(t *testing.T, c *datadriven.Cmd, i int) int {
+	pos := c.Positional()
 	if i >= len(pos) {
 		t.Fatalf("%s: missing argument %d", c.Pos, i+1)
 	}
@@ -183,7 +185,7 @@ func (env *scenarioEnv) intArg(t *testing.T, c *ddCmd, i int) int {
 	return v
 }
 
-func (env *scenarioEnv) node(t *testing.T, c *ddCmd, i int) *scenarioNode {
+func (env *scenarioEnv) node(t *testing.T, c *datadriven.Cmd, i int) *scenarioNode {
 	id := env.intArg(t, c, i)
 	if id < 1 || id > len(env.nodes) {
 		t.Fatalf("%s: no node %d", c.Pos, id)
@@ -192,9 +194,9 @@ func (env *scenarioEnv) node(t *testing.T, c *ddCmd, i int) *scenarioNode {
 }
 
 // ids are the node ids given, or all of them.
-func (env *scenarioEnv) ids(t *testing.T, c *ddCmd) []uint64 {
+func (env *scenarioEnv) ids(t *testing.T, c *datadriven.Cmd) []uint64 {
 	var ids []uint64
-	for i := range c.positional() {
+	for i := range c.Positional() {
 		ids = append(ids, env.node(t, c, i).id)
 	}
 	if len(ids) == 0 {
@@ -217,28 +219,28 @@ func parseIDs(t *testing.T, vals []string) []uint64 {
 	return ids
 }
 
-func (env *scenarioEnv) addNodes(t *testing.T, c *ddCmd) string {
-	voterVals, _ := c.key("voters")
-	learnerVals, _ := c.key("learners")
+func (env *scenarioEnv) addNodes(t *testing.T, c *datadriven.Cmd) string {
+	voterVals, _ := c.Key("voters")
+	learnerVals, _ := c.Key("learners")
 	cs := ConfState{Voters: parseIDs(t, voterVals), Learners: parseIDs(t, learnerVals)}
 	var index uint64
-	if v, ok := c.key("index"); ok {
+	if v, ok := c.Key("index"); ok {
 		index = parseIDs(t, v)[0]
 	}
-	flag := func(k string) bool { v, ok := c.key(k); return ok && v[0] == "true" }
+	flag := func(k string) bool { v, ok := c.Key(k); return ok && v[0] == "true" }
 	maxSize := uint64(1 << 20)
-	if v, ok := c.key("max-size-per-msg"); ok {
+	if v, ok := c.Key("max-size-per-msg"); ok {
 		maxSize = parseIDs(t, v)[0]
 	}
 	electionTicks, heartbeatTicks := 10, 1
-	if v, ok := c.key("election-ticks"); ok {
+	if v, ok := c.Key("election-ticks"); ok {
 		electionTicks = int(parseIDs(t, v)[0])
 	}
-	if v, ok := c.key("heartbeat-ticks"); ok {
+	if v, ok := c.Key("heartbeat-ticks"); ok {
 		heartbeatTicks = int(parseIDs(t, v)[0])
 	}
 	maxInflight := 256
-	if v, ok := c.key("max-inflight-msgs"); ok {
+	if v, ok := c.Key("max-inflight-msgs"); ok {
 		maxInflight = int(parseIDs(t, v)[0])
 	}
 	for i := 0; i < env.intArg(t, c, 0); i++ {
@@ -320,9 +322,9 @@ func (env *scenarioEnv) tickElection(n *scenarioNode) {
 	}
 }
 
-func (env *scenarioEnv) proposeConfChange(t *testing.T, c *ddCmd) string {
+func (env *scenarioEnv) proposeConfChange(t *testing.T, c *datadriven.Cmd) string {
 	n := env.node(t, c, 0)
-	pos := c.positional()
+	pos := c.Positional()
 	types := map[string]ConfChangeType{"add-voter": ConfAddVoter, "add-learner": ConfAddLearner, "remove": ConfRemove}
 	typ, ok := types[pos[1]]
 	if !ok {
@@ -332,7 +334,7 @@ func (env *scenarioEnv) proposeConfChange(t *testing.T, c *ddCmd) string {
 	return proposeResult(index, term, err)
 }
 
-func (env *scenarioEnv) compact(t *testing.T, c *ddCmd) string {
+func (env *scenarioEnv) compact(t *testing.T, c *datadriven.Cmd) string {
 	n := env.node(t, c, 0)
 	index := uint64(env.intArg(t, c, 1))
 	_, cs, _ := n.storage.InitialState()
@@ -345,7 +347,7 @@ func (env *scenarioEnv) compact(t *testing.T, c *ddCmd) string {
 	return env.raftLog(n)
 }
 
-func (env *scenarioEnv) processReadyCmd(t *testing.T, c *ddCmd) string {
+func (env *scenarioEnv) processReadyCmd(t *testing.T, c *datadriven.Cmd) string {
 	ids := env.ids(t, c)
 	if len(ids) == 1 {
 		return env.processReady(env.nodes[ids[0]-1])
@@ -441,9 +443,9 @@ func (env *scenarioEnv) heal() string {
 	return b.String()
 }
 
-func (env *scenarioEnv) dropMsgs(t *testing.T, c *ddCmd) string {
-	fromVals, _ := c.key("from")
-	toVals, _ := c.key("to")
+func (env *scenarioEnv) dropMsgs(t *testing.T, c *datadriven.Cmd) string {
+	fromVals, _ := c.Key("from")
+	toVals, _ := c.Key("to")
 	from, to := parseIDs(t, fromVals), parseIDs(t, toVals)
 	var b strings.Builder
 	var keep []Message

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/floe-broker/floe/internal/datadriven"
 )
 
 // TestSimFSScript runs testdata/simfs_crash: the crash semantics of SimFS,
@@ -21,7 +23,8 @@ func TestSimFSScript(t *testing.T) {
 		}
 		return "error: " + err.Error()
 	}
-	runScript(t, "testdata/simfs_crash", func(cmd string, args []string) string {
+	datadriven.Run(t, "testdata/simfs_crash", func(t *testing.T, c *datadriven.Cmd) string {
+		cmd, args := c.Name, c.Words()
 		arg := func(i int) string {
 			if i < len(args) {
 				return args[i]
@@ -89,6 +92,9 @@ func TestSimFSScript(t *testing.T) {
 			names, err := fsys.List(arg(0))
 			if err != nil {
 				return errStr(err)
+			}
+			if len(names) == 0 {
+				return "<empty>"
 			}
 			return strings.Join(names, " ")
 		case "crash":

@@ -1,14 +1,24 @@
 package node
 
-// ListOffsets (key 2), versions 1-6.
+// ListOffsets (key 2), versions 1-10.
 //
 // v1 is the first version with a single offset per partition (librdkafka
-// needs it); v4+ checks CurrentLeaderEpoch and returns the leader epoch;
-// v7 (max timestamp, -3) is not advertised. Timestamp -2 asks for the log
-// start offset, -1 for the high watermark (the next offset a consumer will
-// see), any other value for the first committed offset whose record
-// timestamp is at or after it (-1 offset when there is none). Only the
-// leader answers, once it has committed an entry of its own term.
+// needs it); v4+ checks CurrentLeaderEpoch and returns the leader epoch.
+// The special timestamps, as Kafka defines them:
+//   - -1 (latest): the high watermark, the next offset a consumer will see;
+//   - -2 (earliest): the log start offset;
+//   - -3 (max timestamp, v7+, KIP-734): the committed record with the
+//     largest timestamp, the first of several that share it, with that
+//     timestamp (-1, -1 when there is no record);
+//   - -4 (earliest local, v8+, KIP-405): the log start offset, since every
+//     record of a Floe log is local;
+//   - -5 (latest tiered, v9+, KIP-1005): -1 with timestamp -1, Kafka's answer
+//     when there is no tiered storage.
+//
+// Any other value asks for the first committed offset whose record timestamp
+// is at or after it (-1 offset when there is none). v10 adds a timeout,
+// which needs no wait here: every answer is immediate. Only the leader
+// answers, once it has committed an entry of its own term.
 //
 // Authorization: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED on its
 // partitions).
@@ -54,15 +64,28 @@ func (r *Reactor) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartit
 	}
 	sp.LeaderEpoch = int32(p.Term())
 	switch rp.Timestamp {
-	case -2:
+	case listOffsetsEarliest, listOffsetsEarliestLocal:
 		sp.Offset = p.StartOffset()
-	case -1:
+	case listOffsetsLatest:
 		sp.Offset = p.HighWatermark()
+	case listOffsetsMaxTimestamp:
+		sp.Offset, sp.Timestamp = p.MaxTimestamp()
+	case listOffsetsLatestTiered:
+		sp.Offset = -1
 	default:
 		sp.Offset, sp.Timestamp = offsetForTime(p, rp.Timestamp)
 	}
 	return sp
 }
+
+// The special timestamps of ListOffsets.
+const (
+	listOffsetsLatest        = -1
+	listOffsetsEarliest      = -2
+	listOffsetsMaxTimestamp  = -3
+	listOffsetsEarliestLocal = -4
+	listOffsetsLatestTiered  = -5
+)
 
 // offsetForTime finds the first committed record with a timestamp at or
 // after ts. The log's time index finds the first batch whose max timestamp

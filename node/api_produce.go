@@ -17,7 +17,7 @@ package node
 // on the leader, or REQUEST_TIMED_OUT after the request's timeout (the
 // write may still happen: retry with idempotence). min.insync.replicas is
 // checked against the voters the leader heard from recently
-// (NOT_ENOUGH_REPLICAS). Idempotent batches follow kafka-notes.md: a
+// (NOT_ENOUGH_REPLICAS). Idempotent batches follow docs/kafka-notes.md: a
 // duplicate is answered with its original offset once that is committed.
 // Transactional produce is not supported yet.
 //

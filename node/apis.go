@@ -42,7 +42,7 @@ type api struct {
 var apis = [kmsg.MaxKey + 1]api{
 	kmsg.Produce:                      {0, 11, serveProduce},
 	kmsg.Fetch:                        {4, 12, serveFetch},
-	kmsg.ListOffsets:                  {1, 6, serveListOffsets},
+	kmsg.ListOffsets:                  {1, 10, serveListOffsets},
 	kmsg.Metadata:                     {0, 12, serveMetadata},
 	kmsg.OffsetCommit:                 {0, 8, serveOffsetCommit},
 	kmsg.OffsetFetch:                  {0, 8, serveOffsetFetch},

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/kafka"
 )
 
 // apiHeader is what an api_*.go file's header says it serves.
@@ -130,6 +133,42 @@ func TestVersionsFollowTheTable(t *testing.T) {
 	for _, key := range []int16{-1, kmsg.MaxKey + 1, 32767, int16(kmsg.ApiVersions)} {
 		if apiFor(key).serve != nil {
 			t.Errorf("key %d has a handler", key)
+		}
+	}
+}
+
+// TestCompatibilityDocListsEveryAPI keeps docs/compatibility.md true: its
+// API table must list exactly the APIs served (this table and the protocol
+// server's own, kafka.ServerAPIs), with their names and version ranges.
+func TestCompatibilityDocListsEveryAPI(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "docs", "compatibility.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin, end := strings.Index(string(src), "<!-- api-table"), strings.Index(string(src), "<!-- end api-table -->")
+	if begin < 0 || end < begin {
+		t.Fatal("docs/compatibility.md: no api-table markers")
+	}
+	row := regexp.MustCompile(`(?m)^\| (\d+) \| (\w+) \| (\d+)-(\d+) \|`)
+	documented := map[string]bool{}
+	for _, m := range row.FindAllStringSubmatch(string(src[begin:end]), -1) {
+		documented[strings.Join(m[1:], " ")] = true
+	}
+	served := map[string]bool{}
+	for _, r := range Versions() {
+		served[fmt.Sprintf("%d %s %d %d", r.Key, kmsg.NameForKey(r.Key), r.Min, r.Max)] = true
+	}
+	for _, r := range kafka.ServerAPIs() {
+		served[fmt.Sprintf("%d %s %d %d", r.Key, kmsg.NameForKey(r.Key), r.MinVersion, r.MaxVersion)] = true
+	}
+	for s := range served {
+		if !documented[s] {
+			t.Errorf("docs/compatibility.md does not list served API %q (key name min max)", s)
+		}
+	}
+	for s := range documented {
+		if !served[s] {
+			t.Errorf("docs/compatibility.md lists %q (key name min max), which is not served", s)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"math/rand"
 	"testing"
 	"time"
 
@@ -10,49 +9,42 @@ import (
 	"github.com/floe-broker/floe/clock"
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/sim/world"
 )
 
-// A test cluster: reactors on one simulated clock and network, each with
-// its own crashable in-memory file system. It is a miniature of sim.World
-// (which node must not import), enough for scripted scenarios.
+// A test cluster: reactors on sim/world (one simulated clock and network,
+// a crashable in-memory file system per node, incarnations whose events
+// die with them), enough for scripted scenarios. package sim runs whole
+// clusters with clients and a nemesis on the same world; node cannot
+// import sim (sim imports node), so the reactor's Env is built here.
 type cluster struct {
 	t     testing.TB
+	w     *world.World
 	clk   *clock.Sim
 	net   *netx.SimNetwork
-	rng   *rand.Rand
 	nodes map[int32]*tnode
 	peers []Peer
 	// configure, when set, changes each node's configuration at boot.
 	configure func(*Config)
 }
 
+// tnode is one broker of the cluster.
 type tnode struct {
-	c     *cluster
-	id    int32
-	fs    *logstore.SimFS
-	r     *Reactor
-	inc   int // incarnation: events of a crashed reactor are dropped
-	fatal error
+	c  *cluster
+	id int32
+	fs *logstore.SimFS
+	r  *Reactor // the running incarnation's reactor; nil while down
 }
 
-// sched runs fn on the cluster clock only if the incarnation that
-// scheduled it is still the running one.
-type sched struct {
-	n   *tnode
-	inc int
-}
+// reactorInstance is a reactor as a world.Instance.
+type reactorInstance struct{ r *Reactor }
 
-func (s sched) After(d time.Duration, fn func()) {
-	s.n.c.clk.After(d, func() {
-		if s.n.inc == s.inc && s.n.r != nil {
-			fn()
-		}
-	})
-}
+func (i reactorInstance) Handle(from netx.NodeID, msg []byte) { i.r.HandlePeer(from, msg) }
+func (i reactorInstance) Stop()                               { i.r.Stop() }
 
 // simDisk completes syncs after a fixed latency, running the plans then.
 type simDisk struct {
-	s     sched
+	s     clock.Scheduler
 	delay time.Duration
 }
 
@@ -75,57 +67,59 @@ func newCluster(t testing.TB, n int, seed int64) *cluster {
 // newClusterWith is newCluster with each node's configuration changed by
 // configure.
 func newClusterWith(t testing.TB, n int, seed int64, configure func(*Config)) *cluster {
-	c := &cluster{t: t, configure: configure, clk: clock.NewSim(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), rng: rand.New(rand.NewSource(seed)), nodes: map[int32]*tnode{}}
-	c.net = netx.NewSimNetwork(c.clk, rand.New(rand.NewSource(seed+1)))
-	c.net.SetDefaultFaults(netx.LinkFaults{DelayMin: 100 * time.Microsecond, DelayMax: 500 * time.Microsecond})
+	c := &cluster{t: t, configure: configure, nodes: map[int32]*tnode{}}
 	if n > 1 {
 		for i := 1; i <= n; i++ {
 			c.peers = append(c.peers, Peer{ID: int32(i), RaftAddr: "sim"})
 		}
 	}
 	for i := 1; i <= n; i++ {
-		tn := &tnode{c: c, id: int32(i), fs: logstore.NewSimFS(rand.New(rand.NewSource(seed + int64(i)*7)))}
-		c.nodes[int32(i)] = tn
-		tn.boot()
+		c.nodes[int32(i)] = &tnode{c: c, id: int32(i)}
+	}
+	c.w = world.New(world.Config{Seed: seed, Nodes: n, TraceKeep: 1,
+		Faults: netx.LinkFaults{DelayMin: 100 * time.Microsecond, DelayMax: 500 * time.Microsecond}}, c.boot)
+	c.clk, c.net = c.w.Clock(), c.w.Net()
+	for _, tn := range c.nodes {
+		tn.fs = c.w.FS(netx.NodeID(tn.id))
 	}
 	return c
 }
 
-func (n *tnode) boot() {
-	n.inc++
-	s := sched{n: n, inc: n.inc}
-	inc := n.inc
-	env := Env{
-		Clock: n.c.clk,
-		Sched: s,
-		FS:    n.fs,
-		Net: n.c.net.Endpoint(netx.NodeID(n.id), func(from netx.NodeID, msg []byte) {
-			if n.inc == inc && n.r != nil {
-				n.r.HandlePeer(from, msg)
-			}
-		}),
-		Disk:  simDisk{s: s, delay: 300 * time.Microsecond},
-		Rand:  rand.New(rand.NewSource(n.c.rng.Int63())),
-		Fatal: func(err error) { n.fatal = err },
-		Logf:  func(format string, args ...any) { n.c.t.Logf("n%d: "+format, append([]any{n.id}, args...)...) },
+// boot is the world's Factory: a reactor on the node's Env. A reactor that
+// does not start fails the test.
+func (c *cluster) boot(env world.Env) world.Instance {
+	n := c.nodes[int32(env.ID)]
+	nenv := Env{
+		Clock:   env.Clock,
+		Sched:   env.Sched,
+		FS:      env.FS,
+		Net:     env.Net,
+		Disk:    simDisk{s: env.Sched, delay: 300 * time.Microsecond},
+		Rand:    env.Rand,
+		Fatal:   env.Fatal,
+		Buggify: env.Buggify,
+		Logf:    func(format string, args ...any) { c.t.Logf("n%d: "+format, append([]any{n.id}, args...)...) },
 	}
-	cfg := Config{NodeID: n.id, Peers: n.c.peers, KafkaHost: "127.0.0.1", KafkaPort: 9000 + n.id, RaftAddr: "sim",
+	cfg := Config{NodeID: n.id, Peers: c.peers, KafkaHost: "127.0.0.1", KafkaPort: 9000 + n.id, RaftAddr: "sim",
 		AutoCreateTopics: true, TickInterval: 10 * time.Millisecond}
-	if n.c.configure != nil {
-		n.c.configure(&cfg)
+	if c.configure != nil {
+		c.configure(&cfg)
 	}
-	n.r = New(cfg, env)
+	n.r = New(cfg, nenv)
 	if err := n.r.Start(); err != nil {
-		n.c.t.Fatalf("node %d start: %v", n.id, err)
+		c.t.Fatalf("node %d start: %v", n.id, err)
 	}
+	return reactorInstance{n.r}
 }
+
+// boot starts a new incarnation of the node on its disk (a node that is
+// up is crashed first).
+func (n *tnode) boot() { n.c.w.Restart(netx.NodeID(n.id)) }
 
 // crash drops the reactor and whatever its file system had not synced.
 func (n *tnode) crash() {
-	n.inc++
+	n.c.w.Crash(netx.NodeID(n.id))
 	n.r = nil
-	n.c.net.Detach(netx.NodeID(n.id))
-	n.fs.Crash()
 }
 
 func (c *cluster) runFor(d time.Duration) { c.clk.RunFor(d) }
@@ -184,10 +178,13 @@ func (c *cluster) waitReady() {
 }
 
 // addNode boots a new broker that joins the running cluster (it is not
-// one of the initial controller voters).
+// one of the initial controller voters); id must be the next one.
 func (c *cluster) addNode(id int32) *tnode {
-	tn := &tnode{c: c, id: id, fs: logstore.NewSimFS(rand.New(rand.NewSource(int64(id) * 13)))}
+	tn := &tnode{c: c, id: id}
 	c.nodes[id] = tn
-	tn.boot()
+	if got := c.w.AddNode(); got != netx.NodeID(id) {
+		c.t.Fatalf("addNode(%d): the next node is %d", id, got)
+	}
+	tn.fs = c.w.FS(netx.NodeID(id))
 	return tn
 }

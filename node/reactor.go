@@ -174,6 +174,7 @@ func (r *Reactor) tick() {
 		return
 	}
 	r.ticks++
+	r.stats.noteTick(r.env.Clock.Monotonic(), r.cfg.TickInterval*time.Duration(r.cfg.ElectionTicks)/2)
 	r.host.Tick()
 	r.onTick()
 	r.queueProcess()

@@ -1,5 +1,7 @@
 package node
 
+import "time"
+
 // Stats are a broker's counters, read on the reactor (the admin endpoint
 // asks the reactor for a copy).
 type Stats struct {
@@ -24,6 +26,28 @@ type Stats struct {
 	// AuditDropped those dropped (a full queue, a record too large).
 	AuditRecords uint64
 	AuditDropped uint64
+	// TickStalls counts ticks that came more than half an election
+	// timeout after the one before: the reactor did not run for that long
+	// (a paused or CPU-starved process, a long GC or fsync on the loop).
+	// Raft reads such a gap as silence, so elections that follow a stall
+	// have a cause outside the protocol. TickGapMax is the longest gap
+	// between ticks seen.
+	TickStalls uint64
+	TickGapMax time.Duration
+	lastTickAt time.Duration // monotonic time of the last tick
+}
+
+// noteTick records a tick at monotonic time now, counting a stall when it
+// comes more than stall after the tick before.
+func (s *Stats) noteTick(now, stall time.Duration) {
+	if s.lastTickAt != 0 {
+		gap := now - s.lastTickAt
+		s.TickGapMax = max(s.TickGapMax, gap)
+		if gap > stall {
+			s.TickStalls++
+		}
+	}
+	s.lastTickAt = now
 }
 
 // PartitionStats describes one local partition replica.

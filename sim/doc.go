@@ -1,6 +1,7 @@
 // Package sim is Floe's deterministic simulator.
 //
-// A World hosts N nodes on one simulated clock (clock.Sim, an event heap
+// The world is package sim/world (this package names its types World,
+// Config, Env, Instance, Factory, FatalEvent and NewWorld). A World hosts N nodes on one simulated clock (clock.Sim, an event heap
 // ordered by simulated time and sequence), one simulated network
 // (netx.SimNetwork) and one crashable in-memory file system per node
 // (logstore.SimFS). It runs on the caller's goroutine, one event at a time,
@@ -29,5 +30,5 @@
 //
 // What it must not do: sim starts no goroutines, reads no wall clock, uses no
 // global randomness and iterates no map into its trace. Nothing under node
-// imports sim.
+// imports sim; node's tests use sim/world, which imports no node.
 package sim

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/floe-broker/floe/sim/world"
 )
 
 // Seed plumbing for every simulator test in this package.
@@ -96,3 +98,6 @@ func TestReplayCommand(t *testing.T) {
 		}
 	})
 }
+
+// firstDiff describes the first line where two traces differ.
+var firstDiff = world.FirstDiff

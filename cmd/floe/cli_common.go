@@ -161,3 +161,20 @@ func kafkaErr(err error, msg string) error {
 	}
 	return fmt.Errorf("%w: %s", err, msg)
 }
+
+// topicArg picks the one topic of floe produce and floe consume (cmd),
+// named either positionally, as rpk and floe topic do, or by --topic: both
+// may be given only if they agree.
+func topicArg(cmd, flagTopic string, positional []string) (string, error) {
+	switch {
+	case len(positional) > 1:
+		return "", usagef("floe %s takes one topic, got %d: %s", cmd, len(positional), strings.Join(positional, " "))
+	case len(positional) == 1 && flagTopic != "" && flagTopic != positional[0]:
+		return "", usagef("topic %q and --topic %q (or FLOE_TOPIC) disagree: give the topic once", positional[0], flagTopic)
+	case len(positional) == 1:
+		return positional[0], nil
+	case flagTopic == "":
+		return "", usagef("a topic is required: floe %s TOPIC (or --topic TOPIC)", cmd)
+	}
+	return flagTopic, nil
+}

@@ -166,6 +166,7 @@ func TestBadInvocationsAreUsageErrors(t *testing.T) {
 		"topic":   func(a []string) error { return topicMain(a, io.Discard) },
 		"produce": func(a []string) error { return produceMain(ctx, a, strings.NewReader(""), io.Discard) },
 		"consume": func(a []string) error { return consumeMain(ctx, a, io.Discard) },
+		"group":   func(a []string) error { return groupMain(a, io.Discard) },
 	}
 	for _, tc := range []struct {
 		cmd  string
@@ -186,6 +187,16 @@ func TestBadInvocationsAreUsageErrors(t *testing.T) {
 		{"produce", []string{"--topic", "t", "--compression", "brotli"}},
 		{"produce", []string{"--topic", "t", "--partition", "-3"}},
 		{"produce", []string{"--topic", "t", "stray"}},
+		{"produce", []string{"t", "u"}},
+		{"produce", []string{"--acks", "all"}},
+		{"consume", []string{"t", "--topic", "u"}},
+		{"consume", []string{"t", "u", "--count", "1"}},
+		{"group", nil},
+		{"group", []string{"frobnicate"}},
+		{"group", []string{"describe"}},
+		{"group", []string{"delete", "--timeout", "1s"}},
+		{"group", []string{"list", "g"}},
+		{"group", []string{"lag", "--no-such-flag", "g"}},
 		{"consume", nil},
 		{"consume", []string{"--topic", "t", "--group", "g", "--partition", "1"}},
 		{"consume", []string{"--topic", "t", "--from-beginning", "--offset", "5"}},
@@ -197,6 +208,36 @@ func TestBadInvocationsAreUsageErrors(t *testing.T) {
 		if !errors.Is(err, errUsage) || exitCode(err) != 2 {
 			t.Errorf("floe %s %s: %v (exit %d), want a usage error (exit 2)", tc.cmd, strings.Join(tc.args, " "), err, exitCode(err))
 		}
+	}
+}
+
+func TestTopicIsPositionalOrFlag(t *testing.T) {
+	for _, tc := range []struct {
+		flag       string
+		positional []string
+		want       string // "" : a usage error
+	}{
+		{"", []string{"t"}, "t"},
+		{"t", nil, "t"},
+		{"t", []string{"t"}, "t"},
+		{"t", []string{"u"}, ""},
+		{"", nil, ""},
+		{"", []string{"t", "u"}, ""},
+	} {
+		got, err := topicArg("produce", tc.flag, tc.positional)
+		if tc.want == "" {
+			if !errors.Is(err, errUsage) {
+				t.Errorf("--topic %q, %q: %q, %v; want a usage error", tc.flag, tc.positional, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("--topic %q, %q: %q, %v; want %q", tc.flag, tc.positional, got, err, tc.want)
+		}
+	}
+	_, err := topicArg("consume", "a", []string{"b"})
+	if err == nil || !strings.Contains(err.Error(), `topic "b" and --topic "a"`) {
+		t.Errorf("two topics that disagree: %v", err)
 	}
 }
 
@@ -278,17 +319,17 @@ func TestCLIAgainstBroker(t *testing.T) {
 
 	var stderr bytes.Buffer
 	lines := "a:1\nb:2\nc:3\nno-key\n"
-	if err := produceMain(ctx, append([]string{"--topic", "cli", "--key-separator", ":", "--partition", "1", "--compression", "gzip"}, brokers...), strings.NewReader(lines), &stderr); err != nil {
+	if err := produceMain(ctx, append([]string{"cli", "--key-separator", ":", "--partition", "1", "--compression", "gzip"}, brokers...), strings.NewReader(lines), &stderr); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
 	if !strings.Contains(stderr.String(), "produced 4 records") {
 		t.Fatalf("produce said %q", stderr.String())
 	}
-	got := consume("--topic", "cli", "--partition", "1", "--from-beginning", "--exit-at-end", "--format", "%o %k=%v")
+	got := consume("cli", "--partition", "1", "--from-beginning", "--exit-at-end", "--format", "%o %k=%v")
 	if got != "0 a=1\n1 b=2\n2 c=3\n3 =no-key\n" {
 		t.Fatalf("consumed %q", got)
 	}
-	if got := consume("--topic", "cli", "--offset", "-1", "--exit-at-end", "--format", "%p:%v"); got != "1:no-key\n" {
+	if got := consume("--offset", "-1", "cli", "--topic", "cli", "--exit-at-end", "--format", "%p:%v"); got != "1:no-key\n" {
 		t.Fatalf("the last record of each partition: %q", got)
 	}
 	// A group commits what it printed: the second read resumes after it.
@@ -297,6 +338,7 @@ func TestCLIAgainstBroker(t *testing.T) {
 	if first != "1\n2\n" || rest != "3\nno-key\n" {
 		t.Fatalf("group read %q then %q", first, rest)
 	}
+	checkGroupCLI(t, brokers)
 
 	mustTopic("alter", "cli", "--config", "cleanup.policy=compact", "--delete-config", "retention.ms", "--partitions", "3")
 	desc := mustTopic("describe", "cli")
@@ -335,4 +377,39 @@ func containsFields(out, want string) bool {
 		}
 	}
 	return false
+}
+
+// checkGroupCLI runs floe group against a broker where group g has
+// committed offsets 2 and 4 of topic cli's partitions and has no members.
+func checkGroupCLI(t *testing.T, brokers []string) {
+	t.Helper()
+	group := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := groupMain(append(args, brokers...), &out)
+		return out.String(), err
+	}
+	if out, err := group("describe", "g"); err != nil || !strings.Contains(out, "GROUP g  STATE Empty") {
+		t.Fatalf("floe group describe g: %v\n%s", err, out)
+	}
+	if out, err := group("lag", "g"); err != nil || !containsFields(out, "g cli 1 4 4 0 -") {
+		t.Fatalf("floe group lag g: %v\n%s", err, out)
+	}
+	// A group nobody ever used: the broker describes it as Dead with no
+	// error, as Kafka does; the CLI says it is not found.
+	for _, action := range []string{"describe", "lag", "delete"} {
+		out, err := group(action, "g1")
+		if err == nil || err.Error() != "group g1 not found" || !strings.Contains(out, "group g1 not found") || errors.Is(err, errUsage) {
+			t.Errorf("floe group %s g1: %v (exit %d)\n%s", action, err, exitCode(err), out)
+		}
+	}
+	out, err := group("describe", "g1", "g")
+	if err == nil || !strings.Contains(out, "group g1 not found") || !strings.Contains(out, "GROUP g  STATE Empty") {
+		t.Errorf("floe group describe g1 g: %v\n%s", err, out)
+	}
+	if out, err := group("delete", "g"); err != nil || out != "g\tdeleted\n" {
+		t.Fatalf("floe group delete g: %v\n%s", err, out)
+	}
+	if _, err := group("describe", "g"); err == nil || err.Error() != "group g not found" {
+		t.Fatalf("describing a deleted group: %v", err)
+	}
 }

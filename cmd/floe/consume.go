@@ -23,10 +23,11 @@ func init() {
 	addCommand("consume", "print records to stdout (kcat -C style)", runConsume)
 }
 
-const consumeUsage = `usage: floe consume --topic T [flags]
+const consumeUsage = `usage: floe consume TOPIC [flags]
 
-Prints each record in --format, in offset order within a partition. Flags:
-  --topic           topic to read (required)
+Prints each record of TOPIC in --format, in offset order within a
+partition. Flags (in any order with TOPIC):
+  --topic           the topic, as a flag instead of TOPIC
   --partition       read only this partition
   --from-beginning  start at the log start (same as --offset beginning)
   --offset          where to start: beginning, end (default), an offset N,
@@ -85,12 +86,11 @@ func parseConsumeArgs(args []string) (consumeConfig, *clientFlags, error) {
 	if err != nil {
 		return consumeConfig{}, nil, err
 	}
-	cc := consumeConfig{topic: *topic, partition: -1, group: *group, count: *count, exitAtEnd: *exitAtEnd}
+	cc := consumeConfig{partition: -1, group: *group, count: *count, exitAtEnd: *exitAtEnd}
+	if cc.topic, err = topicArg("consume", *topic, rest); err != nil {
+		return cc, nil, err
+	}
 	switch {
-	case len(rest) > 0:
-		return cc, nil, usagef("unexpected arguments: %s", strings.Join(rest, " "))
-	case cc.topic == "":
-		return cc, nil, usagef("--topic is required")
 	case *partition < -1 || *partition > 1<<31-1:
 		return cc, nil, usagef("--partition %d: want a partition number", *partition)
 	case *partition >= 0 && cc.group != "":

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/floe-broker/floe/node/group"
 )
@@ -35,48 +37,20 @@ flags:
   --state    list: only groups in these states (comma-separated)
   --timeout  how long to wait for the cluster (default 10s)
 
-Flags go before the group names. Every flag can also come from FLOE_<NAME>
-or a --config file, as for floe serve.
+Flags and group names may come in any order. Every flag can also come from
+FLOE_<NAME> or a --config file, as for floe serve. A group the brokers do
+not know is reported as "group NAME not found" (exit status 1).
 `
 
 // groupFlags are the flags every action takes.
 type groupFlags struct {
-	brokers       *string
-	state         *string
-	timeout       *time.Duration
-	commandConfig *string
+	*clientFlags
+	state *string
 }
 
-func newGroupFlagSet(action string) (*flag.FlagSet, *groupFlags) {
-	fs := flag.NewFlagSet("floe group "+action, flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, groupUsage) }
-	return fs, &groupFlags{
-		brokers:       fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers"),
-		state:         fs.String("state", "", "list: only groups in these states (comma-separated)"),
-		timeout:       fs.Duration("timeout", 10*time.Second, "how long to wait for the cluster"),
-		commandConfig: fs.String("command-config", "", commandConfigUsage),
-	}
-}
+func runGroup(args []string) error { return groupMain(args, os.Stdout) }
 
-// parseGroupArgs parses flags (with the environment and config file, as
-// parseFlags does) followed by group names.
-func parseGroupArgs(action string, args []string) (*groupFlags, []string, error) {
-	probe, _ := newGroupFlagSet(action)
-	probe.SetOutput(io.Discard)
-	if err := probe.Parse(args); err != nil {
-		fs, _ := newGroupFlagSet(action)
-		_ = parseFlags(fs, args) // prints the flag error
-		return nil, nil, errUsage
-	}
-	names := probe.Args()
-	fs, gf := newGroupFlagSet(action)
-	if err := parseFlags(fs, args[:len(args)-len(names)]); err != nil {
-		return nil, nil, err
-	}
-	return gf, names, nil
-}
-
-func runGroup(args []string) error {
+func groupMain(args []string, out io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(os.Stderr, groupUsage)
 		if len(args) == 0 {
@@ -89,25 +63,32 @@ func runGroup(args []string) error {
 		"list": groupList, "describe": groupDescribe, "lag": groupLag, "delete": groupDelete,
 	}[action]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "floe group: unknown action %q\n\n%s", action, groupUsage)
-		return errUsage
+		return usagef("unknown action %q (list, describe, lag, delete; floe group -h)", action)
 	}
-	gf, names, err := parseGroupArgs(action, args[1:])
+	fs := flag.NewFlagSet("floe group "+action, flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, groupUsage) }
+	gf := &groupFlags{
+		clientFlags: addClientFlags(fs, 10*time.Second),
+		state:       fs.String("state", "", "list: only groups in these states (comma-separated)"),
+	}
+	names, err := parseArgs(fs, args[1:])
 	if err != nil {
 		return err
 	}
-	if (action == "describe" || action == "delete") && len(names) == 0 {
-		fmt.Fprintf(os.Stderr, "floe group %s: name at least one group\n", action)
-		return errUsage
+	switch {
+	case (action == "describe" || action == "delete") && len(names) == 0:
+		return usagef("floe group %s: name at least one group", action)
+	case action == "list" && len(names) > 0:
+		return usagef("floe group list takes no group names (got %s)", strings.Join(names, " "))
 	}
-	cl, err := newKafkaClient(*gf.brokers, *gf.commandConfig)
+	cl, err := gf.client()
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), *gf.timeout)
 	defer cancel()
-	return run(ctx, kadm.NewClient(cl), gf, names, os.Stdout)
+	return gf.explain(run(ctx, kadm.NewClient(cl), gf, names, out))
 }
 
 func groupList(ctx context.Context, adm *kadm.Client, gf *groupFlags, names []string, out io.Writer) error {
@@ -137,10 +118,10 @@ func groupDescribe(ctx context.Context, adm *kadm.Client, _ *groupFlags, names [
 		if i > 0 {
 			fmt.Fprintln(out)
 		}
-		if g.Err != nil {
-			fmt.Fprintf(out, "GROUP %s: %v\n", g.Group, g.Err)
+		if err := groupErr(g.Group, g.State, g.Err); err != nil {
+			fmt.Fprintln(out, err)
 			if firstErr == nil {
-				firstErr = fmt.Errorf("group %s: %w", g.Group, g.Err)
+				firstErr = err
 			}
 			continue
 		}
@@ -210,10 +191,16 @@ func groupLag(ctx context.Context, adm *kadm.Client, _ *groupFlags, names []stri
 	fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tMEMBER")
 	var firstErr error
 	for _, g := range lags.Sorted() {
-		if err := g.Error(); err != nil {
+		// A Dead group may still hold offsets committed from outside any
+		// generation: only one without them is not found.
+		state := g.State
+		if len(g.Lag) > 0 {
+			state = ""
+		}
+		if err := groupErr(g.Group, state, g.Error()); err != nil {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t%v\n", g.Group, err)
 			if firstErr == nil {
-				firstErr = fmt.Errorf("group %s: %w", g.Group, err)
+				firstErr = err
 			}
 			continue
 		}
@@ -242,10 +229,10 @@ func groupDelete(ctx context.Context, adm *kadm.Client, _ *groupFlags, names []s
 	}
 	var firstErr error
 	for _, r := range resps.Sorted() {
-		if r.Err != nil {
-			fmt.Fprintf(out, "%s\t%v\n", r.Group, r.Err)
+		if err := groupErr(r.Group, "", r.Err); err != nil {
+			fmt.Fprintln(out, err)
 			if firstErr == nil {
-				firstErr = fmt.Errorf("group %s: %w", r.Group, r.Err)
+				firstErr = err
 			}
 			continue
 		}
@@ -253,6 +240,24 @@ func groupDelete(ctx context.Context, adm *kadm.Client, _ *groupFlags, names []s
 	}
 	return firstErr
 }
+
+// groupErr words what the brokers said of one group. A group they do not
+// know is described as Dead with no error (Kafka's DescribeGroups before
+// v6, which Floe serves) or refused with GROUP_ID_NOT_FOUND (DeleteGroups):
+// both are "not found", as rpk says, rather than a bare state or code.
+func groupErr(name, state string, err error) error {
+	switch {
+	case errors.Is(err, kerr.GroupIDNotFound):
+		return groupNotFound(name)
+	case err != nil:
+		return fmt.Errorf("group %s: %w", name, err)
+	case state == group.Dead.String():
+		return groupNotFound(name)
+	}
+	return nil
+}
+
+func groupNotFound(name string) error { return fmt.Errorf("group %s not found", name) }
 
 func offsetString(off int64) string {
 	if off < 0 {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,11 +19,11 @@ func init() {
 	addCommand("produce", "write lines from stdin as records (kcat -P style)", runProduce)
 }
 
-const produceUsage = `usage: floe produce --topic T [flags] < lines
+const produceUsage = `usage: floe produce TOPIC [flags] < lines
 
 Each line of stdin (without its newline) becomes one record's value, in
-order. Flags:
-  --topic          topic to write to (required)
+order, written to TOPIC. Flags (in any order with TOPIC):
+  --topic          the topic, as a flag instead of TOPIC
   --key-separator  split each line at the first occurrence into key and
                    value; a line without it has no key
   --partition      write every record to this partition (default: keys
@@ -66,10 +65,11 @@ func produceMain(ctx context.Context, args []string, in io.Reader, errOut io.Wri
 	if err != nil {
 		return err
 	}
-	if len(rest) > 0 {
-		return usagef("unexpected arguments: %s (records come from stdin)", strings.Join(rest, " "))
+	name, err := topicArg("produce", *topic, rest)
+	if err != nil {
+		return err
 	}
-	pc, err := newProduceConfig(*topic, *sep, *partition, *acks, *compression)
+	pc, err := newProduceConfig(name, *sep, *partition, *acks, *compression)
 	if err != nil {
 		return err
 	}
@@ -86,9 +86,6 @@ func produceMain(ctx context.Context, args []string, in io.Reader, errOut io.Wri
 // newProduceConfig checks the flags and turns them into client options.
 func newProduceConfig(topic, sep string, partition int, acks, compression string) (produceConfig, error) {
 	pc := produceConfig{topic: topic, partition: -1}
-	if topic == "" {
-		return pc, usagef("--topic is required")
-	}
 	if sep != "" {
 		pc.separator = []byte(sep)
 	}

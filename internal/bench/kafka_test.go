@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -143,12 +145,43 @@ func TestProduceOptionVariants(t *testing.T) {
 			if (v.acks == "0") != (res.Produce.Latency == nil) {
 				t.Fatalf("latency %+v: want none exactly for acks=0", res.Produce.Latency)
 			}
+			if v.acks == "0" {
+				// Nothing was acknowledged: the last requests may still be
+				// on their way into the broker when produce returns.
+				waitEndOffsets(t, c, "opt-"+v.name, 1000)
+			}
 			got := run(t, baseConfig(c, ModeConsume, "opt-"+v.name)).Consume.Messages
 			if got != 1000 {
 				t.Fatalf("read back %d, want 1000", got)
 			}
 		})
 	}
+}
+
+// waitEndOffsets waits, up to 20 s, until topic's partitions end at want
+// records in all.
+func waitEndOffsets(t *testing.T, c *kfake.Cluster, topic string, want int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(20 * time.Second)
+	var total int64
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		cancel()
+		total = 0
+		ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+		if err == nil && total >= want {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s holds %d records after 20s, want %d", topic, total, want)
 }
 
 func TestDurationModeWithWarmup(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 const Module = "github.com/floe-broker/floe"
 
 // This file is the single place that says which packages are core. The rule
-// itself is in design.md ("The deterministic core"); the table below is its
+// itself is in docs/design.md ("The deterministic core"); the table below is its
 // mechanical form. Change them together.
 
 // coreRule marks one package, or a package and everything below it, as core.

@@ -1,7 +1,7 @@
 // Package lint holds Floe's own static checks, run by `make lint` through
 // cmd/floelint.
 //
-// Determinism is the one analyzer today. It enforces design.md's rule that the
+// Determinism is the one analyzer today. It enforces docs/design.md's rule that the
 // deterministic core never touches the world directly: in a core package it
 // reports wall-clock reads and timers, `go` and `select` statements, channel
 // operations, the global math/rand source, imports of crypto/rand, os, net

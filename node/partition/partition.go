@@ -379,6 +379,17 @@ func (p *Partition) OffsetForTime(ts int64) int64 {
 	return off
 }
 
+// MaxTimestamp returns the committed record with the largest timestamp
+// (the first of several that share it), or -1, -1 when the partition holds
+// no committed record (ListOffsets -3, KIP-734).
+func (p *Partition) MaxTimestamp() (offset, timestamp int64) {
+	off, ts, ok, err := p.rep.Log.MaxTimestamp(p.hw)
+	if err != nil || !ok {
+		return -1, -1
+	}
+	return off, ts
+}
+
 // EpochEndOffset answers OffsetForLeaderEpoch: the end offset of the given
 // leader epoch (Raft term) in this replica's log, and the largest epoch at
 // or below the requested one. Terms are monotonic along the log, so a

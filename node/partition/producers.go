@@ -9,7 +9,7 @@ import (
 
 // Idempotent producer state: what a partition remembers of each producer id
 // so that a retried batch is answered with its original offset instead of
-// being appended twice (kafka-notes.md, "Idempotent producer, broker side").
+// being appended twice (docs/kafka-notes.md, "Idempotent producer, broker side").
 //
 // The table is a pure function of the log: every replica applies the same
 // batches in the same order and reaches the same table, so whichever replica

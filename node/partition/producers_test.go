@@ -8,7 +8,7 @@ import (
 	"pgregory.net/rapid"
 )
 
-// modelProducers is an obviously-correct reading of kafka-notes.md,
+// modelProducers is an obviously-correct reading of docs/kafka-notes.md,
 // "Idempotent producer, broker side", and of Kafka's producer expiry on the
 // log's time: per producer id, the epoch, every batch recorded in it (the
 // model never forgets a batch; it looks at the last five when asked) and
@@ -288,7 +288,7 @@ func TestProducersMatchModel(t *testing.T) {
 	})
 }
 
-// Scenarios named after the rules in kafka-notes.md, for a reader who wants
+// Scenarios named after the rules in docs/kafka-notes.md, for a reader who wants
 // them spelled out.
 func TestProducerRules(t *testing.T) {
 	ps := NewProducers()

@@ -2,7 +2,7 @@
 // logstore.Log to consensus.Storage and walks a group's Ready through the
 // three obligations (persist, send, apply) for the node's reactor.
 //
-// The partition log is the Raft log (design.md, "One log per partition"): a
+// The partition log is the Raft log (docs/design.md, "One log per partition"): a
 // produced batch is written to disk once, as a logstore entry of kind
 // KindBatch, and replicated by Raft as an entry of type EntryBatch.
 //

@@ -90,6 +90,7 @@ type reactorCollector struct {
 	leo, hw, start, logBytes, segments, leader                             *prometheus.Desc
 	groupLag, groupCommitted                                               *prometheus.Desc
 	auditRecords, auditDropped                                             *prometheus.Desc
+	tickStalls, tickGapMax                                                 *prometheus.Desc
 }
 
 func newReactorCollector(b *Broker) *reactorCollector {
@@ -115,11 +116,13 @@ func newReactorCollector(b *Broker) *reactorCollector {
 			[]string{"group", "topic", "partition"}, nil),
 		auditRecords: prometheus.NewDesc("floe_audit_records_total", "Audit records this broker queued for __audit_log.", nil, nil),
 		auditDropped: prometheus.NewDesc("floe_audit_dropped_total", "Audit records dropped: a full queue, or larger than max.message.bytes.", nil, nil),
+		tickStalls:   prometheus.NewDesc("floe_reactor_stalls_total", "Reactor ticks that came more than half an election timeout after the one before: the broker did not run for that long (paused, CPU-starved), which peers read as silence.", nil, nil),
+		tickGapMax:   prometheus.NewDesc("floe_reactor_tick_gap_max_seconds", "The longest gap between two reactor ticks since start.", nil, nil),
 	}
 }
 
 func (c *reactorCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.badBatches, c.corrupt, c.syncRounds, c.expired, c.leo, c.hw, c.start, c.logBytes, c.segments, c.leader, c.groupLag, c.groupCommitted, c.auditRecords, c.auditDropped} {
+	for _, d := range []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.badBatches, c.corrupt, c.syncRounds, c.expired, c.leo, c.hw, c.start, c.logBytes, c.segments, c.leader, c.groupLag, c.groupCommitted, c.auditRecords, c.auditDropped, c.tickStalls, c.tickGapMax} {
 		ch <- d
 	}
 }
@@ -150,6 +153,8 @@ func (c *reactorCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.expired, float64(st.RequestsExpired))
 	counter(c.auditRecords, float64(st.AuditRecords))
 	counter(c.auditDropped, float64(st.AuditDropped))
+	counter(c.tickStalls, float64(st.TickStalls))
+	ch <- prometheus.MustNewConstMetric(c.tickGapMax, prometheus.GaugeValue, st.TickGapMax.Seconds())
 	for _, p := range ps {
 		lv := []string{p.Topic, strconv.Itoa(int(p.Partition))}
 		gauge := func(d *prometheus.Desc, v float64) {

@@ -195,3 +195,81 @@ func checkKcatOffsetsForTimes(t *testing.T, addr, topic string, flat, targets []
 		}
 	}
 }
+
+// TestListOffsetsSpecialTimestamps asks for Kafka's special timestamps
+// (issue 19): -3, max timestamp (v7+, KIP-734), is the first record holding
+// the largest timestamp, with that timestamp, even when later records are
+// older; -4, earliest local (v8+), is the log start offset; -5, latest
+// tiered (v9+), is -1 without tiered storage. They must also follow the
+// start offset when DeleteRecords raises it. Asked with ListOffsets v7
+// through v10 (franz-go's raw requests), before and after a restart.
+func TestListOffsetsSpecialTimestamps(t *testing.T) {
+	t.Parallel()
+	b := start(t)
+	const topic = "special"
+	makeTopic(t, b.KafkaAddr, topic, 1, nil)
+	cl := kgoClient(t, b.KafkaAddr, kgo.ProducerLinger(50*time.Millisecond))
+
+	// An empty partition has no record with a largest timestamp.
+	if off, ts := rawListOffset(t, cl, topic, -3, 7); off != -1 || ts != -1 {
+		t.Fatalf("max timestamp of an empty partition: offset %d timestamp %d, want -1 -1", off, ts)
+	}
+
+	// Two batches; 900 first appears at offset 5 and again at 6, and
+	// older records follow.
+	baseMs := time.Now().Add(-time.Hour).UnixMilli()
+	stamps := [][]int64{{100, 500, 200}, {500, 300, 900, 900, 100}}
+	for _, batch := range stamps {
+		recs := make([]*kgo.Record, len(batch))
+		for j, ts := range batch {
+			recs[j] = &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "%d", ts), Timestamp: time.UnixMilli(baseMs + ts)}
+		}
+		if err := cl.ProduceSync(ctxFor(t, opWaitMax), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(t *testing.T, startOffset, maxOffset, maxTs int64) {
+		t.Helper()
+		for v := int16(7); v <= 10; v++ {
+			if off, ts := rawListOffset(t, cl, topic, -3, v); off != maxOffset || ts != baseMs+maxTs {
+				t.Fatalf("v%d max timestamp: offset %d timestamp %d, want offset %d timestamp %d", v, off, ts, maxOffset, baseMs+maxTs)
+			}
+		}
+		for v := int16(8); v <= 10; v++ {
+			if off, _ := rawListOffset(t, cl, topic, -4, v); off != startOffset {
+				t.Fatalf("v%d earliest local: offset %d, want %d", v, off, startOffset)
+			}
+			if off, _ := rawListOffset(t, cl, topic, -2, v); off != startOffset {
+				t.Fatalf("v%d earliest: offset %d, want %d", v, off, startOffset)
+			}
+			if off, _ := rawListOffset(t, cl, topic, -1, v); off != 8 {
+				t.Fatalf("v%d latest: offset %d, want 8", v, off)
+			}
+		}
+		for v := int16(9); v <= 10; v++ {
+			if off, ts := rawListOffset(t, cl, topic, -5, v); off != -1 || ts != -1 {
+				t.Fatalf("v%d latest tiered without tiered storage: offset %d timestamp %d, want -1 -1", v, off, ts)
+			}
+		}
+	}
+	want(t, 0, 5, 900)
+	deleteRecordsTo := func(offset int64) {
+		t.Helper()
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: offset})
+		resps, err := kadm.NewClient(cl).DeleteRecords(ctxFor(t, opWaitMax), offs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, _ := resps.Lookup(topic, 0); r.Err != nil {
+			t.Fatalf("DeleteRecords to %d: %v", offset, r.Err)
+		}
+	}
+	deleteRecordsTo(6) // offset 5 goes; its equal at 6 is the first now
+	want(t, 6, 6, 900)
+	b.Stop()
+	b.Restart()
+	want(t, 6, 6, 900)
+	deleteRecordsTo(7) // only the old 100 at 7 is left
+	want(t, 7, 7, 100)
+}

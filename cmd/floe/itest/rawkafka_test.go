@@ -34,7 +34,7 @@ func plainBatch(values ...string) []byte {
 }
 
 // build encodes the batch with a correct length and CRC-32C (layout in
-// kafka-notes.md).
+// node/records/batch.go; docs/kafka-notes.md).
 func (s batchSpec) build() []byte {
 	var recs []byte
 	for i, v := range s.values {

@@ -1,4 +1,4 @@
-package sim
+package world
 
 import (
 	"crypto/sha256"
@@ -64,3 +64,14 @@ func (w *World) TraceHash() string { return hex.EncodeToString(w.trace.sum.Sum(n
 
 // TraceLen returns the number of trace lines so far, kept or not.
 func (w *World) TraceLen() int { return w.trace.total }
+
+// FirstDiff describes the first line where two traces differ, for a test
+// that ran a seed twice.
+func FirstDiff(a, b []string) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return fmt.Sprintf("line %d:\n\t%s\n\t%s", i+1, a[i], b[i])
+		}
+	}
+	return fmt.Sprintf("one trace is a prefix of the other (%d vs %d lines)", len(a), len(b))
+}

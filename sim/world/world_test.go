@@ -1,4 +1,4 @@
-package sim
+package world
 
 import (
 	"fmt"
@@ -38,7 +38,7 @@ type probeWorld struct {
 func newProbeWorld(t *testing.T, nodes int) *probeWorld {
 	t.Helper()
 	pw := &probeWorld{boots: map[netx.NodeID]int{}, probes: map[netx.NodeID]*probe{}}
-	pw.World = NewWorld(Config{Seed: 1, Nodes: nodes, Faults: netx.LinkFaults{DelayMin: time.Millisecond, DelayMax: time.Millisecond}},
+	pw.World = New(Config{Seed: 1, Nodes: nodes, Faults: netx.LinkFaults{DelayMin: time.Millisecond, DelayMax: time.Millisecond}},
 		func(env Env) Instance {
 			pw.boots[env.ID]++
 			p := &probe{env: env, inc: pw.boots[env.ID], log: &pw.log, stopped: &pw.stopped}
@@ -220,5 +220,22 @@ func TestNodeClockSkew(t *testing.T) {
 	}
 	if !c1.Now().Equal(DefaultStart) {
 		t.Errorf("n1 wall clock = %v, want %v", c1.Now(), DefaultStart)
+	}
+}
+
+func TestAddNodeJoinsTheNetwork(t *testing.T) {
+	w := newProbeWorld(t, 2)
+	id := w.AddNode()
+	if id != 3 || !w.Up(3) || w.FS(3) == nil || len(w.IDs()) != 3 || w.boots[3] != 1 {
+		t.Fatalf("added n%d: up %v, ids %v, boots %d", id, w.Up(3), w.IDs(), w.boots[3])
+	}
+	w.send(1, 3, "hello")
+	w.send(3, 2, "hi")
+	w.RunFor(5 * time.Millisecond)
+	wantLog(t, w.log, "n3.1 got hello from n1 at 1ms", "n2.1 got hi from n3 at 1ms")
+	w.Crash(3)
+	w.Restart(3)
+	if w.Incarnation(3) != 2 || !w.Up(3) {
+		t.Fatalf("n3 after a crash and restart: incarnation %d, up %v", w.Incarnation(3), w.Up(3))
 	}
 }

@@ -1,4 +1,4 @@
-package sim
+package world
 
 import (
 	"encoding/binary"
@@ -247,7 +247,7 @@ func TestCounterRecoversAcrossCrashes(t *testing.T) {
 		{logstore.CrashKeepAll, true},
 	} {
 		var synced uint64
-		w := NewWorld(Config{Seed: 1, Nodes: 1}, func(env Env) Instance {
+		w := New(Config{Seed: 1, Nodes: 1}, func(env Env) Instance {
 			return newCounterNode(env, nil, func(_ netx.NodeID, v uint64) { synced = v })
 		})
 		// Stop between a sync and the next one, so some records are unsynced.
