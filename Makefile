@@ -94,7 +94,8 @@ fuzz:
 # sim: a long simulator campaign (docs/testing.md, "Simulator"): seeds
 # SEED_START.. SEED_START+SEEDS-1 of whole clusters under faults, on every
 # core, each history checked; prints failing seeds with their replay command,
-# then seeds, simulated hours, events/s and violations. SIM_FLAGS="--corrupt
+# then seeds, simulated hours, events/s and violations, then the coverage
+# table (sim/coverage.go: how often the rare paths were reached). SIM_FLAGS="--corrupt
 # --reassign" forces disk corruption on in every seed (it is on in about half
 # by default) and adds membership changes (off by default). `go test ./sim`
 # (part of make test) runs 200 seeds.
