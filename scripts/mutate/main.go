@@ -135,7 +135,10 @@ func apply(file string, m mutation) (mutated, orig []byte, err error) {
 	return []byte(strings.Join(lines, "\n")), orig, nil
 }
 
-var failRE = regexp.MustCompile(`--- FAIL: TestSim/seed=(\d+)`)
+// failRE matches a seed's failure: TestSim logs "FAIL seed N: ..." as soon
+// as the seed ends (a parallel subtest's "--- FAIL" line comes only when
+// all have ended).
+var failRE = regexp.MustCompile(`(?:--- FAIL: TestSim/seed=|: FAIL seed )(\d+)`)
 
 // try runs the seeds with m applied to the copy in dir, then restores it.
 func try(dir string, m mutation, run string, seeds int, timeout time.Duration, verbose bool) (outcome, error) {
