@@ -30,12 +30,16 @@ import (
 
 func main() {
 	only := flag.String("only", "", "run only the mutations whose names contain this")
+	from := flag.Int("from", 0, "skip the first mutations (to split a run over several processes)")
 	list := flag.Bool("list", false, "list the mutations (checked to apply) and exit")
 	run := flag.String("run", "^TestSim$", "go test -run pattern")
 	seeds := flag.Int("seeds", 0, "seeds for TestSim (0: its default)")
 	timeout := flag.Duration("timeout", 20*time.Minute, "bound on one mutation's test run")
 	verbose := flag.Bool("v", false, "print each test run's output tail")
 	flag.Parse()
+	if *from > 0 && *from < len(mutations) {
+		mutations = mutations[*from:]
+	}
 	if err := mainErr(*only, *list, *run, *seeds, *timeout, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		os.Exit(1)
