@@ -54,8 +54,10 @@ type invariants struct {
 	// so across incarnations only durable votes are compared (durVotes).
 	votes    map[nodeGroupTerm]uint64
 	durVotes map[nodeGroupTerm]uint64
-	// seen: (node, group) -> what was last observed.
+	// seen: (node, group) -> what was last observed, at which check.
 	seen map[nodeGroup]memberSeen
+	// present: (node, group) -> the last check that saw the replica.
+	present map[nodeGroup]uint64
 	// committed: (group, index) -> the term of the entry a member held
 	// there while its commit index covered it.
 	committed map[groupTerm]uint64
@@ -88,7 +90,7 @@ type memberSeen struct {
 
 func newInvariants(r *run) *invariants {
 	return &invariants{r: r, leaders: map[groupTerm]netx.NodeID{}, votes: map[nodeGroupTerm]uint64{}, durVotes: map[nodeGroupTerm]uint64{}, committed: map[groupTerm]uint64{},
-		seen: map[nodeGroup]memberSeen{}, damaged: map[netx.NodeID]bool{}, reported: map[string]int{}}
+		seen: map[nodeGroup]memberSeen{}, present: map[nodeGroup]uint64{}, damaged: map[netx.NodeID]bool{}, reported: map[string]int{}}
 }
 
 // fail records a violated invariant: the first of each kind as a violation
@@ -129,7 +131,30 @@ func (iv *invariants) observe() {
 		}
 		inc := iv.r.w.Incarnation(id)
 		for _, v := range rc.Inspect(false) {
+			iv.present[nodeGroup{id, v.Group}] = iv.checks
 			iv.member(id, inc, v)
+		}
+	}
+	iv.forgetDeleted()
+}
+
+// forgetDeleted forgets the replicas an up node no longer holds (a
+// membership change removed them): one added back later starts from an
+// empty log, term 0, with no vote, and is a new member.
+func (iv *invariants) forgetDeleted() {
+	var gone []nodeGroup
+	for k := range iv.seen {
+		if iv.present[k] != iv.checks && iv.broker(k.node) != nil {
+			gone = append(gone, k)
+		}
+	}
+	for _, k := range gone {
+		delete(iv.seen, k)
+		delete(iv.present, k)
+		for vk := range iv.durVotes {
+			if vk.node == k.node && vk.group == k.group {
+				delete(iv.durVotes, vk)
+			}
 		}
 	}
 }
