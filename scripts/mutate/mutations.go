@@ -48,7 +48,7 @@ var mutations = []mutation{
 	{
 		Name: "commit-previous-term", File: "consensus/step_leader.go",
 		Original:    "if term != r.term && !plant.Enabled(plant.CommitPrevTerm) {",
-		Replacement: "if false {",
+		Replacement: "if term > r.term && !plant.Enabled(plant.CommitPrevTerm) {",
 		Why:         "Raft commit rule (Figure 8): a leader commits a previous term's entry by counting replicas",
 	},
 	{
