@@ -3,6 +3,8 @@ package consensus
 import (
 	"errors"
 	"math"
+
+	"github.com/floe-broker/floe/internal/assert"
 )
 
 // noLimit means "no byte limit" wherever a maxBytes is taken.
@@ -14,6 +16,10 @@ const noLimit = math.MaxUint64
 // Invariant: applied <= committed <= lastIndex().
 // Invariant: firstIndex()-1 <= applied, except while an unstable snapshot
 // is pending (then nothing is handed out for applying until it is).
+//
+// Where etcd panics on a call that would break these, this log refuses or
+// clamps (the safe answer in production) and fails an assertion
+// (internal/assert), which stops a test or a simulator seed.
 type raftLog struct {
 	storage  Storage
 	unstable unstable
@@ -169,22 +175,32 @@ func (l *raftLog) append(ents ...Entry) bool {
 		return true
 	}
 	if ents[0].Index <= l.committed || ents[0].Index > l.lastIndex()+1 {
+		assert.Failf("raft log: append at %d: committed %d, last %d", ents[0].Index, l.committed, l.lastIndex())
 		return false
 	}
 	l.unstable.truncateAndAppend(ents)
 	return true
 }
 
-// commitTo raises the commit index, never past the last entry we hold.
+// commitTo raises the commit index. i must not pass the last entry we
+// hold (a caller that may learn a larger commit index, a heartbeat's,
+// bounds it first).
 func (l *raftLog) commitTo(i uint64) {
-	i = min(i, l.lastIndex())
+	if last := l.lastIndex(); i > last {
+		assert.Failf("raft log: commit to %d past the last index %d", i, last)
+		i = last
+	}
 	if i > l.committed {
 		l.committed = i
 	}
 }
 
 func (l *raftLog) appliedTo(i uint64) {
-	if i > l.applied && i <= l.committed {
+	if i > l.committed {
+		assert.Failf("raft log: applied to %d past the commit index %d", i, l.committed)
+		return
+	}
+	if i > l.applied {
 		l.applied = i
 	}
 }

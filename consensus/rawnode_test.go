@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math/rand"
 	"testing"
+
+	"github.com/floe-broker/floe/internal/assert"
 )
 
 func newTestRawNode(t testing.TB, id uint64, voters ...uint64) (*RawNode, *MemoryStorage) {
@@ -367,16 +369,26 @@ func TestCommittedEntriesBounded(t *testing.T) {
 }
 
 // TestAdvanceWithForeignReady: Advance with a Ready that RawNode did not
-// hand out breaks no invariant.
+// hand out is the caller's bug. With assertions on (tests, simulator) it
+// fails loudly; in production it breaks no invariant.
 func TestAdvanceWithForeignReady(t *testing.T) {
-	rn, ms := newTestRawNode(t, 1, 1, 2, 3)
-	becomeLeaderOf3(t, rn, ms)
-	rn.Ready()
-	rn.Advance(Ready{
+	foreign := Ready{
 		Entries:          []Entry{{Term: 9, Index: 99}},
 		CommittedEntries: []Entry{{Term: 9, Index: 50}},
 		Snapshot:         Snapshot{Meta: SnapshotMeta{Index: 70, Term: 9}},
-	})
+	}
+	rn, ms := newTestRawNode(t, 1, 1, 2, 3)
+	becomeLeaderOf3(t, rn, ms)
+	rn.Ready()
+	if v := assert.Catch(func() { rn.Advance(foreign) }); v == nil {
+		t.Fatalf("applying past the commit index raised no assertion")
+	}
+
+	defer assert.Set(assert.Set(false))
+	rn, ms = newTestRawNode(t, 1, 1, 2, 3)
+	becomeLeaderOf3(t, rn, ms)
+	rn.Ready()
+	rn.Advance(foreign)
 	l := rn.raft.log
 	if l.applied > l.committed || l.committed > l.lastIndex() || l.lastIndex() != 1 {
 		t.Fatalf("applied %d committed %d last %d", l.applied, l.committed, l.lastIndex())

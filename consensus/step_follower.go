@@ -60,9 +60,11 @@ func (r *raft) handleAppend(m Message) {
 }
 
 // handleHeartbeat learns the commit index (the leader sends at most what it
-// knows we hold) and answers, echoing any ReadIndex context.
+// knows we hold) and answers, echoing any ReadIndex context. A follower
+// that lost entries it acknowledged (a disk cut its log back) holds less
+// than the leader knows: it commits only what it holds.
 func (r *raft) handleHeartbeat(m Message) {
-	r.log.commitTo(m.Commit)
+	r.log.commitTo(min(m.Commit, r.log.lastIndex()))
 	if r.fenced() {
 		// A leader with nothing new to send would never learn that we lost
 		// entries it counts as ours: refuse, with our real log end.

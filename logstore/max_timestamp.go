@@ -60,12 +60,15 @@ func (h maxTimestampHit) better(o maxTimestampHit) bool {
 }
 
 // maxTimestampIn finds the best record of segment s within [StartOffset,
-// limitOffset). Batch headers carry each batch's maximum, so only the batch
-// that wins is decoded (to find which of its records holds the maximum,
-// and to drop records below the start offset).
+// limitOffset). A batch wholly inside the range has its maximum in its
+// header, so only the winning batch is decoded (to find which of its
+// records holds it); a batch that straddles either end is decoded to drop
+// the records outside. Batches are visited in log order and a later one
+// wins only with a strictly larger timestamp, so ties go to the first.
 func (l *Log) maxTimestampIn(s *segment, limitOffset int64) (maxTimestampHit, bool, error) {
-	var bestRaw []byte
-	var bestHdr entryHeader
+	var best maxTimestampHit
+	var bestRaw []byte // the winning batch, when its record is still to be found
+	found := false
 	sc := l.scanner(s, 0, 0)
 	for {
 		at := sc.pos
@@ -77,7 +80,7 @@ func (l *Log) maxTimestampIn(s *segment, limitOffset int64) (maxTimestampHit, bo
 			return maxTimestampHit{}, false, corruptAt(s, at, err)
 		}
 		if h.kind != KindBatch || h.offsetAfter() <= l.startOffset || h.baseOffset >= limitOffset ||
-			(bestRaw != nil && h.maxTimestamp <= bestHdr.maxTimestamp) {
+			(found && h.maxTimestamp <= best.timestamp) {
 			sc.skip(h)
 			continue
 		}
@@ -85,13 +88,24 @@ func (l *Log) maxTimestampIn(s *segment, limitOffset int64) (maxTimestampHit, bo
 		if err != nil {
 			return maxTimestampHit{}, false, corruptAt(s, at, err)
 		}
-		bestRaw, bestHdr = append([]byte(nil), raw[entryHeaderBytes:]...), h
+		batch := raw[entryHeaderBytes:]
+		if h.baseOffset >= l.startOffset && h.offsetAfter() <= limitOffset {
+			best, bestRaw, found = maxTimestampHit{offset: h.baseOffset, timestamp: h.maxTimestamp, index: h.index}, append(bestRaw[:0], batch...), true
+			continue
+		}
+		off, ts, ok := maxRecord(batch, l.startOffset, limitOffset)
+		if ok && (!found || ts > best.timestamp) {
+			best, bestRaw, found = maxTimestampHit{offset: off, timestamp: ts, index: h.index}, nil, true
+		}
 	}
-	if bestRaw == nil {
-		return maxTimestampHit{}, false, nil
+	if found && bestRaw != nil {
+		off, ts, ok := maxRecord(bestRaw, l.startOffset, limitOffset)
+		if !ok {
+			return maxTimestampHit{}, false, nil
+		}
+		best.offset, best.timestamp = off, ts
 	}
-	off, ts, found := maxRecord(bestRaw, l.startOffset, limitOffset)
-	return maxTimestampHit{offset: off, timestamp: ts, index: bestHdr.index}, found, nil
+	return best, found, nil
 }
 
 // maxRecord returns the first record of batch b within [minOffset,

@@ -642,7 +642,7 @@ func TestRetentionChangeTakesEffect(t *testing.T) {
 	}
 	sp := fetchAt(c, 1, "by-time", 0)
 	wantCode(t, "fetch below the new start", sp.ErrorCode, nil, kerr.OffsetOutOfRange)
-	if log := r.byName[topicPartition{"by-size", 0}].Replica().Log; log.Stats().SizeBytes > 2048+1024 {
+	if log := r.byName[topicPartition{"by-size", 0}].Replica(); log.Stats().SizeBytes > 2048+1024 {
 		t.Fatalf("by-size keeps %d bytes, retention.bytes 2048", log.Stats().SizeBytes)
 	}
 }

@@ -65,30 +65,39 @@ func serveInitProducerID(r *Reactor, c Client, kreq kmsg.Request, respond func(k
 	})
 }
 
+// producerIDBlock is the block of producer ids the controller gave this
+// broker: next is the next to hand out, end is past the last, and waiters
+// wait for a new block (one request for it is in flight while they do).
+type producerIDBlock struct {
+	next, end int64
+	waiters   []func(pid int64, err error)
+}
+
 // allocProducerID hands out the next id of the block in hand, asking the
 // controller for a new block when it runs out.
 func (r *Reactor) allocProducerID(done func(pid int64, err error)) {
-	if r.pidNext < r.pidEnd {
-		pid := r.pidNext
-		r.pidNext++
+	b := &r.pids
+	if b.next < b.end {
+		pid := b.next
+		b.next++
 		done(pid, nil)
 		return
 	}
-	r.pidWaiters = append(r.pidWaiters, done)
-	if len(r.pidWaiters) > 1 {
+	b.waiters = append(b.waiters, done)
+	if len(b.waiters) > 1 {
 		return // a block is already on its way
 	}
 	self := int32(r.self)
 	r.propose(&controller.Command{AllocProducerIDs: &self}, func(res controller.Result) {
-		waiters := r.pidWaiters
-		r.pidWaiters = nil
+		waiters := b.waiters
+		b.waiters = nil
 		if res.Err != nil {
 			for _, w := range waiters {
 				w(-1, res.Err)
 			}
 			return
 		}
-		r.pidNext, r.pidEnd = res.ProducerIDBase, res.ProducerIDBase+controller.ProducerIDBlock
+		b.next, b.end = res.ProducerIDBase, res.ProducerIDBase+controller.ProducerIDBlock
 		for _, w := range waiters {
 			r.allocProducerID(w)
 		}

@@ -215,7 +215,7 @@ func (r *Reactor) partitionLeader(p *controller.Partition) (int32, int32) {
 		if lp.Leader() != 0 {
 			return int32(lp.Leader()), int32(lp.Term())
 		}
-		if p.Leader == int32(r.self) && r.ticks-r.opened[p.Group] > r.leaderlessGraceTicks() {
+		if p.Leader == int32(r.self) && r.ticks-r.group(p.Group).openedTick > r.leaderlessGraceTicks() {
 			return -1, -1
 		}
 	}

@@ -382,7 +382,7 @@ func (r *Reactor) auditShard(p *partition.Partition) *auditShard {
 // log (committed or not: on a ready leader, what follows the committed
 // part is its own), or Genesis for an empty log.
 func lastRecordHash(p *partition.Partition) ([32]byte, error) {
-	log := p.Replica().Log
+	log := p.Replica()
 	next := log.NextOffset()
 	if next <= log.StartOffset() {
 		return audit.Genesis, nil

@@ -169,7 +169,7 @@ func moveLeader(t *testing.T, c *cluster, topic string, to int32) {
 		}
 		if lead != 0 {
 			p := c.nodes[lead].r.byName[topicPartition{topic, 0}]
-			p.Replica().Raft.TransferLeader(uint64(to))
+			p.Replica().TransferLeader(uint64(to))
 			c.nodes[lead].r.queueProcess()
 		}
 		c.runFor(50 * time.Millisecond)

@@ -53,7 +53,7 @@ func (r *Reactor) probeMetadata() {
 	var ctx [9]byte
 	ctx[0] = catchUpTag
 	binary.BigEndian.PutUint64(ctx[1:], uint64(now))
-	r.ctl.rep.Raft.ReadIndex(ctx[:])
+	r.ctl.rep.ReadIndex(ctx[:])
 }
 
 // observeCatchUp takes the controller group's ReadIndex answers.

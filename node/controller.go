@@ -78,17 +78,17 @@ func (c *ctlGroup) maybeSnapshot() {
 		return
 	}
 	idx := c.rep.Applied()
-	term, err := c.rep.Log.Term(idx)
+	term, err := c.rep.Term(idx)
 	if err != nil {
 		return
 	}
 	sd := replica.SnapshotData{Conf: c.rep.Conf(), App: c.state.Snapshot()}
 	m := logstore.SnapshotMeta{Index: idx, Term: term, Data: replica.EncodeSnapshotData(sd)}
-	if err := c.rep.Log.SetSnapshot(m); err != nil {
+	if err := c.rep.SetSnapshot(m); err != nil {
 		c.r.env.Logf("node %d: controller snapshot: %v", c.r.self, err)
 		return
 	}
-	if _, err := c.rep.Log.CompactTo(idx); err != nil {
+	if _, err := c.rep.CompactTo(idx); err != nil {
 		c.r.env.Logf("node %d: controller compact: %v", c.r.self, err)
 	}
 	c.sinceSnap = 0
@@ -145,13 +145,13 @@ func (r *Reactor) reconcile() {
 			r.refreshConfig(t, p)
 		}
 	}
-	if c.rep.Applied() < r.ctlCatchUp {
+	if c.rep.Applied() < r.repairs.ctlCatchUp {
 		// The metadata was rewound by a repair of the controller's log
 		// (repair.go): what it lacks may only not be applied yet.
 		c.dirty = true // look again after the next apply
 		return
 	}
-	r.ctlCatchUp = 0
+	r.repairs.ctlCatchUp = 0
 	for _, g := range r.groupIDs() {
 		if g != controller.ControllerGroup && !want[g] {
 			r.doomed[g] = true
@@ -235,7 +235,7 @@ func (r *Reactor) refreshConfig(t *controller.Topic, p *controller.Partition) {
 	cfg := r.topicConfig(t)
 	part := r.parts[p.Group]
 	part.Cfg = cfg
-	part.Replica().Log.SetSegmentLimits(cfg.SegmentBytes, segmentAge(cfg))
+	part.Replica().SetSegmentLimits(cfg.SegmentBytes, segmentAge(cfg))
 }
 
 // reapDoomed deletes the local replicas of partitions no longer placed here
@@ -253,13 +253,9 @@ func (r *Reactor) reapDoomed() {
 		}
 		p.FailWaiters(errUnknownPartition)
 		r.host.Remove(consensus.GroupID(g))
-		delete(r.parts, g)
-		delete(r.byName, topicPartition{p.Topic, p.Index})
-		delete(r.doomed, g)
-		delete(r.opened, g)
-		delete(r.campaignSoon, g)
+		r.dropGroup(g)
 		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)
-		_ = rep.Log.Close()
+		_ = rep.Close()
 		if err := removeAll(r.env.FS, dir); err != nil {
 			r.env.Logf("node %d: remove %s: %v", r.self, dir, err)
 		}

@@ -40,7 +40,7 @@ func transferController(t *testing.T, c *cluster, to int32) {
 	if from == to {
 		return
 	}
-	c.nodes[from].r.ctl.rep.Raft.TransferLeader(uint64(to))
+	c.nodes[from].r.ctl.rep.TransferLeader(uint64(to))
 	c.nodes[from].r.queueProcess()
 	if !c.runUntil(10*time.Second, func() bool {
 		for _, n := range c.nodes {
@@ -111,7 +111,7 @@ func TestDamagedControllerLogIsRepairedFromPeers(t *testing.T) {
 	c.addNode(4)
 	if !c.runUntil(30*time.Second, func() bool {
 		r := c.nodes[x].r
-		_, fenced := r.fences[controller.ControllerGroup]
+		_, fenced := fencesInForce(r)[controller.ControllerGroup]
 		ready, _ := c.nodes[4].r.Serving()
 		return ready && r.stats.Repairs > 0 && !fenced && r.controllerLeader() != 0 &&
 			r.Metadata().Topics[topic] != nil && r.ctl.rep.Applied() >= c.nodes[1].r.ctl.rep.Applied()
@@ -119,7 +119,7 @@ func TestDamagedControllerLogIsRepairedFromPeers(t *testing.T) {
 		r := c.nodes[x].r
 		ready, why := c.nodes[4].r.Serving()
 		t.Fatalf("node %d: repairs %d, fences %v, damaged %v, applied %d (node 1: %d); node 4 ready %v (%s)", x, r.stats.Repairs,
-			r.fences, r.ctl.rep.Damaged(), r.ctl.rep.Applied(), c.nodes[1].r.ctl.rep.Applied(), ready, why)
+			fencesInForce(r), r.ctl.rep.Damaged(), r.ctl.rep.Applied(), c.nodes[1].r.ctl.rep.Applied(), ready, why)
 	}
 	if after := c.nodes[x].r.byName[topicPartition{topic, 0}]; after != before {
 		t.Fatalf("node %d closed (or deleted) its replica of %s while its metadata was rewound", x, topic)
@@ -158,8 +158,8 @@ func TestControllerLogCutBelowCommitIsFenced(t *testing.T) {
 	}
 	c.nodes[f].boot()
 	r := c.nodes[f].r
-	if fence := r.fences[controller.ControllerGroup]; fence.Index != fenceUnbounded || r.ctl.rep.Raft.VoteFence().IsZero() {
-		t.Fatalf("a controller log cut below its recorded commit came back with fence %v (raft %v)", fence, r.ctl.rep.Raft.VoteFence())
+	if fence := fencesInForce(r)[controller.ControllerGroup]; fence.Index != fenceUnbounded || r.ctl.rep.VoteFence().IsZero() {
+		t.Fatalf("a controller log cut below its recorded commit came back with fence %v (raft %v)", fence, r.ctl.rep.VoteFence())
 	}
 	if !c.runUntil(20*time.Second, func() bool {
 		_, ok := r.byName[topicPartition{"cut-11", 0}]
@@ -171,15 +171,15 @@ func TestControllerLogCutBelowCommitIsFenced(t *testing.T) {
 	for g, p := range r.parts {
 		open[g] = p
 	}
-	if _, fenced := r.fences[controller.ControllerGroup]; !fenced {
+	if _, fenced := fencesInForce(r)[controller.ControllerGroup]; !fenced {
 		t.Fatal("the fence lifted before any entry of a newer term")
 	}
 	transferController(t, c, 2) // a new term
 	if !c.runUntil(20*time.Second, func() bool {
-		_, fenced := r.fences[controller.ControllerGroup]
-		return !fenced && r.ctl.rep.Raft.VoteFence().IsZero()
+		_, fenced := fencesInForce(r)[controller.ControllerGroup]
+		return !fenced && r.ctl.rep.VoteFence().IsZero()
 	}) {
-		t.Fatalf("the fence %v did not lift after a new term", r.fences[controller.ControllerGroup])
+		t.Fatalf("the fence %v did not lift after a new term", fencesInForce(r)[controller.ControllerGroup])
 	}
 	c.runFor(2 * time.Second)
 	for g, p := range open {
@@ -187,7 +187,7 @@ func TestControllerLogCutBelowCommitIsFenced(t *testing.T) {
 			t.Fatalf("group %d was closed or deleted while the controller was reopened", g)
 		}
 	}
-	if r.ctl.rep.Raft.BasicStatus().Lead == 0 {
+	if r.ctl.rep.BasicStatus().Lead == 0 {
 		t.Fatal("no controller leader known after the reopen")
 	}
 }

@@ -39,7 +39,7 @@ func replicasAgree(t *testing.T, c *cluster, topic string, part int32, replicas 
 				return false
 			}
 			rep := p.Replica()
-			if a := rep.Applied(); len(cps) > 0 && a != applied || rep.Applied() < rep.Raft.BasicStatus().Commit {
+			if a := rep.Applied(); len(cps) > 0 && a != applied || rep.Applied() < rep.BasicStatus().Commit {
 				return false
 			} else {
 				applied = a

@@ -48,7 +48,7 @@ func (r *Reactor) Inspect(full bool) []ReplicaView {
 	var out []ReplicaView
 	if r.ctl != nil && r.ctl.rep != nil {
 		v := viewOf(r.ctl.rep)
-		_, v.Fenced = r.fences[v.Group]
+		v.Fenced = r.fenced(v.Group)
 		v.Name, v.HighWatermark = "controller", -1
 		out = append(out, v)
 	}
@@ -59,7 +59,7 @@ func (r *Reactor) Inspect(full bool) []ReplicaView {
 			continue
 		}
 		v := viewOf(rep)
-		_, v.Fenced = r.fences[v.Group]
+		v.Fenced = r.fenced(v.Group)
 		v.HighWatermark = p.HighWatermark()
 		if !full {
 			out = append(out, v)
@@ -76,16 +76,16 @@ func (r *Reactor) Inspect(full bool) []ReplicaView {
 }
 
 func viewOf(rep *replica.Replica) ReplicaView {
-	st := rep.Raft.BasicStatus()
-	dhs := rep.Log.DurableHardState()
+	st := rep.BasicStatus()
+	dhs := rep.DurableHardState()
 	v := ReplicaView{
 		Group: uint64(rep.Group), Term: st.Term, Vote: st.Vote, Commit: st.Commit,
 		DurableTerm: dhs.Term, DurableVote: dhs.Vote, DurableCommit: dhs.Commit,
 		Leader: st.RaftState == consensus.StateLeader, Lead: st.Lead, Applied: rep.Applied(),
-		FirstIndex: rep.Log.FirstIndex(), LastIndex: rep.Log.LastIndex(), Damaged: rep.Damaged(),
-		CommitIndex: st.Commit, Settled: !rep.Busy() && !rep.Raft.HasReady(),
+		FirstIndex: rep.FirstIndex(), LastIndex: rep.LastIndex(), Damaged: rep.Damaged(),
+		CommitIndex: st.Commit, Settled: rep.Settled(),
 	}
-	if t, err := rep.Raft.TermAt(v.CommitIndex); err == nil {
+	if t, err := rep.RaftTermAt(v.CommitIndex); err == nil {
 		v.CommitTerm = t
 	}
 	return v
@@ -98,7 +98,7 @@ func (r *Reactor) TermAt(group, index uint64) (uint64, bool) {
 	if rep == nil {
 		return 0, false
 	}
-	t, err := rep.Raft.TermAt(index)
+	t, err := rep.RaftTermAt(index)
 	return t, err == nil
 }
 
@@ -114,7 +114,7 @@ func (r *Reactor) CommittedHash(group, lo, hi uint64) (uint64, error) {
 	h := fnv.New64a()
 	var buf []byte
 	for next := lo; next <= hi; {
-		es, err := rep.Log.Entries(next, hi+1, 1<<20)
+		es, err := rep.Entries(next, hi+1, 1<<20)
 		if err != nil {
 			return 0, err
 		}
@@ -130,4 +130,9 @@ func (r *Reactor) CommittedHash(group, lo, hi uint64) (uint64, error) {
 		}
 	}
 	return h.Sum64(), nil
+}
+
+func (r *Reactor) fenced(g uint64) bool {
+	s, ok := r.local[g]
+	return ok && s != nil && !s.fence.IsZero()
 }

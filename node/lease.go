@@ -49,6 +49,16 @@ import (
 // intervals) a lease may use.
 const leaseMargin = 0.8
 
+// readLease is one group's read lease, as its leader holds it.
+type readLease struct {
+	until time.Duration // expiry (monotonic)
+	term  uint64        // the term it was granted in
+
+	// probing: a confirmation (ReadIndex) sent at probeSent is in flight.
+	probing   bool
+	probeSent time.Duration
+}
+
 // renewLeases asks every group this node leads to confirm its leadership,
 // unless a confirmation is already on its way.
 func (r *Reactor) renewLeases() {
@@ -58,17 +68,18 @@ func (r *Reactor) renewLeases() {
 		if !p.IsLeader() {
 			continue
 		}
-		if sent, pending := r.leaseProbe[g]; pending && now-sent < r.leaseDuration() {
+		l := &r.group(g).lease
+		if l.probing && now-l.probeSent < r.leaseDuration() {
 			continue
 		}
-		if r.leaseTerm[g] == p.Term() && r.leases[g]-now > r.leaseDuration()/2 {
+		if l.term == p.Term() && l.until-now > r.leaseDuration()/2 {
 			continue // plenty left: one confirmation per half lease is enough
 		}
-		r.leaseProbe[g] = now
+		l.probing, l.probeSent = true, now
 		var ctx [9]byte
 		ctx[0] = 'L'
 		binary.BigEndian.PutUint64(ctx[1:], uint64(now))
-		p.Replica().Raft.ReadIndex(ctx[:])
+		p.Replica().ReadIndex(ctx[:])
 	}
 }
 
@@ -95,14 +106,15 @@ func (r *Reactor) observeReadStates(g uint64, rss []consensus.ReadState) {
 		if !ok || !p.IsLeader() {
 			continue
 		}
-		if r.leaseTerm[g] != p.Term() {
-			r.leases[g], r.leaseTerm[g] = 0, p.Term()
+		l := &r.group(g).lease
+		if l.term != p.Term() {
+			l.until, l.term = 0, p.Term()
 		}
-		if until := sent + r.leaseDuration(); until > r.leases[g] {
-			r.leases[g] = until
+		if until := sent + r.leaseDuration(); until > l.until {
+			l.until = until
 		}
-		if r.leaseProbe[g] == sent {
-			delete(r.leaseProbe, g)
+		if l.probing && l.probeSent == sent {
+			l.probing = false
 		}
 	}
 }
@@ -116,7 +128,7 @@ func (r *Reactor) leaseHeld(p *partition.Partition) bool {
 		return true
 	}
 	rep := p.Replica()
-	st := rep.Raft.BasicStatus()
+	st := rep.BasicStatus()
 	if st.LeadTransferee != 0 || st.TimeoutNowSent {
 		// Handing leadership over, or did in this term: the successor's
 		// campaign ignores the followers' lease promises.
@@ -125,11 +137,12 @@ func (r *Reactor) leaseHeld(p *partition.Partition) bool {
 	if len(rep.Conf().Voters) == 1 && rep.Conf().Voters[0] == r.self {
 		return true // a single voter cannot be deposed by an election
 	}
-	if r.leases[uint64(rep.Group)] <= r.env.Clock.Monotonic() {
+	s, ok := r.local[uint64(rep.Group)]
+	if !ok || s.lease.until <= r.env.Clock.Monotonic() {
 		r.stats.LeaseRefusals++
 		return false
 	}
 	// A lease from an earlier term of this node's is no lease: it was
 	// taken before the term changed.
-	return r.leaseTerm[uint64(rep.Group)] == p.Term()
+	return s.lease.term == p.Term()
 }

@@ -121,7 +121,7 @@ func TestRestartedFollowerKeepsLeasePromise(t *testing.T) {
 	if !c.runUntil(time.Second, func() bool { _, ok := c.nodes[f1].r.byName[tp]; return ok }) {
 		t.Fatal("f1 did not reopen its replica")
 	}
-	c.nodes[f2].r.byName[tp].Replica().Raft.Campaign()
+	c.nodes[f2].r.byName[tp].Replica().Campaign()
 	c.nodes[f2].r.queueProcess()
 	refused := false
 	for step := 0; step < 100; step++ {
@@ -199,7 +199,7 @@ func TestLateTimeoutNowBreaksNoLease(t *testing.T) {
 	}
 	slow := netx.LinkFaults{DelayMin: 300 * time.Millisecond, DelayMax: 300 * time.Millisecond}
 	c.net.SetLinkFaults(netx.NodeID(old), netx.NodeID(f1), slow)
-	c.nodes[old].r.byName[tp].Replica().Raft.TransferLeader(uint64(f1))
+	c.nodes[old].r.byName[tp].Replica().TransferLeader(uint64(f1))
 	c.nodes[old].r.queueProcess()
 	c.runFor(time.Millisecond)
 	c.net.ClearLinkFaults(netx.NodeID(old), netx.NodeID(f1))

@@ -29,7 +29,7 @@ func (r *Reactor) maintain() {
 		}
 		if p.Cfg.Compact {
 			cc := logstore.CleanConfig{DeleteRetentionMs: p.Cfg.DeleteRetentionMs, BytesPerStepMax: 8 << 20}
-			if _, err := rep.Log.CleanStep(now, cc, limit); err != nil {
+			if _, err := rep.CleanStep(now, cc, limit); err != nil {
 				r.env.Logf("node %d: compact %s-%d: %v", r.self, p.Topic, p.Index, err)
 			}
 		}
@@ -37,7 +37,7 @@ func (r *Reactor) maintain() {
 }
 
 func (r *Reactor) retain(p *partition.Partition, nowMs int64, limit uint64) {
-	log := p.Replica().Log
+	log := p.Replica()
 	bound := log.RetentionBound(nowMs, p.Cfg.RetentionMs, p.Cfg.RetentionBytes, limit)
 	if bound <= log.Snapshot().Index {
 		return

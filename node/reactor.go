@@ -19,7 +19,8 @@ import (
 // Invariants: at most one round of fsyncs is in flight (syncing); every
 // replica in syncBatch has a Ready in flight and every replica in waiting
 // has one written but not yet in a sync round; parts and byName index the
-// same partitions.
+// same partitions, and local has records only for groups with a local
+// replica.
 type Reactor struct {
 	cfg  Config
 	env  Env
@@ -48,31 +49,15 @@ type Reactor struct {
 	reconcileQueued bool            // a reconcile round is scheduled (controller.go openSome)
 	opensAfterSync  bool            // replicas wait to be opened until the fsync round ends
 
-	settingReplicas map[uint64]bool   // SetReplicas reports in flight, by group
-	campaignSoon    map[uint64]uint64 // new partitions whose preferred leader should campaign: 1 + the tick of its last campaign, or 0
-	opened          map[uint64]uint64 // the tick each partition replica was opened at
+	// local holds the reactor's own state of each local Raft group, one
+	// record per group, created when its replica opens and dropped with it
+	// (local.go).
+	local map[uint64]*groupState
 
-	leases     map[uint64]time.Duration // read lease expiry (monotonic), by group (lease.go)
-	leaseTerm  map[uint64]uint64        // the term a group's lease was granted in
-	leaseProbe map[uint64]time.Duration // send time of the lease confirmation in flight
-
-	fences       map[uint64]consensus.VoteFence // vote fences in force, by group (repair.go)
-	unrepairable map[uint64]bool                // damaged replicas with no peer to repair from, reported
-	// ctlCatchUp, while the controller replica has applied less, holds
-	// back deleting local replicas: its metadata was rewound by a repair
-	// (repair.go).
-	ctlCatchUp uint64
-	forwards   map[string]*forward
-	reqSeq     uint64
-	reqNonce   uint64
-
-	pidNext, pidEnd int64 // the producer id block in hand
-	pidWaiters      []func(pid int64, err error)
-
-	reports       map[uint64]controller.LeaderReport // leadership to tell the controller
-	reporting     bool                               // a ReportLeaders forward is in flight
-	registering   bool                               // a RegisterBroker forward is in flight
-	joinSentTicks uint64
+	repairs  repairs           // repairs in progress beyond one group (repair.go)
+	forwards forwarder         // controller commands asked for (rpc.go)
+	pids     producerIDBlock   // the producer id block in hand (api_init_producer_id.go)
+	reports  controllerReports // registration and leadership reports (tick.go)
 
 	groups groupCoordinators // consumer group coordinators (coordinators.go)
 	users  userStore         // the SCRAM credential store's glue (users.go)
@@ -98,22 +83,16 @@ func New(cfg Config, env Env) *Reactor {
 	}
 	return &Reactor{
 		cfg: cfg, env: env, self: uint64(cfg.NodeID),
-		host:         consensus.NewHost(uint64(cfg.NodeID)),
-		parts:        map[uint64]*partition.Partition{},
-		byName:       map[topicPartition]*partition.Partition{},
-		doomed:       map[uint64]bool{},
-		forwards:     map[string]*forward{},
-		reports:      map[uint64]controller.LeaderReport{},
-		stats:        Stats{Requests: map[int16]uint64{}},
-		timers:       deadlineQueue{queue: clock.NewDeadlines()},
-		campaignSoon: map[uint64]uint64{},
-		opened:       map[uint64]uint64{},
-		fences:       map[uint64]consensus.VoteFence{},
-		leases:       map[uint64]time.Duration{},
-		leaseTerm:    map[uint64]uint64{},
-		leaseProbe:   map[uint64]time.Duration{},
-		unrepairable: map[uint64]bool{},
-		sec:          newSecurity(cfg.Security),
+		host:     consensus.NewHost(uint64(cfg.NodeID)),
+		parts:    map[uint64]*partition.Partition{},
+		byName:   map[topicPartition]*partition.Partition{},
+		doomed:   map[uint64]bool{},
+		forwards: forwarder{pending: map[string]*forward{}},
+		reports:  controllerReports{leaders: map[uint64]controller.LeaderReport{}},
+		stats:    Stats{Requests: map[int16]uint64{}},
+		timers:   deadlineQueue{queue: clock.NewDeadlines()},
+		local:    map[uint64]*groupState{},
+		sec:      newSecurity(cfg.Security),
 	}
 }
 
@@ -148,8 +127,8 @@ func (r *Reactor) Stop() {
 	for _, g := range r.groupIDs() {
 		rep := r.replicaOf(g)
 		if rep != nil {
-			_ = rep.Log.Sync()
-			_ = rep.Log.Close()
+			_ = rep.Sync()
+			_ = rep.Close()
 		}
 	}
 }

@@ -49,7 +49,7 @@ func (r *Reactor) process() {
 func (r *Reactor) take(g consensus.GroupID, rep *replica.Replica) {
 	now, mustSync, err := rep.Take()
 	if err == nil {
-		err = rep.Log.Err()
+		err = rep.Err()
 	}
 	if err != nil {
 		r.fatal(fmt.Errorf("group %d: %w", g, err))
@@ -75,9 +75,8 @@ func (r *Reactor) take(g consensus.GroupID, rep *replica.Replica) {
 // waitingSyncOnly queues a background sync for a replica whose Ready was
 // already completed (only reachable with the ack-before-fsync planted bug).
 func (r *Reactor) waitingSyncOnly(rep *replica.Replica) {
-	if plan := rep.Log.PrepareSync(); plan != nil {
-		log := rep.Log
-		r.env.Disk.Sync([]*logstore.SyncPlan{plan}, func(err error) { log.FinishSync(plan, err) })
+	if plan := rep.PrepareSync(); plan != nil {
+		r.env.Disk.Sync([]*logstore.SyncPlan{plan}, func(err error) { rep.FinishSync(plan, err) })
 	}
 }
 
@@ -100,10 +99,10 @@ func (r *Reactor) startSync() {
 	batch := r.waiting
 	r.waiting = nil
 	plans := make([]*logstore.SyncPlan, 0, len(batch))
-	owners := make([]*logstore.Log, 0, len(batch))
+	owners := make([]*replica.Replica, 0, len(batch))
 	for _, rep := range batch {
-		p := rep.Log.PrepareSync()
-		if err := rep.Log.Err(); err != nil {
+		p := rep.PrepareSync()
+		if err := rep.Err(); err != nil {
 			// A write failed (possibly one flushed for a read): what Raft
 			// believes is written may not be. Nothing of it may be
 			// acknowledged; the node stops and recovers from the disk.
@@ -112,7 +111,7 @@ func (r *Reactor) startSync() {
 		}
 		if p != nil {
 			plans = append(plans, p)
-			owners = append(owners, rep.Log)
+			owners = append(owners, rep)
 		}
 	}
 	r.syncing = true

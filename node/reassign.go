@@ -54,7 +54,7 @@ func (r *Reactor) driveOne(g uint64, p *partition.Partition, cp *controller.Part
 	}
 	rep := p.Replica()
 	conf := rep.Conf()
-	status := rep.Raft.Status()
+	status := rep.Status()
 	if status.Applied < status.Commit {
 		return // a committed change may not be applied yet
 	}
@@ -67,7 +67,7 @@ func (r *Reactor) driveOne(g uint64, p *partition.Partition, cp *controller.Part
 		wanted[uint64(id)] = true
 	}
 	change := func(cc consensus.ConfChange) {
-		if _, _, err := rep.Raft.ProposeConfChange(cc); err == nil {
+		if _, _, err := rep.ProposeConfChange(cc); err == nil {
 			r.queueProcess()
 		}
 	}
@@ -89,7 +89,7 @@ func (r *Reactor) driveOne(g uint64, p *partition.Partition, cp *controller.Part
 		}
 		if id == r.self {
 			if to := r.transferTarget(rep.Conf().Voters, wanted, progress, status.LastIndex); to != 0 {
-				rep.Raft.TransferLeader(to)
+				rep.TransferLeader(to)
 				r.queueProcess()
 			}
 			return
@@ -97,7 +97,7 @@ func (r *Reactor) driveOne(g uint64, p *partition.Partition, cp *controller.Part
 		change(consensus.ConfChange{Type: consensus.ConfRemove, NodeID: id})
 		return
 	}
-	if cp.Target != nil && len(conf.Learners) == 0 && sameIDs(conf.Voters, cp.Target) && !r.settingReplicas[g] {
+	if cp.Target != nil && len(conf.Learners) == 0 && sameIDs(conf.Voters, cp.Target) && !r.group(g).settingReplicas {
 		r.reportReplicas(g, cp.Target)
 	}
 }
@@ -113,12 +113,13 @@ func (r *Reactor) transferTarget(voters []uint64, wanted map[uint64]bool, progre
 }
 
 func (r *Reactor) reportReplicas(g uint64, replicas []int32) {
-	if r.settingReplicas == nil {
-		r.settingReplicas = map[uint64]bool{}
-	}
-	r.settingReplicas[g] = true
+	r.group(g).settingReplicas = true
 	cmd := &controller.Command{SetReplicas: &controller.SetReplicas{Group: g, Replicas: append([]int32(nil), replicas...)}}
-	r.propose(cmd, func(controller.Result) { delete(r.settingReplicas, g) })
+	r.propose(cmd, func(controller.Result) {
+		if s, ok := r.local[g]; ok {
+			s.settingReplicas = false
+		}
+	})
 }
 
 func sameIDs(ids []uint64, want []int32) bool {
@@ -157,10 +158,10 @@ func (r *Reactor) balanceLeaders() {
 		if pref == r.self || r.isDecommissioned(int32(pref)) {
 			continue
 		}
-		status := p.Replica().Raft.Status()
+		status := p.Replica().Status()
 		for _, pr := range status.Progress {
 			if pr.ID == pref && !pr.IsLearner && pr.RecentActive && pr.Match >= status.LastIndex {
-				p.Replica().Raft.TransferLeader(pref)
+				p.Replica().TransferLeader(pref)
 				r.queueProcess()
 			}
 		}
@@ -189,7 +190,7 @@ func (r *Reactor) TransferLeaderships() int {
 // transferOne asks a group this node leads to hand leadership to its most
 // caught-up live voter; it reports whether this node leads the group.
 func (r *Reactor) transferOne(rep *replica.Replica) bool {
-	status := rep.Raft.Status()
+	status := rep.Status()
 	if status.RaftState != consensus.StateLeader {
 		return false
 	}
@@ -203,7 +204,7 @@ func (r *Reactor) transferOne(rep *replica.Replica) bool {
 		}
 	}
 	if best != 0 && status.LeadTransferee == 0 {
-		rep.Raft.TransferLeader(best)
+		rep.TransferLeader(best)
 		r.queueProcess()
 	}
 	return true
@@ -213,7 +214,7 @@ func (r *Reactor) transferOne(rep *replica.Replica) bool {
 // leader proposes a reassignment for each partition that still has one,
 // replacing it with the eligible broker holding the fewest replicas.
 func (r *Reactor) evacuate() {
-	if r.controllerLeader() != r.self || len(r.forwards) > 0 {
+	if r.controllerLeader() != r.self || len(r.forwards.pending) > 0 {
 		return
 	}
 	st := r.ctl.state

@@ -42,6 +42,14 @@ import (
 // replica for missing from it (reconcile), so rewinding the metadata never
 // deletes data.
 
+// repairs is the repair state beyond one group's (whose fence and
+// unrepairable flag are in its groupState).
+type repairs struct {
+	// ctlCatchUp, while the controller replica has applied less, holds
+	// back deleting local replicas: its metadata was rewound by a repair.
+	ctlCatchUp uint64
+}
+
 // fenceFile is the per-replica file holding a vote fence.
 const fenceFile = "vote.fence"
 
@@ -78,11 +86,26 @@ func writeFence(fs logstore.FS, dir string, f consensus.VoteFence) error {
 	return logstore.WriteFileAtomic(fs, dir, fenceFile, w.B)
 }
 
+// logTail is what fenceOf reads of a log: a *logstore.Log being opened,
+// or a replica's (replica.Replica).
+type logTail interface {
+	LastIndex() uint64
+	Term(i uint64) (uint64, error)
+	HardState() logstore.HardState
+}
+
+// entryLog is what firstDamaged reads of a replica's log.
+type entryLog interface {
+	FirstIndex() uint64
+	LastIndex() uint64
+	Entries(lo, hi uint64, maxBytes int) ([]logstore.Entry, error)
+}
+
 // fenceOf is the vote fence of a replica about to discard entries of its
 // log: its last entry's index and term. (Everything the replica may have
 // acknowledged is in the log; entries it discards after the fence is
 // durable are counted in.)
-func fenceOf(log *logstore.Log) consensus.VoteFence {
+func fenceOf(log logTail) consensus.VoteFence {
 	last := log.LastIndex()
 	term, err := log.Term(last)
 	if err != nil {
@@ -133,17 +156,17 @@ func (r *Reactor) repairDamaged() {
 func (r *Reactor) repair(g uint64) error {
 	rep := r.replicaOf(g)
 	if len(rep.Conf().Voters) < 2 {
-		if !r.unrepairable[g] {
-			r.unrepairable[g] = true
+		if s := r.group(g); !s.unrepairable {
+			s.unrepairable = true
 			r.env.Logf("node %d: group %d has damaged entries and no other replica to repair from; they stay unreadable", r.self, g)
 		}
 		return nil
 	}
-	if rep.Raft.BasicStatus().RaftState == consensus.StateLeader {
+	if rep.BasicStatus().RaftState == consensus.StateLeader {
 		r.transferOne(rep)
 		return nil
 	}
-	first, err := firstDamaged(rep.Log)
+	first, err := firstDamaged(rep)
 	if err != nil {
 		return err
 	}
@@ -152,22 +175,16 @@ func (r *Reactor) repair(g uint64) error {
 		return nil
 	}
 	dir, _ := r.replicaDir(g)
-	log := rep.Log
-	fence := fenceOf(log).Merge(readFence(r.env.FS, dir, log.HardState().Term))
+	fence := fenceOf(rep).Merge(readFence(r.env.FS, dir, rep.HardState().Term))
 	if err := writeFence(r.env.FS, dir, fence); err != nil {
 		return fmt.Errorf("writing the vote fence: %w", err)
 	}
 	r.env.Logf("node %d: group %d: entry %d is damaged; discarding entries %d..%d to fetch them again from the leader (vote fence %v)",
-		r.self, g, first, first, log.LastIndex(), fence)
+		r.self, g, first, first, rep.LastIndex(), fence)
 	r.stats.Repairs++
 	return r.reopen(g, func() error {
-		cut := first - 1
-		if err := log.TruncateAfter(cut); err != nil {
+		if err := rep.Discard(first - 1); err != nil {
 			return fmt.Errorf("truncating: %w", err)
-		}
-		if hs := log.HardState(); hs.Commit > cut {
-			hs.Commit = cut
-			log.SetHardState(hs)
 		}
 		return nil
 	})
@@ -183,7 +200,7 @@ func (r *Reactor) reopen(g uint64, change func() error) error {
 	if g == controller.ControllerGroup {
 		// The reopened controller starts from an older metadata state:
 		// delete no local replica until it is back where it was.
-		r.ctlCatchUp = max(r.ctlCatchUp, rep.Applied())
+		r.repairs.ctlCatchUp = max(r.repairs.ctlCatchUp, rep.Applied())
 	}
 	var t *controller.Topic
 	var cp *controller.Partition
@@ -195,7 +212,8 @@ func (r *Reactor) reopen(g uint64, change func() error) error {
 		var ok bool
 		if t, cp, ok = r.ctl.state.PartitionByGroup(g); !ok {
 			// No longer in the metadata: reconcile would not reopen it.
-			_ = rep.Log.Close()
+			r.dropGroup(g)
+			_ = rep.Close()
 			return nil
 		}
 	}
@@ -203,7 +221,7 @@ func (r *Reactor) reopen(g uint64, change func() error) error {
 	if change != nil {
 		cause = change()
 	}
-	if err := rep.Log.Close(); err != nil && cause == nil {
+	if err := rep.Close(); err != nil && cause == nil {
 		cause = fmt.Errorf("closing: %w", err)
 	}
 	var err error
@@ -222,19 +240,19 @@ func (r *Reactor) reopen(g uint64, change func() error) error {
 // liftFences removes the durable fence of every replica whose durable log
 // no longer needs it.
 func (r *Reactor) liftFences() {
-	for _, g := range sortedKeys(r.fences) {
+	for _, g := range r.groupsWhere(func(s *groupState) bool { return !s.fence.IsZero() }) {
 		rep := r.replicaOf(g)
 		dir, ok := r.replicaDir(g)
 		if rep == nil || !ok {
-			delete(r.fences, g)
+			r.local[g].fence = consensus.VoteFence{}
 			continue
 		}
-		f := r.fences[g]
-		durable := rep.Log.DurableIndex()
-		term, err := rep.Log.Term(durable)
+		f := r.local[g].fence
+		durable := rep.DurableIndex()
+		term, err := rep.Term(durable)
 		// Raft lifts its own copy of the fence (by index or by term); the
 		// durable record goes once Raft has and the durable log agrees.
-		if !rep.Raft.VoteFence().IsZero() || err != nil || !f.LiftedBy(durable, term) || rep.Busy() {
+		if !rep.VoteFence().IsZero() || err != nil || !f.LiftedBy(durable, term) || rep.Busy() {
 			continue
 		}
 		if err := r.env.FS.Remove(path.Join(dir, fenceFile)); err != nil && !errors.Is(err, logstore.ErrNotExist) {
@@ -243,14 +261,14 @@ func (r *Reactor) liftFences() {
 		if err := r.env.FS.SyncDir(dir); err != nil {
 			continue
 		}
-		delete(r.fences, g)
+		r.local[g].fence = consensus.VoteFence{}
 		r.env.Logf("node %d: group %d repaired: the log is back past its vote fence %v", r.self, g, f)
 	}
 }
 
 // firstDamaged scans the log for the first entry whose checksum fails, and
 // returns its index (0 if none does).
-func firstDamaged(log *logstore.Log) (uint64, error) {
+func firstDamaged(log entryLog) (uint64, error) {
 	last := log.LastIndex()
 	for lo := log.FirstIndex(); lo <= last; {
 		es, err := log.Entries(lo, last+1, 1<<20)

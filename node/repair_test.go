@@ -77,13 +77,13 @@ func TestDamagedReplicaIsRepairedFromPeers(t *testing.T) {
 	if !c.runUntil(20*time.Second, func() bool {
 		p := c.nodes[victim].r.byName[topicPartition{"dmg", 0}]
 		return p != nil && !p.IsLeader() && c.nodes[victim].r.stats.Repairs > 0 && p.HighWatermark() == int64(len(acked)) &&
-			len(c.nodes[victim].r.fences) == 0
+			len(fencesInForce(c.nodes[victim].r)) == 0
 	}) {
 		p := c.nodes[victim].r.byName[topicPartition{"dmg", 0}]
-		st := p.Replica().Raft.Status()
+		st := p.Replica().Status()
 		t.Fatalf("node %d was not repaired (repairs %d): hw %d leader %v fences %v last %d commit %d applied %d lead %d conf %+v fence %d",
-			victim, c.nodes[victim].r.stats.Repairs, p.HighWatermark(), p.IsLeader(), c.nodes[victim].r.fences,
-			st.LastIndex, st.Commit, st.Applied, st.Lead, st.Config, p.Replica().Raft.VoteFence())
+			victim, c.nodes[victim].r.stats.Repairs, p.HighWatermark(), p.IsLeader(), fencesInForce(c.nodes[victim].r),
+			st.LastIndex, st.Commit, st.Applied, st.Lead, st.Config, p.Replica().VoteFence())
 	}
 	var lead int32
 	if !c.runUntil(10*time.Second, func() bool { lead = leaderOf(c, "dmg", 0); return lead != 0 }) {
@@ -95,7 +95,7 @@ func TestDamagedReplicaIsRepairedFromPeers(t *testing.T) {
 	}
 	// The repaired replica's own copy is whole again: make it leader and
 	// read everything from it.
-	c.nodes[lead].r.byName[topicPartition{"dmg", 0}].Replica().Raft.TransferLeader(uint64(victim))
+	c.nodes[lead].r.byName[topicPartition{"dmg", 0}].Replica().TransferLeader(uint64(victim))
 	c.nodes[lead].r.queueProcess()
 	if !c.runUntil(10*time.Second, func() bool { return leaderOf(c, "dmg", 0) == victim }) {
 		t.Fatalf("leadership did not move back to the repaired node %d", victim)
@@ -126,7 +126,7 @@ func TestPartitionLogCutToNothingIsFencedNotRebootstrapped(t *testing.T) {
 	}
 	p := c.nodes[f].r.byName[topicPartition{topic, 0}]
 	g := uint64(p.Replica().Group)
-	hs := p.Replica().Log.HardState()
+	hs := p.Replica().HardState()
 	dir := partitionDir(".", topic, 0, g)
 	c.nodes[f].crash()
 	names, err := c.nodes[f].fs.List(dir)
@@ -145,34 +145,34 @@ func TestPartitionLogCutToNothingIsFencedNotRebootstrapped(t *testing.T) {
 		t.Fatalf("node %d did not reopen its replica", f)
 	}
 	rep := c.nodes[f].r.byName[topicPartition{topic, 0}].Replica()
-	if got := rep.Log.HardState(); got.Term < hs.Term {
+	if got := rep.HardState(); got.Term < hs.Term {
 		t.Fatalf("hard state went from %+v to %+v", hs, got)
 	}
-	if _, fenced := c.nodes[f].r.fences[g]; !fenced || rep.Raft.VoteFence().IsZero() {
+	if _, fenced := fencesInForce(c.nodes[f].r)[g]; !fenced || rep.VoteFence().IsZero() {
 		t.Fatalf("a log cut back to nothing came back unfenced")
 	}
 	// It is repaired from its peers, and the fence lifts once an entry of
 	// a newer term reaches it (nothing says how far its lost entries went:
 	// the fence is unbounded). Move the leadership to the third node.
 	third := 6 - f - lead
-	c.nodes[lead].r.byName[topicPartition{topic, 0}].Replica().Raft.TransferLeader(uint64(third))
+	c.nodes[lead].r.byName[topicPartition{topic, 0}].Replica().TransferLeader(uint64(third))
 	c.nodes[lead].r.queueProcess()
 	if !c.runUntil(10*time.Second, func() bool { return leaderOf(c, topic, 0) == third }) {
 		t.Fatalf("leadership did not move to node %d", third)
 	}
 	lead = third
 	if !c.runUntil(20*time.Second, func() bool {
-		_, fenced := c.nodes[f].r.fences[g]
+		_, fenced := fencesInForce(c.nodes[f].r)[g]
 		p, ok := c.nodes[f].r.byName[topicPartition{topic, 0}] // reopened when the fence lifts
 		if !ok {
 			return false
 		}
 		rep = p.Replica()
-		return !fenced && rep.Raft.VoteFence().IsZero() && rep.Log.LastIndex() >= c.nodes[lead].r.byName[topicPartition{topic, 0}].Replica().Log.LastIndex()
+		return !fenced && rep.VoteFence().IsZero() && rep.LastIndex() >= c.nodes[lead].r.byName[topicPartition{topic, 0}].Replica().LastIndex()
 	}) {
-		t.Fatalf("node %d was not repaired: fence %v, last %d", f, c.nodes[f].r.fences[g], rep.Log.LastIndex())
+		t.Fatalf("node %d was not repaired: fence %v, last %d", f, fencesInForce(c.nodes[f].r)[g], rep.LastIndex())
 	}
-	c.nodes[lead].r.byName[topicPartition{topic, 0}].Replica().Raft.TransferLeader(uint64(f))
+	c.nodes[lead].r.byName[topicPartition{topic, 0}].Replica().TransferLeader(uint64(f))
 	c.nodes[lead].r.queueProcess()
 	if !c.runUntil(10*time.Second, func() bool { return leaderOf(c, topic, 0) == f }) {
 		t.Fatalf("leadership did not move to the repaired node %d", f)

@@ -100,7 +100,7 @@ func (r *Reactor) openController() error {
 	}
 	c.rep = rep
 	r.ctl = c
-	r.host.Add(consensus.GroupID(controller.ControllerGroup), rep.Raft)
+	rep.Register(r.host)
 	return nil
 }
 
@@ -180,10 +180,11 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	part.Attach(rep)
 	r.parts[p.Group] = part
 	r.byName[topicPartition{t.Name, p.Index}] = part
-	r.opened[p.Group] = r.ticks
-	r.host.Add(consensus.GroupID(p.Group), rep.Raft)
+	s := r.group(p.Group)
+	s.openedTick = r.ticks
+	rep.Register(r.host)
 	if firstElection && rank == 0 {
-		r.campaignSoon[p.Group] = 0
+		s.campaign = firstCampaign{due: true}
 	}
 	return nil
 }
@@ -219,38 +220,46 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 // plus at most two), after which the normal election takes over.
 const firstCampaignTimeouts = 3
 
+// firstCampaign is a new partition's first election in progress: due
+// while its preferred replica keeps asking for votes; mark is 1 + the tick
+// of its last campaign, or 0 before the first.
+type firstCampaign struct {
+	due  bool
+	mark uint64
+}
+
 // campaignIfDue makes a new partition's preferred replica campaign while
 // the group has no leader, at most once a tick, for firstCampaignTimeouts
 // election timeouts after it opened. A pre-vote changes no term, so asking
 // again disturbs nobody; a member whose real vote is out waits for the
 // answers.
 func (r *Reactor) campaignIfDue(g uint64) {
-	last, ok := r.campaignSoon[g]
-	if !ok || last == r.ticks+1 {
+	s, ok := r.local[g]
+	if !ok || !s.campaign.due || s.campaign.mark == r.ticks+1 {
 		return
 	}
 	p, ok := r.parts[g]
 	if !ok {
-		delete(r.campaignSoon, g)
+		s.campaign = firstCampaign{}
 		return
 	}
 	rep := p.Replica()
-	st := rep.Raft.BasicStatus()
-	if st.Lead != 0 || r.ticks-r.opened[g] > uint64(firstCampaignTimeouts*r.cfg.ElectionTicks) {
-		delete(r.campaignSoon, g)
+	st := rep.BasicStatus()
+	if st.Lead != 0 || r.ticks-s.openedTick > uint64(firstCampaignTimeouts*r.cfg.ElectionTicks) {
+		s.campaign = firstCampaign{}
 		return
 	}
 	if st.RaftState == consensus.StateCandidate || !slices.Contains(rep.Conf().Voters, r.self) {
 		return // votes are out, or the bootstrap membership is not applied yet
 	}
-	r.campaignSoon[g] = r.ticks + 1
-	rep.Raft.Campaign()
+	s.campaign.mark = r.ticks + 1
+	rep.Campaign()
 	r.queueProcess()
 }
 
 // campaignNewGroups retries the first campaigns still due (on every tick).
 func (r *Reactor) campaignNewGroups() {
-	for _, g := range sortedKeys(r.campaignSoon) {
+	for _, g := range r.groupsWhere(func(s *groupState) bool { return s.campaign.due }) {
 		r.campaignIfDue(g)
 	}
 }
@@ -271,7 +280,7 @@ func (r *Reactor) fenceOnOpen(g uint64, name, dir string, log *logstore.Log, rec
 	}
 	if !f.IsZero() {
 		rc.VoteFence = f
-		r.fences[g] = f
+		r.group(g).fence = f
 	}
 	return nil
 }

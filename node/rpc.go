@@ -36,6 +36,15 @@ type forward struct {
 	lastSent time.Duration
 }
 
+// forwarder holds the controller commands this node asked for and waits
+// to see applied, by request id. A request id is unique across restarts:
+// the node id, a random nonce drawn at the first request, and a sequence.
+type forwarder struct {
+	pending map[string]*forward
+	seq     uint64
+	nonce   uint64
+}
+
 // forwardResend is how long a forward waits before being sent again (the
 // leader may have changed, or the message may have been lost).
 const forwardResend = time.Second
@@ -43,14 +52,15 @@ const forwardResend = time.Second
 // propose asks the controller to apply cmd and calls done with the result
 // once this node applies it, or with REQUEST_TIMED_OUT.
 func (r *Reactor) propose(cmd *controller.Command, done func(controller.Result)) {
-	r.reqSeq++
-	if r.reqSeq == 1 {
-		r.reqNonce = r.env.Rand.Uint64()
+	fw := &r.forwards
+	fw.seq++
+	if fw.seq == 1 {
+		fw.nonce = r.env.Rand.Uint64()
 	}
-	cmd.ReqID = fmt.Sprintf("%d.%x.%d", r.self, r.reqNonce, r.reqSeq)
+	cmd.ReqID = fmt.Sprintf("%d.%x.%d", r.self, fw.nonce, fw.seq)
 	now := r.env.Clock.Monotonic()
 	f := &forward{cmd: cmd, done: done, deadline: now + r.cfg.ForwardTimeout}
-	r.forwards[cmd.ReqID] = f
+	fw.pending[cmd.ReqID] = f
 	r.sendForward(f, now)
 }
 
@@ -73,7 +83,7 @@ func (r *Reactor) sendForward(f *forward, now time.Duration) {
 
 // proposeLocal proposes a command on this node, the controller leader.
 func (r *Reactor) proposeLocal(cmd *controller.Command) {
-	if _, _, err := r.ctl.rep.Raft.Propose(EntryCommand, cmd.Encode()); err != nil {
+	if _, _, err := r.ctl.rep.Propose(EntryCommand, cmd.Encode()); err != nil {
 		r.env.Logf("node %d: controller propose: %v", r.self, err)
 	}
 	r.queueProcess()
@@ -82,11 +92,11 @@ func (r *Reactor) proposeLocal(cmd *controller.Command) {
 // resolveForward is called when the controller log applies a command with a
 // request id; only the node that asked has a waiter.
 func (r *Reactor) resolveForward(reqID string, res controller.Result) {
-	f, ok := r.forwards[reqID]
+	f, ok := r.forwards.pending[reqID]
 	if !ok {
 		return
 	}
-	delete(r.forwards, reqID)
+	delete(r.forwards.pending, reqID)
 	if f.done != nil {
 		f.done(res)
 	}
@@ -96,11 +106,11 @@ func (r *Reactor) resolveForward(reqID string, res controller.Result) {
 // those past their deadline.
 func (r *Reactor) retryForwards() {
 	now := r.env.Clock.Monotonic()
-	for _, id := range sortedKeys(r.forwards) {
-		f := r.forwards[id]
+	for _, id := range sortedKeys(r.forwards.pending) {
+		f := r.forwards.pending[id]
 		switch {
 		case now >= f.deadline:
-			delete(r.forwards, id)
+			delete(r.forwards.pending, id)
 			if f.done != nil {
 				f.done(controller.Result{Err: kerr.RequestTimedOut})
 			}
@@ -165,7 +175,7 @@ func (r *Reactor) admit(id uint64, addr string) {
 		return
 	}
 	cc := consensus.ConfChange{Type: consensus.ConfAddLearner, NodeID: id, Context: []byte(addr)}
-	if _, _, err := r.ctl.rep.Raft.ProposeConfChange(cc); err != nil {
+	if _, _, err := r.ctl.rep.ProposeConfChange(cc); err != nil {
 		r.env.Logf("node %d: admit %d: %v", r.self, id, err)
 	}
 	r.queueProcess()

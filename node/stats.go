@@ -73,10 +73,10 @@ func (r *Reactor) Stats() (Stats, []PartitionStats) {
 	var ps []PartitionStats
 	for _, g := range sortedKeys(r.parts) {
 		p := r.parts[g]
-		ls := p.Replica().Log.Stats()
+		ls := p.Replica().Stats()
 		ps = append(ps, PartitionStats{
 			Topic: p.Topic, Partition: p.Index, Leader: p.IsLeader(), LeaderEpoch: int32(p.Term()),
-			LogEndOffset: p.Replica().Log.NextOffset(), HighWatermark: p.HighWatermark(),
+			LogEndOffset: p.Replica().NextOffset(), HighWatermark: p.HighWatermark(),
 			StartOffset: p.StartOffset(), LogBytes: ls.SizeBytes, Segments: ls.Segments,
 		})
 	}

@@ -15,10 +15,10 @@ const maintenanceTicks = 100
 // onTick does the periodic work beside Raft's own ticking.
 func (r *Reactor) onTick() {
 	for _, g := range r.groupIDs() {
-		if rep := r.replicaOf(g); rep != nil && rep.Log.Err() != nil {
+		if rep := r.replicaOf(g); rep != nil && rep.Err() != nil {
 			// A read's flush failed a write: the log lacks what Raft
 			// thinks it holds. Stop and recover from the disk.
-			r.fatal(fmt.Errorf("group %d: %w", g, rep.Log.Err()))
+			r.fatal(fmt.Errorf("group %d: %w", g, rep.Err()))
 			return
 		}
 	}
@@ -51,7 +51,7 @@ func (r *Reactor) onTick() {
 // observeRole tells the state machine of group g about leadership changes
 // Raft reported in the Ready just taken.
 func (r *Reactor) observeRole(g uint64, rep *replica.Replica) {
-	st := rep.Raft.BasicStatus()
+	st := rep.BasicStatus()
 	isLeader := st.RaftState == consensus.StateLeader
 	if g == controller.ControllerGroup {
 		r.ctl.lead, r.ctl.term = st.Lead, st.Term
@@ -66,7 +66,7 @@ func (r *Reactor) observeRole(g uint64, rep *replica.Replica) {
 	}
 	p.RoleChanged(st.Lead, isLeader, st.Term)
 	if isLeader {
-		r.reports[g] = controller.LeaderReport{Group: g, Leader: int32(r.self), Epoch: int32(st.Term)}
+		r.reports.leaders[g] = controller.LeaderReport{Group: g, Leader: int32(r.self), Epoch: int32(st.Term)}
 	}
 }
 
@@ -83,10 +83,19 @@ func (r *Reactor) afterApply(g uint64) {
 	r.groupsAfterApply(g)
 }
 
+// controllerReports is what this broker tells the controller about itself:
+// its registration, its join request, and the partitions it now leads.
+type controllerReports struct {
+	leaders      map[uint64]controller.LeaderReport // leadership to report, by group
+	reporting    bool                               // a ReportLeaders forward is in flight
+	registering  bool                               // a RegisterBroker forward is in flight
+	joinSentTick uint64                             // the tick the last join request went out (0: none yet)
+}
+
 // ensureRegistered asks the controller to record this broker (its
 // addresses and rack) until the applied metadata shows it as configured.
 func (r *Reactor) ensureRegistered() {
-	if r.registering || r.controllerLeader() == 0 {
+	if r.reports.registering || r.controllerLeader() == 0 {
 		return
 	}
 	want := controller.Broker{
@@ -99,8 +108,8 @@ func (r *Reactor) ensureRegistered() {
 			return
 		}
 	}
-	r.registering = true
-	r.propose(&controller.Command{RegisterBroker: &want}, func(controller.Result) { r.registering = false })
+	r.reports.registering = true
+	r.propose(&controller.Command{RegisterBroker: &want}, func(controller.Result) { r.reports.registering = false })
 }
 
 // sendReports tells the controller which partitions this node now leads,
@@ -109,30 +118,31 @@ func (r *Reactor) ensureRegistered() {
 // holds its read lease): a client sent to it by that report, or by a
 // CreateTopics answer waiting for it, is served at once.
 func (r *Reactor) sendReports() {
-	if r.reporting || len(r.reports) == 0 || r.controllerLeader() == 0 {
+	rs := &r.reports
+	if rs.reporting || len(rs.leaders) == 0 || r.controllerLeader() == 0 {
 		return
 	}
 	var reps []controller.LeaderReport
-	for _, g := range sortedKeys(r.reports) {
+	for _, g := range sortedKeys(rs.leaders) {
 		p, ok := r.parts[g]
 		if ok && p.IsLeader() && !r.leaseHeld(p) {
 			continue // not serving yet: report it on a later tick
 		}
 		if ok && p.IsLeader() {
-			reps = append(reps, r.reports[g])
+			reps = append(reps, rs.leaders[g])
 		}
-		delete(r.reports, g)
+		delete(rs.leaders, g)
 	}
 	if len(reps) == 0 {
 		return
 	}
-	r.reporting = true
+	rs.reporting = true
 	r.propose(&controller.Command{ReportLeaders: reps}, func(res controller.Result) {
-		r.reporting = false
+		rs.reporting = false
 		if res.Err != nil {
 			for _, rep := range reps {
-				if _, again := r.reports[rep.Group]; !again {
-					r.reports[rep.Group] = rep
+				if _, again := rs.leaders[rep.Group]; !again {
+					rs.leaders[rep.Group] = rep
 				}
 			}
 		}
@@ -145,10 +155,10 @@ func (r *Reactor) ensureJoined() {
 	if r.isInitialVoter() || (r.cfg.Join == "" && len(r.cfg.Peers) == 0) || r.controllerLeader() != 0 {
 		return
 	}
-	if r.ticks-r.joinSentTicks < 20 && r.joinSentTicks != 0 {
+	if r.ticks-r.reports.joinSentTick < 20 && r.reports.joinSentTick != 0 {
 		return
 	}
-	r.joinSentTicks = r.ticks
+	r.reports.joinSentTick = r.ticks
 	if len(r.cfg.Peers) > 0 {
 		// The initial voters are known by id: ask each; whoever is not the
 		// leader passes the request on.

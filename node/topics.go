@@ -106,7 +106,7 @@ func (r *Reactor) autoCreate(name string) {
 // activeVoters returns the voters of a group the local leader has heard
 // from recently (itself included), sorted.
 func (r *Reactor) activeVoters(rep *replica.Replica) []uint64 {
-	st := rep.Raft.Status()
+	st := rep.Status()
 	var out []uint64
 	for _, pr := range st.Progress {
 		if pr.IsLearner {

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/internal/assert"
 	"github.com/floe-broker/floe/jepsen/check"
 	"github.com/floe-broker/floe/jepsen/history"
 	"github.com/floe-broker/floe/logstore"
@@ -254,7 +255,10 @@ func (r *run) note(msg string) {
 }
 
 // Run runs one simulated cluster as o says and checks its history.
+// Assertions (internal/assert) are on: a violated invariant panics the
+// seed.
 func Run(o Options) *Result {
+	assert.Enable()
 	keep := o.TraceKeep
 	switch {
 	case keep == 0:

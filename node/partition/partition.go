@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/internal/assert"
 	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/node/records"
 	"github.com/floe-broker/floe/node/replica"
@@ -109,10 +110,11 @@ func (p *Partition) Apply(e consensus.Entry) {
 			// with the next retention pass. A scratch copy replaying for a
 			// checkpoint has no replica.
 			if p.rep != nil {
-				_ = p.rep.Log.SetStartOffset(off)
+				_ = p.rep.SetStartOffset(off)
 			}
 		}
 	}
+	p.checkOffsets()
 	if p.leader && e.Term == p.term {
 		p.ready = true
 	}
@@ -175,12 +177,29 @@ func (p *Partition) RoleChanged(lead uint64, isLeader bool, term uint64) {
 	}
 }
 
+// checkOffsets asserts start offset <= high watermark <= the log's next
+// offset (a scratch copy, with no replica, has no log to compare with).
+func (p *Partition) checkOffsets() {
+	if !assert.Enabled() {
+		return
+	}
+	if p.startOffset > p.hw {
+		assert.Failf("partition %s-%d: start offset %d past the high watermark %d", p.Topic, p.Index, p.startOffset, p.hw)
+	}
+	if p.rep == nil {
+		return
+	}
+	if next := p.rep.NextOffset(); p.hw > next {
+		assert.Failf("partition %s-%d: high watermark %d past the log's next offset %d", p.Topic, p.Index, p.hw, next)
+	}
+}
+
 // rebuildPending replays the log after the applied index onto a copy of the
 // applied table, so the new leader judges sequences against everything its
 // log holds, committed or not.
 func (p *Partition) rebuildPending() {
 	p.pending = p.applied.Clone()
-	log := p.rep.Log
+	log := p.rep
 	p.nextOffset = log.NextOffset()
 	for lo := p.rep.Applied() + 1; lo <= log.LastIndex(); {
 		es, err := log.Entries(lo, log.LastIndex()+1, 1<<20)
@@ -239,7 +258,7 @@ func (p *Partition) HighWatermark() int64 { return p.hw }
 
 // StartOffset is the first readable offset.
 func (p *Partition) StartOffset() int64 {
-	if s := p.rep.Log.StartOffset(); s > p.startOffset {
+	if s := p.rep.StartOffset(); s > p.startOffset {
 		return min(s, p.hw)
 	}
 	return p.startOffset
@@ -280,7 +299,7 @@ func (p *Partition) Append(batch []byte, h records.Header, now time.Time) (Appen
 	if p.Cfg.LogAppendTime {
 		records.SetLogAppendTime(batch, h.MaxTimestamp)
 	}
-	index, term, err := p.rep.Raft.Propose(replica.EntryBatch, batch)
+	index, term, err := p.rep.Propose(replica.EntryBatch, batch)
 	if err != nil {
 		if errors.Is(err, consensus.ErrNotLeader) {
 			return AppendResult{}, kerr.NotLeaderForPartition
@@ -327,7 +346,7 @@ func (p *Partition) SyncProducerExpiry() error {
 	if !p.leader || p.pending == nil || ms < 1 || p.pending.Expiration() == ms {
 		return nil
 	}
-	if _, _, err := p.rep.Raft.Propose(EntryProducerExpiry, encodeOffset(ms)); err != nil {
+	if _, _, err := p.rep.Propose(EntryProducerExpiry, encodeOffset(ms)); err != nil {
 		return err
 	}
 	p.pending.SetExpiration(ms)
@@ -339,7 +358,7 @@ func (p *Partition) ProposeStartOffset(off int64) (index, term uint64, err error
 	if !p.leader {
 		return 0, 0, kerr.NotLeaderForPartition
 	}
-	index, term, err = p.rep.Raft.Propose(EntryStartOffset, encodeOffset(off))
+	index, term, err = p.rep.Propose(EntryStartOffset, encodeOffset(off))
 	if err != nil {
 		return 0, 0, kerr.NotLeaderForPartition
 	}
@@ -351,7 +370,7 @@ func (p *Partition) ProposeStartOffset(off int64) (index, term uint64, err error
 func (p *Partition) Read(offset int64, maxBytes int) ([]byte, error) {
 	limit := p.hw
 	if plant.Enabled(plant.FetchPastHighWatermark) {
-		limit = p.rep.Log.NextOffset()
+		limit = p.rep.NextOffset()
 	}
 	if offset < p.StartOffset() || offset > limit {
 		return nil, kerr.OffsetOutOfRange
@@ -359,7 +378,7 @@ func (p *Partition) Read(offset int64, maxBytes int) ([]byte, error) {
 	if offset == limit {
 		return nil, nil
 	}
-	res, err := p.rep.Log.Read(offset, maxBytes, limit)
+	res, err := p.rep.Read(offset, maxBytes, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +388,7 @@ func (p *Partition) Read(offset int64, maxBytes int) ([]byte, error) {
 // OffsetForTime returns the first committed offset whose timestamp is at or
 // after ts, or -1.
 func (p *Partition) OffsetForTime(ts int64) int64 {
-	off, ok, err := p.rep.Log.OffsetForTime(ts)
+	off, ok, err := p.rep.OffsetForTime(ts)
 	if err != nil || !ok || off >= p.hw {
 		return -1
 	}
@@ -383,7 +402,7 @@ func (p *Partition) OffsetForTime(ts int64) int64 {
 // (the first of several that share it), or -1, -1 when the partition holds
 // no committed record (ListOffsets -3, KIP-734).
 func (p *Partition) MaxTimestamp() (offset, timestamp int64) {
-	off, ts, ok, err := p.rep.Log.MaxTimestamp(p.hw)
+	off, ts, ok, err := p.rep.MaxTimestamp(p.hw)
 	if err != nil || !ok {
 		return -1, -1
 	}
@@ -395,7 +414,7 @@ func (p *Partition) MaxTimestamp() (offset, timestamp int64) {
 // or below the requested one. Terms are monotonic along the log, so a
 // binary search over indexes finds the first entry of a later term.
 func (p *Partition) EpochEndOffset(epoch int32) (endOffset int64, foundEpoch int32) {
-	log := p.rep.Log
+	log := p.rep
 	lo, hi := log.FirstIndex(), log.LastIndex()+1 // search [lo, hi)
 	switch {
 	case epoch < 0 || uint64(epoch) > p.term:

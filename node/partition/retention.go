@@ -19,7 +19,7 @@ import (
 // every entry after the snapshot point, and the log only keeps entries
 // after bound. So the snapshot must describe exactly bound.
 func (p *Partition) CheckpointAt(bound uint64) (logstore.SnapshotMeta, error) {
-	log := p.rep.Log
+	log := p.rep
 	snap := log.Snapshot()
 	if bound <= snap.Index || bound > p.rep.Applied() {
 		return logstore.SnapshotMeta{}, fmt.Errorf("partition %s-%d: checkpoint at %d outside (%d, %d]", p.Topic, p.Index, bound, snap.Index, p.rep.Applied())

@@ -20,10 +20,11 @@ type rig struct {
 	dir string
 	cfg Config
 
-	log *logstore.Log
-	rep *replica.Replica
-	p   *Partition
-	rec *recorder
+	log  *logstore.Log
+	rep  *replica.Replica
+	host *consensus.Host // ticks the replica's Raft node, as the node's host does
+	p    *Partition
+	rec  *recorder
 
 	now time.Time
 }
@@ -93,6 +94,8 @@ func (r *rig) open(first bool) {
 		r.t.Fatalf("replica: %v", err)
 	}
 	r.rep = rep
+	r.host = consensus.NewHost(1)
+	rep.Register(r.host)
 	r.p.Attach(rep)
 }
 
@@ -113,10 +116,10 @@ func (r *rig) lead() {
 		// Restarted: no campaign before an election timeout has passed
 		// (consensus: a restarted member keeps its lease promises).
 		for range 10 {
-			r.rep.Raft.Tick()
+			r.host.Tick()
 		}
 	}
-	r.rep.Raft.Campaign()
+	r.rep.Campaign()
 	r.drive()
 	if !r.p.IsLeader() || !r.p.Ready() {
 		r.t.Fatalf("not a ready leader after campaigning: leader %v ready %v", r.p.IsLeader(), r.p.Ready())
@@ -125,7 +128,7 @@ func (r *rig) lead() {
 
 // observeRole is node/tick.go's observeRole for one partition.
 func (r *rig) observeRole() {
-	st := r.rep.Raft.Status()
+	st := r.rep.Status()
 	isLeader := st.RaftState == consensus.StateLeader
 	if r.p.Leader() == st.Lead && r.p.IsLeader() == isLeader && r.p.Term() == st.Term {
 		return

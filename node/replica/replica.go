@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/internal/assert"
 	"github.com/floe-broker/floe/logstore"
 )
 
@@ -23,10 +24,14 @@ type StateMachine interface {
 //
 // Invariant: at most one Ready is in flight (taken, written, not yet
 // completed); applied <= the Raft commit index.
+//
+// The Replica is the only owner of its Raft node and its log: nothing
+// outside this package holds either, so that Take and Complete are the one
+// driver of the node (api.go lists what others may ask of it).
 type Replica struct {
 	Group consensus.GroupID
-	Log   *logstore.Log
-	Raft  *consensus.RawNode
+	log   *logstore.Log
+	raft  *consensus.RawNode
 	sm    StateMachine
 
 	inflight *consensus.Ready
@@ -74,7 +79,7 @@ func New(cfg Config, log *logstore.Log, sm StateMachine) (*Replica, error) {
 	}
 	rc := cfg.Raft
 	rc.Storage = st
-	rep := &Replica{Group: cfg.Group, Log: log, sm: sm, applied: snap.Meta.Index, conf: sd.Conf, storage: st,
+	rep := &Replica{Group: cfg.Group, log: log, sm: sm, applied: snap.Meta.Index, conf: sd.Conf, storage: st,
 		fs: cfg.FS, dir: cfg.Dir}
 	if cfg.FS != nil {
 		if c, ok := readConfCheckpoint(cfg.FS, cfg.Dir); ok && c.Index > snap.Meta.Index {
@@ -89,7 +94,7 @@ func New(cfg Config, log *logstore.Log, sm StateMachine) (*Replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica %d: %w", cfg.Group, err)
 	}
-	rep.Raft = rn
+	rep.raft = rn
 	return rep, nil
 }
 
@@ -103,7 +108,7 @@ func (r *Replica) Conf() consensus.ConfState { return r.conf }
 func (r *Replica) Busy() bool { return r.inflight != nil }
 
 // HasWork reports whether Take would return a Ready.
-func (r *Replica) HasWork() bool { return r.inflight == nil && r.Raft.HasReady() }
+func (r *Replica) HasWork() bool { return r.inflight == nil && r.raft.HasReady() }
 
 // Take collects the next Ready and writes its persistent part to the log
 // (not synced). It returns the messages that may be sent at once and
@@ -113,7 +118,7 @@ func (r *Replica) Take() (sendNow []consensus.Message, mustSync bool, err error)
 	if r.inflight != nil {
 		return nil, false, fmt.Errorf("replica %d: a Ready is already in flight", r.Group)
 	}
-	rd := r.Raft.Ready()
+	rd := r.raft.Ready()
 	if err := r.write(&rd); err != nil {
 		return nil, false, err
 	}
@@ -137,7 +142,7 @@ func (r *Replica) applyDurable(rd *consensus.Ready) error {
 	if !rd.Snapshot.IsEmpty() {
 		return nil
 	}
-	durable := r.Log.DurableIndex()
+	durable := r.log.DurableIndex()
 	for _, e := range rd.CommittedEntries {
 		if e.Index > durable {
 			return nil
@@ -153,7 +158,18 @@ func (r *Replica) applyDurable(rd *consensus.Ready) error {
 		r.sm.Apply(e)
 		r.applied = e.Index
 	}
+	r.checkApplied()
 	return r.saveConf()
+}
+
+// checkApplied asserts the invariant applied <= Raft's commit index.
+func (r *Replica) checkApplied() {
+	if !assert.Enabled() {
+		return
+	}
+	if commit := r.raft.BasicStatus().Commit; r.applied > commit {
+		assert.Failf("replica %d: applied %d past the commit index %d", r.Group, r.applied, commit)
+	}
 }
 
 func (r *Replica) write(rd *consensus.Ready) error {
@@ -164,15 +180,15 @@ func (r *Replica) write(rd *consensus.Ready) error {
 		}
 		m := logstore.SnapshotMeta{Index: rd.Snapshot.Meta.Index, Term: rd.Snapshot.Meta.Term,
 			NextOffset: sd.NextOffset, Data: rd.Snapshot.Data}
-		if err := r.Log.InstallSnapshot(m); err != nil {
+		if err := r.log.InstallSnapshot(m); err != nil {
 			return fmt.Errorf("replica %d: install snapshot: %w", r.Group, err)
 		}
 		r.storage.cache.reset()
 	}
 	if len(rd.Entries) > 0 {
 		first := rd.Entries[0].Index
-		if first <= r.Log.LastIndex() {
-			if err := r.Log.TruncateAfter(first - 1); err != nil {
+		if first <= r.log.LastIndex() {
+			if err := r.log.TruncateAfter(first - 1); err != nil {
 				return fmt.Errorf("replica %d: truncate after %d: %w", r.Group, first-1, err)
 			}
 		}
@@ -180,7 +196,7 @@ func (r *Replica) write(rd *consensus.Ready) error {
 		for i, e := range rd.Entries {
 			les[i] = ToLog(e)
 		}
-		if err := r.Log.Append(les...); err != nil {
+		if err := r.log.Append(les...); err != nil {
 			r.storage.cache.reset()
 			return fmt.Errorf("replica %d: append: %w", r.Group, err)
 		}
@@ -188,7 +204,7 @@ func (r *Replica) write(rd *consensus.Ready) error {
 	}
 	if rd.HardState != (consensus.HardState{}) {
 		hs := rd.HardState
-		r.Log.SetHardState(logstore.HardState{Term: hs.Term, Vote: hs.Vote, Commit: hs.Commit})
+		r.log.SetHardState(logstore.HardState{Term: hs.Term, Vote: hs.Vote, Commit: hs.Commit})
 	}
 	return nil
 }
@@ -229,10 +245,11 @@ func (r *Replica) Complete() (sendAfter []consensus.Message, err error) {
 		r.sm.Apply(e)
 		r.applied = e.Index
 	}
+	r.checkApplied()
 	if err := r.saveConf(); err != nil {
 		return nil, err
 	}
-	r.Raft.Advance(*rd)
+	r.raft.Advance(*rd)
 	return rd.MessagesAfterPersist, nil
 }
 
@@ -246,7 +263,7 @@ func (r *Replica) applyConfChange(e consensus.Entry) error {
 	if e.Index <= r.confIndex {
 		return nil // replayed: the checkpointed membership already holds it
 	}
-	r.conf = r.Raft.ApplyConfChange(cc)
+	r.conf = r.raft.ApplyConfChange(cc)
 	r.confIndex = e.Index
 	r.confDirty = r.fs != nil
 	return nil

@@ -154,7 +154,7 @@ func (g *group) pump() {
 		for _, msg := range q {
 			if to := g.members[msg.To]; to != nil {
 				busy = true
-				_ = to.rep.Raft.Step(msg)
+				_ = to.rep.raft.Step(msg)
 			}
 		}
 		if !busy {
@@ -166,7 +166,7 @@ func (g *group) pump() {
 func (g *group) propose(m *member, n int) {
 	g.t.Helper()
 	for i := 0; i < n; i++ {
-		if _, _, err := m.rep.Raft.Propose(EntryBatch+1, []byte(fmt.Sprintf("e%d", i))); err != nil {
+		if _, _, err := m.rep.raft.Propose(EntryBatch+1, []byte(fmt.Sprintf("e%d", i))); err != nil {
 			g.t.Fatalf("propose: %v", err)
 		}
 	}
@@ -218,7 +218,7 @@ func TestTakeComplete(t *testing.T) {
 		t.Fatalf("Complete with nothing in flight: %v, %v", after, err)
 	}
 
-	m.rep.Raft.Campaign()
+	m.rep.raft.Campaign()
 	g.pump()
 	g.propose(m, 5)
 	checkApplied(t, m, 1)
@@ -232,7 +232,7 @@ func TestTakeComplete(t *testing.T) {
 	}
 
 	// Abandon drops the Ready in flight.
-	if _, _, err := m.rep.Raft.Propose(EntryBatch+1, []byte("x")); err != nil {
+	if _, _, err := m.rep.raft.Propose(EntryBatch+1, []byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := m.rep.Take(); err != nil {
@@ -271,7 +271,7 @@ func TestSnapshotCatchUp(t *testing.T) {
 	g := newGroup(t)
 	leader := g.add(1, 1)
 	g.pump()
-	leader.rep.Raft.Campaign()
+	leader.rep.raft.Campaign()
 	g.pump()
 	g.propose(leader, 8)
 	snap := snapshotAt(t, leader, "state")
@@ -280,7 +280,7 @@ func TestSnapshotCatchUp(t *testing.T) {
 	}
 
 	learner := g.add(2)
-	if _, _, err := leader.rep.Raft.ProposeConfChange(consensus.ConfChange{Type: consensus.ConfAddLearner, NodeID: 2}); err != nil {
+	if _, _, err := leader.rep.raft.ProposeConfChange(consensus.ConfChange{Type: consensus.ConfAddLearner, NodeID: 2}); err != nil {
 		t.Fatal(err)
 	}
 	g.pump()
@@ -320,7 +320,7 @@ func TestRestartFromSnapshot(t *testing.T) {
 	g := newGroup(t)
 	m := g.add(1, 1)
 	g.pump()
-	m.rep.Raft.Campaign()
+	m.rep.raft.Campaign()
 	g.pump()
 	g.propose(m, 4)
 	snap := snapshotAt(t, m, "at-snap")
@@ -341,9 +341,9 @@ func TestRestartFromSnapshot(t *testing.T) {
 	// its lease promises.)
 	g.pump()
 	for range 10 {
-		m.rep.Raft.Tick()
+		m.rep.raft.Tick()
 	}
-	m.rep.Raft.Campaign()
+	m.rep.raft.Campaign()
 	g.pump()
 	checkApplied(t, m, snap+1)
 	if m.rep.Applied() != applied+1 {

@@ -28,8 +28,8 @@ var mutations = []mutation{
 	},
 	{
 		Name: "hard-state-not-saved", File: "node/replica/replica.go",
-		Original:    "r.Log.SetHardState(logstore.HardState{Term: hs.Term, Vote: hs.Vote, Commit: hs.Commit})",
-		Replacement: "r.Log.SetHardState(logstore.HardState{Term: hs.Term, Commit: hs.Commit})",
+		Original:    "r.log.SetHardState(logstore.HardState{Term: hs.Term, Vote: hs.Vote, Commit: hs.Commit})",
+		Replacement: "r.log.SetHardState(logstore.HardState{Term: hs.Term, Commit: hs.Commit})",
 		Why:         "persistence: Raft's vote never reaches the log's hard state",
 	},
 	// Raft term and vote rules.
@@ -60,7 +60,7 @@ var mutations = []mutation{
 	// Read fencing.
 	{
 		Name: "lease-any-term", File: "node/lease.go",
-		Original:    "return r.leaseTerm[uint64(rep.Group)] == p.Term()",
+		Original:    "return s.lease.term == p.Term()",
 		Replacement: "return true",
 		Why:         "read fencing: a lease confirmed in an earlier term is still honoured",
 	},

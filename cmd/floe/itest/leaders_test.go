@@ -281,63 +281,90 @@ func TestNewTopicServesAtOnceFranz(t *testing.T) {
 	cl := kgoClient(t, bs[0].KafkaAddr, kgo.SeedBrokers(seeds(bs)...))
 	adm := kadm.NewClient(cl)
 	adm.SetTimeoutMillis(30000)
-	for round := 0; round < 5; round++ {
-		topic := fmt.Sprintf("fresh-%d", round)
-		resp, err := adm.CreateTopic(ctxFor(t, opWaitMax), 6, 3, nil, topic)
+	// As in TestNewTopicLeadersStay, a failure that coincides with
+	// measured reactor stalls (a starved machine: Raft rightly elects
+	// again) is retried with a new topic, at most three times.
+	const starvedMax = 3
+	starved := 0
+	for round := 0; round < 5; {
+		stallsBefore := reactorStalls(t, bs)
+		topic := fmt.Sprintf("fresh-%d-%d", round, starved)
+		err := newTopicServesAtOnce(t, cl, adm, int32(bs[round%3].NodeID), topic)
 		if err == nil {
-			err = resp.Err
+			round++
+			continue
 		}
-		if err != nil {
-			t.Fatalf("create %s: %v", topic, err)
+		stalls := reactorStalls(t, bs) - stallsBefore
+		if stalls == 0 {
+			t.Fatal(err)
 		}
-		mreq := kmsg.NewPtrMetadataRequest()
-		mt := kmsg.NewMetadataRequestTopic()
-		mt.Topic = kmsg.StringPtr(topic)
-		mreq.Topics = append(mreq.Topics, mt)
-		md := firstTry(t, cl, int32(bs[round%3].NodeID), mreq).(*kmsg.MetadataResponse)
-		for _, p := range md.Topics[0].Partitions {
-			if p.Leader < 0 {
-				t.Fatalf("%s-%d: no leader right after CreateTopics answered", topic, p.Partition)
+		starved++
+		t.Logf("%v; but the brokers stalled %d times meanwhile (a starved machine): trying again", err, stalls)
+		if starved == starvedMax {
+			t.Skipf("the brokers were starved in %d attempts: serving at once cannot be measured on this machine now", starved)
+		}
+	}
+}
+
+// newTopicServesAtOnce creates topic and sends each request once: Metadata
+// to broker, then to each partition's leader a produce and ListOffsets for
+// the end and by time. It returns the first thing that went wrong.
+func newTopicServesAtOnce(t *testing.T, cl *kgo.Client, adm *kadm.Client, broker int32, topic string) error {
+	resp, err := adm.CreateTopic(ctxFor(t, opWaitMax), 6, 3, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %v", topic, err)
+	}
+	mreq := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	mreq.Topics = append(mreq.Topics, mt)
+	md := firstTry(t, cl, broker, mreq).(*kmsg.MetadataResponse)
+	for _, p := range md.Topics[0].Partitions {
+		if p.Leader < 0 {
+			return fmt.Errorf("%s-%d: no leader right after CreateTopics answered", topic, p.Partition)
+		}
+		if p.Leader != p.Replicas[0] {
+			return fmt.Errorf("%s-%d: leader %d, preferred replica %d", topic, p.Partition, p.Leader, p.Replicas[0])
+		}
+		stamp := time.Now().UnixMilli()
+		preq := kmsg.NewPtrProduceRequest()
+		preq.Acks, preq.TimeoutMillis = -1, 10000
+		pt := kmsg.NewProduceRequestTopic()
+		pt.Topic = topic
+		pp := kmsg.NewProduceRequestTopicPartition()
+		pp.Partition, pp.Records = p.Partition, plainBatch(fmt.Sprintf("v-%d", stamp))
+		pt.Partitions = append(pt.Partitions, pp)
+		preq.Topics = append(preq.Topics, pt)
+		pr := firstTry(t, cl, p.Leader, preq).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(pr.ErrorCode); err != nil {
+			return fmt.Errorf("%s-%d: first produce to leader %d: %v", topic, p.Partition, p.Leader, err)
+		}
+		for _, ts := range []int64{-1, stamp - 1000} { // the end; offsets-for-times
+			lreq := kmsg.NewPtrListOffsetsRequest()
+			lreq.Version = 4
+			lt := kmsg.NewListOffsetsRequestTopic()
+			lt.Topic = topic
+			lp := kmsg.NewListOffsetsRequestTopicPartition()
+			lp.Partition, lp.Timestamp, lp.CurrentLeaderEpoch = p.Partition, ts, p.LeaderEpoch
+			lt.Partitions = append(lt.Partitions, lp)
+			lreq.Topics = append(lreq.Topics, lt)
+			lr := firstTry(t, cl, p.Leader, lreq).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+			if err := kerr.ErrorForCode(lr.ErrorCode); err != nil {
+				return fmt.Errorf("%s-%d: ListOffsets(%d) at leader %d: %v", topic, p.Partition, ts, p.Leader, err)
 			}
-			if p.Leader != p.Replicas[0] {
-				t.Errorf("%s-%d: leader %d, preferred replica %d", topic, p.Partition, p.Leader, p.Replicas[0])
+			want := int64(1) // the end: after the one record
+			if ts >= 0 {
+				want = 0 // the record, found by its timestamp
 			}
-			stamp := time.Now().UnixMilli()
-			preq := kmsg.NewPtrProduceRequest()
-			preq.Acks, preq.TimeoutMillis = -1, 10000
-			pt := kmsg.NewProduceRequestTopic()
-			pt.Topic = topic
-			pp := kmsg.NewProduceRequestTopicPartition()
-			pp.Partition, pp.Records = p.Partition, plainBatch(fmt.Sprintf("v-%d", stamp))
-			pt.Partitions = append(pt.Partitions, pp)
-			preq.Topics = append(preq.Topics, pt)
-			pr := firstTry(t, cl, p.Leader, preq).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
-			if err := kerr.ErrorForCode(pr.ErrorCode); err != nil {
-				t.Fatalf("%s-%d: first produce to leader %d: %v", topic, p.Partition, p.Leader, err)
-			}
-			for _, ts := range []int64{-1, stamp - 1000} { // the end; offsets-for-times
-				lreq := kmsg.NewPtrListOffsetsRequest()
-				lreq.Version = 4
-				lt := kmsg.NewListOffsetsRequestTopic()
-				lt.Topic = topic
-				lp := kmsg.NewListOffsetsRequestTopicPartition()
-				lp.Partition, lp.Timestamp, lp.CurrentLeaderEpoch = p.Partition, ts, p.LeaderEpoch
-				lt.Partitions = append(lt.Partitions, lp)
-				lreq.Topics = append(lreq.Topics, lt)
-				lr := firstTry(t, cl, p.Leader, lreq).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
-				if err := kerr.ErrorForCode(lr.ErrorCode); err != nil {
-					t.Fatalf("%s-%d: ListOffsets(%d) at leader %d: %v", topic, p.Partition, ts, p.Leader, err)
-				}
-				want := int64(1) // the end: after the one record
-				if ts >= 0 {
-					want = 0 // the record, found by its timestamp
-				}
-				if lr.Offset != want {
-					t.Fatalf("%s-%d: ListOffsets(%d) = %d, want %d", topic, p.Partition, ts, lr.Offset, want)
-				}
+			if lr.Offset != want {
+				return fmt.Errorf("%s-%d: ListOffsets(%d) = %d, want %d", topic, p.Partition, ts, lr.Offset, want)
 			}
 		}
 	}
+	return nil
 }
 
 // The same with librdkafka (python3-confluent-kafka 1.7): right after
@@ -347,9 +374,22 @@ func TestNewTopicServesAtOnceFranz(t *testing.T) {
 func TestNewTopicServesAtOnceLibrdkafka(t *testing.T) {
 	requirePython(t, "confluent_kafka")
 	bs := startCluster(t, 3)
-	out := runPython(t, librdkafkaFresh, strings.Join(seeds(bs), ","))
-	if !strings.Contains(out, "ok 3 topics") {
-		t.Fatalf("librdkafka script:\n%s", out)
+	// A failure that coincides with measured reactor stalls (a starved
+	// machine) is retried, at most three times (TestNewTopicLeadersStay).
+	for attempt := 1; ; attempt++ {
+		stallsBefore := reactorStalls(t, bs)
+		out, err := runPythonErr(t, librdkafkaFresh, strings.Join(seeds(bs), ","), fmt.Sprint(attempt))
+		if err == nil && strings.Contains(out, "ok 3 topics") {
+			return
+		}
+		stalls := reactorStalls(t, bs) - stallsBefore
+		if stalls == 0 {
+			t.Fatalf("librdkafka script: %v\n%s", err, out)
+		}
+		t.Logf("librdkafka script failed (%v), but the brokers stalled %d times meanwhile (a starved machine):\n%s", err, stalls, out)
+		if attempt == 3 {
+			t.Skip("the brokers were starved in 3 attempts: serving at once cannot be measured on this machine now")
+		}
 	}
 }
 
@@ -368,7 +408,7 @@ def report(err, msg):
 p = Producer({"bootstrap.servers": servers, "message.send.max.retries": 0, "acks": "all"})
 c = Consumer({"bootstrap.servers": servers, "group.id": "unused"})
 for round in range(3):
-    topic = "rdk-fresh-%d" % round
+    topic = "rdk-fresh-%s-%d" % (sys.argv[2], round)
     for t, f in admin.create_topics([NewTopic(topic, 6, 3)], operation_timeout=30, request_timeout=60).items():
         f.result()
     parts = [TopicPartition(topic, part) for part in range(6)]
@@ -414,10 +454,17 @@ func requirePython(t *testing.T, module string) {
 // script fails.
 func runPython(t *testing.T, script string, args ...string) string {
 	t.Helper()
-	cmd := exec.CommandContext(ctxFor(t, 2*time.Minute), "/usr/bin/python3", append([]string{"-c", script}, args...)...)
-	out, err := cmd.CombinedOutput()
+	out, err := runPythonErr(t, script, args...)
 	if err != nil {
 		t.Fatalf("python3: %v\n%s", err, out)
 	}
-	return string(out)
+	return out
+}
+
+// runPythonErr is runPython returning the script's failure.
+func runPythonErr(t *testing.T, script string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.CommandContext(ctxFor(t, 2*time.Minute), "/usr/bin/python3", append([]string{"-c", script}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }

@@ -1,0 +1,54 @@
+package node
+
+import "github.com/floe-broker/floe/consensus"
+
+// groupState is what the reactor keeps about one local Raft group (a
+// partition replica, or the controller's) beside the replica itself. Each
+// part belongs to one file, which alone reads and writes it; the record as
+// a whole lives exactly as long as the local replica: it survives a reopen
+// (repair.go), and dropGroup removes it with the replica, so a deleted
+// partition leaves nothing behind.
+type groupState struct {
+	openedTick uint64        // the tick the replica was last opened at (replicas.go)
+	campaign   firstCampaign // a new partition's first election (replicas.go)
+	lease      readLease     // the leader's read lease (lease.go)
+
+	fence        consensus.VoteFence // the vote fence in force, zero if none (repair.go)
+	unrepairable bool                // damaged with no peer to repair from, reported (repair.go)
+
+	settingReplicas bool // a SetReplicas report is in flight (reassign.go)
+}
+
+// group returns group g's record, creating it. Call it only for a group
+// with a local replica (or one being opened): a record made for a group
+// that is not here would outlive it.
+func (r *Reactor) group(g uint64) *groupState {
+	s, ok := r.local[g]
+	if !ok {
+		s = &groupState{}
+		r.local[g] = s
+	}
+	return s
+}
+
+// dropGroup forgets partition group g: its index entries and its record.
+// The replica itself is the caller's to close.
+func (r *Reactor) dropGroup(g uint64) {
+	if p, ok := r.parts[g]; ok {
+		delete(r.byName, topicPartition{p.Topic, p.Index})
+	}
+	delete(r.parts, g)
+	delete(r.local, g)
+	delete(r.doomed, g)
+}
+
+// groupsWhere returns the local groups whose record satisfies f, sorted.
+func (r *Reactor) groupsWhere(f func(*groupState) bool) []uint64 {
+	var gs []uint64
+	for _, g := range sortedKeys(r.local) {
+		if f(r.local[g]) {
+			gs = append(gs, g)
+		}
+	}
+	return gs
+}
