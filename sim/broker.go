@@ -9,6 +9,7 @@ import (
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node"
+	"github.com/floe-broker/floe/node/group"
 )
 
 // Broker is a sim Instance running a full Floe broker: node.Reactor, the
@@ -71,6 +72,9 @@ func BrokerFactory(bc BrokerConfig) Factory {
 			DefaultReplication:     int16(min(3, bc.Nodes)),
 			OffsetsTopicPartitions: bc.OffsetsPartitions,
 			ForwardTimeout:         bc.ForwardTimeout,
+			// No initial rebalance delay: the group members (members.go)
+			// should see several generations in a few simulated seconds.
+			Groups: group.Config{InitialRebalanceDelay: -1},
 		}
 		disk := &simDisk{sched: env.Sched, rng: rand.New(rand.NewSource(env.Rand.Int63())), cfg: bc, trace: env.Tracef}
 		nenv := node.Env{

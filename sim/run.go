@@ -50,6 +50,8 @@ type Result struct {
 	TraceHash string
 	Trace     []string
 	History   history.History
+	// Coverage counts the rare paths the run reached (coverage.go).
+	Coverage map[string]int
 }
 
 // RunStats are a run's figures.
@@ -129,6 +131,7 @@ type run struct {
 	nem  *nemesis
 	// auth is the ACL workload of a run with authentication (authwork.go).
 	auth *aclWork
+	inv  *invariants // white-box checks (invariants.go)
 
 	topic    string
 	values   int64
@@ -160,6 +163,8 @@ type run struct {
 	lastInstant time.Duration
 
 	txn *txnWorkload // the transactional workload (txn.go), if any
+	// coverage counts the rare paths the run reached (coverage.go).
+	coverage map[string]int
 
 	corruptedFiles []string
 	violations     []string
@@ -195,6 +200,7 @@ func (r *run) exhausted() bool {
 	}
 	if now := r.now(); now != r.lastInstant {
 		r.lastInstant, r.sameInstant = now, 0
+		r.inv.observe()
 	}
 	r.sameInstant++
 	switch {
@@ -284,6 +290,7 @@ func Run(o Options) *Result {
 	if ba != nil {
 		r.auth = newACLWork(r, ba, cache)
 	}
+	r.inv = newInvariants(r)
 	w.Tracef("options %s", strings.ReplaceAll(o.String(), "\n", "; "))
 	if r.setup() && (r.auth == nil || r.auth.setup()) {
 		r.safety()
@@ -295,6 +302,9 @@ func Run(o Options) *Result {
 		}
 		if r.auth != nil && !r.halted {
 			r.auth.final()
+		}
+		if !r.halted {
+			r.inv.afterHeal()
 		}
 	}
 	return r.finish()
@@ -372,6 +382,7 @@ func (r *run) safety() {
 	if r.auth != nil {
 		r.auth.start()
 	}
+	r.startProbes()
 	r.nem.start()
 	r.runFor(r.o.SafetyDur)
 }
@@ -449,6 +460,7 @@ func (r *run) probe(part int32, healAt time.Duration, done func()) {
 func (r *run) finish() *Result {
 	w := r.w
 	h := r.rec.History()
+	r.inv.deposedReads(h)
 	rep := check.Check(h, check.Options{})
 	checkFailed := rep.Valid != check.Valid
 	if findKnown(staleReads) != nil {
@@ -484,6 +496,7 @@ func (r *run) finish() *Result {
 	if len(r.corruptedFiles) > 0 {
 		r.note("corrupted: " + strings.Join(r.corruptedFiles, ", "))
 	}
+	r.coverStats()
 	r.stats.SimTime = w.Clock().Monotonic()
 	r.stats.Events = w.Clock().Executed()
 	r.stats.Faults = r.nem.summary()
@@ -491,7 +504,7 @@ func (r *run) finish() *Result {
 	w.Tracef("done: %d violations", len(r.violations))
 	return &Result{
 		Options: r.o, Violations: r.violations, Known: r.knownSeen, Notes: r.notes, Report: rep, Stats: r.stats,
-		TraceHash: w.TraceHash(), Trace: w.Trace(), History: h,
+		TraceHash: w.TraceHash(), Trace: w.Trace(), History: h, Coverage: r.coverage,
 	}
 }
 

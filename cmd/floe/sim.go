@@ -128,6 +128,7 @@ type campaignTotals struct {
 	violations map[string]int
 	known      map[string]int
 	acked      int
+	coverage   sim.Coverage
 }
 
 func campaign(f simFlags) error {
@@ -165,6 +166,7 @@ func campaign(f simFlags) error {
 		}
 	}
 	tot.print(time.Since(began), f.workers)
+	fmt.Print(tot.coverage.Table())
 	if len(tot.failed) > 0 {
 		return fmt.Errorf("%d of %d seeds failed", len(tot.failed), tot.seeds)
 	}
@@ -173,6 +175,7 @@ func campaign(f simFlags) error {
 
 func (t *campaignTotals) add(res *sim.Result) {
 	t.seeds++
+	t.coverage.Add(res)
 	t.simTime += res.Stats.SimTime
 	t.events += res.Stats.Events
 	t.acked += res.Stats.Acked

@@ -24,6 +24,12 @@
 //	acl-allow-beats-deny          an ALLOW ACL wins over a matching DENY
 //	acl-delete-missed-by-follower a broker other than the controller's leader
 //	                              does not apply a DeleteAcls
+//	no-read-lease                 a leader serves reads with no lease (issue 15)
+//	raft-vote-not-persisted       the meta record never holds the Raft vote
+//	fetch-past-high-watermark     Fetch reads up to the log end, uncommitted too
+//	offset-commit-before-replicated  OffsetCommit answered once appended, not committed
+//	idempotence-window-shrunk     a producer's dedup window keeps 1 batch, not 5
+//	no-generation-fence           OffsetCommit ignores the member's generation
 package plant
 
 // Bug names.
@@ -39,4 +45,11 @@ const (
 	TxnLSOIgnoresOpen       = "txn-lso-ignores-open"
 	ACLAllowBeatsDeny       = "acl-allow-beats-deny"
 	ACLDeleteMissed         = "acl-delete-missed-by-follower"
+
+	NoReadLease                  = "no-read-lease"
+	VoteNotPersisted             = "raft-vote-not-persisted"
+	FetchPastHighWatermark       = "fetch-past-high-watermark"
+	OffsetCommitBeforeReplicated = "offset-commit-before-replicated"
+	IdempotenceWindowShrunk      = "idempotence-window-shrunk"
+	NoGenerationFence            = "no-generation-fence"
 )

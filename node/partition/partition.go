@@ -402,10 +402,14 @@ func (p *Partition) Read(offset int64, maxBytes int) ([]byte, error) {
 // ReadTo is Read that stops before end (the last stable offset, for a
 // read_committed reader: it is always a batch boundary).
 func (p *Partition) ReadTo(offset int64, maxBytes int, end int64) ([]byte, error) {
-	if offset < p.StartOffset() || offset > p.hw {
+	limit := p.hw
+	if plant.Enabled(plant.FetchPastHighWatermark) {
+		limit, end = p.rep.NextOffset(), p.rep.NextOffset()
+	}
+	if offset < p.StartOffset() || offset > limit {
 		return nil, kerr.OffsetOutOfRange
 	}
-	end = min(end, p.hw)
+	end = min(end, limit)
 	if offset >= end {
 		return nil, nil
 	}

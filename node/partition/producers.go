@@ -3,6 +3,8 @@ package partition
 import (
 	"math"
 	"sort"
+
+	"github.com/floe-broker/floe/internal/plant"
 )
 
 // Idempotent producer state: what a partition remembers of each producer id
@@ -227,8 +229,12 @@ func (t *Producers) Record(pid int64, epoch int16, b SeqBatch) {
 	}
 	st := &e.st
 	st.Batches = append(st.Batches, b)
-	if len(st.Batches) > batchesKept {
-		st.Batches = append(st.Batches[:0], st.Batches[len(st.Batches)-batchesKept:]...)
+	kept := batchesKept
+	if plant.Enabled(plant.IdempotenceWindowShrunk) {
+		kept = 1
+	}
+	if len(st.Batches) > kept {
+		st.Batches = append(st.Batches[:0], st.Batches[len(st.Batches)-kept:]...)
 	}
 	st.LastMs = t.nowMs
 	t.pushNewest(e)
