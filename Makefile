@@ -17,7 +17,7 @@ APT_INSTALL  := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q
 # Order matters in `make test` (cheap checks first), so never run in parallel.
 .NOTPARALLEL:
 .PHONY: help build run test deps lint fmt-check vet floelint unit planted \
-	sim bench jepsen cluster cluster-stop docker-image fuzz clean
+	sim mutate bench jepsen cluster cluster-stop docker-image fuzz clean
 
 help:
 	@echo "make run      build bin/floe and start a single-node broker (floe serve)"
@@ -26,6 +26,7 @@ help:
 	@echo "make lint     gofmt check, go vet, determinism lint (cmd/floelint)"
 	@echo "make fuzz     run every Fuzz target for FUZZ_TIME (default $(FUZZ_TIME))"
 	@echo "make sim      simulator campaign: SEEDS=N (default 1000), LONG=1, SIM_FLAGS=--corrupt|--reassign"
+	@echo "make mutate   mutation testing: each one-line bug (scripts/mutate) must fail go test ./sim"
 	@echo "make bench    benchmark report (floe vs NATS, disk limit) -> docs/benchmarks.md"
 	@echo "make jepsen   Docker fault-injection suite (~10 min; JEPSEN_MODE=smoke: 5 min)"
 	@echo "make cluster  start a local 3-broker cluster (make cluster-stop stops it)"
@@ -93,7 +94,8 @@ fuzz:
 # sim: a long simulator campaign (docs/testing.md, "Simulator"): seeds
 # SEED_START.. SEED_START+SEEDS-1 of whole clusters under faults, on every
 # core, each history checked; prints failing seeds with their replay command,
-# then seeds, simulated hours, events/s and violations. SIM_FLAGS="--corrupt
+# then seeds, simulated hours, events/s and violations, then the coverage
+# table (sim/coverage.go: how often the rare paths were reached). SIM_FLAGS="--corrupt
 # --reassign" forces disk corruption and membership changes on in every seed
 # (each is on in about half by default). LONG=1 runs long seeds (60 to 600
 # simulated seconds of faults each; SEEDS defaults to 100 then). `go test
@@ -101,6 +103,15 @@ fuzz:
 sim:
 	$(GO) run ./cmd/floe sim --seeds $(or $(SEEDS),$(if $(LONG),100,1000)) --start $(or $(SEED_START),1) \
 		--workers $(or $(SIM_WORKERS),$(shell nproc)) $(if $(LONG),--long) $(SIM_FLAGS)
+
+# mutate: mutation testing (docs/testing.md, "Mutation testing"): applies
+# each one-line bug of scripts/mutate/mutations.go to a copy of the tree
+# and runs the default simulator seeds there (go test ./sim -run '^TestSim$'
+# -failfast); prints per mutation whether and at which seed it was caught,
+# and fails if one survived or no longer applies. Heavy: run it niced.
+# MUTATE_FLAGS="-only lease" for some; "-list" to check they apply.
+mutate:
+	nice -n 10 $(GO) run ./scripts/mutate $(MUTATE_FLAGS)
 
 # bench: the benchmark report (scripts/bench/run.sh, about 7-12 minutes):
 # the disk's fsync'd bandwidth, Floe RF=1 and a 3-process RF=3 cluster, NATS

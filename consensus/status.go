@@ -122,3 +122,7 @@ func (t ConfChangeType) String() string {
 	}
 	return "Unknown"
 }
+
+// TermAt returns the term of entry i in the member's log, persisted or not
+// (white-box checkers compare committed entries across members).
+func (rn *RawNode) TermAt(i uint64) (uint64, error) { return rn.raft.log.term(i) }

@@ -156,6 +156,11 @@ func (l *Log) StartOffset() int64 { return l.startOffset }
 // NextOffset is the Kafka offset after the last batch, unsynced included.
 func (l *Log) NextOffset() int64 { return l.nextOffset }
 
+// DurableHardState is the hard state of the newest meta record a sync
+// has made durable (at Open, the record recovered): what a crash now
+// would recover at most. Checkers compare it across restarts.
+func (l *Log) DurableHardState() HardState { return l.sy.durableHS }
+
 // DurableIndex is the last index known durable: entries up to it survive a
 // crash (it never counts entries a later truncation replaced).
 func (l *Log) DurableIndex() uint64 { return l.sy.durableIndex }

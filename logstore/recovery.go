@@ -135,7 +135,7 @@ func (l *Log) open(rec *Recovery) error {
 		l.sy.dirDirty = true // the meta files were just created
 	}
 	l.hs, l.snap, l.startOffset, l.logStart = m.hs, m.snap, m.startOffset, m.logStart
-	l.sy.metaSeq, l.sy.writtenHS, l.sy.durableSnapIndex = m.seq, m.hs, m.snap.Index
+	l.sy.metaSeq, l.sy.writtenHS, l.sy.durableHS, l.sy.durableSnapIndex = m.seq, m.hs, m.hs, m.snap.Index
 	l.sy.metaVersion, l.sy.metaWritten = 1, 1
 	// A generation above every file's and entry's: new files get fresh
 	// names, and entries appended from now on differ from any before.

@@ -43,6 +43,8 @@ import (
 	"path"
 	"sync/atomic"
 	"time"
+
+	"github.com/floe-broker/floe/internal/plant"
 )
 
 // syncState is the log's durability bookkeeping.
@@ -61,6 +63,7 @@ type syncState struct {
 	metaWritten      uint64    // metaVersion of the newest record written
 	writtenHS        HardState // what the newest record holds
 	durableSnapIndex uint64    // snapshot index of the newest durable record
+	durableHS        HardState // what the newest durable record holds
 
 	planSeq     uint64 // plans prepared so far
 	durablePlan uint64 // seq of the newest plan finished successfully
@@ -217,6 +220,9 @@ func (l *Log) planMeta(p *SyncPlan) {
 	sy.metaSeq++
 	hs := l.hs
 	hs.Commit = min(hs.Commit, l.lastIndex) // never past what this plan holds
+	if plant.Enabled(plant.VoteNotPersisted) {
+		hs.Vote = 0
+	}
 	p.meta = sy.meta.take()
 	p.metaRec = metaState{seq: sy.metaSeq, hs: hs, snap: l.snap, startOffset: l.startOffset, logStart: l.logStart}
 	sy.metaWritten = sy.metaVersion
@@ -280,6 +286,8 @@ func (l *Log) FinishSync(p *SyncPlan, err error) {
 	sy.durablePlan = p.seq
 	if p.hasMeta {
 		sy.durableSnapIndex = p.snapIndex
+		sy.durableHS = p.metaRec.hs
+		sy.durableHS.Commit = min(sy.durableHS.Commit, p.limit.Load())
 	}
 	l.collectGraves()
 }

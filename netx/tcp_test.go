@@ -288,6 +288,42 @@ func expectClosed(t *testing.T, c net.Conn) {
 	}
 }
 
+// TestExpectClosedTakesAResetAsAClose: a peer that closes with our bytes
+// unread sends RST, not FIN (SetLinger(0) forces it here), and that is a
+// refusal as much as EOF is. TestTCPRefusesBadHandshakes flaked on it.
+func TestExpectClosedTakesAResetAsAClose(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var srv net.Conn
+	select {
+	case srv = <-accepted:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no connection accepted")
+	}
+	if srv == nil {
+		t.Fatal("accept failed")
+	}
+	srv.(*net.TCPConn).SetLinger(0)
+	srv.Close()
+	expectClosed(t, c)
+}
+
 func TestTCPRejectsOversizedFrame(t *testing.T) {
 	leakCheck(t)
 	const capBytes = 1024

@@ -5,7 +5,8 @@ package node
 // COORDINATOR_LOAD_IN_PROGRESS for groups this broker does not serve. v3
 // adds authorized operations (all allowed: no ACLs yet), v4 instance ids;
 // v6 (error messages, GROUP_ID_NOT_FOUND for unknown groups) is not
-// advertised.
+// advertised. A share group is described with protocol type "share" and
+// its members (share_list.go).
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
@@ -31,6 +32,9 @@ func serveDescribeGroups(r *Reactor, c Client, kreq kmsg.Request, respond func(k
 			continue
 		}
 		g := co.DescribeGroup(name, withOps)
+		if g.ErrorCode == 0 && g.State == "Dead" {
+			r.describeShareGroup(&g) // share_list.go
+		}
 		if withOps {
 			g.AuthorizedOperations = az.ops(kmsg.ACLResourceTypeGroup, name)
 		}

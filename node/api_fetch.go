@@ -16,9 +16,11 @@ package node
 // partition and MaxBytes in all, except that the first partition with data
 // always returns at least one whole batch (KIP-74). When fewer than MinBytes
 // are ready the fetch waits for up to MaxWaitMillis and is answered as soon
-// as a high watermark it watches moves far enough. IsolationLevel is
-// accepted; without transactions the last stable offset is the high
-// watermark.
+// as a high watermark it watches moves far enough. IsolationLevel 1
+// (read_committed) reads only up to the last stable offset (held back by
+// the oldest open transaction) and lists the aborted transactions that
+// overlap the returned batches (docs/transactions.md); read_uncommitted
+// reads to the high watermark.
 //
 // Authorization: READ on each topic, decided once when the request
 // arrives; a topic the client may not read gets TOPIC_AUTHORIZATION_FAILED
@@ -34,6 +36,7 @@ import (
 	"github.com/floe-broker/floe/clock"
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/node/partition"
+	"github.com/floe-broker/floe/node/records"
 )
 
 // fetchWait is a parked fetch.
@@ -150,7 +153,7 @@ func (r *Reactor) evalFetch(req *kmsg.FetchRequest, denied map[string]bool) (*km
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			sp := r.fetchPartition(rt.Topic, rp, &budget, total == 0)
+			sp := r.fetchPartition(rt.Topic, rp, &budget, total == 0, req.IsolationLevel == 1)
 			total += len(sp.RecordBatches)
 			if sp.ErrorCode != 0 {
 				failed = true
@@ -162,7 +165,7 @@ func (r *Reactor) evalFetch(req *kmsg.FetchRequest, denied map[string]bool) (*km
 	return resp, total, failed
 }
 
-func (r *Reactor) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartition, budget *int, first bool) kmsg.FetchResponseTopicPartition {
+func (r *Reactor) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartition, budget *int, first, readCommitted bool) kmsg.FetchResponseTopicPartition {
 	sp := kmsg.NewFetchResponseTopicPartition()
 	sp.Partition = rp.Partition
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
@@ -175,8 +178,12 @@ func (r *Reactor) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartitio
 		sp.ErrorCode = code
 		return sp
 	}
-	hw := p.HighWatermark()
-	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, p.StartOffset()
+	hw, lso := p.HighWatermark(), p.LastStableOffset()
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, p.StartOffset()
+	end := hw
+	if readCommitted {
+		end = lso
+	}
 	limit := min(int(rp.PartitionMaxBytes), *budget)
 	if first && r.buggify(20) {
 		limit = 1 // BUGGIFY: one batch only (buggify.go)
@@ -184,7 +191,7 @@ func (r *Reactor) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartitio
 	if limit <= 0 && !first {
 		return sp
 	}
-	data, err := p.Read(rp.FetchOffset, max(limit, 1))
+	data, err := p.ReadTo(rp.FetchOffset, max(limit, 1), end)
 	if err != nil {
 		sp.ErrorCode = errCode(err)
 		if errors.Is(err, logstore.ErrCorrupt) {
@@ -201,9 +208,32 @@ func (r *Reactor) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartitio
 	}
 	if len(data) > 0 {
 		sp.RecordBatches = data
+		if readCommitted {
+			sp.AbortedTransactions = abortedIn(p, rp.FetchOffset, data)
+		}
 	}
 	*budget -= len(data)
 	return sp
+}
+
+// abortedIn lists the aborted transactions a read_committed client must
+// skip in data (read from offset): those whose range overlaps it. The
+// client drops a listed producer's batches from FirstOffset up to its abort
+// marker.
+func abortedIn(p *partition.Partition, offset int64, data []byte) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	end := offset
+	if bs, err := records.Split(data); err == nil && len(bs) > 0 {
+		if h, err := records.ParseHeader(bs[len(bs)-1]); err == nil {
+			end = h.NextOffset()
+		}
+	}
+	var out []kmsg.FetchResponseTopicPartitionAbortedTransaction
+	for _, a := range p.AbortedTxns(offset, end) {
+		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+		out = append(out, at)
+	}
+	return out
 }
 
 // readLeader returns the partition whose reads (Fetch, ListOffsets) this

@@ -6,8 +6,9 @@ package node
 // of __consumer_offsets partition PartitionFor(key, N), answered with that
 // broker's advertised address. The topic is created on the first request;
 // until it exists and the partition has a leader the request waits, up to
-// coordinatorWait, then answers COORDINATOR_NOT_AVAILABLE (clients retry). Key type 1 (transaction) gets
-// COORDINATOR_NOT_AVAILABLE: transactions are not supported yet. v4 batches
+// coordinatorWait, then answers COORDINATOR_NOT_AVAILABLE (clients retry).
+// Key type 1 (transaction): the same with __transaction_state and the
+// transactional id (txns.go). v4 batches
 // keys (CoordinatorKeys) and answers each in Coordinators; v0-3 carry one
 // key and answer at the top level.
 
@@ -85,21 +86,22 @@ func (r *Reactor) findCoordinator(key string, keyType int8, listener string) (c 
 	c = kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	fail := func(err error) { c.ErrorCode, c.ErrorMessage = errParts(err) }
+	t, ensure := r.offsetsTopic(), r.ensureOffsetsTopic
 	switch keyType {
 	case 0:
 	case 1:
-		fail(withMessage(kerr.CoordinatorNotAvailable, "transactions are not supported yet"))
-		return c, false
+		t, ensure = r.txnTopic(), r.ensureTxnTopic
 	default:
 		fail(kerr.InvalidRequest)
 		return c, false
 	}
-	t := r.offsetsTopic()
 	if t == nil || len(t.Partitions) == 0 {
-		r.ensureOffsetsTopic()
+		ensure()
 		fail(kerr.CoordinatorNotAvailable)
 		return c, true
 	}
+	// Both internal topics place a key with Kafka's hash (txn.PartitionFor
+	// is group.PartitionFor).
 	leader, _ := r.partitionLeader(&t.Partitions[group.PartitionFor(key, int32(len(t.Partitions)))])
 	b := r.ctl.state.Brokers[leader]
 	if leader < 0 || b == nil {

@@ -10,8 +10,12 @@ package node
 // COORDINATOR_LOAD_IN_PROGRESS at its deadline (expire.go), as Kafka
 // answers while a block is on its way (KIP-730); clients retry. v3+ lets a producer that
 // already has an id bump its epoch (KIP-360), which resets its sequences;
-// at the last epoch it gets a new id instead. Transactional ids are not
-// supported yet: the request fails with TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+// at the last epoch it gets a new id instead. With a transactional id the
+// request goes to the id's transaction coordinator (node/txn): a first
+// InitProducerId gets a new producer id at epoch 0, later ones bump the
+// epoch (fencing the previous producer; an open transaction is aborted
+// first and the client told CONCURRENT_TRANSACTIONS, which it retries); a
+// timeout above transaction.max.timeout.ms gets INVALID_TRANSACTION_TIMEOUT.
 // v5 (KIP-890 transactions) is not advertised.
 //
 // Authorization: a transactional producer needs WRITE on its transactional
@@ -46,8 +50,21 @@ func serveInitProducerID(r *Reactor, c Client, kreq kmsg.Request, respond func(k
 		return
 	}
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		respond(resp)
+		id := *req.TransactionalID
+		co, err := r.txnCoordinatorFor(id)
+		if err != nil {
+			resp.ErrorCode = err.Code
+			respond(resp)
+			return
+		}
+		pid, epoch := int64(-1), int16(-1)
+		if req.Version >= 3 {
+			pid, epoch = req.ProducerID, req.ProducerEpoch
+		}
+		co.InitProducerID(id, req.TransactionTimeoutMillis, pid, epoch, r.monoNow(), func(pid int64, epoch int16, err *kerr.Error) {
+			resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = pid, epoch, codeOf(err)
+			respond(resp)
+		})
 		return
 	}
 	if req.Version >= 3 && req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < math.MaxInt16-1 {

@@ -1,9 +1,9 @@
 package node
 
-// ListGroups (key 16), versions 0-4: the groups this broker coordinates
+// ListGroups (key 16), versions 0-5: the groups this broker coordinates
 // (admin clients ask every broker and merge), sorted by offsets partition
-// and name. v4 filters by state (case-insensitive); v5's type filter is not
-// advertised (every group is "classic").
+// and name, then the share groups (share_list.go). v4 filters by state and
+// v5 by type ("classic" or "share"), both case-insensitive.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,11 +23,25 @@ func serveListGroups(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.
 	if req.Version >= 4 {
 		states = req.StatesFilter
 	}
-	for _, co := range r.localCoordinators() {
-		for _, g := range co.ListGroups(states) {
-			if all || az.sees(kmsg.ACLResourceTypeGroup, g.Group, kmsg.ACLOperationDescribe) {
-				resp.Groups = append(resp.Groups, g)
+	var types []string
+	if req.Version >= 5 {
+		types = req.TypesFilter
+	}
+	var groups []kmsg.ListGroupsResponseGroup
+	if matchesFilter(types, "classic") {
+		for _, co := range r.localCoordinators() {
+			for _, g := range co.ListGroups(states) {
+				g.GroupType = "classic"
+				groups = append(groups, g)
 			}
+		}
+	}
+	if matchesFilter(types, "share") {
+		groups = append(groups, r.listShareGroups(states)...)
+	}
+	for _, g := range groups {
+		if all || az.sees(kmsg.ACLResourceTypeGroup, g.Group, kmsg.ACLOperationDescribe) {
+			resp.Groups = append(resp.Groups, g)
 		}
 	}
 	respond(resp)

@@ -5,7 +5,8 @@ package node
 // v1 is the first version with a single offset per partition (librdkafka
 // needs it); v4+ checks CurrentLeaderEpoch and returns the leader epoch.
 // The special timestamps, as Kafka defines them:
-//   - -1 (latest): the high watermark, the next offset a consumer will see;
+//   - -1 (latest): the high watermark, the next offset a consumer will see
+//     (under isolation level 1, read_committed, the last stable offset);
 //   - -2 (earliest): the log start offset;
 //   - -3 (max timestamp, v7+, KIP-734): the committed record with the
 //     largest timestamp, the first of several that share it, with that
@@ -40,7 +41,7 @@ func serveListOffsets(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
-			st.Partitions = append(st.Partitions, r.listOffset(rt.Topic, rp, denied[rt.Topic]))
+			st.Partitions = append(st.Partitions, r.listOffset(rt.Topic, rp, denied[rt.Topic], req.IsolationLevel))
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
@@ -49,7 +50,7 @@ func serveListOffsets(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg
 
 // listOffset answers one partition (TOPIC_AUTHORIZATION_FAILED when its
 // topic is denied).
-func (r *Reactor) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartition, denied bool) kmsg.ListOffsetsResponseTopicPartition {
+func (r *Reactor) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartition, denied bool, isolation int8) kmsg.ListOffsetsResponseTopicPartition {
 	sp := kmsg.NewListOffsetsResponseTopicPartition()
 	sp.Partition = rp.Partition
 	sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
@@ -68,6 +69,9 @@ func (r *Reactor) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartit
 		sp.Offset = p.StartOffset()
 	case listOffsetsLatest:
 		sp.Offset = p.HighWatermark()
+		if isolation == 1 {
+			sp.Offset = p.LastStableOffset() // read_committed: the last stable offset
+		}
 	case listOffsetsMaxTimestamp:
 		sp.Offset, sp.Timestamp = p.MaxTimestamp()
 	case listOffsetsLatestTiered:

@@ -19,7 +19,12 @@ package node
 // checked against the voters the leader heard from recently
 // (NOT_ENOUGH_REPLICAS). Idempotent batches follow docs/kafka-notes.md: a
 // duplicate is answered with its original offset once that is committed.
-// Transactional produce is not supported yet.
+// Transactional batches (docs/transactions.md) need the request's
+// transactional id; the first one of a transaction on a partition must
+// follow AddPartitionsToTxn (checked with the coordinator when it is on
+// this broker: INVALID_TXN_STATE otherwise), and a producer with a
+// transaction open on the partition may not write outside it
+// (INVALID_TXN_STATE).
 //
 // Authorization: WRITE on each topic (TOPIC_AUTHORIZATION_FAILED on its
 // partitions) and, for a transactional producer, WRITE on its
@@ -188,10 +193,6 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 		fail(kerr.UnsupportedVersion)
 		return
 	}
-	if req.TransactionID != nil {
-		fail(withMessage(kerr.TransactionalIDAuthorizationFailed, "transactions are not supported yet"))
-		return
-	}
 	p, ok := r.byName[topicPartition{topic, sp.Partition}]
 	if !ok {
 		fail(r.missingPartition(topic, sp.Partition))
@@ -211,6 +212,10 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 	h, err := validateProduce(data, p.Cfg, pre, prepared)
 	if err != nil {
 		r.stats.BadBatches++
+		fail(err)
+		return
+	}
+	if err := r.checkTxnProduce(req.TransactionID, topic, sp.Partition, p, h); err != nil {
 		fail(err)
 		return
 	}
@@ -276,8 +281,8 @@ func validateProduce(data []byte, cfg partition.Config, pre preparedBatch, prepa
 	if err != nil {
 		return records.Header{}, err
 	}
-	if s.IsTransactional() {
-		return records.Header{}, withMessage(kerr.InvalidRecord, "transactional batches are not supported yet")
+	if s.HasProducerID() && s.BaseSequence < 0 {
+		return records.Header{}, withMessage(kerr.InvalidRecord, "a producer's batch must carry a sequence")
 	}
 	if s.MaxTimestamp != s.Header.MaxTimestamp && s.MaxTimestamp != records.NoTimestamp {
 		// The time index trusts the batch's maxTimestamp; a client that

@@ -52,7 +52,7 @@ var apis = [kmsg.MaxKey + 1]api{
 	kmsg.LeaveGroup:                   {0, 5, serveLeaveGroup},
 	kmsg.SyncGroup:                    {0, 5, serveSyncGroup},
 	kmsg.DescribeGroups:               {0, 5, serveDescribeGroups},
-	kmsg.ListGroups:                   {0, 4, serveListGroups},
+	kmsg.ListGroups:                   {0, 5, serveListGroups},
 	kmsg.CreateTopics:                 {0, 7, serveCreateTopics},
 	kmsg.DeleteTopics:                 {0, 6, serveDeleteTopics},
 	kmsg.DeleteRecords:                {0, 2, serveDeleteRecords},
@@ -73,6 +73,17 @@ var apis = [kmsg.MaxKey + 1]api{
 	kmsg.AlterUserSCRAMCredentials:    {0, 0, serveAlterUserScramCredentials},
 	kmsg.DescribeCluster:              {0, 1, serveDescribeCluster},
 	kmsg.UnregisterBroker:             {0, 0, serveUnregisterBroker},
+	kmsg.AddPartitionsToTxn:           {0, 3, serveAddPartitionsToTxn},
+	kmsg.AddOffsetsToTxn:              {0, 3, serveAddOffsetsToTxn},
+	kmsg.EndTxn:                       {0, 4, serveEndTxn},
+	kmsg.WriteTxnMarkers:              {0, 1, serveWriteTxnMarkers},
+	kmsg.TxnOffsetCommit:              {0, 3, serveTxnOffsetCommit},
+	kmsg.DescribeTransactions:         {0, 0, serveDescribeTransactions},
+	kmsg.ListTransactions:             {0, 1, serveListTransactions},
+	kmsg.ShareGroupHeartbeat:          {0, 1, serveShareGroupHeartbeat},
+	kmsg.ShareGroupDescribe:           {0, 1, serveShareGroupDescribe},
+	kmsg.ShareFetch:                   {0, 2, serveShareFetch},
+	kmsg.ShareAcknowledge:             {0, 2, serveShareAcknowledge},
 }
 
 // apiFor returns key's entry; its serve is nil when key is not served.

@@ -320,6 +320,8 @@ func authCases(c *cluster) map[int16]authCase {
 		u.BrokerID = 99 // no such broker: alice gets BROKER_NOT_AVAILABLE
 		return u
 	}}
+	txnAuthCases(cases)
+	addShareAuthCases(cases)
 	return cases
 }
 

@@ -11,6 +11,9 @@ package node
 //   - An acks=all produce that committed is answered REQUEST_TIMED_OUT
 //     (as if the answer were lost), so clients must retry and idempotence
 //     must answer the retry with the original offset (api_produce.go).
+//   - A transaction coordinator's __transaction_state write fails before
+//     it is appended, as if leadership had just moved, so the coordinator's
+//     failed-write paths run and clients retry (txns.go).
 
 // buggify reports whether a fault site fires: only in simulation, with
 // probability 1/oneIn, drawn from the simulation's seeded generator.

@@ -6,6 +6,7 @@ import (
 	"path"
 
 	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/controller"
@@ -55,6 +56,9 @@ func (c *ctlGroup) Apply(e consensus.Entry) {
 		if err != nil {
 			c.r.env.Logf("node %d: controller entry %d does not decode: %v", c.r.self, e.Index, err)
 			return
+		}
+		if len(cmd.DeleteACLs) > 0 && plant.Enabled(plant.ACLDeleteMissed) && c.r.controllerLeader() != c.r.self {
+			return // planted bug: a broker other than the controller's leader keeps the deleted ACLs
 		}
 		res := c.state.Apply(cmd)
 		c.dirty = true

@@ -32,6 +32,7 @@ import (
 	"github.com/floe-broker/floe/node/group"
 	"github.com/floe-broker/floe/node/partition"
 	"github.com/floe-broker/floe/node/records"
+	"github.com/floe-broker/floe/node/share"
 )
 
 // groupCoordinators is the reactor's consumer-group state.
@@ -173,45 +174,74 @@ func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, e
 		Rand:       r.env.Rand,
 		WallMillis: func() int64 { return r.env.Clock.Now().UnixMilli() },
 		Known:      r.partitionExists,
+		TxnLog:     &offsetsLog{r: r, group: uint64(g), term: term},
 	})
 	skipped := 0
-	for off := p.StartOffset(); off < p.HighWatermark(); {
-		data, err := p.Read(off, 1<<20)
-		if err != nil {
-			return nil, err
-		}
-		if len(data) == 0 {
-			break
-		}
-		batches, err := records.Split(data)
-		if err != nil {
-			return nil, err
-		}
-		for _, b := range batches {
-			h, err := records.ParseHeader(b)
-			if err != nil {
-				return nil, err
-			}
-			off = h.NextOffset()
-			if h.IsControl() {
-				continue
-			}
-			err = records.Records(b, func(rec records.Record) error {
-				if coord.Replay(rec.Key, rec.Value) != nil {
-					skipped++
+	err := replayBatches(p, func(h records.Header, b []byte) error {
+		return records.Records(b, func(rec records.Record) error {
+			var err error
+			switch {
+			case h.IsControl():
+				if m, perr := records.ParseMarker(rec); perr == nil {
+					coord.ReplayMarker(h.ProducerID, m.Type == records.ControlCommit)
 				}
-				return nil
-			})
-			if err != nil {
-				return nil, err
+			case h.IsTransactional():
+				err = coord.ReplayTxn(h.ProducerID, rec.Key, rec.Value)
+			case share.IsStateKey(rec.Key):
+				// share-partition state (shares.go)
+			default:
+				err = coord.Replay(rec.Key, rec.Value)
 			}
-		}
+			if err != nil {
+				skipped++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
 	if skipped > 0 {
 		r.env.Logf("node %d: %s-%d: skipped %d records that do not decode", r.self, p.Topic, p.Index, skipped)
 	}
 	coord.Start(r.env.Clock.Monotonic())
 	return coord, nil
+}
+
+// replayCommitted calls fn with every record of the partition's committed
+// batches, in log order, skipping control batches.
+func replayCommitted(p *partition.Partition, fn func(key, value []byte)) error {
+	for off := p.StartOffset(); off < p.HighWatermark(); {
+		data, err := p.Read(off, 1<<20)
+		if err != nil {
+			return err
+		}
+		if len(data) == 0 {
+			break
+		}
+		batches, err := records.Split(data)
+		if err != nil {
+			return err
+		}
+		for _, b := range batches {
+			h, err := records.ParseHeader(b)
+			if err != nil {
+				return err
+			}
+			off = h.NextOffset()
+			if h.IsControl() {
+				continue
+			}
+			err = records.Records(b, func(rec records.Record) error {
+				fn(rec.Key, rec.Value)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // partitionExists reports whether the metadata has this topic partition.
@@ -234,6 +264,16 @@ type offsetsLog struct {
 // Write implements group.Log: one uncompressed batch, appended on the
 // leader path and reported once committed (acks=all).
 func (l *offsetsLog) Write(recs []group.Record, done func(now time.Duration, err error)) {
+	l.write(nil, recs, done)
+}
+
+// WriteTxn implements group.TxnLog: the batch is producer pid's
+// transactional batch (no sequence: the partition checks only its epoch).
+func (l *offsetsLog) WriteTxn(pid int64, epoch int16, recs []group.Record, done func(now time.Duration, err error)) {
+	l.write(&records.Producer{ID: pid, Epoch: epoch, BaseSequence: records.NoSequence}, recs, done)
+}
+
+func (l *offsetsLog) write(producer *records.Producer, recs []group.Record, done func(now time.Duration, err error)) {
 	r := l.r
 	fail := func(err error) { done(r.env.Clock.Monotonic(), err) }
 	p, ok := r.parts[l.group]
@@ -246,7 +286,8 @@ func (l *offsetsLog) Write(recs []group.Record, done func(now time.Duration, err
 	for i, rec := range recs {
 		rs[i] = records.Record{Key: rec.Key, Value: rec.Value}
 	}
-	batch := records.Build(records.BuildOptions{Codec: records.CodecNone, BaseTimestamp: now.UnixMilli()}, rs)
+	batch := records.Build(records.BuildOptions{Codec: records.CodecNone, BaseTimestamp: now.UnixMilli(),
+		Producer: producer, Transactional: producer != nil}, rs)
 	h, err := records.ParseHeader(batch)
 	if err != nil {
 		fail(kerr.UnknownServerError)

@@ -199,6 +199,8 @@ func majorityLossCases(q, g, member string, gen int32, hw int64, deadBroker int3
 	xa := kmsg.NewPtrDeleteACLsRequest()
 	xa.Filters = []kmsg.DeleteACLsRequestFilter{{ResourceType: 1, ResourcePatternType: 1, Operation: 1, PermissionType: 1}}
 	cases[31] = apiCase{xa, none, true}
+	txnMajorityLossCases(cases, q, g, member, gen, none)
+	addShareMajorityLossCases(cases, g)
 	return cases
 }
 

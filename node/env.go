@@ -9,6 +9,7 @@ import (
 	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/group"
+	"github.com/floe-broker/floe/node/txn"
 )
 
 // Env is everything a Reactor gets from the world. The production runtime
@@ -96,6 +97,10 @@ type Config struct {
 	// Groups configures the consumer group coordinator (zero: Kafka's
 	// defaults).
 	Groups group.Config
+	// Txn configures the transaction coordinator (zero: Kafka's defaults).
+	Txn txn.Config
+	// Shares configures share groups (shares.go; zero: Kafka's defaults).
+	Shares ShareConfig
 	// Security configures authorization and the audit log (security.go).
 	Security SecurityConfig
 	// BootstrapUsers are the first users of a new cluster, their SCRAM

@@ -141,6 +141,12 @@ func expiredAnswer(r *Reactor, req kmsg.Request) kmsg.Response {
 	if resp := expiredACLs(req); resp != nil {
 		return resp
 	}
+	if resp := expiredTxn(req); resp != nil {
+		return resp
+	}
+	if resp := expiredShare(req); resp != nil {
+		return resp
+	}
 	return expiredGroup(req)
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/partition"
 )
@@ -123,6 +124,9 @@ func (r *Reactor) leaseHeld(p *partition.Partition) bool {
 	if !p.Ready() {
 		return false
 	}
+	if plant.Enabled(plant.NoReadLease) {
+		return true
+	}
 	rep := p.Replica()
 	st := rep.BasicStatus()
 	if st.LeadTransferee != 0 || st.TimeoutNowSent {
@@ -135,6 +139,7 @@ func (r *Reactor) leaseHeld(p *partition.Partition) bool {
 	}
 	s, ok := r.local[uint64(rep.Group)]
 	if !ok || s.lease.until <= r.env.Clock.Monotonic() {
+		r.stats.LeaseRefusals++
 		return false
 	}
 	// A lease from an earlier term of this node's is no lease: it was

@@ -60,6 +60,8 @@ type Reactor struct {
 	reports  controllerReports // registration and leadership reports (tick.go)
 
 	groups groupCoordinators // consumer group coordinators (coordinators.go)
+	txns   txnCoordinators   // transaction coordinators and markers (txns.go)
+	shares shareCoordinators // share groups (shares.go)
 	users  userStore         // the SCRAM credential store's glue (users.go)
 
 	sec security // authorization and the audit log (security.go)

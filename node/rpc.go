@@ -151,6 +151,8 @@ func (r *Reactor) handleRPC(from uint64, b []byte) {
 		}
 	case rpcAuditAppend, rpcAuditAck:
 		r.handleAuditRPC(from, kind, &rd)
+	case rpcTxnMarker, rpcTxnMarkerAck:
+		r.handleTxnRPC(from, kind, &rd)
 	default:
 		r.stats.BadFrames++
 	}

@@ -14,6 +14,9 @@ type Stats struct {
 	CorruptReads uint64 // reads that met a checksum failure
 	SyncRounds   uint64 // rounds of group-commit fsyncs
 	Repairs      uint64 // damaged replicas cut back to be refetched from peers
+	// LeaseRefusals counts reads a leader refused because its read lease
+	// had expired (lease.go).
+	LeaseRefusals uint64
 	// RequestsExpired counts requests answered by their deadline because
 	// the handler had not answered in time (deadline.go); LateAnswers the
 	// handler answers that came after and were dropped.

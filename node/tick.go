@@ -32,6 +32,7 @@ func (r *Reactor) onTick() {
 	r.ensureJoined()
 	r.ctl.maybeSnapshot()
 	r.syncCoordinators()
+	r.txnsSync()
 	r.auditTick()
 	if r.ticks%maintenanceTicks == 0 {
 		r.maintain()
@@ -81,6 +82,7 @@ func (r *Reactor) afterApply(g uint64) {
 	r.campaignIfDue(g)
 	r.wakeFetches()
 	r.groupsAfterApply(g)
+	r.txnsAfterApply(g)
 }
 
 // controllerReports is what this broker tells the controller about itself:

@@ -9,6 +9,7 @@ import (
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node"
+	"github.com/floe-broker/floe/node/group"
 )
 
 // Broker is a sim Instance running a full Floe broker: node.Reactor, the
@@ -16,6 +17,9 @@ import (
 // and disk.
 type Broker struct {
 	R *node.Reactor
+	// auth is the incarnation's SASL server and sessions (auth.go), nil
+	// when the run does not authenticate.
+	auth *brokerAuth
 }
 
 // Handle passes a peer frame to the reactor.
@@ -41,6 +45,8 @@ type BrokerConfig struct {
 	DiskLatencyMin, DiskLatencyMax time.Duration
 	DiskSlowProb                   float64
 	DiskSlow                       time.Duration
+	// Auth, when set, turns on SASL/SCRAM and the ACL authorizer (auth.go).
+	Auth *BrokerAuth
 }
 
 // BrokerFactory returns the Factory that boots a broker on every node. A
@@ -66,6 +72,9 @@ func BrokerFactory(bc BrokerConfig) Factory {
 			DefaultReplication:     int16(min(3, bc.Nodes)),
 			OffsetsTopicPartitions: bc.OffsetsPartitions,
 			ForwardTimeout:         bc.ForwardTimeout,
+			// No initial rebalance delay: the group members (members.go)
+			// should see several generations in a few simulated seconds.
+			Groups: group.Config{InitialRebalanceDelay: -1},
 		}
 		disk := &simDisk{sched: env.Sched, rng: rand.New(rand.NewSource(env.Rand.Int63())), cfg: bc, trace: env.Tracef}
 		nenv := node.Env{
@@ -79,11 +88,21 @@ func BrokerFactory(bc BrokerConfig) Factory {
 			Fatal:   env.Fatal,
 			Buggify: env.Buggify,
 		}
+		if bc.Auth != nil {
+			bc.Auth.configure(&cfg)
+		}
 		r := node.New(cfg, nenv)
 		if err := r.Start(); err != nil {
 			env.Fatal(fmt.Errorf("start: %w", err))
 		}
-		return &Broker{R: r}
+		b := &Broker{R: r}
+		if bc.Auth != nil {
+			var err error
+			if b.auth, err = bc.Auth.start(r, env); err != nil {
+				env.Fatal(fmt.Errorf("sasl: %w", err))
+			}
+		}
+		return b
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -101,6 +102,9 @@ func TestSim(t *testing.T) {
 			}
 		})
 	}
+	var covMu sync.Mutex
+	var cov Coverage
+	t.Cleanup(func() { checkCoverage(t, &cov) })
 	for _, seed := range seeds {
 		name := fmt.Sprintf("seed=%d", seed)
 		if n := names[seed]; n != "" {
@@ -115,6 +119,9 @@ func TestSim(t *testing.T) {
 			if res.Stats.Moves > 0 {
 				movedSeeds.Add(1)
 			}
+			covMu.Lock()
+			cov.Add(res)
+			covMu.Unlock()
 			if testing.Verbose() || res.Failed() {
 				t.Log(res.Summary())
 			}
@@ -334,5 +341,20 @@ func TestSimOptionalFaultRegressions(t *testing.T) {
 				t.Errorf("seed %d failed; last trace lines:\n\t%s", rs.seed, strings.Join(res.TraceTail(60), "\n\t"))
 			}
 		})
+	}
+}
+
+// checkCoverage prints the coverage table of TestSim's seeds and, on the
+// default seed set, fails if a listed path was never reached (coverage.go).
+func checkCoverage(t *testing.T, cov *Coverage) {
+	if cov.Seeds == 0 {
+		return
+	}
+	t.Logf("%s", cov.Table())
+	if seedIsSet || *seedCount > 0 && *seedCount < simSeedsDefault {
+		return // a replay or a short run proves nothing about coverage
+	}
+	if missing := cov.Missing(); len(missing) > 0 {
+		t.Errorf("coverage: %d listed paths never reached in %d seeds: %s", len(missing), cov.Seeds, strings.Join(missing, "; "))
 	}
 }

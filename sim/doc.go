@@ -28,6 +28,13 @@
 // replays one seed or runs a campaign. docs/testing.md ("Simulator") says
 // how to read and replay a failing run.
 //
+// About a third of the seeds (Options.Auth) run the brokers with the ACL
+// authorizer on and every client logged in with SASL/SCRAM (auth.go: the
+// simulator plays the protocol server's SASL part, with nonces from each
+// node's seeded randomness; authclient.go and authscram.go: the clients'
+// side), with an ACL workload and its checkers (authwork.go,
+// authcheck.go).
+//
 // What it must not do: sim starts no goroutines, reads no wall clock, uses no
 // global randomness and iterates no map into its trace. Nothing under node
 // imports sim; node's tests use sim/world, which imports no node.

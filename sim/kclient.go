@@ -27,6 +27,10 @@ type kafkaNet struct {
 	conns  uint64
 	// calls counts requests by API key, for the run's figures.
 	calls map[int16]int
+	// auth logs clients in (authclient.go) in a run with authentication;
+	// user is then the principal of call and callAt.
+	auth *clientAuth
+	user string
 }
 
 var (
@@ -58,6 +62,15 @@ func (k *kafkaNet) call(id netx.NodeID, req kmsg.Request, timeout time.Duration,
 // answers; its verdict reaches done with the response (false when there
 // was no answer).
 func (k *kafkaNet) callAt(id netx.NodeID, req kmsg.Request, timeout time.Duration, probe func() bool, done func(kmsg.Response, error, bool)) {
+	k.callAs(k.user, id, req, timeout, nil, probe, done)
+}
+
+// callAs is callAt as a user (in a run with authentication: the client
+// first logs in to the broker if it holds no session there, auth.go), with
+// arrive run on the broker's side at the instant the request reaches it,
+// before the broker sees it.
+func (k *kafkaNet) callAs(user string, id netx.NodeID, req kmsg.Request, timeout time.Duration, arrive func(*Broker, string),
+	probe func() bool, done func(kmsg.Response, error, bool)) {
 	finished := false
 	finish := func(resp kmsg.Response, err error, probed bool) {
 		if finished {
@@ -71,24 +84,57 @@ func (k *kafkaNet) callAt(id netx.NodeID, req kmsg.Request, timeout time.Duratio
 		k.w.After(0, func() { finish(nil, err, false) })
 		return
 	}
-	k.conns++
-	k.calls[req.Key()]++
-	conn := k.conns
-	name := kmsg.NameForKey(req.Key())
 	k.w.After(timeout, func() { finish(nil, errClientTimeout, false) })
+	if k.auth == nil {
+		k.deliver(id, 0, "", wire, arrive, probe, finish)
+		return
+	}
+	k.auth.session(id, user, timeout, func(session uint64, err error) {
+		if err != nil {
+			finish(nil, err, false)
+			return
+		}
+		k.deliver(id, session, user, wire, arrive, probe, func(resp kmsg.Response, err error, probed bool) {
+			if err == errConnRefused {
+				k.auth.forget(id, user, session)
+			}
+			finish(resp, err, probed)
+		})
+	})
+}
+
+// deliver sends a decoded request to the broker on a session (0: none).
+func (k *kafkaNet) deliver(id netx.NodeID, session uint64, user string, wire kmsg.Request, arrive func(*Broker, string),
+	probe func() bool, finish func(kmsg.Response, error, bool)) {
+	k.conns++
+	k.calls[wire.Key()]++
+	conn := k.conns
+	name := kmsg.NameForKey(wire.Key())
 	k.w.Call(id, k.latency(), "kafka "+name, func(inst Instance) {
 		b, ok := inst.(*Broker)
 		if !ok {
 			return
 		}
-		b.R.HandleRequest(node.Client{ConnID: conn, ClientID: "sim"}, wire, func(resp kmsg.Response) {
+		cl := node.Client{ConnID: conn, ClientID: "sim"}
+		if b.auth != nil && user != "" {
+			p, ok := b.auth.principal(session)
+			if !ok { // this incarnation never authenticated the session: closed
+				k.w.After(k.latency(), func() { finish(nil, errConnRefused, false) })
+				return
+			}
+			cl.Principal = p
+		}
+		if arrive != nil {
+			arrive(b, cl.Principal)
+		}
+		b.R.HandleRequest(cl, wire, func(resp kmsg.Response) {
 			lat := k.latency()
 			if resp == nil {
 				k.w.After(lat, func() { finish(nil, errNoResponse, false) })
 				return
 			}
 			probed := probe != nil && probe()
-			out, err := roundTripResponse(req, resp)
+			out, err := roundTripResponse(wire, resp)
 			k.w.After(lat, func() { finish(out, err, probed) })
 		})
 	}, func() { finish(nil, errConnRefused, false) })

@@ -27,6 +27,7 @@ type Options struct {
 	Fetchers       int
 	Consumers      int
 	Groups         int // consumer groups the consumers share
+	TxnProducers   int // transactional producers (txn.go); 0: none
 	ThinkMax       time.Duration
 	OpTimeout      time.Duration // a produce's delivery timeout
 	RequestTimeout time.Duration // one request's client-side timeout
@@ -38,6 +39,9 @@ type Options struct {
 	LivenessMax time.Duration // after healing: bound on leaders, writes, final reads
 
 	Faults FaultOptions
+
+	// Auth turns on SASL/SCRAM and ACLs, with the ACL workload (auth.go).
+	Auth AuthOptions
 
 	// TraceKeep is how many trace lines the Result keeps (0: the last
 	// 4,000; -1: all of them, for a replay written to a file).
@@ -193,6 +197,8 @@ func ChooseOptions(seed int64) Options {
 	// chose before them (regression and known-bug seeds keep their runs).
 	f.Reassign = rate(0.5, 0.2, 1.5)
 	f.Corrupt = rate(0.5, 0.2, 1)
+	o.TxnProducers = 1 + rng.Intn(2)
+	o.Auth = chooseAuth(seed) // its own generator
 	return o
 }
 
@@ -210,5 +216,8 @@ func (o Options) String() string {
 		f.Crash, f.PowerCut, f.Pause, f.Partition, f.Clock, f.Transfer, f.Reassign, f.Corrupt, f.Aim, f.DurMax)
 	fmt.Fprintf(&b, "link: drop=%.3f dup=%.3f reorder=%.3f delay=%v..%v; disk: sync-fail=%.4f write-fail=%.4f; buggify=%v",
 		f.Link.DropProb, f.Link.DupProb, f.Link.ReorderProb, f.Link.DelayMin, f.Link.DelayMax, f.SyncFailProb, f.WriteFailProb, f.Buggify)
+	if o.Auth.On {
+		fmt.Fprintf(&b, "\n%s", o.Auth)
+	}
 	return b.String()
 }

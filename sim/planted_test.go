@@ -12,21 +12,37 @@ import (
 
 // Proof that the simulator's checkers can fail: with a known bug planted in
 // the product (internal/plant, build tag floe_bugs), the default swarm must
-// report a checker violation within plantedSeedsMax seeds. Run by make test
+// report a checker or white-box invariant violation (invariants.go) within
+// the default seeds (plantedSeedsMax, as many as TestSim runs). Run by make test
 // (make planted):
 //
 //	go test -tags floe_bugs -run PlantedBug ./sim -v
 //
 // A livelock or a liveness failure alone does not count: the point is that
-// the history checkers see the damage.
+// the history checkers or the invariants see the damage.
 
-const plantedSeedsMax = 50
+const plantedSeedsMax = simSeedsDefault
 
 func TestPlantedBugAckBeforeQuorum(t *testing.T) { catchPlanted(t, plant.AckBeforeQuorum) }
 func TestPlantedBugAckBeforeFsync(t *testing.T)  { catchPlanted(t, plant.AckBeforeFsync) }
 func TestPlantedBugVoteWithoutLogCheck(t *testing.T) {
 	catchPlanted(t, plant.VoteWithoutLogCheck)
 }
+
+// The classes issue 15 measured: each must be caught by the default seeds.
+func TestPlantedBugCommitPrevTerm(t *testing.T)   { catchPlanted(t, plant.CommitPrevTerm) }
+func TestPlantedBugNoReadLease(t *testing.T)      { catchPlanted(t, plant.NoReadLease) }
+func TestPlantedBugVoteNotPersisted(t *testing.T) { catchPlanted(t, plant.VoteNotPersisted) }
+func TestPlantedBugFetchPastHighWatermark(t *testing.T) {
+	catchPlanted(t, plant.FetchPastHighWatermark)
+}
+func TestPlantedBugOffsetCommitBeforeReplicated(t *testing.T) {
+	catchPlanted(t, plant.OffsetCommitBeforeReplicated)
+}
+func TestPlantedBugIdempotenceWindowShrunk(t *testing.T) {
+	catchPlanted(t, plant.IdempotenceWindowShrunk)
+}
+func TestPlantedBugNoGenerationFence(t *testing.T) { catchPlanted(t, plant.NoGenerationFence) }
 
 // catchPlanted plants bug and runs seeds 1, 2, ... two at a time until one
 // fails a checker. Seeds run in order within each pair, so the verdict is
@@ -71,7 +87,7 @@ func catchPlanted(t *testing.T, bug string) {
 func checkerViolations(res *Result) []string {
 	var out []string
 	for _, v := range res.Violations {
-		if strings.HasPrefix(v, "checker: ") && strings.Contains(v, " invalid") {
+		if strings.HasPrefix(v, "checker: ") && strings.Contains(v, " invalid") || strings.HasPrefix(v, "invariant: ") {
 			out = append(out, v)
 		}
 	}

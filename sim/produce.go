@@ -96,13 +96,21 @@ type produceOp struct {
 	deadline time.Duration
 	lastErr  string
 	done     func(history.Type)
+	// acked, if set, gets the base offset of an acknowledged batch.
+	acked func(base int64)
 }
 
 // produceOp writes n new unique values to partition part as one batch,
 // retrying until it is acknowledged or OpTimeout passes, and records the
 // operation. done gets how it ended.
 func (r *run) produceOp(proc int64, part int32, n int, stamp producerStamp, done func(history.Type)) {
-	op := &produceOp{r: r, part: part, stamp: stamp, done: done, deadline: r.now() + r.o.OpTimeout}
+	r.produceOpAcked(proc, part, n, stamp, done, nil)
+}
+
+// produceOpAcked is produceOp that also tells acked the base offset of an
+// acknowledged batch.
+func (r *run) produceOpAcked(proc int64, part int32, n int, stamp producerStamp, done func(history.Type), acked func(base int64)) *produceOp {
+	op := &produceOp{r: r, part: part, stamp: stamp, done: done, acked: acked, deadline: r.now() + r.o.OpTimeout}
 	recs := make([]history.Record, n)
 	for i := range recs {
 		r.values++
@@ -113,6 +121,7 @@ func (r *run) produceOp(proc int64, part int32, n int, stamp producerStamp, done
 	op.inv = r.rec.Invoke(history.Op{Process: proc, F: history.Produce, Records: recs, NotIdempotent: stamp.pid < 0})
 	r.stats.Produces++
 	op.attempt()
+	return op
 }
 
 func (op *produceOp) attempt() {
@@ -192,6 +201,9 @@ func (op *produceOp) finish(typ history.Type, why string, from netx.NodeID, base
 	if typ == history.OK {
 		r.stats.Acked++
 		r.sawOffset(op.part, base+int64(len(op.values)))
+		if op.acked != nil {
+			op.acked(base)
+		}
 	}
 	op.done(typ)
 }

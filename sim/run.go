@@ -50,6 +50,8 @@ type Result struct {
 	TraceHash string
 	Trace     []string
 	History   history.History
+	// Coverage counts the rare paths the run reached (coverage.go).
+	Coverage map[string]int
 }
 
 // RunStats are a run's figures.
@@ -86,6 +88,10 @@ func (res *Result) ReplayCommands() string {
 	}
 	if res.Options.SafetyDur >= LongMin {
 		test, cli = test+" -long", cli+" --long"
+	}
+	if res.Options.Auth.On && !ChooseOptions(res.Options.Seed).Auth.On { // forced on (WithAuth)
+		return fmt.Sprintf("go test ./sim -run '^TestSimAuth$' -seed %d%s -v\n\tgo run ./cmd/floe sim --seed %d%s --auth",
+			res.Options.Seed, test, res.Options.Seed, cli)
 	}
 	return fmt.Sprintf("go test ./sim -run '^TestSim$' -seed %d%s -v\n\tgo run ./cmd/floe sim --seed %d%s",
 		res.Options.Seed, test, res.Options.Seed, cli)
@@ -130,6 +136,9 @@ type run struct {
 	meta *metaCache
 	rec  *history.Recorder
 	nem  *nemesis
+	// auth is the ACL workload of a run with authentication (authwork.go).
+	auth *aclWork
+	inv  *invariants // white-box checks (invariants.go)
 
 	topic    string
 	values   int64
@@ -159,6 +168,10 @@ type run struct {
 	// sameInstant counts events run since simulated time last moved.
 	sameInstant int
 	lastInstant time.Duration
+
+	txn *txnWorkload // the transactional workload (txn.go), if any
+	// coverage counts the rare paths the run reached (coverage.go).
+	coverage map[string]int
 
 	corruptedFiles []string
 	violations     []string
@@ -200,6 +213,7 @@ func (r *run) exhausted() bool {
 	}
 	if now := r.now(); now != r.lastInstant {
 		r.lastInstant, r.sameInstant = now, 0
+		r.inv.observe()
 	}
 	r.sameInstant++
 	switch {
@@ -272,10 +286,11 @@ func Run(o Options) *Result {
 	case keep < 0:
 		keep = 0 // the world keeps all
 	}
+	bc, ba, cache := authBrokerConfig(o)
 	w := NewWorld(Config{
 		Seed: o.Seed, Nodes: o.Nodes, Buggify: o.Faults.Buggify, TraceKeep: keep,
 		Faults: netx.LinkFaults{DelayMin: o.Faults.Link.DelayMin, DelayMax: o.Faults.Link.DelayMax},
-	}, BrokerFactory(o.Broker))
+	}, BrokerFactory(bc))
 	r := &run{
 		w: w, o: o, topic: "sim", topOffset: map[int32]int64{}, finalHWM: map[int32]int64{}, maxEpoch: map[string]int32{},
 		rng: rand.New(rand.NewSource(w.Rand().Int63())),
@@ -285,14 +300,24 @@ func Run(o Options) *Result {
 	r.meta = newMetaCache(r)
 	r.rec = history.NewRecorder(nil, func() int64 { return int64(w.Clock().Monotonic()) })
 	r.nem = newNemesis(r)
+	if ba != nil {
+		r.auth = newACLWork(r, ba, cache)
+	}
+	r.inv = newInvariants(r)
 	w.Tracef("options %s", strings.ReplaceAll(o.String(), "\n", "; "))
-	if r.setup() {
+	if r.setup() && (r.auth == nil || r.auth.setup()) {
 		r.safety()
 		if !r.halted {
 			r.heal()
 		}
 		if !r.halted {
 			r.liveness()
+		}
+		if r.auth != nil && !r.halted {
+			r.auth.final()
+		}
+		if !r.halted {
+			r.inv.afterHeal()
 		}
 	}
 	return r.finish()
@@ -366,6 +391,11 @@ func (r *run) safety() {
 		c := &consumer{r: r, group: fmt.Sprintf("g%d", i%max(r.o.Groups, 1))}
 		c.start()
 	}
+	r.startTxn()
+	if r.auth != nil {
+		r.auth.start()
+	}
+	r.startProbes()
 	r.nem.start()
 	r.runFor(r.o.SafetyDur)
 }
@@ -415,6 +445,7 @@ func (r *run) liveness() {
 		r.violation("liveness", fmt.Sprintf("%d of %d consumers drained and committed within %v of the heal",
 			r.drainedConsumers, r.o.Consumers, r.o.LivenessMax))
 	}
+	r.finishTxn()
 }
 
 // probe writes to partition part until a write is acknowledged (or the
@@ -442,6 +473,7 @@ func (r *run) probe(part int32, healAt time.Duration, done func()) {
 func (r *run) finish() *Result {
 	w := r.w
 	h := r.rec.History()
+	r.inv.deposedReads(h)
 	rep := check.Check(h, check.Options{})
 	checkFailed := rep.Valid != check.Valid
 	if findKnown(staleReads) != nil {
@@ -477,6 +509,7 @@ func (r *run) finish() *Result {
 	if len(r.corruptedFiles) > 0 {
 		r.note("corrupted: " + strings.Join(r.corruptedFiles, ", "))
 	}
+	r.coverStats()
 	r.stats.SimTime = w.Clock().Monotonic()
 	r.stats.Events = w.Clock().Executed()
 	r.stats.Faults = r.nem.summary()
@@ -488,7 +521,7 @@ func (r *run) finish() *Result {
 	w.Tracef("done: %d violations", len(r.violations))
 	return &Result{
 		Options: r.o, Violations: r.violations, Known: r.knownSeen, Notes: r.notes, Report: rep, Stats: r.stats,
-		TraceHash: w.TraceHash(), Trace: w.Trace(), History: h,
+		TraceHash: w.TraceHash(), Trace: w.Trace(), History: h, Coverage: r.coverage,
 	}
 }
 

@@ -41,6 +41,7 @@ func runServe(args []string) error {
 	replication := fs.Int("default-replication-factor", 0, "replication factor of new topics (0: min(3, brokers))")
 	offsetsPartitions := fs.Int("offsets-topic-partitions", 16, "partitions of __consumer_offsets")
 	groupCfg := addGroupFlags(fs)
+	shareCfg := addShareFlags(fs)
 	security := addAuthzFlags(fs)
 	maxRequest := fs.Int("max-request-bytes", 100<<20, "largest Kafka request accepted")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -101,6 +102,7 @@ func runServe(args []string) error {
 			Peers: peerList, Join: *join, AutoCreateTopics: *autoCreate,
 			DefaultPartitions: int32(*partitions), DefaultReplication: int16(*replication),
 			OffsetsTopicPartitions: int32(*offsetsPartitions), Groups: groupCfg(), Security: secCfg,
+			Shares: shareCfg(),
 		},
 	}
 	b, err := runtime.Start(opts)

@@ -7,6 +7,7 @@ package main
 //	floe sim --seeds 5000 --workers 2        a campaign over seeds 1..5000
 //	--corrupt, --reassign                    force disk corruption, membership changes on in every seed
 //	--long                                   long seeds: 60 to 600 simulated seconds of faults each
+//	--auth                                   force SASL/SCRAM and ACLs on in every seed (a third draw them)
 //
 // A campaign prints every failing seed's report as it is found, then the
 // figures: seeds, simulated hours, events per second, violations by kind.
@@ -36,6 +37,7 @@ type simFlags struct {
 	corrupt    bool
 	reassign   bool
 	long       bool
+	auth       bool
 	tracePath  string
 	historyOut string
 	verbose    bool
@@ -51,6 +53,7 @@ func runSim(args []string) error {
 	fs.BoolVar(&f.corrupt, "corrupt", false, "force disk corruption (of a minority of each group) on in every seed; by default about half the seeds draw it")
 	fs.BoolVar(&f.reassign, "reassign", false, "force membership changes (reassignment, decommission) on in every seed; by default about half the seeds draw them")
 	fs.BoolVar(&f.long, "long", false, "long seeds: a safety phase of 60 to 600 simulated seconds each")
+	fs.BoolVar(&f.auth, "auth", false, "force SASL/SCRAM authentication and ACLs, with the ACL workload, on in every seed; by default about a third of the seeds draw them")
 	fs.StringVar(&f.tracePath, "trace", "", "with --seed: write the whole trace to this file")
 	fs.StringVar(&f.historyOut, "history", "", "with --seed: write the history (JSON lines) to this file")
 	fs.BoolVar(&f.verbose, "v", false, "print every seed's one-line result")
@@ -78,6 +81,9 @@ func options(seed int64, f simFlags) sim.Options {
 	}
 	if f.long {
 		o = o.WithLong()
+	}
+	if f.auth {
+		o = o.WithAuth()
 	}
 	return o
 }
@@ -128,6 +134,7 @@ type campaignTotals struct {
 	violations map[string]int
 	known      map[string]int
 	acked      int
+	coverage   sim.Coverage
 }
 
 func campaign(f simFlags) error {
@@ -165,6 +172,7 @@ func campaign(f simFlags) error {
 		}
 	}
 	tot.print(time.Since(began), f.workers)
+	fmt.Print(tot.coverage.Table())
 	if len(tot.failed) > 0 {
 		return fmt.Errorf("%d of %d seeds failed", len(tot.failed), tot.seeds)
 	}
@@ -173,6 +181,7 @@ func campaign(f simFlags) error {
 
 func (t *campaignTotals) add(res *sim.Result) {
 	t.seeds++
+	t.coverage.Add(res)
 	t.simTime += res.Stats.SimTime
 	t.events += res.Stats.Events
 	t.acked += res.Stats.Acked

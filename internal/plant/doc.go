@@ -15,13 +15,41 @@
 //	ack-before-fsync              answer acks=all before the leader's fsync
 //	audit-stale-chain-head        an __audit_log leader links new records to the
 //	                              head it kept from an earlier term of its own
+//	txn-marker-before-decision    a transaction coordinator sends the markers
+//	                              before its commit decision is durable
+//	txn-lso-ignores-open          the last stable offset is not held back by
+//	                              an open transaction
+//	share-ack-before-durable      answer a share fetch or acknowledgement before
+//	                              its share-partition state is committed
+//	acl-allow-beats-deny          an ALLOW ACL wins over a matching DENY
+//	acl-delete-missed-by-follower a broker other than the controller's leader
+//	                              does not apply a DeleteAcls
+//	no-read-lease                 a leader serves reads with no lease (issue 15)
+//	raft-vote-not-persisted       the meta record never holds the Raft vote
+//	fetch-past-high-watermark     Fetch reads up to the log end, uncommitted too
+//	offset-commit-before-replicated  OffsetCommit answered once appended, not committed
+//	idempotence-window-shrunk     a producer's dedup window keeps 1 batch, not 5
+//	no-generation-fence           OffsetCommit ignores the member's generation
 package plant
 
 // Bug names.
 const (
-	VoteWithoutLogCheck = "raft-vote-without-log-check"
-	CommitPrevTerm      = "raft-commit-prev-term"
-	AckBeforeQuorum     = "ack-before-quorum"
-	AckBeforeFsync      = "ack-before-fsync"
-	AuditStaleChainHead = "audit-stale-chain-head"
+	VoteWithoutLogCheck   = "raft-vote-without-log-check"
+	CommitPrevTerm        = "raft-commit-prev-term"
+	AckBeforeQuorum       = "ack-before-quorum"
+	AckBeforeFsync        = "ack-before-fsync"
+	AuditStaleChainHead   = "audit-stale-chain-head"
+	ShareAckBeforeDurable = "share-ack-before-durable"
+
+	TxnMarkerBeforeDecision = "txn-marker-before-decision"
+	TxnLSOIgnoresOpen       = "txn-lso-ignores-open"
+	ACLAllowBeatsDeny       = "acl-allow-beats-deny"
+	ACLDeleteMissed         = "acl-delete-missed-by-follower"
+
+	NoReadLease                  = "no-read-lease"
+	VoteNotPersisted             = "raft-vote-not-persisted"
+	FetchPastHighWatermark       = "fetch-past-high-watermark"
+	OffsetCommitBeforeReplicated = "offset-commit-before-replicated"
+	IdempotenceWindowShrunk      = "idempotence-window-shrunk"
+	NoGenerationFence            = "no-generation-fence"
 )

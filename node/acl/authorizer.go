@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/internal/plant"
 )
 
 // Authorizer decides requests against a set of ACLs.
@@ -92,7 +94,8 @@ func (a *Authorizer) Authorize(q Request) Decision {
 					if e.perm == kmsg.ACLPermissionTypeDeny {
 						if e.op == q.Operation || e.op == kmsg.ACLOperationAll {
 							deny = e.b
-							return false
+							// Planted bug: scan on, so an allow can win.
+							return plant.Enabled(plant.ACLAllowBeatsDeny)
 						}
 					} else if allow == nil && Implies(e.op, q.Operation) {
 						allow = e.b
@@ -101,6 +104,9 @@ func (a *Authorizer) Authorize(q Request) Decision {
 			}
 			return true
 		})
+	}
+	if allow != nil && plant.Enabled(plant.ACLAllowBeatsDeny) {
+		deny = nil
 	}
 	switch {
 	case deny != nil:

@@ -102,4 +102,7 @@ type Env struct {
 	// for one that does not fails with UNKNOWN_TOPIC_OR_PARTITION, as in
 	// Kafka. Nil means every partition exists.
 	Known func(topic string, partition int32) bool
+	// TxnLog writes transactional offset commits (txn.go); nil refuses
+	// them with COORDINATOR_NOT_AVAILABLE.
+	TxnLog TxnLog
 }

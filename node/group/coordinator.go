@@ -36,6 +36,8 @@ type Coordinator struct {
 	// token distinguishes timers of the same kind (a pending member id
 	// handed out twice, a member's successive session timers).
 	token uint64
+	// txnPending holds transactional offsets until their marker (txn.go).
+	txnPending map[int64]txnOffsets
 }
 
 // New returns a coordinator with no groups.

@@ -27,6 +27,8 @@ package group
 import (
 	"time"
 
+	"github.com/floe-broker/floe/internal/plant"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -79,6 +81,13 @@ func (c *Coordinator) OffsetCommit(now time.Duration, req *kmsg.OffsetCommitRequ
 	for _, tp := range tps {
 		g.pendingCommits[tp]++
 	}
+	early := plant.Enabled(plant.OffsetCommitBeforeReplicated)
+	if early {
+		for i, tp := range tps {
+			g.offsets[tp] = vals[i]
+		}
+		respond(resp)
+	}
 	c.env.Log.Write(recs, func(_ time.Duration, err error) {
 		code := storeErrorCode(err, kerr.InvalidCommitOffsetSize)
 		for i, tp := range tps {
@@ -101,7 +110,9 @@ func (c *Coordinator) OffsetCommit(now time.Duration, req *kmsg.OffsetCommitRequ
 				}
 			}
 		}
-		respond(resp)
+		if !early {
+			respond(resp)
+		}
 	})
 }
 
@@ -135,7 +146,7 @@ func (c *Coordinator) commitGroup(now time.Duration, req *kmsg.OffsetCommitReque
 	switch {
 	case m == nil:
 		return nil, kerr.UnknownMemberID
-	case generation != g.generation:
+	case generation != g.generation && !plant.Enabled(plant.NoGenerationFence):
 		return nil, kerr.IllegalGeneration
 	case g.state == CompletingRebalance:
 		return nil, kerr.RebalanceInProgress

@@ -12,23 +12,30 @@ import (
 //
 // Layout (internal/wire encoding):
 //
-//	version      u8 = 2
+//	version      u8 = 3
 //	startOffset  varint   first readable offset (DeleteRecords, retention)
 //	nowMs        varint   the log's time (Producers), -1 before any
 //	expiration   varint   producer.id.expiration.ms as the log set it
 //	producers    count, then per producer (ids strictly increasing):
 //	  id varint, epoch u16, lastMs varint, batches count, then per batch:
 //	    firstSeq varint, lastSeq varint, baseOffset varint, index uvarint
+//	open txns    count, then per transaction (producer ids strictly
+//	             increasing): producer id varint, first offset varint,
+//	             epoch u16
+//	aborted txns count, then per transaction (markers in log order):
+//	             producer id varint, first offset varint, marker offset varint
 //
+// Version 2 lacks the transactions (it decodes with none open or aborted).
 // Version 1 (before producer expiry) lacks nowMs, expiration and lastMs;
 // it decodes with no log time yet and the default expiry, so its producers
 // start counting at the first timestamp the log applies.
-const checkpointVersion = 2
+const checkpointVersion = 3
 
 // Checkpoint is the decoded form.
 type Checkpoint struct {
 	StartOffset int64
 	Producers   *Producers
+	Txns        *Txns
 }
 
 // EncodeCheckpoint encodes c.
@@ -57,19 +64,37 @@ func EncodeCheckpoint(c Checkpoint) []byte {
 			w.Uvarint(b.Index)
 		}
 	}
+	tx := c.Txns
+	if tx == nil {
+		tx = NewTxns()
+	}
+	open := tx.openIDs()
+	w.Uvarint(uint64(len(open)))
+	for _, id := range open {
+		o := tx.open[id]
+		w.Varint(id)
+		w.Varint(o.FirstOffset)
+		w.U16(uint16(o.Epoch))
+	}
+	w.Uvarint(uint64(len(tx.aborted)))
+	for _, a := range tx.aborted {
+		w.Varint(a.ProducerID)
+		w.Varint(a.FirstOffset)
+		w.Varint(a.LastOffset)
+	}
 	return w.B
 }
 
 // DecodeCheckpoint decodes what EncodeCheckpoint wrote (or its version 1);
 // empty input is the state of a new partition.
 func DecodeCheckpoint(b []byte) (Checkpoint, error) {
-	c := Checkpoint{Producers: NewProducers()}
+	c := Checkpoint{Producers: NewProducers(), Txns: NewTxns()}
 	if len(b) == 0 {
 		return c, nil
 	}
 	r := wire.Reader{B: b}
 	v := r.U8()
-	if v != 1 && v != checkpointVersion {
+	if v < 1 || v > checkpointVersion {
 		return Checkpoint{}, fmt.Errorf("partition: checkpoint version %d unknown", v)
 	}
 	c.StartOffset = r.Varint()
@@ -106,6 +131,13 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 		}
 		ids, states = append(ids, id), append(states, st)
 	}
+	if v >= 3 {
+		tx, err := decodeTxns(&r)
+		if err != nil {
+			return Checkpoint{}, err
+		}
+		c.Txns = tx
+	}
 	if err := r.Done(); err != nil {
 		return Checkpoint{}, fmt.Errorf("partition: checkpoint: %w", err)
 	}
@@ -114,4 +146,29 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	}
 	c.Producers = restoreTable(nowMs, expirationMs, ids, states)
 	return c, nil
+}
+
+// decodeTxns reads the transactions of a version 3 checkpoint.
+func decodeTxns(r *wire.Reader) (*Txns, error) {
+	tx := NewTxns()
+	n := r.Count(3)
+	prev := int64(-1)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		id, first, epoch := r.Varint(), r.Varint(), int16(r.U16())
+		if id <= prev || first < 0 {
+			return nil, fmt.Errorf("partition: checkpoint: open transaction of %d at %d after %d", id, first, prev)
+		}
+		prev = id
+		tx.open[id] = OpenTxn{FirstOffset: first, Epoch: epoch}
+	}
+	n = r.Count(3)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		a := AbortedTxn{ProducerID: r.Varint(), FirstOffset: r.Varint(), LastOffset: r.Varint()}
+		if a.FirstOffset < 0 || a.LastOffset < a.FirstOffset ||
+			len(tx.aborted) > 0 && a.LastOffset <= tx.aborted[len(tx.aborted)-1].LastOffset {
+			return nil, fmt.Errorf("partition: checkpoint: aborted transaction %+v out of order", a)
+		}
+		tx.aborted = append(tx.aborted, a)
+	}
+	return tx, nil
 }

@@ -38,6 +38,7 @@ type Partition struct {
 	rep *replica.Replica
 
 	applied     *Producers
+	txns        *Txns // transactions as of the applied entries
 	startOffset int64
 	hw          int64 // offset after the last applied batch
 
@@ -46,6 +47,7 @@ type Partition struct {
 	term       uint64
 	ready      bool // leader has applied an entry of its own term
 	pending    *Producers
+	pendTxns   *Txns // transactions as of every entry in the log (leader)
 	nextOffset int64
 
 	waiters []waiter
@@ -63,7 +65,7 @@ type waiter struct {
 // New makes a partition state machine; attach it to its replica with Attach
 // once replica.New has restored it.
 func New(topic string, index int32, cfg Config) *Partition {
-	return &Partition{Topic: topic, Index: index, Cfg: cfg, applied: NewProducers()}
+	return &Partition{Topic: topic, Index: index, Cfg: cfg, applied: NewProducers(), txns: NewTxns()}
 }
 
 // Attach connects the partition to its replica (the log and Raft).
@@ -79,6 +81,7 @@ func (p *Partition) Restore(meta consensus.SnapshotMeta, sd replica.SnapshotData
 		return err
 	}
 	p.applied = c.Producers
+	p.txns = c.Txns
 	p.startOffset = c.StartOffset
 	p.hw = sd.NextOffset
 	if p.startOffset > p.hw {
@@ -93,7 +96,7 @@ func (p *Partition) Apply(e consensus.Entry) {
 	case replica.EntryBatch:
 		h, err := records.ParseHeader(e.Data)
 		if err == nil {
-			recordBatch(p.applied, h, e.Index, e.Term)
+			applyBatch(p.applied, p.txns, h, e.Data, e.Index, e.Term)
 			p.hw = h.BaseOffset + int64(h.LastOffsetDelta) + 1
 		}
 	case EntryProducerExpiry:
@@ -106,6 +109,7 @@ func (p *Partition) Apply(e consensus.Entry) {
 				off = p.hw
 			}
 			p.startOffset = off
+			p.txns.TrimBefore(off)
 			// The log keeps the logical start; whole segments below it go
 			// with the next retention pass. A scratch copy replaying for a
 			// checkpoint has no replica.
@@ -172,7 +176,7 @@ func (p *Partition) RoleChanged(lead uint64, isLeader bool, term uint64) {
 	}
 	if !isLeader {
 		p.ready = false
-		p.pending = nil
+		p.pending, p.pendTxns = nil, nil
 		p.FailWaiters(kerr.NotLeaderForPartition)
 	}
 }
@@ -199,6 +203,7 @@ func (p *Partition) checkOffsets() {
 // log holds, committed or not.
 func (p *Partition) rebuildPending() {
 	p.pending = p.applied.Clone()
+	p.pendTxns = p.txns.Clone()
 	log := p.rep
 	p.nextOffset = log.NextOffset()
 	for lo := p.rep.Applied() + 1; lo <= log.LastIndex(); {
@@ -211,7 +216,7 @@ func (p *Partition) rebuildPending() {
 			switch e.Type {
 			case replica.EntryBatch:
 				if h, err := records.ParseHeader(e.Data); err == nil {
-					recordBatch(p.pending, h, e.Index, e.Term)
+					applyBatch(p.pending, p.pendTxns, h, e.Data, e.Index, e.Term)
 				}
 			case EntryProducerExpiry:
 				if ms, ok := decodeOffset(e.Data); ok {
@@ -223,17 +228,27 @@ func (p *Partition) rebuildPending() {
 	}
 }
 
-// recordBatch applies a batch in the log (at index, of term) to a producer
-// table: its timestamp moves the log's time, then its producer, if any, is
-// recorded. Apply, rebuildPending and Append must agree on this.
-func recordBatch(t *Producers, h records.Header, index, term uint64) {
+// applyBatch applies a batch in the log (data, at index, of term) to a
+// producer table and transaction state: its timestamp moves the log's
+// time, then its producer, if any, is recorded (a control batch only
+// raises the producer's epoch: markers carry no sequence), then its
+// transaction opens or closes. Apply, rebuildPending and Append must agree
+// on this.
+func applyBatch(t *Producers, x *Txns, h records.Header, data []byte, index, term uint64) {
 	t.Observe(h.MaxTimestamp)
-	if h.ProducerID >= 0 {
+	switch {
+	case h.ProducerID < 0:
+	case h.IsControl() || h.BaseSequence == records.NoSequence:
+		// A marker, or a broker's own transactional write (offsets sent
+		// to a transaction): no sequence to track.
+		t.Mark(h.ProducerID, h.ProducerEpoch)
+	default:
 		t.Record(h.ProducerID, h.ProducerEpoch, SeqBatch{
 			FirstSeq: h.BaseSequence, LastSeq: LastSeq(h.BaseSequence, h.RecordCount),
 			BaseOffset: h.BaseOffset, Index: index, Term: term,
 		})
 	}
+	x.Apply(h, data)
 }
 
 // FailWaiters fails every pending acks=all waiter with err.
@@ -283,14 +298,27 @@ func (p *Partition) Append(batch []byte, h records.Header, now time.Time) (Appen
 		h.MaxTimestamp = now.UnixMilli() // what the log will hold
 	}
 	if h.ProducerID >= 0 {
-		last := LastSeq(h.BaseSequence, h.RecordCount)
-		switch v, sb := p.pending.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, last, h.MaxTimestamp); v {
-		case Duplicate:
-			return AppendResult{BaseOffset: sb.BaseOffset, Index: sb.Index, Term: sb.Term, Duplicate: true}, nil
-		case OutOfOrder:
-			return AppendResult{}, kerr.OutOfOrderSequenceNumber
-		case Fenced:
-			return AppendResult{}, kerr.InvalidProducerEpoch
+		if _, open := p.pendTxns.Open(h.ProducerID); open && !h.IsTransactional() {
+			// Kafka: a producer may not write outside its open transaction.
+			return AppendResult{}, kerr.InvalidTxnState
+		}
+		if h.BaseSequence == records.NoSequence {
+			// A broker's transactional write without sequence: only the
+			// epoch is checked (clients' batches always carry one:
+			// validateProduce).
+			if st, ok := p.pending.Get(h.ProducerID); ok && h.ProducerEpoch < st.Epoch {
+				return AppendResult{}, kerr.InvalidProducerEpoch
+			}
+		} else {
+			last := LastSeq(h.BaseSequence, h.RecordCount)
+			switch v, sb := p.pending.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, last, h.MaxTimestamp); v {
+			case Duplicate:
+				return AppendResult{BaseOffset: sb.BaseOffset, Index: sb.Index, Term: sb.Term, Duplicate: true}, nil
+			case OutOfOrder:
+				return AppendResult{}, kerr.OutOfOrderSequenceNumber
+			case Fenced:
+				return AppendResult{}, kerr.InvalidProducerEpoch
+			}
 		}
 	}
 	base := p.nextOffset
@@ -307,7 +335,7 @@ func (p *Partition) Append(batch []byte, h records.Header, now time.Time) (Appen
 		return AppendResult{}, kerr.RequestTimedOut
 	}
 	h.BaseOffset = base
-	recordBatch(p.pending, h, index, term)
+	applyBatch(p.pending, p.pendTxns, h, batch, index, term)
 	p.nextOffset = base + int64(h.LastOffsetDelta) + 1
 	return AppendResult{BaseOffset: base, Index: index, Term: term}, nil
 }
@@ -368,13 +396,24 @@ func (p *Partition) ProposeStartOffset(off int64) (index, term uint64, err error
 // Read returns whole committed batches from offset, up to maxBytes (at least
 // one batch if any is committed there).
 func (p *Partition) Read(offset int64, maxBytes int) ([]byte, error) {
-	if offset < p.StartOffset() || offset > p.hw {
+	return p.ReadTo(offset, maxBytes, p.hw)
+}
+
+// ReadTo is Read that stops before end (the last stable offset, for a
+// read_committed reader: it is always a batch boundary).
+func (p *Partition) ReadTo(offset int64, maxBytes int, end int64) ([]byte, error) {
+	limit := p.hw
+	if plant.Enabled(plant.FetchPastHighWatermark) {
+		limit, end = p.rep.NextOffset(), p.rep.NextOffset()
+	}
+	if offset < p.StartOffset() || offset > limit {
 		return nil, kerr.OffsetOutOfRange
 	}
-	if offset == p.hw {
+	end = min(end, limit)
+	if offset >= end {
 		return nil, nil
 	}
-	res, err := p.rep.Read(offset, maxBytes, p.hw)
+	res, err := p.rep.Read(offset, maxBytes, end)
 	if err != nil {
 		return nil, err
 	}
@@ -444,7 +483,7 @@ func (p *Partition) EpochEndOffset(epoch int32) (endOffset int64, foundEpoch int
 
 // Checkpoint returns the applied state, for the log's snapshot point.
 func (p *Partition) Checkpoint() []byte {
-	return EncodeCheckpoint(Checkpoint{StartOffset: p.startOffset, Producers: p.applied})
+	return EncodeCheckpoint(Checkpoint{StartOffset: p.startOffset, Producers: p.applied, Txns: p.txns})
 }
 
 func encodeOffset(off int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(off)) }

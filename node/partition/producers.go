@@ -3,6 +3,8 @@ package partition
 import (
 	"math"
 	"sort"
+
+	"github.com/floe-broker/floe/internal/plant"
 )
 
 // Idempotent producer state: what a partition remembers of each producer id
@@ -227,8 +229,12 @@ func (t *Producers) Record(pid int64, epoch int16, b SeqBatch) {
 	}
 	st := &e.st
 	st.Batches = append(st.Batches, b)
-	if len(st.Batches) > batchesKept {
-		st.Batches = append(st.Batches[:0], st.Batches[len(st.Batches)-batchesKept:]...)
+	kept := batchesKept
+	if plant.Enabled(plant.IdempotenceWindowShrunk) {
+		kept = 1
+	}
+	if len(st.Batches) > kept {
+		st.Batches = append(st.Batches[:0], st.Batches[len(st.Batches)-kept:]...)
 	}
 	st.LastMs = t.nowMs
 	t.pushNewest(e)
@@ -316,4 +322,24 @@ func restoreTable(nowMs, expirationMs int64, ids []int64, states []ProducerState
 	}
 	t.expire()
 	return t
+}
+
+// Mark applies a control batch (a transaction marker) of producer pid at
+// epoch: markers carry no sequence, but one at a newer epoch (a fencing
+// abort) raises the producer's epoch here, so the fenced producer's later
+// batches are refused, and the next epoch starts a fresh history.
+func (t *Producers) Mark(pid int64, epoch int16) {
+	e, ok := t.byID[pid]
+	switch {
+	case !ok:
+		e = &producerEntry{id: pid, st: ProducerState{Epoch: epoch}}
+		t.byID[pid] = e
+	case epoch > e.st.Epoch:
+		t.unlink(e)
+		e.st = ProducerState{Epoch: epoch}
+	default:
+		t.unlink(e)
+	}
+	e.st.LastMs = t.nowMs
+	t.pushNewest(e)
 }

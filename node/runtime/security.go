@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"slices"
@@ -69,6 +70,11 @@ type Security struct {
 	// ReloadEvery is how often certificate and JWKS files are checked for
 	// change (0: one second).
 	ReloadEvery time.Duration
+	// NonceRand is the source of SCRAM server nonces (nil: crypto/rand).
+	// Nonces must be unpredictable in production; a test may pass a
+	// seeded source to replay an exchange (the simulator builds its own
+	// sasl.Server from the node's seeded randomness, sim/auth.go).
+	NonceRand io.Reader
 }
 
 // OAuthOptions configure OAUTHBEARER.
@@ -159,7 +165,11 @@ func (b *Broker) buildSecurity(ls []Listener, sec Security, log *slog.Logger) (*
 }
 
 func (b *Broker) saslServer(sec Security, log *slog.Logger) (*sasl.Server, error) {
-	cfg := sasl.Config{Mechanisms: sec.SASLMechanisms, Credentials: reactorCredentials{b}, Rand: rand.Reader}
+	nonces := sec.NonceRand
+	if nonces == nil {
+		nonces = rand.Reader
+	}
+	cfg := sasl.Config{Mechanisms: sec.SASLMechanisms, Credentials: reactorCredentials{b}, Rand: nonces}
 	if slices.Contains(sec.SASLMechanisms, sasl.OAuthBearer) {
 		o := sec.OAuth
 		oc := &sasl.OAuthConfig{Issuer: o.Issuer, Audience: o.Audience, ClockSkew: o.ClockSkew,

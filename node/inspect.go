@@ -1,0 +1,138 @@
+package node
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/node/replica"
+)
+
+// ReplicaView is a read-only look at one Raft group on this node, for
+// white-box checkers (the simulator's invariants). Reading it changes
+// nothing: it touches no file and no Raft state.
+type ReplicaView struct {
+	Group uint64
+	Name  string // "controller" or "topic-partition"
+	// Term, Vote and Commit are Raft's hard state in memory; Durable* the
+	// newest hard state a sync made durable (logstore.Log.DurableHardState).
+	Term, Vote, Commit                      uint64
+	DurableTerm, DurableVote, DurableCommit uint64
+	Leader                                  bool   // this member is the group's Raft leader
+	Lead                                    uint64 // the leader it knows, 0 for none
+	Applied                                 uint64 // the replica's applied index
+	FirstIndex, LastIndex                   uint64
+	// HighWatermark is a partition's high watermark, -1 for the
+	// controller; StateHash a hash of the partition's applied state
+	// (checkpoint and high watermark), 0 for the controller. Replicas at
+	// the same Applied index must have the same StateHash.
+	HighWatermark int64
+	StateHash     uint64
+	Damaged       bool // the replica is being repaired from peers
+	// CommitIndex is Commit and CommitTerm the term of the entry there in
+	// Raft's log, written or not (0 if the log cannot say): a committed entry, which no
+	// replica may ever hold with another term.
+	CommitIndex, CommitTerm uint64
+	// Settled: no Ready is in flight or pending, so Raft's hard state has
+	// been handed to the log and synced (its term and vote must be durable).
+	Settled bool
+	// Fenced: a vote fence is in force (repair.go).
+	Fenced bool
+}
+
+// Inspect returns a view of every Raft group on this node: the controller
+// first, then partitions by group id. Name and StateHash are filled only
+// when full (they cost an allocation and a checkpoint encoding each).
+func (r *Reactor) Inspect(full bool) []ReplicaView {
+	var out []ReplicaView
+	if r.ctl != nil && r.ctl.rep != nil {
+		v := viewOf(r.ctl.rep)
+		v.Fenced = r.fenced(v.Group)
+		v.Name, v.HighWatermark = "controller", -1
+		out = append(out, v)
+	}
+	for _, g := range sortedKeys(r.parts) {
+		p := r.parts[g]
+		rep := p.Replica()
+		if rep == nil {
+			continue
+		}
+		v := viewOf(rep)
+		v.Fenced = r.fenced(v.Group)
+		v.HighWatermark = p.HighWatermark()
+		if !full {
+			out = append(out, v)
+			continue
+		}
+		v.Name = fmt.Sprintf("%s-%d", p.Topic, p.Index)
+		h := fnv.New64a()
+		h.Write(p.Checkpoint())
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(v.HighWatermark)))
+		v.StateHash = h.Sum64()
+		out = append(out, v)
+	}
+	return out
+}
+
+func viewOf(rep *replica.Replica) ReplicaView {
+	st := rep.BasicStatus()
+	dhs := rep.DurableHardState()
+	v := ReplicaView{
+		Group: uint64(rep.Group), Term: st.Term, Vote: st.Vote, Commit: st.Commit,
+		DurableTerm: dhs.Term, DurableVote: dhs.Vote, DurableCommit: dhs.Commit,
+		Leader: st.RaftState == consensus.StateLeader, Lead: st.Lead, Applied: rep.Applied(),
+		FirstIndex: rep.FirstIndex(), LastIndex: rep.LastIndex(), Damaged: rep.Damaged(),
+		CommitIndex: st.Commit, Settled: rep.Settled(),
+	}
+	if t, err := rep.RaftTermAt(v.CommitIndex); err == nil {
+		v.CommitTerm = t
+	}
+	return v
+}
+
+// TermAt is the term of entry index of group's log on this node, if the
+// log holds it.
+func (r *Reactor) TermAt(group, index uint64) (uint64, bool) {
+	rep := r.replicaOf(group)
+	if rep == nil {
+		return 0, false
+	}
+	t, err := rep.RaftTermAt(index)
+	return t, err == nil
+}
+
+// CommittedHash hashes the entries lo..hi (inclusive) of group's log on
+// this node: index, term and data of each. Replicas whose commit index is
+// at least hi must agree on it (Raft's log matching). It reads the log, so
+// call it when the run is over, not while it goes.
+func (r *Reactor) CommittedHash(group, lo, hi uint64) (uint64, error) {
+	rep := r.replicaOf(group)
+	if rep == nil {
+		return 0, fmt.Errorf("node %d: no replica of group %d", r.self, group)
+	}
+	h := fnv.New64a()
+	var buf []byte
+	for next := lo; next <= hi; {
+		es, err := rep.Entries(next, hi+1, 1<<20)
+		if err != nil {
+			return 0, err
+		}
+		if len(es) == 0 {
+			return 0, fmt.Errorf("node %d group %d: no entries at %d", r.self, group, next)
+		}
+		for _, e := range es {
+			buf = binary.BigEndian.AppendUint64(buf[:0], e.Index)
+			buf = binary.BigEndian.AppendUint64(buf, e.Term)
+			h.Write(buf)
+			h.Write(e.Data)
+			next = e.Index + 1
+		}
+	}
+	return h.Sum64(), nil
+}
+
+func (r *Reactor) fenced(g uint64) bool {
+	s, ok := r.local[g]
+	return ok && s != nil && !s.fence.IsZero()
+}

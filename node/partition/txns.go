@@ -1,0 +1,223 @@
+package partition
+
+import (
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/internal/plant"
+	"github.com/floe-broker/floe/node/records"
+	"github.com/floe-broker/floe/node/replica"
+)
+
+// Transactions on a partition: which producers have a transaction open
+// here (and the offset of its first batch), and which transactions were
+// aborted (from their first batch to their abort marker). Like the producer
+// table, this is a pure function of the log: every replica applies the same
+// batches in order and reaches the same state, so the last stable offset
+// and the aborted list a read_committed reader gets do not depend on which
+// replica leads.
+//
+// A transaction opens on a partition with its producer's first
+// transactional batch there and closes with the control batch (commit or
+// abort marker) the transaction coordinator writes. A marker for a
+// producer with nothing open changes nothing (markers are retried).
+
+// AbortedTxn is an aborted transaction on a partition: its producer, the
+// offset of its first batch and the offset of its abort marker.
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
+	LastOffset  int64
+}
+
+// OpenTxn is a transaction open on a partition.
+type OpenTxn struct {
+	FirstOffset int64
+	Epoch       int16
+}
+
+// Txns is a partition's transaction state.
+//
+// Invariants: aborted is ordered by LastOffset (log order of the markers);
+// every open FirstOffset is below the offset of any batch applied after it.
+type Txns struct {
+	open    map[int64]OpenTxn
+	aborted []AbortedTxn
+}
+
+// NewTxns returns the state of a log with no transactions.
+func NewTxns() *Txns { return &Txns{open: map[int64]OpenTxn{}} }
+
+// Apply applies one batch of the log, in order, on every replica. data is
+// the whole batch (a control batch's marker is read from it).
+func (t *Txns) Apply(h records.Header, data []byte) {
+	if h.ProducerID < 0 || !h.IsTransactional() {
+		return
+	}
+	if !h.IsControl() {
+		if _, ok := t.open[h.ProducerID]; !ok {
+			t.open[h.ProducerID] = OpenTxn{FirstOffset: h.BaseOffset, Epoch: h.ProducerEpoch}
+		}
+		return
+	}
+	m, err := batchMarker(data)
+	if err != nil {
+		return
+	}
+	o, ok := t.open[h.ProducerID]
+	if !ok {
+		return
+	}
+	delete(t.open, h.ProducerID)
+	if m.Type == records.ControlAbort {
+		t.aborted = append(t.aborted, AbortedTxn{ProducerID: h.ProducerID, FirstOffset: o.FirstOffset, LastOffset: h.BaseOffset})
+	}
+}
+
+var errNoMarker = errors.New("partition: control batch without a transaction marker")
+
+// batchMarker reads the transaction marker of a control batch.
+func batchMarker(data []byte) (records.Marker, error) {
+	var m records.Marker
+	found := false
+	err := records.Records(data, func(r records.Record) error {
+		mk, err := records.ParseMarker(r)
+		if err != nil {
+			return err
+		}
+		m, found = mk, true
+		return nil
+	})
+	if err == nil && !found {
+		err = errNoMarker
+	}
+	return m, err
+}
+
+// Open returns the transaction producer pid has open here, if any.
+func (t *Txns) Open(pid int64) (OpenTxn, bool) {
+	o, ok := t.open[pid]
+	return o, ok
+}
+
+// OpenCount returns how many transactions are open here.
+func (t *Txns) OpenCount() int { return len(t.open) }
+
+// StableOffset is the last stable offset given the high watermark hw: the
+// first offset of the oldest open transaction, or hw when none is open.
+func (t *Txns) StableOffset(hw int64) int64 {
+	lso := hw
+	for _, o := range t.open { //floe:unordered a minimum does not depend on order
+		lso = min(lso, o.FirstOffset)
+	}
+	return lso
+}
+
+// Aborted returns the aborted transactions that overlap offsets
+// [from, to): what a read_committed fetch of that range must be told.
+func (t *Txns) Aborted(from, to int64) []AbortedTxn {
+	i := sort.Search(len(t.aborted), func(i int) bool { return t.aborted[i].LastOffset >= from })
+	var out []AbortedTxn
+	for ; i < len(t.aborted); i++ {
+		if a := t.aborted[i]; a.FirstOffset < to {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// TrimBefore forgets aborted transactions whose marker is below start (the
+// log no longer holds them, so no reader can need them).
+func (t *Txns) TrimBefore(start int64) {
+	i := sort.Search(len(t.aborted), func(i int) bool { return t.aborted[i].LastOffset >= start })
+	if i > 0 {
+		t.aborted = append([]AbortedTxn(nil), t.aborted[i:]...)
+	}
+}
+
+// Clone returns a deep copy.
+func (t *Txns) Clone() *Txns {
+	c := &Txns{open: make(map[int64]OpenTxn, len(t.open)), aborted: append([]AbortedTxn(nil), t.aborted...)}
+	for pid, o := range t.open { //floe:unordered copying a map
+		c.open[pid] = o
+	}
+	return c
+}
+
+// openIDs returns the producers with an open transaction, sorted.
+func (t *Txns) openIDs() []int64 {
+	ids := make([]int64, 0, len(t.open))
+	for id := range t.open { //floe:unordered sorted below
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// AppendMarker, on the leader, writes the control batch that ends producer
+// pid's transaction here (commit or abort), as the transaction coordinator
+// of epoch coordEpoch decided, at the producer epoch epoch (the
+// coordinator's, which a fencing abort has bumped: the marker then fences
+// the old producer here). A marker at an epoch older than the producer's is
+// refused (INVALID_PRODUCER_EPOCH). A marker for a producer with nothing
+// open is written anyway and changes nothing: the coordinator retries
+// markers, and a retry must succeed once the first one is committed.
+func (p *Partition) AppendMarker(pid int64, epoch int16, commit bool, coordEpoch int32, now time.Time) (AppendResult, error) {
+	if !p.leader || p.pending == nil {
+		return AppendResult{}, kerr.NotLeaderForPartition
+	}
+	if st, ok := p.pending.Get(pid); ok && epoch < st.Epoch {
+		return AppendResult{}, kerr.InvalidProducerEpoch
+	}
+	typ := records.ControlAbort
+	if commit {
+		typ = records.ControlCommit
+	}
+	base := p.nextOffset
+	batch := records.BuildMarker(records.Producer{ID: pid, Epoch: epoch}, records.Marker{Type: typ, CoordinatorEpoch: coordEpoch},
+		base, int32(p.term), now.UnixMilli())
+	h, err := records.ParseHeader(batch)
+	if err != nil {
+		return AppendResult{}, kerr.UnknownServerError
+	}
+	index, term, err := p.rep.Propose(replica.EntryBatch, batch)
+	if err != nil {
+		if errors.Is(err, consensus.ErrNotLeader) {
+			return AppendResult{}, kerr.NotLeaderForPartition
+		}
+		return AppendResult{}, kerr.RequestTimedOut
+	}
+	applyBatch(p.pending, p.pendTxns, h, batch, index, term)
+	p.nextOffset = h.NextOffset()
+	return AppendResult{BaseOffset: base, Index: index, Term: term}, nil
+}
+
+// LastStableOffset is the offset below which every transaction is decided
+// (committed entries only): what read_committed readers may read up to.
+func (p *Partition) LastStableOffset() int64 {
+	if plant.Enabled(plant.TxnLSOIgnoresOpen) {
+		return p.hw
+	}
+	return p.txns.StableOffset(p.hw)
+}
+
+// AbortedTxns returns the aborted transactions overlapping [from, to).
+func (p *Partition) AbortedTxns(from, to int64) []AbortedTxn { return p.txns.Aborted(from, to) }
+
+// OpenTxns returns how many transactions are open on the partition
+// (committed entries only).
+func (p *Partition) OpenTxns() int { return p.txns.OpenCount() }
+
+// PendingOpen reports, on the leader, whether producer pid has a
+// transaction open here counting entries not yet committed.
+func (p *Partition) PendingOpen(pid int64) bool {
+	if p.pendTxns == nil {
+		return false
+	}
+	_, ok := p.pendTxns.Open(pid)
+	return ok
+}

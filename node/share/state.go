@@ -1,0 +1,114 @@
+package share
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Batch is a run of in-flight offsets with one persisted state and
+// delivery count, as in Kafka's WriteShareGroupState StateBatches.
+type Batch struct {
+	First int64       `json:"first"`
+	Last  int64       `json:"last"`
+	State RecordState `json:"state"`
+	Count int16       `json:"count"`
+}
+
+// State is a share-partition's persistent image: Start, End and the
+// in-flight records, with Acquired stored as Available (a lock does not
+// survive a failover; the record is redelivered, its count kept).
+type State struct {
+	Start   int64   `json:"start"`
+	End     int64   `json:"end"`
+	Batches []Batch `json:"batches,omitempty"`
+}
+
+// State returns the partition's persistent image.
+func (p *Partition) State() State {
+	s := State{Start: p.start, End: p.End()}
+	for i, r := range p.recs {
+		off := p.start + int64(i)
+		st := r.state
+		if st == Acquired {
+			st = Available
+		}
+		if n := len(s.Batches); n > 0 && s.Batches[n-1].Last == off-1 && s.Batches[n-1].State == st && s.Batches[n-1].Count == r.count {
+			s.Batches[n-1].Last = off
+			continue
+		}
+		s.Batches = append(s.Batches, Batch{First: off, Last: off, State: st, Count: r.count})
+	}
+	return s
+}
+
+// Restore rebuilds a partition from its persistent image. Available
+// records at the delivery limit are archived (their last lock expired
+// or was released before the failover, and that was not written).
+func Restore(cfg Config, s State) (*Partition, error) {
+	if s.End < s.Start {
+		return nil, fmt.Errorf("share: state end %d below start %d", s.End, s.Start)
+	}
+	p := &Partition{cfg: cfg, start: s.Start, recs: make([]record, s.End-s.Start)}
+	for _, b := range s.Batches {
+		if b.First < s.Start || b.Last >= s.End || b.First > b.Last {
+			return nil, fmt.Errorf("share: state batch %d-%d outside %d-%d", b.First, b.Last, s.Start, s.End)
+		}
+		for off := b.First; off <= b.Last; off++ {
+			r := &p.recs[off-s.Start]
+			r.state, r.count = b.State, b.Count
+			if r.state == Acquired || (r.state == Available && r.count >= cfg.DeliveryLimit) {
+				p.release(r)
+			}
+		}
+	}
+	p.advance()
+	return p, nil
+}
+
+// KeyVersion leads every share-state record key. Floe stores share state
+// next to the group's other records (node/shares.go); Kafka's own key
+// versions there are 0-2 (classic) and 3-13, so this one is Floe's.
+const KeyVersion int16 = 0x7f01
+
+// Key names one share-partition of one group.
+type Key struct {
+	Group     string `json:"group"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+// IsStateKey reports whether a record key is a share-state key.
+func IsStateKey(key []byte) bool {
+	return len(key) >= 2 && int16(binary.BigEndian.Uint16(key)) == KeyVersion
+}
+
+// EncodeKey is the record key: KeyVersion, then the key as JSON.
+func EncodeKey(k Key) []byte {
+	b, _ := json.Marshal(k) // plain struct: cannot fail
+	return append(binary.BigEndian.AppendUint16(nil, uint16(KeyVersion)), b...)
+}
+
+// DecodeKey parses a record key made by EncodeKey.
+func DecodeKey(key []byte) (Key, error) {
+	var k Key
+	if !IsStateKey(key) {
+		return k, errors.New("share: not a share-state key")
+	}
+	err := json.Unmarshal(key[2:], &k)
+	return k, err
+}
+
+// EncodeState is the record value.
+func EncodeState(s State) []byte {
+	b, _ := json.Marshal(s) // plain struct: cannot fail
+	return b
+}
+
+// DecodeState parses a record value made by EncodeState.
+func DecodeState(v []byte) (State, error) {
+	var s State
+	err := json.Unmarshal(v, &s)
+	return s, err
+}

@@ -1,0 +1,388 @@
+package node
+
+// Share groups (KIP-932 queues) on the node: the glue between the Kafka
+// APIs (api_share_*.go) and node/share's state machines.
+//
+// Where the state lives: a share group's coordinator is its consumer group
+// coordinator, the leader of partition PartitionFor(group, N) of
+// __consumer_offsets (coordinators.go). That broker keeps the group's
+// membership, its share sessions and one share.Partition per topic
+// partition the group consumes. Every change a client can observe (an
+// acquisition, which bumps delivery counts; an acknowledgement; a new
+// share-partition's start offset) is written as one record per changed
+// share-partition, key share.EncodeKey, value share.EncodeState, to that
+// __consumer_offsets partition through Raft, and the request is answered
+// only once the write is committed. Floe keeps these records in
+// __consumer_offsets (compacted, last value per key) rather than in a
+// separate __share_group_state topic: the group's coordinator is also its
+// share coordinator, so one Raft group orders both.
+//
+// Failover: when another broker becomes the leader of that partition it
+// replays the committed records (shareShardFor, lazily on the first share
+// request, like the consumer group coordinator); share.Restore turns
+// records that were acquired into available ones, delivery counts kept, so
+// they are redelivered and no acknowledgement is lost. Membership and
+// share sessions are not persisted: members get UNKNOWN_MEMBER_ID or
+// SHARE_SESSION_NOT_FOUND and rejoin, as Kafka's clients do.
+//
+// Limits: ShareFetch for a partition is served by a broker that both
+// leads the partition and coordinates the group (always true on one
+// broker): a broker that does not coordinate the group answers
+// NOT_COORDINATOR at the top level, and a partition it does not lead
+// NOT_LEADER_OR_FOLLOWER.
+
+import (
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/floe-broker/floe/internal/plant"
+	"github.com/floe-broker/floe/node/controller"
+	"github.com/floe-broker/floe/node/group"
+	"github.com/floe-broker/floe/node/share"
+)
+
+// ShareConfig configures share groups (zero fields: Kafka's defaults).
+type ShareConfig struct {
+	AutoOffsetReset   string        // share.auto.offset.reset: "latest" (default) or "earliest"
+	Lock              time.Duration // share.record.lock.duration.ms, 30s
+	DeliveryLimit     int16         // share.delivery.count.limit, 5
+	MaxInFlight       int64         // group.share.partition.max.record.locks, 2000
+	SessionTimeout    time.Duration // group.share.session.timeout.ms, 45s
+	HeartbeatInterval time.Duration // group.share.heartbeat.interval.ms, 5s
+	MaxSize           int           // group.share.max.size, 200
+}
+
+func (c ShareConfig) withDefaults() ShareConfig {
+	d := share.DefaultConfig()
+	if c.AutoOffsetReset == "" {
+		c.AutoOffsetReset = "latest"
+	}
+	if c.Lock <= 0 {
+		c.Lock = d.Lock
+	}
+	if c.DeliveryLimit <= 0 {
+		c.DeliveryLimit = d.DeliveryLimit
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = d.MaxInFlight
+	}
+	if c.SessionTimeout <= 0 {
+		c.SessionTimeout = 45 * time.Second
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = 5 * time.Second
+	}
+	if c.MaxSize <= 0 {
+		c.MaxSize = 200
+	}
+	return c
+}
+
+func (c ShareConfig) partition() share.Config {
+	return share.Config{DeliveryLimit: c.DeliveryLimit, Lock: c.Lock, MaxInFlight: c.MaxInFlight}
+}
+
+func (c ShareConfig) group() share.GroupConfig {
+	return share.GroupConfig{SessionTimeout: c.SessionTimeout, MaxSize: c.MaxSize}
+}
+
+// shareCoordinators is the reactor's share-group state: one shard per
+// __consumer_offsets partition this broker led when a share request
+// last needed it.
+type shareCoordinators struct {
+	shards map[uint64]*shareShard // by Raft group of the offsets partition
+}
+
+// shareShard is the share state of one offsets partition, loaded in term.
+type shareShard struct {
+	raftGroup uint64
+	term      uint64
+	groups    map[string]*share.Group
+	parts     map[share.Key]*share.Partition
+	sessions  map[sessionKey]*shareSession
+}
+
+type sessionKey struct{ group, member string }
+
+// shareSession is a ShareFetch session: the partitions a member fetches
+// and the epoch its next request must carry.
+type shareSession struct {
+	epoch int32
+	parts []share.Key // sorted
+}
+
+func (s *shareSession) add(k share.Key) {
+	i := sort.Search(len(s.parts), func(i int) bool { return !keyLess(s.parts[i], k) })
+	if i < len(s.parts) && s.parts[i] == k {
+		return
+	}
+	s.parts = append(s.parts, share.Key{})
+	copy(s.parts[i+1:], s.parts[i:])
+	s.parts[i] = k
+}
+
+func (s *shareSession) remove(k share.Key) {
+	for i, p := range s.parts {
+		if p == k {
+			s.parts = append(s.parts[:i], s.parts[i+1:]...)
+			return
+		}
+	}
+}
+
+func keyLess(a, b share.Key) bool {
+	if a.Topic != b.Topic {
+		return a.Topic < b.Topic
+	}
+	return a.Partition < b.Partition
+}
+
+// shareShardFor returns the share state of group's coordinator, loading
+// it when this broker became the offsets partition's ready leader since,
+// or the error a request gets.
+func (r *Reactor) shareShardFor(name string) (*shareShard, *kerr.Error) {
+	t := r.offsetsTopic()
+	if t == nil || len(t.Partitions) == 0 {
+		r.ensureOffsetsTopic()
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	cp := &t.Partitions[group.PartitionFor(name, int32(len(t.Partitions)))]
+	p, ok := r.parts[cp.Group]
+	if !ok || !p.IsLeader() || !r.leaseHeld(p) {
+		return nil, kerr.NotCoordinator
+	}
+	if !p.Ready() {
+		return nil, kerr.CoordinatorLoadInProgress
+	}
+	if r.shares.shards == nil {
+		r.shares.shards = map[uint64]*shareShard{}
+	}
+	if sh := r.shares.shards[cp.Group]; sh != nil && sh.term == p.Term() {
+		return sh, nil
+	}
+	sh := &shareShard{raftGroup: cp.Group, term: p.Term(), groups: map[string]*share.Group{},
+		parts: map[share.Key]*share.Partition{}, sessions: map[sessionKey]*shareSession{}}
+	states := map[share.Key]share.State{}
+	err := replayCommitted(p, func(key, value []byte) {
+		if !share.IsStateKey(key) {
+			return
+		}
+		k, err := share.DecodeKey(key)
+		if err != nil {
+			return
+		}
+		if value == nil {
+			delete(states, k)
+			return
+		}
+		if s, err := share.DecodeState(value); err == nil {
+			states[k] = s
+		}
+	})
+	if err != nil {
+		r.env.Logf("node %d: load share state of %s-%d: %v", r.self, p.Topic, p.Index, err)
+		return nil, kerr.CoordinatorLoadInProgress
+	}
+	cfg := r.cfg.Shares.withDefaults().partition()
+	for k, s := range states { //floe:unordered each key is restored on its own
+		if sp, err := share.Restore(cfg, s); err == nil {
+			sh.parts[k] = sp
+		}
+	}
+	r.shares.shards[cp.Group] = sh
+	return sh, nil
+}
+
+// shareGroup returns the named group of sh, created empty when create.
+func (sh *shareShard) shareGroup(name string, create bool) *share.Group {
+	g := sh.groups[name]
+	if g == nil && create {
+		g = share.NewGroup(name)
+		sh.groups[name] = g
+	}
+	return g
+}
+
+// expireMembers drops members of g whose session timed out and releases
+// what they held.
+func (r *Reactor) expireMembers(sh *shareShard, g *share.Group) {
+	now := r.monoNow()
+	for _, id := range g.Expire(now, r.cfg.Shares.withDefaults().group()) {
+		r.releaseMember(sh, g.Name, id)
+	}
+}
+
+// releaseMember releases every record member holds in the group and
+// closes its session. Releases need no write: the persisted image stores
+// acquired records as available (share.State).
+func (r *Reactor) releaseMember(sh *shareShard, groupName, member string) {
+	now := r.monoNow()
+	for _, k := range sortedShareKeys(sh.parts) {
+		if k.Group == groupName {
+			sh.parts[k].ReleaseMember(now, member)
+		}
+	}
+	delete(sh.sessions, sessionKey{groupName, member})
+}
+
+func sortedShareKeys[V any](m map[share.Key]V) []share.Key {
+	keys := make([]share.Key, 0, len(m))
+	for k := range m { //floe:unordered sorted below
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Group != keys[j].Group {
+			return keys[i].Group < keys[j].Group
+		}
+		return keyLess(keys[i], keys[j])
+	})
+	return keys
+}
+
+// sharePartition returns the share-partition of k, created when the group
+// never fetched it, starting per share.auto.offset.reset (created: the
+// caller writes it, since a start offset handed out must be durable); nil
+// when the partition is not here.
+func (r *Reactor) sharePartition(sh *shareShard, k share.Key) (sp *share.Partition, created bool) {
+	if sp := sh.parts[k]; sp != nil {
+		return sp, false
+	}
+	dp, ok := r.byName[topicPartition{k.Topic, k.Partition}]
+	if !ok {
+		return nil, false
+	}
+	start := dp.HighWatermark()
+	if r.cfg.Shares.withDefaults().AutoOffsetReset == "earliest" {
+		start = dp.StartOffset()
+	}
+	sp = share.New(r.cfg.Shares.withDefaults().partition(), start)
+	sh.parts[k] = sp
+	return sp, true
+}
+
+// writeShareStates writes the states of keys (sorted, distinct) to the
+// shard's offsets partition and calls done once committed. On failure the
+// shard is dropped, so the next request reloads what is durable: the
+// in-memory changes of the failed write are never served.
+func (r *Reactor) writeShareStates(sh *shareShard, keys []share.Key, done func(err error)) {
+	if len(keys) == 0 {
+		done(nil)
+		return
+	}
+	recs := make([]group.Record, 0, len(keys))
+	for _, k := range keys {
+		recs = append(recs, group.Record{Key: share.EncodeKey(k), Value: share.EncodeState(sh.parts[k].State())})
+	}
+	log := &offsetsLog{r: r, group: sh.raftGroup, term: sh.term}
+	if plant.Enabled(plant.ShareAckBeforeDurable) {
+		done(nil)
+		done = func(error) {}
+	}
+	log.Write(recs, func(_ time.Duration, err error) {
+		if err != nil && r.shares.shards[sh.raftGroup] == sh {
+			delete(r.shares.shards, sh.raftGroup)
+		}
+		done(err)
+	})
+}
+
+// shareTopicByID returns the topic with id, or nil.
+func (r *Reactor) shareTopicByID(id [16]byte) *controller.Topic {
+	return lookupTopic(r.ctl.state, nil, id)
+}
+
+// sharePartitions lists a topic's partitions, for assignment.
+func (r *Reactor) sharePartitions(topic string) []int32 {
+	t := r.ctl.state.Topics[topic]
+	if t == nil || t.Internal {
+		return nil
+	}
+	out := make([]int32, len(t.Partitions))
+	for i := range out {
+		out[i] = int32(i)
+	}
+	return out
+}
+
+// localShareGroups lists the share groups this broker coordinates, sorted.
+func (r *Reactor) localShareGroups() []*share.Group {
+	var out []*share.Group
+	for _, g := range sortedKeys(r.shares.shards) {
+		sh := r.shares.shards[g]
+		if p, ok := r.parts[g]; !ok || !p.IsLeader() || p.Term() != sh.term {
+			continue
+		}
+		for _, name := range sortedKeys(sh.groups) {
+			out = append(out, sh.groups[name])
+		}
+	}
+	return out
+}
+
+// useSession checks a ShareFetch or ShareAcknowledge session epoch for
+// member and returns its session, or the top-level error (nothing
+// changed). Epoch 0 opens a new session (allowOpen: ShareFetch only), -1
+// names the one to close, any other must be the session's next epoch.
+func (sh *shareShard) useSession(groupName, member string, epoch int32, allowOpen bool) (*shareSession, *kerr.Error) {
+	g := sh.groups[groupName]
+	if g == nil || !g.Has(member) {
+		return nil, kerr.UnknownMemberID
+	}
+	s := sh.sessions[sessionKey{groupName, member}]
+	switch {
+	case epoch == 0 && allowOpen:
+		return &shareSession{}, nil
+	case epoch == 0:
+		return nil, kerr.InvalidShareSessionEpoch
+	case s == nil:
+		return nil, kerr.ShareSessionNotFound
+	case epoch != -1 && epoch != s.epoch:
+		return nil, kerr.InvalidShareSessionEpoch
+	}
+	return s, nil
+}
+
+// advanceSession records a request's effect on its session: a new one is
+// installed, a closed one dropped (and the member's records released), an
+// open one moves to its next epoch.
+func (r *Reactor) advanceSession(sh *shareShard, groupName, member string, epoch int32, s *shareSession) {
+	switch {
+	case epoch == -1:
+		r.releaseMember(sh, groupName, member)
+	case epoch == 0:
+		s.epoch = 1
+		sh.sessions[sessionKey{groupName, member}] = s
+	default:
+		s.epoch++
+		if s.epoch < 0 {
+			s.epoch = 1 // wraps past MaxInt32 to 1, as Kafka's does
+		}
+	}
+}
+
+// shareAcks applies one partition's acknowledgement batches and returns
+// the partition's error code (0, or INVALID_RECORD_STATE / INVALID_REQUEST
+// with nothing changed) and whether its state changed.
+func (r *Reactor) shareAcks(sh *shareShard, k share.Key, member string, batches []share.Ack) (int16, bool) {
+	sp := sh.parts[k]
+	if sp == nil {
+		return kerr.InvalidRecordState.Code, false
+	}
+	if err := sp.Acknowledge(r.monoNow(), member, batches); err != nil {
+		if errors.Is(err, share.ErrInvalidRequest) {
+			return kerr.InvalidRequest.Code, false
+		}
+		return kerr.InvalidRecordState.Code, false
+	}
+	for _, b := range batches {
+		for _, t := range b.Types {
+			if t != share.AckRenew {
+				return 0, true
+			}
+		}
+	}
+	return 0, false // renewals only: locks are not persisted
+}

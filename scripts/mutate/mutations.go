@@ -1,0 +1,133 @@
+package main
+
+// mutation is one realistic one-line bug: in File, the one line whose
+// trimmed text is Original becomes Replacement (indentation kept). If no
+// line, or more than one, matches, the mutation no longer applies and
+// `make mutate` fails before running anything: update it as the code moves.
+type mutation struct {
+	Name        string
+	File        string
+	Original    string
+	Replacement string
+	Why         string // the class of bug and what it would break
+}
+
+var mutations = []mutation{
+	// Persistence ordering.
+	{
+		Name: "ack-before-fsync", File: "node/ready.go",
+		Original:    "if !mustSync || plant.Enabled(plant.AckBeforeFsync) {",
+		Replacement: "if true {",
+		Why:         "persistence ordering: a Ready's messages and acknowledgements go out before its fsync",
+	},
+	{
+		Name: "meta-commit-past-log", File: "logstore/sync.go",
+		Original:    "hs.Commit = min(hs.Commit, l.lastIndex) // never past what this plan holds",
+		Replacement: "hs.Commit = hs.Commit + 1",
+		Why:         "persistence ordering: the durable commit index names an entry the segments do not hold",
+	},
+	{
+		Name: "hard-state-not-saved", File: "node/replica/replica.go",
+		Original:    "r.log.SetHardState(logstore.HardState{Term: hs.Term, Vote: hs.Vote, Commit: hs.Commit})",
+		Replacement: "r.log.SetHardState(logstore.HardState{Term: hs.Term, Commit: hs.Commit})",
+		Why:         "persistence: Raft's vote never reaches the log's hard state",
+	},
+	// Raft term and vote rules.
+	{
+		Name: "vote-without-log-check", File: "consensus/log.go",
+		Original:    "return lastTerm > ourTerm || (lastTerm == ourTerm && lastIndex >= l.lastIndex())",
+		Replacement: "return lastTerm >= ourTerm",
+		Why:         "Raft election restriction: a candidate with a shorter log of the same term wins votes",
+	},
+	{
+		Name: "vote-twice-in-a-term", File: "consensus/election.go",
+		Original:    "canVote := r.vote == m.From ||",
+		Replacement: "canVote := true ||",
+		Why:         "Raft vote rule: a member votes for every candidate of a term",
+	},
+	{
+		Name: "commit-previous-term", File: "consensus/step_leader.go",
+		Original:    "if term != r.term && !plant.Enabled(plant.CommitPrevTerm) {",
+		Replacement: "if term > r.term && !plant.Enabled(plant.CommitPrevTerm) {",
+		Why:         "Raft commit rule (Figure 8): a leader commits a previous term's entry by counting replicas",
+	},
+	{
+		Name: "stale-term-accepted", File: "consensus/raft.go",
+		Original:    "case m.Term < r.term:",
+		Replacement: "case m.Term+1 < r.term:",
+		Why:         "Raft term rule: messages from the previous term are taken as current",
+	},
+	// Read fencing.
+	{
+		Name: "lease-any-term", File: "node/lease.go",
+		Original:    "return s.lease.term == p.Term()",
+		Replacement: "return true",
+		Why:         "read fencing: a lease confirmed in an earlier term is still honoured",
+	},
+	{
+		Name: "lease-too-long", File: "node/lease.go",
+		Original:    "const leaseMargin = 0.8",
+		Replacement: "const leaseMargin = 3",
+		Why:         "read fencing: the lease outlives the followers' promise",
+	},
+	// Offsets and the high watermark.
+	{
+		Name: "fetch-past-high-watermark", File: "node/partition/partition.go",
+		Original:    "limit := p.hw",
+		Replacement: "limit, end := p.rep.NextOffset(), p.rep.NextOffset()",
+		Why:         "high watermark: Fetch serves entries that are not committed",
+	},
+	{
+		Name: "high-watermark-off-by-one", File: "node/partition/partition.go",
+		Original:    "p.hw = h.BaseOffset + int64(h.LastOffsetDelta) + 1",
+		Replacement: "p.hw = h.BaseOffset + int64(h.LastOffsetDelta) + 2",
+		Why:         "offsets: the high watermark names one offset past the committed records",
+	},
+	// Idempotence.
+	{
+		Name: "idempotence-window-1", File: "node/partition/producers.go",
+		Original:    "const batchesKept = 5",
+		Replacement: "const batchesKept = 1",
+		Why:         "idempotence: a retried batch older than the newest is not recognised",
+	},
+	{
+		Name: "stale-epoch-accepted", File: "node/partition/producers.go",
+		Original:    "case epoch < st.Epoch:",
+		Replacement: "case epoch < st.Epoch-1:",
+		Why:         "idempotence: a producer fenced by a newer epoch may still write",
+	},
+	// Group generations.
+	{
+		Name: "generation-fence-one-way", File: "node/group/offsets.go",
+		Original:    "case generation != g.generation && !plant.Enabled(plant.NoGenerationFence):",
+		Replacement: "case generation > g.generation:",
+		Why:         "group generations: a zombie member's commit with an older generation is accepted",
+	},
+	// Commit acknowledgement.
+	{
+		Name: "ack-before-quorum", File: "node/partition/partition.go",
+		Original:    "if index <= p.rep.Applied() {",
+		Replacement: "if true {",
+		Why:         "commit acknowledgement: acks=all answered once the leader appended",
+	},
+	{
+		Name: "offset-commit-before-replicated", File: "node/group/offsets.go",
+		Original:    "early := plant.Enabled(plant.OffsetCommitBeforeReplicated)",
+		Replacement: "early := true",
+		Why:         "commit acknowledgement: OffsetCommit answered before its record is replicated",
+	},
+	// CRC checks on read.
+	{
+		Name: "segment-crc-unchecked", File: "logstore/segment.go",
+		Original:    "if verify && crc32c(raw[4:]) != h.crc {",
+		Replacement: "if false {",
+		Why:         "CRC on read: a damaged entry is served and replicated",
+	},
+	// Retention bounds.
+	{
+		Name: "retention-past-limit", File: "logstore/retention_bound.go",
+		Original:    "if !s.sealed || s.last >= limitIndex || s.last > snapIndex || s.empty() {",
+		Replacement: "if !s.sealed || s.last > snapIndex || s.empty() {",
+		Why:         "retention bounds: segments not yet applied (past the limit index) are deleted",
+	},
+}

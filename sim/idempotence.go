@@ -1,0 +1,172 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/jepsen/history"
+)
+
+// idemWindow is how many recent batches per producer and partition a
+// broker must recognise as duplicates (Kafka's 5 in-flight requests per
+// connection).
+const idemWindow = 5
+
+// retrier is an idempotent producer that exercises the duplicate window
+// the way a real client with 5 requests in flight does: when the response
+// to a batch is lost while the later ones are acknowledged, the client
+// resends it with its old sequence. So now and then it resends one of its
+// last idemWindow acknowledged batches of a partition, and the broker must
+// answer exactly as the first time: no error and the same base offset. An
+// OUT_OF_ORDER_SEQUENCE_NUMBER (the window forgot the batch) or another
+// base offset (written twice) breaks Kafka's idempotence contract and
+// fails the run. The resends are not operations of the history (the values
+// were acknowledged already); a second copy in the log also shows in the
+// duplicate checker.
+type retrier struct {
+	r     *run
+	rng   *rand.Rand
+	proc  int64
+	pid   int64
+	epoch int16
+	seq   map[int32]int32
+	// acked: per partition, the last idemWindow acknowledged batches,
+	// oldest first.
+	acked  map[int32][]ackedBatch
+	checks int
+}
+
+type ackedBatch struct {
+	values []string
+	stamp  producerStamp
+	base   int64
+}
+
+func newRetrier(r *run, seed int64) *retrier {
+	return &retrier{r: r, rng: rand.New(rand.NewSource(seed)), pid: -1}
+}
+
+func (p *retrier) start() {
+	p.proc = p.r.newProc()
+	p.r.active++
+	p.next()
+}
+
+func (p *retrier) next() {
+	if p.r.stopping {
+		p.r.active--
+		return
+	}
+	p.r.w.After(p.r.think(), p.op)
+}
+
+func (p *retrier) reset() {
+	p.proc, p.pid = p.r.newProc(), -1
+	p.acked = nil
+}
+
+func (p *retrier) op() {
+	r := p.r
+	if r.stopping {
+		r.active--
+		return
+	}
+	if p.pid < 0 {
+		p.initPID()
+		return
+	}
+	part := int32(p.rng.Intn(int(r.o.Partitions)))
+	if w := p.acked[part]; len(w) >= 2 && p.rng.Intn(3) == 0 {
+		p.resend(part, w[p.rng.Intn(len(w)-1)]) // not the newest: that one any window keeps
+		return
+	}
+	stamp := producerStamp{pid: p.pid, epoch: p.epoch, seq: p.seq[part]}
+	n := 1 + p.rng.Intn(r.o.RecordsMax)
+	var op *produceOp
+	op = r.produceOpAcked(p.proc, part, n, stamp, func(typ history.Type) {
+		if typ == history.OK {
+			p.seq[part] += int32(n)
+		} else {
+			p.reset()
+		}
+		p.next()
+	}, func(base int64) {
+		w := append(p.acked[part], ackedBatch{values: op.values, stamp: stamp, base: base})
+		if len(w) > idemWindow {
+			w = w[1:]
+		}
+		p.acked[part] = w
+	})
+}
+
+func (p *retrier) initPID() {
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.Version = 4
+	req.ProducerID, req.ProducerEpoch = -1, -1
+	req.TransactionTimeoutMillis = 60000
+	p.r.kn.call(p.r.meta.anyNode(), req, p.r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		if err == nil {
+			ir := resp.(*kmsg.InitProducerIDResponse)
+			if ir.ErrorCode == 0 && ir.ProducerID >= 0 {
+				p.pid, p.epoch, p.seq, p.acked = ir.ProducerID, ir.ProducerEpoch, map[int32]int32{}, map[int32][]ackedBatch{}
+			}
+		}
+		p.next()
+	})
+}
+
+// resend sends an acknowledged batch again and checks the answer. A lost
+// request or a retriable error says nothing; the next resend tries again.
+func (p *retrier) resend(part int32, b ackedBatch) {
+	r := p.r
+	leader, ok := r.meta.leader(part)
+	if !ok {
+		r.meta.refresh(p.next)
+		return
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9
+	req.Acks = -1
+	req.TimeoutMillis = int32((r.o.RequestTimeout * 8 / 10).Milliseconds())
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = r.topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = part
+	rp.Records = encodeBatch(b.values, r.w.Clock().Now().UnixMilli(), b.stamp)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		defer p.next()
+		if err != nil {
+			return
+		}
+		code, base := int16(kerr.UnknownServerError.Code), int64(-1)
+		for _, t := range resp.(*kmsg.ProduceResponse).Topics {
+			for _, rp := range t.Partitions {
+				if t.Topic == r.topic && rp.Partition == part {
+					code, base = rp.ErrorCode, rp.BaseOffset
+				}
+			}
+		}
+		switch {
+		case code == 0 && base == b.base:
+			p.checks++
+			r.cover("idempotent resend answered as duplicate")
+		case code == 0:
+			r.inv.fail("idempotence", "producer %d partition %d: resent batch (seq %d, values %v) acknowledged at %d, first at %d: written twice",
+				b.stamp.pid, part, b.stamp.seq, b.values, base, b.base)
+		case retriable(code):
+			r.meta.invalidate(part)
+		default:
+			r.inv.fail("idempotence", "producer %d partition %d: resent batch (seq %d, within the last %d acknowledged) answered %s, not as a duplicate at %d",
+				b.stamp.pid, part, b.stamp.seq, idemWindow, errName(code), b.base)
+		}
+	})
+}
+
+func (p *retrier) String() string {
+	return fmt.Sprintf("retrier pid %d: %d resends checked", p.pid, p.checks)
+}

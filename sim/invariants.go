@@ -1,0 +1,366 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/floe-broker/floe/jepsen/history"
+	"sort"
+	"strings"
+
+	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node"
+)
+
+// White-box invariants (issue 15). The history checkers see what clients
+// saw; these look inside every broker (node.Reactor.Inspect) while the run
+// goes, at every new simulated instant, and once more after the liveness
+// phase:
+//
+//   - election safety: at most one leader per term per group;
+//   - one vote per term: a member never votes for two candidates in one
+//     term, also across crashes (the vote must be durable before it is
+//     sent);
+//   - a member's commit index never decreases within an incarnation, and a
+//     restarted member's commit index is at least the one it had made
+//     durable before the crash;
+//   - a durable term never goes back, and a durable vote never changes
+//     within its term, also across crashes;
+//   - applied <= commit, and term >= durable term;
+//   - a settled member's term and vote are durable (persist before send);
+//   - a committed entry is never replaced: the term at every commit index
+//     seen, on every member holding it;
+//   - a leader advances its commit index only onto an entry of its own
+//     term (Raft's Figure 8 rule);
+//   - no read is answered by a deposed leader (read leases);
+//   - after the heal: every replica's committed prefix is identical (hash
+//     of index, term and data of each entry both hold), and replicas that
+//     applied the same index hold the same partition state (checkpoint:
+//     producer table and start offset, and high watermark) — each replica
+//     replays the committed log on its own, so a replay that differs shows.
+//
+// Reading the views changes nothing in the brokers and schedules no event,
+// so a seed's run is the same with or without the checks.
+//
+// A node whose files the nemesis damaged may lower its commit index on
+// purpose (repair from peers): the cross-crash commit and durable-state
+// checks skip it from then on.
+type invariants struct {
+	r *run
+	// leaders: (group, term) -> the node that led it.
+	leaders map[groupTerm]netx.NodeID
+	// votes: (node, incarnation, group, term) -> the vote seen in memory;
+	// a vote not yet durable may be lost in a crash (it was never sent),
+	// so across incarnations only durable votes are compared (durVotes).
+	votes    map[nodeGroupTerm]uint64
+	durVotes map[nodeGroupTerm]uint64
+	// seen: (node, group) -> what was last observed, at which check.
+	seen map[nodeGroup]memberSeen
+	// present: (node, group) -> the last check that saw the replica.
+	present map[nodeGroup]uint64
+	// committed: (group, index) -> the term of the entry a member held
+	// there while its commit index covered it.
+	committed map[groupTerm]uint64
+	// damaged: nodes whose files were corrupted (run.corruptedFiles).
+	damaged     map[netx.NodeID]bool
+	damagedSeen int
+	// reported: invariant kinds already reported (one line each).
+	reported map[string]int
+	checks   uint64
+}
+
+type groupTerm struct{ group, term uint64 }
+
+type nodeGroup struct {
+	node  netx.NodeID
+	group uint64
+}
+
+type nodeGroupTerm struct {
+	node             netx.NodeID
+	inc, group, term uint64
+}
+
+type memberSeen struct {
+	inc, term               uint64
+	leader, damaged         bool
+	commit, last            uint64
+	durTerm, durVote, durCo uint64
+}
+
+func newInvariants(r *run) *invariants {
+	return &invariants{r: r, leaders: map[groupTerm]netx.NodeID{}, votes: map[nodeGroupTerm]uint64{}, durVotes: map[nodeGroupTerm]uint64{}, committed: map[groupTerm]uint64{},
+		seen: map[nodeGroup]memberSeen{}, present: map[nodeGroup]uint64{}, damaged: map[netx.NodeID]bool{}, reported: map[string]int{}}
+}
+
+// fail records a violated invariant: the first of each kind as a violation
+// (so the seed fails with its replay command), later ones counted.
+func (iv *invariants) fail(kind, format string, args ...any) {
+	iv.reported[kind]++
+	if iv.reported[kind] > 1 {
+		return
+	}
+	iv.r.violation("invariant", kind+": "+fmt.Sprintf(format, args...)+fmt.Sprintf(" (at %v)", iv.r.now()))
+}
+
+func (iv *invariants) broker(id netx.NodeID) *node.Reactor {
+	if b, ok := iv.r.w.Instance(id).(*Broker); ok && b != nil && b.R != nil && !b.R.Stopped() {
+		return b.R
+	}
+	return nil
+}
+
+func (iv *invariants) noteDamage() {
+	for _, f := range iv.r.corruptedFiles[iv.damagedSeen:] {
+		var id int
+		if _, err := fmt.Sscanf(f, "n%d:", &id); err == nil {
+			iv.damaged[netx.NodeID(id)] = true
+		}
+	}
+	iv.damagedSeen = len(iv.r.corruptedFiles)
+}
+
+// observe checks every up node's groups now.
+func (iv *invariants) observe() {
+	iv.checks++
+	iv.noteDamage()
+	for _, id := range iv.r.w.IDs() {
+		rc := iv.broker(id)
+		if rc == nil {
+			continue
+		}
+		inc := iv.r.w.Incarnation(id)
+		for _, v := range rc.Inspect(false) {
+			iv.present[nodeGroup{id, v.Group}] = iv.checks
+			iv.member(id, inc, v)
+		}
+	}
+	iv.forgetDeleted()
+}
+
+// forgetDeleted forgets the replicas an up node no longer holds (a
+// membership change removed them): one added back later starts from an
+// empty log, term 0, with no vote, and is a new member.
+func (iv *invariants) forgetDeleted() {
+	var gone []nodeGroup
+	for k := range iv.seen {
+		if iv.present[k] != iv.checks && iv.broker(k.node) != nil {
+			gone = append(gone, k)
+		}
+	}
+	for _, k := range gone {
+		delete(iv.seen, k)
+		delete(iv.present, k)
+		for vk := range iv.durVotes {
+			if vk.node == k.node && vk.group == k.group {
+				delete(iv.durVotes, vk)
+			}
+		}
+	}
+}
+
+func (iv *invariants) member(id netx.NodeID, inc uint64, v node.ReplicaView) {
+	g := v.Group
+	if v.Leader {
+		k := groupTerm{g, v.Term}
+		if other, ok := iv.leaders[k]; ok && other != id {
+			iv.fail("two-leaders-in-a-term", "group %d term %d led by n%d and n%d", g, v.Term, other, id)
+		} else if !ok {
+			iv.leaders[k] = id
+		}
+	}
+	if v.Vote != 0 {
+		k := nodeGroupTerm{id, inc, g, v.Term}
+		if prev, ok := iv.votes[k]; ok && prev != v.Vote {
+			iv.fail("two-votes-in-a-term", "n%d.%d group %d term %d voted for %d, earlier for %d", id, inc, g, v.Term, v.Vote, prev)
+		} else if !ok {
+			iv.votes[k] = v.Vote
+		}
+	}
+	if v.DurableVote != 0 && !iv.damaged[id] {
+		k := nodeGroupTerm{id, 0, g, v.DurableTerm}
+		if prev, ok := iv.durVotes[k]; ok && prev != v.DurableVote {
+			iv.fail("two-durable-votes-in-a-term", "n%d.%d group %d term %d durably voted for %d, earlier for %d",
+				id, inc, g, v.DurableTerm, v.DurableVote, prev)
+		} else if !ok {
+			iv.durVotes[k] = v.DurableVote
+		}
+	}
+	if v.Settled && !v.Damaged && !iv.damaged[id] && (v.Term != v.DurableTerm || v.Vote != v.DurableVote) {
+		iv.fail("hard-state-not-durable", "n%d.%d group %d settled at term %d vote %d, durable term %d vote %d",
+			id, inc, g, v.Term, v.Vote, v.DurableTerm, v.DurableVote)
+	}
+	if v.CommitTerm != 0 && !v.Damaged {
+		k := groupTerm{g, v.CommitIndex} // (group, index)
+		if t, ok := iv.committed[k]; ok && t != v.CommitTerm {
+			iv.fail("committed-entry-changed", "group %d entry %d committed with term %d, n%d.%d now holds term %d there",
+				g, v.CommitIndex, t, id, inc, v.CommitTerm)
+		} else if !ok {
+			iv.committed[k] = v.CommitTerm
+		}
+	}
+	if v.Applied > v.Commit {
+		iv.fail("applied-past-commit", "n%d.%d group %d applied %d > commit %d", id, inc, g, v.Applied, v.Commit)
+	}
+	if v.Term < v.DurableTerm {
+		iv.fail("term-below-durable", "n%d.%d group %d term %d < durable term %d", id, inc, g, v.Term, v.DurableTerm)
+	}
+	k := nodeGroup{id, g}
+	prev, ok := iv.seen[k]
+	iv.r.coverView(prev, ok, v, inc)
+	now := memberSeen{inc: inc, term: v.Term, leader: v.Leader, damaged: v.Damaged, commit: v.Commit, last: v.LastIndex, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit}
+	iv.seen[k] = now
+	if !ok || v.Damaged || iv.damaged[id] {
+		return
+	}
+	if prev.inc == inc && prev.leader && v.Leader && prev.term == v.Term && v.Commit > prev.commit &&
+		v.CommitTerm != 0 && v.CommitTerm < v.Term {
+		iv.fail("leader-committed-old-term-entry", "n%d.%d group %d: leader of term %d advanced its commit %d -> %d onto an entry of term %d (Raft commits only its own term's entries by counting)",
+			id, inc, g, v.Term, prev.commit, v.Commit, v.CommitTerm)
+	}
+	if prev.inc == inc && v.Commit < prev.commit {
+		iv.fail("commit-decreased", "n%d.%d group %d commit %d after %d", id, inc, g, v.Commit, prev.commit)
+	}
+	if prev.inc != inc && v.Commit < prev.durCo {
+		iv.fail("commit-lost-in-crash", "n%d.%d group %d restarted with commit %d, n%d.%d had made %d durable",
+			id, inc, g, v.Commit, id, prev.inc, prev.durCo)
+	}
+	if v.DurableTerm < prev.durTerm {
+		iv.fail("durable-term-went-back", "n%d.%d group %d durable term %d after %d (incarnation %d)",
+			id, inc, g, v.DurableTerm, prev.durTerm, prev.inc)
+	}
+	if v.DurableTerm == prev.durTerm && prev.durVote != 0 && v.DurableVote != prev.durVote {
+		iv.fail("durable-vote-changed", "n%d.%d group %d durable vote in term %d is %d, was %d (incarnation %d)",
+			id, inc, g, v.DurableTerm, v.DurableVote, prev.durVote, prev.inc)
+	}
+}
+
+// afterHeal compares the replicas of every group: committed prefixes by
+// hash, and partition state at equal applied indexes.
+func (iv *invariants) afterHeal() {
+	iv.observe()
+	type member struct {
+		id netx.NodeID
+		rc *node.Reactor
+		v  node.ReplicaView
+	}
+	byGroup := map[uint64][]node.ReplicaView{}
+	members := map[uint64][]member{}
+	for _, id := range iv.r.w.IDs() {
+		rc := iv.broker(id)
+		if rc == nil {
+			continue
+		}
+		for _, v := range rc.Inspect(true) {
+			if !v.Damaged {
+				byGroup[v.Group] = append(byGroup[v.Group], v)
+				members[v.Group] = append(members[v.Group], member{id, rc, v})
+			}
+		}
+	}
+	for _, g := range byGroupIDs(byGroup) {
+		ms := members[g]
+		if len(ms) < 2 {
+			continue
+		}
+		lo, hi := uint64(1), ms[0].v.Commit
+		for _, m := range ms {
+			// Raft's commit may pass what the log has written (entries
+			// still unstable on a follower).
+			lo, hi = max(lo, m.v.FirstIndex), min(hi, m.v.Commit, m.v.LastIndex)
+		}
+		if hi >= lo {
+			var sums []string
+			first, differ := uint64(0), false
+			for i, m := range ms {
+				h, err := m.rc.CommittedHash(g, lo, hi)
+				if err != nil {
+					iv.fail("committed-prefix-unreadable", "%s on n%d: entries %d..%d: %v", m.v.Name, m.id, lo, hi, err)
+					continue
+				}
+				sums = append(sums, fmt.Sprintf("n%d=%016x", m.id, h))
+				if i == 0 {
+					first = h
+				} else if h != first {
+					differ = true
+				}
+			}
+			if differ {
+				iv.fail("committed-prefix-differs", "%s (group %d) entries %d..%d: %s", ms[0].v.Name, g, lo, hi, strings.Join(sums, " "))
+			}
+		}
+		for i := range ms {
+			for j := i + 1; j < len(ms); j++ {
+				a, b := ms[i].v, ms[j].v
+				if a.Name != "controller" && a.Applied == b.Applied && a.StateHash != b.StateHash {
+					iv.fail("replayed-state-differs", "%s at applied %d: n%d (hw %d) and n%d (hw %d) hold different partition state",
+						a.Name, a.Applied, ms[i].id, a.HighWatermark, ms[j].id, b.HighWatermark)
+				}
+			}
+		}
+	}
+	iv.committedEntries()
+	iv.r.w.Tracef("invariants: %d checks, violations %v", iv.checks, iv.reported)
+}
+
+func byGroupIDs[V any](m map[uint64]V) []uint64 {
+	groups := make([]uint64, 0, len(m))
+	for g := range m {
+		groups = append(groups, g)
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i] < groups[j] })
+	return groups
+}
+
+// committedEntries checks every committed (index, term) seen during the
+// run against every up member's log that holds the index below its own
+// commit: a committed entry is never replaced (Figure 8 of the Raft paper).
+func (iv *invariants) committedEntries() {
+	keys := make([]groupTerm, 0, len(iv.committed))
+	for k := range iv.committed {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].group < keys[j].group || keys[i].group == keys[j].group && keys[i].term < keys[j].term
+	})
+	for _, id := range iv.r.w.IDs() {
+		rc := iv.broker(id)
+		if rc == nil || iv.damaged[id] {
+			continue
+		}
+		commit := map[uint64]uint64{}
+		for _, v := range rc.Inspect(false) {
+			if !v.Damaged {
+				commit[v.Group] = v.CommitIndex
+			}
+		}
+		for _, k := range keys {
+			c, ok := commit[k.group]
+			if !ok || k.term > c {
+				continue
+			}
+			if t, ok := rc.TermAt(k.group, k.term); ok && t != iv.committed[k] {
+				iv.fail("committed-entry-changed", "group %d entry %d was committed with term %d; after the heal n%d holds term %d there",
+					k.group, k.term, iv.committed[k], id, t)
+			}
+		}
+	}
+}
+
+// deposedReads fails reads that a leader answered while another broker
+// already led in a later epoch (the history's deposed note): read leases
+// (node/lease.go) promise this never happens.
+func (iv *invariants) deposedReads(h history.History) {
+	n := 0
+	first := ""
+	for _, op := range h {
+		if op.Type == history.OK && op.Note == deposedNote {
+			if n++; n == 1 {
+				first = fmt.Sprintf("%s by n%d at %v", op.F, op.Node, time.Duration(op.Time))
+			}
+		}
+	}
+	if n > 0 {
+		iv.fail("read-from-deposed-leader", "%d reads answered by a leader a later-epoch leader had replaced (first: %s)", n, first)
+	}
+}

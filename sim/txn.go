@@ -1,0 +1,646 @@
+package sim
+
+// The transactional workload (issue 16): producers run Kafka transactions
+// over several partitions of their own topic (FindCoordinator key type 1,
+// InitProducerId with a transactional id, AddPartitionsToTxn, transactional
+// Produce, EndTxn), committing most and aborting some, under the same
+// faults as everything else; a read_committed reader polls every partition
+// meanwhile. After the heal every partition's last stable offset must reach
+// its high watermark (open transactions time out), and a final
+// read_committed read is checked against what the producers were told:
+//
+//   - aborted read: a value of a transaction whose abort was acknowledged
+//     is visible;
+//   - lost write: a value of a transaction whose commit was acknowledged is
+//     missing;
+//   - duplicate: a value is visible twice;
+//   - torn transaction: a transaction of unknown outcome (its EndTxn failed)
+//     is visible on some of its partitions and not on others;
+//   - uncommitted read: the read_committed reader saw a value during the run
+//     that the final read does not hold (it read past an open transaction
+//     that later aborted);
+//   - LSO regression: a partition's last stable offset went back, or went
+//     past its high watermark.
+//
+// Not checked here: transactional offsets (TxnOffsetCommit), cycles in
+// write-read dependencies (G1c).
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node/records"
+)
+
+const (
+	txnTopic      = "simtxn"
+	txnTimeoutMs  = 2000 // the producers' transaction.timeout.ms
+	txnPartitions = 3
+	txnAbortProb  = 0.25
+)
+
+type txnOutcome uint8
+
+const (
+	txnOpen txnOutcome = iota
+	txnCommitted
+	txnAborted
+	txnUnknown
+)
+
+// txnRec is one transaction a producer ran: its values by partition and
+// what the producer was told.
+type txnRec struct {
+	name    string
+	values  map[int32][]string
+	outcome txnOutcome
+}
+
+// txnWorkload is the workload's shared state.
+type txnWorkload struct {
+	r       *run
+	ready   bool
+	leaders map[int32]netx.NodeID
+	txns    []*txnRec
+	seq     int
+	// readDuring: values the read_committed reader saw during the run.
+	readDuring map[string]bool
+	maxLSO     map[int32]int64
+	readAt     map[int32]int64 // the reader's next offset per partition
+}
+
+// startTxn starts the transactional workload if the options ask for it.
+func (r *run) startTxn() {
+	if r.o.TxnProducers <= 0 {
+		return
+	}
+	w := &txnWorkload{r: r, leaders: map[int32]netx.NodeID{}, readDuring: map[string]bool{},
+		maxLSO: map[int32]int64{}, readAt: map[int32]int64{}}
+	r.txn = w
+	r.active++ // the topic's creation; released when the producers start
+	w.createTopic(func() {
+		w.ready = true
+		for i := 0; i < r.o.TxnProducers; i++ {
+			p := &txnProducer{w: w, id: fmt.Sprintf("tx%d", i), pid: -1}
+			r.active++
+			p.find()
+		}
+		r.active--
+		w.poll()
+	})
+}
+
+func (w *txnWorkload) createTopic(done func()) {
+	r := w.r
+	var try func()
+	try = func() {
+		if r.stopping {
+			r.active--
+			return
+		}
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version, req.TimeoutMillis = 7, 5000
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = txnTopic, txnPartitions, int16(min(3, r.o.Nodes))
+		req.Topics = append(req.Topics, t)
+		r.kn.call(r.meta.anyNode(), req, 6*time.Second, func(resp kmsg.Response, err error) {
+			if err == nil {
+				if code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code == 0 || code == kerr.TopicAlreadyExists.Code {
+					done()
+					return
+				}
+			}
+			r.w.After(100*time.Millisecond, try)
+		})
+	}
+	try()
+}
+
+// leader returns the believed leader of a partition, asking for metadata
+// (and calling back later) when it is not known.
+func (w *txnWorkload) leader(part int32, then func(netx.NodeID)) {
+	if id, ok := w.leaders[part]; ok {
+		then(id)
+		return
+	}
+	r := w.r
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(txnTopic)
+	req.Topics = append(req.Topics, rt)
+	r.kn.call(r.meta.anyNode(), req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		if err == nil {
+			for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+				if t.Topic == nil || *t.Topic != txnTopic {
+					continue
+				}
+				for _, p := range t.Partitions {
+					if p.Leader > 0 && p.ErrorCode == 0 {
+						w.leaders[p.Partition] = netx.NodeID(p.Leader)
+					}
+				}
+			}
+		}
+		id, ok := w.leaders[part]
+		if !ok {
+			id = 0
+		}
+		r.w.After(r.backoff(), func() { then(id) })
+	})
+}
+
+// txnProducer runs transactions one after another.
+type txnProducer struct {
+	w     *txnWorkload
+	id    string
+	coord netx.NodeID // 0: unknown
+	pid   int64
+	epoch int16
+	seq   map[int32]int32
+	cur   *txnRec
+	// gaveUp: a produce of the current transaction was given up with its
+	// outcome unknown, so the partition's sequence may have moved: after
+	// the abort the producer takes a new epoch (sequences restart), as
+	// clients do (KIP-360), or its next batch could be taken for a
+	// duplicate of the abandoned one.
+	gaveUp bool
+}
+
+func (p *txnProducer) stopped() bool {
+	if p.w.r.stopping && p.cur == nil {
+		p.w.r.active--
+		return true
+	}
+	return false
+}
+
+// find looks for the transaction coordinator.
+func (p *txnProducer) find() {
+	if p.stopped() {
+		return
+	}
+	r := p.w.r
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.Version, req.CoordinatorType, req.CoordinatorKeys = 4, 1, []string{p.id}
+	r.kn.call(r.meta.anyNode(), req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		if err == nil {
+			if cs := resp.(*kmsg.FindCoordinatorResponse).Coordinators; len(cs) == 1 && cs[0].ErrorCode == 0 && cs[0].NodeID > 0 {
+				p.coord = netx.NodeID(cs[0].NodeID)
+				p.then(p.resume)
+				return
+			}
+		}
+		r.w.After(r.backoff(), p.find)
+	})
+}
+
+// resume continues after the coordinator is known: a producer without a
+// producer id initializes; one in the middle of ending a transaction
+// retries the end as an abort.
+func (p *txnProducer) resume() {
+	switch {
+	case p.pid < 0:
+		p.init()
+	case p.cur != nil:
+		p.end(false)
+	default:
+		p.begin()
+	}
+}
+
+func (p *txnProducer) then(fn func()) { p.w.r.w.After(p.w.r.think(), fn) }
+
+// coordFailed handles an error from the coordinator: look for it again if
+// it moved, else retry after a backoff.
+func (p *txnProducer) coordFailed(err error, code int16, retry func()) {
+	r := p.w.r
+	if err != nil || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code {
+		p.coord = 0
+		r.w.After(r.backoff(), p.find)
+		return
+	}
+	r.w.After(r.backoff(), retry)
+}
+
+// init gets a producer id and epoch (fencing any earlier incarnation and
+// aborting its open transaction).
+func (p *txnProducer) init() {
+	if p.stopped() {
+		return
+	}
+	r := p.w.r
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.Version = 4
+	req.TransactionalID = kmsg.StringPtr(p.id)
+	req.TransactionTimeoutMillis = txnTimeoutMs
+	req.ProducerID, req.ProducerEpoch = -1, -1
+	r.kn.call(p.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		var code int16
+		if err == nil {
+			ir := resp.(*kmsg.InitProducerIDResponse)
+			if code = ir.ErrorCode; code == 0 {
+				p.pid, p.epoch, p.seq = ir.ProducerID, ir.ProducerEpoch, map[int32]int32{}
+				p.then(p.begin)
+				return
+			}
+		}
+		p.coordFailed(err, code, p.init)
+	})
+}
+
+// begin starts a transaction on 1-3 partitions.
+func (p *txnProducer) begin() {
+	if p.stopped() {
+		return
+	}
+	w, r := p.w, p.w.r
+	w.seq++
+	t := &txnRec{name: fmt.Sprintf("T%d", w.seq), values: map[int32][]string{}}
+	parts := r.rng.Perm(txnPartitions)[:1+r.rng.Intn(txnPartitions)]
+	sort.Ints(parts)
+	for _, pt := range parts {
+		for k := 0; k <= r.rng.Intn(2); k++ {
+			t.values[int32(pt)] = append(t.values[int32(pt)], fmt.Sprintf("%s.%d.%d", t.name, pt, k))
+		}
+	}
+	p.cur = t
+	w.txns = append(w.txns, t)
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch = 3, p.id, p.pid, p.epoch
+	rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+	rt.Topic = txnTopic
+	for _, pt := range parts {
+		rt.Partitions = append(rt.Partitions, int32(pt))
+	}
+	req.Topics = append(req.Topics, rt)
+	r.kn.call(p.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		code := kerr.UnknownServerError.Code
+		if err == nil {
+			code = 0
+			for _, t := range resp.(*kmsg.AddPartitionsToTxnResponse).Topics {
+				for _, sp := range t.Partitions {
+					if sp.ErrorCode != 0 {
+						code = sp.ErrorCode
+					}
+				}
+			}
+		}
+		if code != 0 {
+			// Unknown whether the partitions were added: nothing was
+			// produced, so abort (or let the re-init abort it).
+			p.end(false)
+			return
+		}
+		p.produce(sortedParts(t.values), 0, r.now()+r.o.OpTimeout)
+	})
+}
+
+func sortedParts(m map[int32][]string) []int32 {
+	out := make([]int32, 0, len(m))
+	for pt := range m { //floe:unordered sorted below
+		out = append(out, pt)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// produce writes the transaction's batch to parts[i], then the next; a
+// failure ends the transaction with an abort.
+func (p *txnProducer) produce(parts []int32, i int, deadline time.Duration) {
+	w, r := p.w, p.w.r
+	if i == len(parts) {
+		p.then(func() { p.end(r.rng.Float64() >= txnAbortProb) })
+		return
+	}
+	if r.now() >= deadline {
+		p.gaveUp = true
+		p.end(false)
+		return
+	}
+	part := parts[i]
+	retry := func() { r.w.After(r.backoff(), func() { p.produce(parts, i, deadline) }) }
+	w.leader(part, func(leader netx.NodeID) {
+		if leader == 0 {
+			retry()
+			return
+		}
+		vals := p.cur.values[part]
+		recs := make([]records.Record, len(vals))
+		for k, v := range vals {
+			recs[k] = records.Record{Value: []byte(v)}
+		}
+		batch := records.Build(records.BuildOptions{BaseTimestamp: r.w.Clock().Now().UnixMilli(), Transactional: true,
+			Producer: &records.Producer{ID: p.pid, Epoch: p.epoch, BaseSequence: p.seq[part]}}, recs)
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks = 9, -1
+		req.TransactionID = kmsg.StringPtr(p.id)
+		req.TimeoutMillis = int32((r.o.RequestTimeout * 8 / 10).Milliseconds())
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = txnTopic
+		rt.Partitions = []kmsg.ProduceRequestTopicPartition{{Partition: part, Records: batch}}
+		req.Topics = append(req.Topics, rt)
+		r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+			code := kerr.UnknownServerError.Code
+			if err == nil {
+				code = resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+			}
+			switch {
+			case code == 0:
+				p.seq[part] += int32(len(vals))
+				p.produce(parts, i+1, deadline)
+			case err != nil || retriable(code):
+				delete(w.leaders, part)
+				retry() // the same batch, the same sequence: idempotent
+			default:
+				p.gaveUp = true
+				p.end(false)
+			}
+		})
+	})
+}
+
+// end commits or aborts the current transaction. A failed commit is
+// retried as an abort (as franz-go's GroupTransactSession does): an
+// acknowledged abort means the transaction must never be visible. When the
+// outcome stays unknown, the producer initializes again, which aborts
+// whatever is still open.
+func (p *txnProducer) end(commit bool) {
+	r := p.w.r
+	if p.coord == 0 {
+		p.find()
+		return
+	}
+	req := kmsg.NewPtrEndTxnRequest()
+	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = 3, p.id, p.pid, p.epoch, commit
+	r.kn.call(p.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		var code int16
+		if err == nil {
+			code = resp.(*kmsg.EndTxnResponse).ErrorCode
+		}
+		t := p.cur
+		switch {
+		case err == nil && code == 0:
+			t.outcome = txnAborted
+			if commit {
+				t.outcome = txnCommitted
+			}
+			p.cur = nil
+			if p.gaveUp {
+				p.pid, p.gaveUp = -1, false
+			}
+			p.then(p.resume)
+		case commit || err != nil || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code:
+			if err != nil || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code {
+				p.coord = 0
+			}
+			if p.coord == 0 {
+				r.w.After(r.backoff(), p.find) // resume retries the end as an abort
+				return
+			}
+			r.w.After(r.backoff(), func() { p.end(false) })
+		default:
+			// The abort was refused (fenced, not open, concurrent): the
+			// outcome is unknown; a new producer epoch settles it.
+			t.outcome = txnUnknown
+			p.cur, p.pid, p.gaveUp = nil, -1, false
+			p.then(p.init)
+		}
+	})
+}
+
+// poll is the read_committed reader: it reads every partition from where
+// it left off, and checks the last stable offsets it is told.
+func (w *txnWorkload) poll() {
+	r := w.r
+	if r.stopping {
+		return
+	}
+	for part := int32(0); part < txnPartitions; part++ {
+		w.fetch(part, w.readAt[part], func(ok bool, vals []string, next, lso, hw int64) {
+			if !ok {
+				return
+			}
+			for _, v := range vals {
+				w.readDuring[v] = true
+			}
+			w.readAt[part] = max(w.readAt[part], next)
+			w.sawLSO(part, lso, hw)
+		})
+	}
+	r.w.After(50*time.Millisecond+r.think(), w.poll)
+}
+
+func (w *txnWorkload) sawLSO(part int32, lso, hw int64) {
+	if lso > hw {
+		w.r.violation("checker", fmt.Sprintf("txn lso-regression invalid: %s/%d last stable offset %d above the high watermark %d", txnTopic, part, lso, hw))
+	}
+	if prev, ok := w.maxLSO[part]; ok && lso < prev {
+		w.r.violation("checker", fmt.Sprintf("txn lso-regression invalid: %s/%d last stable offset %d after %d", txnTopic, part, lso, prev))
+	}
+	w.maxLSO[part] = max(w.maxLSO[part], lso)
+}
+
+// fetch reads one partition read_committed from offset and calls done with
+// the committed values, the offset to read next, the LSO and the high
+// watermark; ok is false after an error.
+func (w *txnWorkload) fetch(part int32, offset int64, done func(ok bool, vals []string, next, lso, hw int64)) {
+	r := w.r
+	fail := func() { done(false, nil, offset, -1, -1) }
+	w.leader(part, func(leader netx.NodeID) {
+		if leader == 0 {
+			fail()
+			return
+		}
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.ReplicaID, req.MaxBytes, req.IsolationLevel = 12, -1, 256<<10, 1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = txnTopic
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = part, offset, 64<<10, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+			if err != nil {
+				delete(w.leaders, part)
+				fail()
+				return
+			}
+			fr := resp.(*kmsg.FetchResponse)
+			if fr.ErrorCode != 0 || len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+				fail()
+				return
+			}
+			sp := fr.Topics[0].Partitions[0]
+			if sp.ErrorCode != 0 {
+				delete(w.leaders, part)
+				fail()
+				return
+			}
+			vals, next, err := committedValues(sp.RecordBatches, offset, sp.AbortedTransactions)
+			if err != nil {
+				r.violation("served-corruption", fmt.Sprintf("%s/%d from %d: %v", txnTopic, part, offset, err))
+				fail()
+				return
+			}
+			done(true, vals, next, sp.LastStableOffset, sp.HighWatermark)
+		})
+	})
+}
+
+// committedValues is a read_committed client's view of fetched batches:
+// control batches are skipped, and so are the batches of a producer from
+// the first offset of an aborted transaction of its up to its abort marker.
+func committedValues(data []byte, offset int64, aborted []kmsg.FetchResponseTopicPartitionAbortedTransaction) ([]string, int64, error) {
+	batches, err := records.Split(data)
+	if err != nil {
+		return nil, offset, err
+	}
+	sort.Slice(aborted, func(i, j int) bool { return aborted[i].FirstOffset < aborted[j].FirstOffset })
+	active := map[int64]bool{}
+	next := offset
+	var vals []string
+	for _, b := range batches {
+		h, err := records.ParseHeader(b)
+		if err != nil {
+			return nil, offset, err
+		}
+		for len(aborted) > 0 && aborted[0].FirstOffset <= h.LastOffset() {
+			active[aborted[0].ProducerID] = true
+			aborted = aborted[1:]
+		}
+		next = h.NextOffset()
+		if h.IsControl() {
+			delete(active, h.ProducerID)
+			continue
+		}
+		if h.IsTransactional() && active[h.ProducerID] {
+			continue
+		}
+		err = records.Records(b, func(rec records.Record) error {
+			if h.BaseOffset+int64(rec.OffsetDelta) >= offset {
+				vals = append(vals, string(rec.Value))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, offset, err
+		}
+	}
+	return vals, next, nil
+}
+
+// finishTxn, after the heal: waits until no transaction is open (every
+// partition's LSO reaches its high watermark), reads everything
+// read_committed and checks it.
+func (r *run) finishTxn() {
+	w := r.txn
+	if w == nil || !w.ready {
+		return
+	}
+	final := map[int32][]string{}
+	stable := map[int32]bool{}
+	reading := map[int32]bool{}
+	// readAll reads one partition from from to its high watermark; a
+	// partition with a transaction still open, or an error, starts over.
+	var readAll func(part int32, from int64)
+	readAll = func(part int32, from int64) {
+		reading[part] = true
+		w.fetch(part, from, func(ok bool, vals []string, next, lso, hw int64) {
+			if from == 0 {
+				final[part] = nil
+			}
+			if !ok || lso < hw {
+				reading[part] = false
+				return
+			}
+			w.sawLSO(part, lso, hw)
+			final[part] = append(final[part], vals...)
+			if next >= hw {
+				stable[part], reading[part] = true, false
+				return
+			}
+			readAll(part, next)
+		})
+	}
+	kick := func() {
+		for part := int32(0); part < txnPartitions; part++ {
+			if !stable[part] && !reading[part] {
+				readAll(part, 0)
+			}
+		}
+	}
+	retry := func() bool {
+		if len(stable) < txnPartitions {
+			kick()
+		}
+		return len(stable) == txnPartitions
+	}
+	deadline := r.now() + r.o.LivenessMax
+	for !retry() && r.now() < deadline && !r.halted {
+		r.runFor(time.Second)
+	}
+	if len(stable) < txnPartitions {
+		r.violation("liveness", fmt.Sprintf("%d of %d partitions of %s reached a last stable offset at their high watermark and were read within %v",
+			len(stable), txnPartitions, txnTopic, r.o.LivenessMax))
+		return
+	}
+	w.check(final)
+}
+
+// check compares the final read_committed contents with what producers
+// were told and what the reader saw during the run.
+func (w *txnWorkload) check(final map[int32][]string) {
+	r := w.r
+	count := map[string]int{}
+	for _, vals := range final {
+		for _, v := range vals {
+			count[v]++
+		}
+	}
+	bad := func(kind, msg string) { r.violation("checker", fmt.Sprintf("txn %s invalid: %s", kind, msg)) }
+	committed, aborted, unknown := 0, 0, 0
+	for _, t := range w.txns {
+		visible, total := 0, 0
+		for _, pt := range sortedParts(t.values) {
+			for _, v := range t.values[pt] {
+				total++
+				if count[v] > 0 {
+					visible++
+				}
+				if count[v] > 1 {
+					bad("duplicate", fmt.Sprintf("%s appears %d times", v, count[v]))
+				}
+			}
+		}
+		switch t.outcome {
+		case txnCommitted:
+			committed++
+			if visible != total {
+				bad("lost-write", fmt.Sprintf("%s was committed; %d of its %d values are visible", t.name, visible, total))
+			}
+		case txnAborted:
+			aborted++
+			if visible > 0 {
+				bad("aborted-read", fmt.Sprintf("%s was aborted; %d of its %d values are visible", t.name, visible, total))
+			}
+		default:
+			unknown++
+			if visible != 0 && visible != total {
+				bad("torn-transaction", fmt.Sprintf("%s (outcome unknown): %d of its %d values are visible", t.name, visible, total))
+			}
+		}
+	}
+	for _, v := range sortedStrings(w.readDuring) {
+		if count[v] == 0 {
+			bad("uncommitted-read", fmt.Sprintf("read_committed read %s during the run; it never committed", v))
+		}
+	}
+	r.w.Tracef("txn: %d committed, %d aborted, %d unknown transactions; %d values read during the run", committed, aborted, unknown, len(w.readDuring))
+	r.note(fmt.Sprintf("txn: %d committed, %d aborted, %d unknown", committed, aborted, unknown))
+}
