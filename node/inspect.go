@@ -39,6 +39,11 @@ type ReplicaView struct {
 	Settled bool
 	// Fenced: a vote fence is in force (repair.go).
 	Fenced bool
+	// Opening tells replicas of one group on one broker apart: it changes
+	// when the replica is closed and opened again (deleted and re-created
+	// by a membership change, or reopened after a repair), within one run
+	// of the broker. 0 for the controller.
+	Opening uint64
 }
 
 // Inspect returns a view of every Raft group on this node: the controller
@@ -61,6 +66,9 @@ func (r *Reactor) Inspect(full bool) []ReplicaView {
 		v := viewOf(rep)
 		v.Fenced = r.fenced(v.Group)
 		v.HighWatermark = p.HighWatermark()
+		if s, ok := r.local[g]; ok {
+			v.Opening = s.opening
+		}
 		if !full {
 			out = append(out, v)
 			continue

@@ -10,6 +10,7 @@ import "github.com/floe-broker/floe/consensus"
 // partition leaves nothing behind.
 type groupState struct {
 	openedTick uint64        // the tick the replica was last opened at (replicas.go)
+	opening    uint64        // which opening of a replica on this broker it was (Reactor.openings)
 	campaign   firstCampaign // a new partition's first election (replicas.go)
 	lease      readLease     // the leader's read lease (lease.go)
 

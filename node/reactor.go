@@ -32,6 +32,9 @@ type Reactor struct {
 	parts  map[uint64]*partition.Partition // by Raft group
 	byName map[topicPartition]*partition.Partition
 	doomed map[uint64]bool // replicas to delete once idle
+	// openings counts replica openings since start, so that a replica
+	// deleted and created again reads as a new one (ReplicaView.Opening).
+	openings uint64
 
 	syncing   bool
 	syncBatch []*replica.Replica

@@ -189,7 +189,8 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	r.parts[p.Group] = part
 	r.byName[topicPartition{t.Name, p.Index}] = part
 	s := r.group(p.Group)
-	s.openedTick = r.ticks
+	r.openings++
+	s.openedTick, s.opening = r.ticks, r.openings
 	rep.Register(r.host)
 	if firstElection && rank == 0 {
 		s.campaign = firstCampaign{due: true}

@@ -82,7 +82,7 @@ type nodeGroupTerm struct {
 }
 
 type memberSeen struct {
-	inc, term               uint64
+	inc, opening, term      uint64
 	leader, damaged         bool
 	commit, last            uint64
 	durTerm, durVote, durCo uint64
@@ -208,17 +208,22 @@ func (iv *invariants) member(id netx.NodeID, inc uint64, v node.ReplicaView) {
 	k := nodeGroup{id, g}
 	prev, ok := iv.seen[k]
 	iv.r.coverView(prev, ok, v, inc)
-	now := memberSeen{inc: inc, term: v.Term, leader: v.Leader, damaged: v.Damaged, commit: v.Commit, last: v.LastIndex, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit}
+	now := memberSeen{inc: inc, opening: v.Opening, term: v.Term, leader: v.Leader, damaged: v.Damaged, commit: v.Commit, last: v.LastIndex, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit}
 	iv.seen[k] = now
 	if !ok || v.Damaged || iv.damaged[id] {
 		return
 	}
-	if prev.inc == inc && prev.leader && v.Leader && prev.term == v.Term && v.Commit > prev.commit &&
+	// A replica closed and opened again within this run of the broker
+	// (deleted and re-created by a membership change, or reopened after a
+	// repair) is a new member: Raft does not make a member remember its
+	// commit index, so only the durable checks below carry over.
+	same := prev.inc == inc && prev.opening == v.Opening
+	if same && prev.leader && v.Leader && prev.term == v.Term && v.Commit > prev.commit &&
 		v.CommitTerm != 0 && v.CommitTerm < v.Term {
 		iv.fail("leader-committed-old-term-entry", "n%d.%d group %d: leader of term %d advanced its commit %d -> %d onto an entry of term %d (Raft commits only its own term's entries by counting)",
 			id, inc, g, v.Term, prev.commit, v.Commit, v.CommitTerm)
 	}
-	if prev.inc == inc && v.Commit < prev.commit {
+	if same && v.Commit < prev.commit {
 		iv.fail("commit-decreased", "n%d.%d group %d commit %d after %d", id, inc, g, v.Commit, prev.commit)
 	}
 	if prev.inc != inc && v.Commit < prev.durCo {
