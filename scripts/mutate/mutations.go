@@ -130,4 +130,17 @@ var mutations = []mutation{
 		Replacement: "if !s.sealed || s.last > snapIndex || s.empty() {",
 		Why:         "retention bounds: segments not yet applied (past the limit index) are deleted",
 	},
+	// Authorization (ACLs, issue 17).
+	{
+		Name: "acl-deny-all-ignored", File: "node/acl/authorizer.go",
+		Original:    "if e.op == q.Operation || e.op == kmsg.ACLOperationAll {",
+		Replacement: "if e.op == q.Operation {",
+		Why:         "authorization: a DENY of operation ALL no longer denies, so an allow wins",
+	},
+	{
+		Name: "acl-allow-any-operation", File: "node/acl/authorizer.go",
+		Original:    "} else if allow == nil && Implies(e.op, q.Operation) {",
+		Replacement: "} else if allow == nil {",
+		Why:         "authorization: an ALLOW of one operation grants every operation on the resource",
+	},
 }
