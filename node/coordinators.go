@@ -57,28 +57,36 @@ func (r *Reactor) offsetsTopic() *controller.Topic {
 }
 
 // ensureOffsetsTopic asks the controller to create __consumer_offsets,
-// once at a time. In a multi-broker cluster it waits until enough brokers
-// have registered for the default replication factor, so the topic is not
-// created under-replicated for ever by the first FindCoordinator.
+// once at a time (ensureInternalTopic).
 func (r *Reactor) ensureOffsetsTopic() {
-	if r.groups.creating || r.offsetsTopic() != nil {
+	r.ensureInternalTopic(group.OffsetsTopic, r.offsetsTopic(), &r.groups.creating)
+}
+
+// ensureInternalTopic asks the controller to create a compacted internal
+// topic of OffsetsTopicPartitions partitions (__consumer_offsets,
+// __transaction_state) unless it exists or *creating says a request is in
+// flight. In a multi-broker cluster it waits until enough brokers have
+// registered for the default replication factor, so the topic is not
+// created under-replicated for ever by the first request that needs it.
+func (r *Reactor) ensureInternalTopic(name string, existing *controller.Topic, creating *bool) {
+	if *creating || existing != nil {
 		return
 	}
 	if r.cfg.DefaultReplication == 0 && len(r.cfg.Peers) > 0 && len(r.ctl.state.Brokers) < min(3, len(r.cfg.Peers)) {
 		return
 	}
 	t, err := r.planTopic(topicSpec{
-		name: group.OffsetsTopic, partitions: r.cfg.OffsetsTopicPartitions, replication: -1,
+		name: name, partitions: r.cfg.OffsetsTopicPartitions, replication: -1,
 		// Kafka's offsets.topic.segment.bytes: compaction works on closed
 		// segments, so a smaller segment keeps replay after failover short.
 		configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600"}, internal: true,
 	})
 	if err != nil {
-		r.env.Logf("node %d: plan %s: %v", r.self, group.OffsetsTopic, err)
+		r.env.Logf("node %d: plan %s: %v", r.self, name, err)
 		return
 	}
-	r.groups.creating = true
-	r.propose(&controller.Command{CreateTopic: t}, func(controller.Result) { r.groups.creating = false })
+	*creating = true
+	r.propose(&controller.Command{CreateTopic: t}, func(controller.Result) { *creating = false })
 }
 
 // coordinatorFor returns the local coordinator of a group, or the error a
@@ -88,15 +96,9 @@ func (r *Reactor) coordinatorFor(name string) (*group.Coordinator, *kerr.Error) 
 	if t == nil || len(t.Partitions) == 0 {
 		return nil, kerr.NotCoordinator
 	}
-	cp := &t.Partitions[group.PartitionFor(name, int32(len(t.Partitions)))]
-	p, ok := r.parts[cp.Group]
-	if !ok || !p.IsLeader() {
-		return nil, kerr.NotCoordinator
-	}
-	if !r.leaseHeld(p) {
-		// Possibly deposed without knowing it yet: answering from this
-		// state could hand out a stale committed offset (lease.go).
-		return nil, kerr.NotCoordinator
+	cp, p, errV := r.coordinatingPartition(t, group.PartitionFor(name, int32(len(t.Partitions))))
+	if errV != nil {
+		return nil, errV
 	}
 	if sh := r.groups.shards[cp.Group]; sh == nil || sh.term != p.Term() {
 		r.syncShard(cp)
@@ -106,6 +108,21 @@ func (r *Reactor) coordinatorFor(name string) (*group.Coordinator, *kerr.Error) 
 		return nil, kerr.CoordinatorLoadInProgress
 	}
 	return sh.coord, nil
+}
+
+// coordinatingPartition returns partition index of internal topic t (a
+// coordinator's key hashed to it: a group, a transactional id) when this
+// broker leads it and holds its read lease, or NOT_COORDINATOR. A leader
+// without the lease may be deposed without knowing it yet: answering from
+// its state could hand out a stale committed offset or transaction state
+// (lease.go).
+func (r *Reactor) coordinatingPartition(t *controller.Topic, index int32) (*controller.Partition, *partition.Partition, *kerr.Error) {
+	cp := &t.Partitions[index]
+	p, ok := r.parts[cp.Group]
+	if !ok || !p.IsLeader() || !r.leaseHeld(p) {
+		return nil, nil, kerr.NotCoordinator
+	}
+	return cp, p, nil
 }
 
 // syncCoordinators opens, rebuilds and closes coordinators to match which

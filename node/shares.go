@@ -149,10 +149,9 @@ func (r *Reactor) shareShardFor(name string) (*shareShard, *kerr.Error) {
 		r.ensureOffsetsTopic()
 		return nil, kerr.CoordinatorNotAvailable
 	}
-	cp := &t.Partitions[group.PartitionFor(name, int32(len(t.Partitions)))]
-	p, ok := r.parts[cp.Group]
-	if !ok || !p.IsLeader() || !r.leaseHeld(p) {
-		return nil, kerr.NotCoordinator
+	cp, p, errV := r.coordinatingPartition(t, group.PartitionFor(name, int32(len(t.Partitions))))
+	if errV != nil {
+		return nil, errV
 	}
 	if !p.Ready() {
 		return nil, kerr.CoordinatorLoadInProgress

@@ -66,25 +66,10 @@ const markerTimeout = 5 * time.Second
 func (r *Reactor) txnTopic() *controller.Topic { return r.ctl.state.Topics[txn.StateTopic] }
 
 // ensureTxnTopic asks the controller to create __transaction_state (Kafka's
-// transaction.state.log settings: compacted), once at a time, as
-// ensureOffsetsTopic does for __consumer_offsets.
+// transaction.state.log settings: compacted), once at a time
+// (ensureInternalTopic).
 func (r *Reactor) ensureTxnTopic() {
-	if r.txns.creating || r.txnTopic() != nil {
-		return
-	}
-	if r.cfg.DefaultReplication == 0 && len(r.cfg.Peers) > 0 && len(r.ctl.state.Brokers) < min(3, len(r.cfg.Peers)) {
-		return
-	}
-	t, err := r.planTopic(topicSpec{
-		name: txn.StateTopic, partitions: r.cfg.OffsetsTopicPartitions, replication: -1,
-		configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600"}, internal: true,
-	})
-	if err != nil {
-		r.env.Logf("node %d: plan %s: %v", r.self, txn.StateTopic, err)
-		return
-	}
-	r.txns.creating = true
-	r.propose(&controller.Command{CreateTopic: t}, func(controller.Result) { r.txns.creating = false })
+	r.ensureInternalTopic(txn.StateTopic, r.txnTopic(), &r.txns.creating)
 }
 
 // txnCoordinatorFor returns the local coordinator of a transactional id, or
@@ -94,10 +79,9 @@ func (r *Reactor) txnCoordinatorFor(id string) (*txn.Coordinator, *kerr.Error) {
 	if t == nil || len(t.Partitions) == 0 {
 		return nil, kerr.NotCoordinator
 	}
-	cp := &t.Partitions[txn.PartitionFor(id, int32(len(t.Partitions)))]
-	p, ok := r.parts[cp.Group]
-	if !ok || !p.IsLeader() || !r.leaseHeld(p) {
-		return nil, kerr.NotCoordinator
+	cp, p, errV := r.coordinatingPartition(t, txn.PartitionFor(id, int32(len(t.Partitions))))
+	if errV != nil {
+		return nil, errV
 	}
 	if sh := r.txns.shards[cp.Group]; sh == nil || sh.term != p.Term() {
 		r.syncTxnShard(cp)
