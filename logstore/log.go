@@ -41,6 +41,10 @@ type Options struct {
 	Clock clock.Clock
 	// EntryBytesMax caps an entry's Data (default 64 MiB).
 	EntryBytesMax int
+	// RollEarly, when set (a simulation's BUGGIFY hook), is asked before
+	// each append to a non-empty active segment; true rolls to a new
+	// segment there, as SegmentAge might have.
+	RollEarly func() bool
 }
 
 func (o Options) withDefaults() Options {
@@ -296,6 +300,9 @@ func (l *Log) shouldRoll(n int64) bool {
 		return false
 	}
 	if s.size+n > l.opts.SegmentBytes {
+		return true
+	}
+	if l.opts.RollEarly != nil && l.opts.RollEarly() {
 		return true
 	}
 	return l.opts.SegmentAge > 0 && l.opts.Clock != nil && l.monoNow()-s.openedMono >= l.opts.SegmentAge

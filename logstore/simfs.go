@@ -113,6 +113,12 @@ type SimFS struct {
 	failNext  []injectedFault
 	failProb  [opCount]float64
 	syncCount int64
+	// full, lieProb, lies, noSpaceHits and injected: simfs_faults.go.
+	full        bool
+	lieProb     float64
+	lies        int64
+	noSpaceHits int64
+	injected    [opCount]int64
 }
 
 type injectedFault struct {
@@ -202,10 +208,12 @@ func (f *SimFS) fault(op Op, name string) error {
 	for i, inj := range f.failNext {
 		if inj.op == op && (inj.name == "" || inj.name == name) {
 			f.failNext = append(f.failNext[:i], f.failNext[i+1:]...)
+			f.injected[op]++
 			return &fs.PathError{Op: op.String(), Path: name, Err: inj.err}
 		}
 	}
 	if p := f.failProb[op]; p > 0 && f.rng.Float64() < p {
+		f.injected[op]++
 		return &fs.PathError{Op: op.String(), Path: name, Err: ErrInjected}
 	}
 	return nil
@@ -259,6 +267,9 @@ func (f *SimFS) Create(name string) (File, error) {
 	defer f.mu.Unlock()
 	name = cleanName(name)
 	if err := f.fault(OpCreate, name); err != nil {
+		return nil, err
+	}
+	if err := f.noSpace("create", name); err != nil {
 		return nil, err
 	}
 	dir, base, err := f.parent("create", name)
@@ -648,6 +659,9 @@ func (h *simFile) Write(p []byte) (int, error) {
 	if err := h.fs.fault(OpWrite, h.name); err != nil {
 		return 0, err
 	}
+	if err := h.fs.noSpace("write", h.name); err != nil {
+		return 0, err
+	}
 	w := append([]byte(nil), p...)
 	h.node.data = append(h.node.data, w...)
 	h.node.pending = append(h.node.pending, fileOp{write: w})
@@ -662,6 +676,9 @@ func (h *simFile) Sync() error {
 	}
 	if err := h.fs.fault(OpSync, h.name); err != nil {
 		return err
+	}
+	if h.fs.lie() {
+		return nil // a lying fsync: nothing became durable
 	}
 	h.node.pending = nil
 	h.fs.syncCount++

@@ -40,6 +40,10 @@ func serveAddPartitionsToTxn(r *Reactor, c Client, kreq kmsg.Request, respond fu
 		respond(resp)
 	}
 	all := func(code int16) func(string) int16 { return func(string) int16 { return code } }
+	if r.buggify(bugAddPartitionsConcurrent) {
+		answer(all(kerr.ConcurrentTransactions.Code)) // BUGGIFY: retriable, nothing done
+		return
+	}
 	if !az.txnID(req.TransactionalID, kmsg.ACLOperationWrite) {
 		answer(all(errTxnAuth.Code))
 		return

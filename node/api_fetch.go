@@ -185,8 +185,11 @@ func (r *Reactor) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartitio
 		end = lso
 	}
 	limit := min(int(rp.PartitionMaxBytes), *budget)
-	if first && r.buggify(20) {
+	if first && r.buggify(bugFetchOneBatch) {
 		limit = 1 // BUGGIFY: one batch only (buggify.go)
+	}
+	if r.buggify(bugFetchEmpty) {
+		return sp // BUGGIFY: no records this time (buggify.go)
 	}
 	if limit <= 0 && !first {
 		return sp
@@ -248,7 +251,7 @@ func (r *Reactor) readLeader(topic string, part, currentEpoch int32) (*partition
 	if err := checkLeaderEpoch(p, currentEpoch); err != nil {
 		return nil, errCode(err)
 	}
-	if !r.leaseHeld(p) {
+	if !r.leaseHeld(p) || r.buggify(bugFetchNotLeader) {
 		return nil, kerr.NotLeaderForPartition.Code
 	}
 	return p, 0

@@ -104,7 +104,7 @@ func (r *Reactor) findCoordinator(key string, keyType int8, listener string) (c 
 	// is group.PartitionFor).
 	leader, _ := r.partitionLeader(&t.Partitions[group.PartitionFor(key, int32(len(t.Partitions)))])
 	b := r.ctl.state.Brokers[leader]
-	if leader < 0 || b == nil {
+	if leader < 0 || b == nil || r.buggify(bugFindCoordinatorNotAvailable) {
 		fail(kerr.CoordinatorNotAvailable)
 		return c, true
 	}

@@ -18,5 +18,5 @@ func serveHeartbeat(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.R
 		respond(resp)
 		return
 	}
-	respond(co.Heartbeat(r.monoNow(), req))
+	r.answerMaybeLate(bugHeartbeatAnswerDelayed, co.Heartbeat(r.monoNow(), req), respond)
 }

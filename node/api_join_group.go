@@ -22,5 +22,5 @@ func serveJoinGroup(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.R
 		respond(resp)
 		return
 	}
-	co.JoinGroup(r.monoNow(), groupClient(c), req, func(resp *kmsg.JoinGroupResponse) { respond(resp) })
+	co.JoinGroup(r.monoNow(), groupClient(c), req, func(resp *kmsg.JoinGroupResponse) { r.answerMaybeLate(bugJoinAnswerDelayed, resp, respond) })
 }

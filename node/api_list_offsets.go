@@ -27,6 +27,7 @@ package node
 import (
 	"errors"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/node/partition"
@@ -56,6 +57,10 @@ func (r *Reactor) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartit
 	sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 	if denied {
 		sp.ErrorCode = errTopicAuth.Code
+		return sp
+	}
+	if r.buggify(bugListOffsetsNotLeader) {
+		sp.ErrorCode = kerr.NotLeaderForPartition.Code
 		return sp
 	}
 	p, code := r.readLeader(topic, rp.Partition, rp.CurrentLeaderEpoch)

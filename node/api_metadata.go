@@ -186,6 +186,9 @@ func (r *Reactor) metadataTopic(t *controller.Topic) kmsg.MetadataResponseTopic 
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Index
 		mp.Leader, mp.LeaderEpoch = r.partitionLeader(p)
+		if r.buggify(bugMetadataNoLeader) {
+			mp.Leader, mp.LeaderEpoch = -1, -1 // BUGGIFY: as during an election
+		}
 		mp.Replicas = append([]int32(nil), p.Replicas...)
 		mp.ISR = r.partitionISR(p)
 		if mp.Leader < 0 {

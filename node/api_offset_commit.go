@@ -6,7 +6,10 @@ package node
 // coordinator error is set on every partition. librdkafka needs v1-2
 // advertised; v9+ (KIP-848 member epochs) and v10 (topic ids) are not.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED on every
 // partition), then READ on each topic (TOPIC_AUTHORIZATION_FAILED on its
@@ -40,7 +43,12 @@ func serveOffsetCommit(r *Reactor, c Client, kreq kmsg.Request, respond func(kms
 	case len(allowed.Topics) == 0 && len(refused) > 0:
 		done(req.ResponseKind().(*kmsg.OffsetCommitResponse))
 	default:
-		co.OffsetCommit(r.monoNow(), &allowed, done)
+		co.OffsetCommit(r.monoNow(), &allowed, func(resp *kmsg.OffsetCommitResponse) {
+			if r.buggify(bugOffsetCommitTimeout) {
+				timedOut(resp) // BUGGIFY: the answer was lost; the commit may apply
+			}
+			done(resp)
+		})
 	}
 }
 
@@ -58,4 +66,16 @@ func offsetCommitFailed(req *kmsg.OffsetCommitRequest, topics []kmsg.OffsetCommi
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
+}
+
+// timedOut turns every successful partition of resp into REQUEST_TIMED_OUT
+// (a BUGGIFY site: the write happened, the answer says it may not have).
+func timedOut(resp *kmsg.OffsetCommitResponse) {
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if resp.Topics[i].Partitions[j].ErrorCode == 0 {
+				resp.Topics[i].Partitions[j].ErrorCode = kerr.RequestTimedOut.Code
+			}
+		}
+	}
 }

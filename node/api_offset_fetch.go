@@ -13,6 +13,7 @@ package node
 // needs v1 advertised.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/node/group"
@@ -63,6 +64,9 @@ func serveOffsetFetch(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg
 // group and every requested partition.
 func (r *Reactor) fetchGroupOffsets(az *authz, name string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	co, err := r.coordinatorFor(name)
+	if err == nil && r.buggify(bugOffsetFetchLoading) {
+		co, err = nil, kerr.CoordinatorLoadInProgress
+	}
 	if !az.group(name, kmsg.ACLOperationDescribe) {
 		co, err = nil, errGroupAuth
 	}

@@ -204,7 +204,7 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 		fail(withMessage(kerr.TopicAuthorizationFailed, "internal topics are written by the brokers only"))
 		return
 	}
-	if !p.IsLeader() {
+	if !p.IsLeader() || r.buggify(bugProduceNotLeader) {
 		fail(kerr.NotLeaderForPartition)
 		r.hintLeader(pr.resp, pr.listener, topic, sp)
 		return
@@ -219,7 +219,8 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 		fail(err)
 		return
 	}
-	if req.Acks == -1 && p.Cfg.MinInsyncReplicas > 1 && len(r.activeVoters(p.Replica())) < p.Cfg.MinInsyncReplicas {
+	if req.Acks == -1 && (p.Cfg.MinInsyncReplicas > 1 && len(r.activeVoters(p.Replica())) < p.Cfg.MinInsyncReplicas ||
+		r.buggify(bugProduceNotEnoughReplicas)) {
 		fail(kerr.NotEnoughReplicas)
 		return
 	}
@@ -250,7 +251,7 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 		if pr.done {
 			return
 		}
-		if err == nil && r.buggify(50) {
+		if err == nil && r.buggify(bugProduceLostAnswer) {
 			err = kerr.RequestTimedOut // BUGGIFY: a lost answer (buggify.go)
 		}
 		if err != nil {

@@ -19,5 +19,5 @@ func serveSyncGroup(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.R
 		respond(resp)
 		return
 	}
-	co.SyncGroup(r.monoNow(), req, func(resp *kmsg.SyncGroupResponse) { respond(resp) })
+	co.SyncGroup(r.monoNow(), req, func(resp *kmsg.SyncGroupResponse) { r.answerMaybeLate(bugSyncAnswerDelayed, resp, respond) })
 }

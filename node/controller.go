@@ -78,7 +78,8 @@ func (c *ctlGroup) Apply(e consensus.Entry) {
 // maybeSnapshot records the metadata at the applied index as the log's
 // snapshot point and drops the log prefix before it.
 func (c *ctlGroup) maybeSnapshot() {
-	if c.sinceSnap < ctlSnapshotEvery || c.rep.Busy() {
+	early := c.sinceSnap > 0 && c.r.buggify(bugControllerSnapshotEarly)
+	if c.sinceSnap < ctlSnapshotEvery && !early || c.rep.Busy() {
 		return
 	}
 	idx := c.rep.Applied()

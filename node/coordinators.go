@@ -104,8 +104,11 @@ func (r *Reactor) coordinatorFor(name string) (*group.Coordinator, *kerr.Error) 
 		r.syncShard(cp)
 	}
 	sh := r.groups.shards[cp.Group]
-	if sh == nil {
+	if sh == nil || r.buggify(bugGroupCoordinatorLoading) {
 		return nil, kerr.CoordinatorLoadInProgress
+	}
+	if r.buggify(bugGroupNotCoordinator) {
+		return nil, kerr.NotCoordinator
 	}
 	return sh.coord, nil
 }
@@ -294,7 +297,7 @@ func (l *offsetsLog) write(producer *records.Producer, recs []group.Record, done
 	r := l.r
 	fail := func(err error) { done(r.env.Clock.Monotonic(), err) }
 	p, ok := r.parts[l.group]
-	if !ok || !p.IsLeader() || p.Term() != l.term {
+	if !ok || !p.IsLeader() || p.Term() != l.term || r.buggify(bugOffsetsWriteFails) {
 		fail(kerr.NotLeaderForPartition)
 		return
 	}

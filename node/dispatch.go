@@ -1,6 +1,8 @@
 package node
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -38,10 +40,30 @@ func (r *Reactor) HandleRequest(c Client, req kmsg.Request, respond func(kmsg.Re
 		return
 	}
 	r.stats.Requests[req.Key()]++
+	if r.buggify(bugConnClosedBeforeServing) {
+		respond(nil) // BUGGIFY: the connection dropped before the request was read
+		return
+	}
 	p := &pendingRequest{r: r, req: req, respond: r.auditChanges(c, req, respond)}
-	a.serve(r, c, req, p.answer)
+	answer := p.answer
+	if r.buggify(bugAnswerDelayed) {
+		answer = func(resp kmsg.Response) { r.answerMaybeLate(bugAnswerDelayed, resp, p.answer) }
+	}
+	a.serve(r, c, req, answer)
 	if !p.answered {
 		p.armDeadline()
 	}
 	r.queueProcess()
+}
+
+// answerMaybeLate answers resp now or, when BUGGIFY site s fires (or has
+// just fired: bugAnswerDelayed decides in HandleRequest), up to 300 ms
+// later, as a slow network or a loaded coordinator would. A late answer
+// still goes through the request's deadline (deadline.go).
+func (r *Reactor) answerMaybeLate(s bugSite, resp kmsg.Response, respond func(kmsg.Response)) {
+	if s != bugAnswerDelayed && !r.buggify(s) {
+		respond(resp)
+		return
+	}
+	r.env.Sched.After(r.buggifyDelay(300*time.Millisecond), func() { respond(resp) })
 }

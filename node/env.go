@@ -34,6 +34,9 @@ type Env struct {
 	// Buggify, when set (simulation only), makes fault sites inside
 	// product code fire with small seeded probabilities.
 	Buggify *rand.Rand
+	// OnBuggify, when set, is told the name of every BUGGIFY site that
+	// fires (buggify.go), for the simulator's coverage table.
+	OnBuggify func(site string)
 	// AuditSink, when set, receives every audit record this broker
 	// generates, as one line of JSON, when it generates it (before the
 	// leader of __audit_log chains it). The runtime writes them to
@@ -84,6 +87,10 @@ type Config struct {
 	TickInterval   time.Duration
 	ElectionTicks  int
 	HeartbeatTicks int
+	// LeaseMargin is the fraction of a follower's promise a read lease
+	// uses (lease.go): the leases stay safe while no clock runs more than
+	// 1/LeaseMargin times as fast as another's. 0 means 0.8; at most 0.9.
+	LeaseMargin float64
 
 	AutoCreateTopics       bool
 	DefaultPartitions      int32
@@ -131,6 +138,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HeartbeatTicks == 0 {
 		c.HeartbeatTicks = 2
+	}
+	if c.LeaseMargin <= 0 || c.LeaseMargin > leaseMarginMax {
+		c.LeaseMargin = leaseMargin
 	}
 	if c.DefaultPartitions == 0 {
 		c.DefaultPartitions = 1

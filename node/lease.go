@@ -45,9 +45,13 @@ import (
 // (Status.TimeoutNowSent); consensus makes such a leader step down once
 // the transfer has failed, and its next term starts a fresh lease.
 
-// leaseMargin is the fraction of the promise (electionTicks-1 tick
-// intervals) a lease may use.
-const leaseMargin = 0.8
+// leaseMargin is the default fraction of the promise (electionTicks-1 tick
+// intervals) a lease may use (Config.LeaseMargin), and leaseMarginMax the
+// largest accepted.
+const (
+	leaseMargin    = 0.8
+	leaseMarginMax = 0.9
+)
 
 // readLease is one group's read lease, as its leader holds it.
 type readLease struct {
@@ -75,6 +79,9 @@ func (r *Reactor) renewLeases() {
 		if l.term == p.Term() && l.until-now > r.leaseDuration()/2 {
 			continue // plenty left: one confirmation per half lease is enough
 		}
+		if r.buggify(bugLeaseRenewalSkipped) {
+			continue // BUGGIFY: this confirmation is late (buggify.go)
+		}
 		l.probing, l.probeSent = true, now
 		var ctx [9]byte
 		ctx[0] = 'L'
@@ -87,7 +94,7 @@ func (r *Reactor) renewLeases() {
 // the electionTicks-1 whole tick intervals a follower's promise lasts at
 // least.
 func (r *Reactor) leaseDuration() time.Duration {
-	return time.Duration(float64(r.cfg.TickInterval) * float64(r.cfg.ElectionTicks-1) * leaseMargin)
+	return time.Duration(float64(r.cfg.TickInterval) * float64(r.cfg.ElectionTicks-1) * r.cfg.LeaseMargin)
 }
 
 // observeReadStates extends a group's lease with the ReadIndex answers
@@ -138,7 +145,7 @@ func (r *Reactor) leaseHeld(p *partition.Partition) bool {
 		return true // a single voter cannot be deposed by an election
 	}
 	s, ok := r.local[uint64(rep.Group)]
-	if !ok || s.lease.until <= r.env.Clock.Monotonic() {
+	if !ok || s.lease.until <= r.env.Clock.Monotonic() || r.buggify(bugLeaseEarlyExpiry) {
 		r.stats.LeaseRefusals++
 		return false
 	}

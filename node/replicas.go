@@ -16,6 +16,16 @@ import (
 
 // raftConfig configures the Raft member of a group whose log is log.
 func (r *Reactor) raftConfig(log *logstore.Log) consensus.Config {
+	cfg := r.raftConfigOf(log)
+	if r.buggify(bugRaftSmallMessages) {
+		// BUGGIFY: one entry per append message, four in flight: a
+		// follower catches up in many small steps (buggify.go).
+		cfg.MaxSizePerMsg, cfg.MaxInflightMsgs = 1, 4
+	}
+	return cfg
+}
+
+func (r *Reactor) raftConfigOf(log *logstore.Log) consensus.Config {
 	return consensus.Config{
 		ID:                         r.self,
 		ElectionTicks:              r.cfg.ElectionTicks,
@@ -65,7 +75,8 @@ func bootstrap(log *logstore.Log, voters []uint64) error {
 }
 
 func (r *Reactor) logOptions(segmentBytes int64, segmentAge time.Duration) logstore.Options {
-	return logstore.Options{SegmentBytes: segmentBytes, SegmentAge: segmentAge, Clock: r.env.Clock}
+	return logstore.Options{SegmentBytes: segmentBytes, SegmentAge: segmentAge, Clock: r.env.Clock,
+		RollEarly: r.buggifyHook(bugSegmentRollEarly)}
 }
 
 // openController opens (or, on first boot, creates) the controller group.

@@ -109,7 +109,7 @@ func (r *Reactor) retryForwards() {
 	for _, id := range sortedKeys(r.forwards.pending) {
 		f := r.forwards.pending[id]
 		switch {
-		case now >= f.deadline:
+		case now >= f.deadline || r.buggify(bugForwardTimeout):
 			delete(r.forwards.pending, id)
 			if f.done != nil {
 				f.done(controller.Result{Err: kerr.RequestTimedOut})

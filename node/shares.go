@@ -153,7 +153,7 @@ func (r *Reactor) shareShardFor(name string) (*shareShard, *kerr.Error) {
 	if errV != nil {
 		return nil, errV
 	}
-	if !p.Ready() {
+	if !p.Ready() || r.buggify(bugShareCoordinatorLoading) {
 		return nil, kerr.CoordinatorLoadInProgress
 	}
 	if r.shares.shards == nil {

@@ -34,6 +34,9 @@ type Stats struct {
 	// between ticks seen.
 	TickStalls uint64
 	TickGapMax time.Duration
+	// Buggify counts the firings of each BUGGIFY site, in BuggifySites
+	// order (simulation only; buggify.go).
+	Buggify    [bugSites]uint64
 	lastTickAt time.Duration // monotonic time of the last tick
 }
 

@@ -34,16 +34,16 @@ func (r *Reactor) onTick() {
 	r.syncCoordinators()
 	r.txnsSync()
 	r.auditTick()
-	if r.ticks%maintenanceTicks == 0 {
+	if r.ticks%maintenanceTicks == 0 || r.buggify(bugMaintenanceEarly) {
 		r.maintain()
 	}
 	r.repairDamaged()
 	r.liftFences()
-	if r.ticks%reassignTicks == 0 {
+	if r.ticks%reassignTicks == 0 || r.buggify(bugReassignDriveEarly) {
 		r.driveReassignments()
 		r.evacuate()
 	}
-	if r.ticks%balanceTicks == 0 {
+	if r.ticks%balanceTicks == 0 || r.buggify(bugBalanceLeadersEarly) {
 		r.balanceLeaders()
 	}
 	r.expireLeaderWaits()

@@ -87,8 +87,11 @@ func (r *Reactor) txnCoordinatorFor(id string) (*txn.Coordinator, *kerr.Error) {
 		r.syncTxnShard(cp)
 	}
 	sh := r.txns.shards[cp.Group]
-	if sh == nil {
+	if sh == nil || r.buggify(bugTxnCoordinatorLoading) {
 		return nil, kerr.CoordinatorLoadInProgress
+	}
+	if r.buggify(bugTxnNotCoordinator) {
+		return nil, kerr.NotCoordinator
 	}
 	return sh.coord, nil
 }
@@ -220,7 +223,7 @@ func replayBatches(p *partition.Partition, fn func(h records.Header, b []byte) e
 type txnStateLog struct{ l *offsetsLog }
 
 func (t txnStateLog) Write(recs []txn.Record, done func(now time.Duration, err error)) {
-	if t.l.r.buggify(20) {
+	if t.l.r.buggify(bugTxnStateWriteFails) {
 		// BUGGIFY: the write fails before it is appended, as if
 		// leadership had just moved (buggify.go).
 		done(t.l.r.monoNow(), kerr.NotLeaderForPartition)

@@ -47,6 +47,10 @@ type BrokerConfig struct {
 	DiskSlow                       time.Duration
 	// Auth, when set, turns on SASL/SCRAM and the ACL authorizer (auth.go).
 	Auth *BrokerAuth
+	// LeaseMargin is node.Config.LeaseMargin (0: the default).
+	LeaseMargin float64
+	// Sites is told every BUGGIFY site that fires (node.Env.OnBuggify).
+	Sites *siteCounter
 }
 
 // BrokerFactory returns the Factory that boots a broker on every node. A
@@ -86,8 +90,10 @@ func BrokerFactory(bc BrokerConfig) Factory {
 			Rand:    env.Rand,
 			Logf:    env.Tracef,
 			Fatal:   env.Fatal,
-			Buggify: env.Buggify,
+			Buggify:   env.Buggify,
+			OnBuggify: bc.Sites.hook(),
 		}
+		cfg.LeaseMargin = bc.LeaseMargin
 		if bc.Auth != nil {
 			bc.Auth.configure(&cfg)
 		}

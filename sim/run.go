@@ -287,11 +287,17 @@ func Run(o Options) *Result {
 		keep = 0 // the world keeps all
 	}
 	bc, ba, cache := authBrokerConfig(o)
+	var r *run
+	bc.Sites = &siteCounter{fn: func(site string) { // sites firing at boot, before r, go uncounted
+		if r != nil {
+			r.cover(buggifyCoverage + site)
+		}
+	}}
 	w := NewWorld(Config{
 		Seed: o.Seed, Nodes: o.Nodes, Buggify: o.Faults.Buggify, TraceKeep: keep,
 		Faults: netx.LinkFaults{DelayMin: o.Faults.Link.DelayMin, DelayMax: o.Faults.Link.DelayMax},
 	}, BrokerFactory(bc))
-	r := &run{
+	r = &run{
 		w: w, o: o, topic: "sim", topOffset: map[int32]int64{}, finalHWM: map[int32]int64{}, maxEpoch: map[string]int32{},
 		rng: rand.New(rand.NewSource(w.Rand().Int63())),
 	}

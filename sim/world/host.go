@@ -17,6 +17,8 @@ type host struct {
 	id  netx.NodeID
 	fs  *logstore.SimFS
 	clk *clock.SkewClock
+	// drift is the machine's monotonic clock rate (clockdrift.go).
+	drift drift
 
 	// inc counts boots; the running instance is incarnation inc. An event
 	// belongs to the incarnation that scheduled it and runs only while
@@ -45,7 +47,7 @@ func (h *host) boot() {
 	inc := h.inc
 	env := Env{
 		ID:    h.id,
-		Clock: nodeClock{h.clk},
+		Clock: nodeClock{h},
 		Sched: nodeSched{h, inc},
 		Net: h.w.net.Endpoint(h.id, func(from netx.NodeID, msg []byte) {
 			h.deliver(inc, from, msg)
@@ -130,12 +132,15 @@ func (s nodeSched) After(d time.Duration, fn func()) {
 	if fn == nil {
 		return
 	}
-	s.h.w.clock.After(d, func() { s.h.run(s.inc, "timer", fn) })
+	s.h.w.clock.After(s.h.drift.simDelay(d), func() { s.h.run(s.inc, "timer", fn) })
 }
 
-// nodeClock exposes only the Clock of a SkewClock, so node code cannot
-// schedule around the incarnation check through it.
-type nodeClock struct{ c *clock.SkewClock }
+// nodeClock exposes only the Clock of the host's SkewClock, so node code
+// cannot schedule around the incarnation check through it; its monotonic
+// reading runs at the host's drift rate (clockdrift.go).
+type nodeClock struct{ h *host }
 
-func (c nodeClock) Now() time.Time           { return c.c.Now() }
-func (c nodeClock) Monotonic() time.Duration { return c.c.Monotonic() }
+func (c nodeClock) Now() time.Time { return c.h.clk.Now() }
+func (c nodeClock) Monotonic() time.Duration {
+	return c.h.drift.mono(c.h.clk.Monotonic())
+}
