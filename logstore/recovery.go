@@ -419,6 +419,11 @@ func (l *Log) scanSegment(s *segment, expect chainPoint, term uint64, rec *Recov
 		if err == nil {
 			err = checkChained(h, raw, expect, term)
 		}
+		if err != nil && !damagedEntry(err) {
+			// The disk failed to read (EIO): the bytes may be fine, so
+			// nothing is cut; opening fails and is retried.
+			return false, fmt.Errorf("logstore: recovery read of %s at byte %d: %w", s.name, at, err)
+		}
 		if err != nil {
 			return true, l.cutSegment(s, at, fileSize, expect.index, err, rec)
 		}
@@ -431,6 +436,12 @@ func (l *Log) scanSegment(s *segment, expect chainPoint, term uint64, rec *Recov
 }
 
 var errChain = errors.New("entry does not continue the chain")
+
+// damagedEntry reports whether a scan error says what the bytes hold (a
+// torn, damaged or foreign entry), rather than that reading them failed.
+func damagedEntry(err error) bool {
+	return errors.Is(err, errTruncated) || errors.Is(err, errChecksum) || errors.Is(err, errBadHeader) || errors.Is(err, errChain)
+}
 
 // checkChained checks a CRC-valid entry continues the log.
 func checkChained(h entryHeader, raw []byte, expect chainPoint, term uint64) error {

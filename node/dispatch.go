@@ -45,11 +45,13 @@ func (r *Reactor) HandleRequest(c Client, req kmsg.Request, respond func(kmsg.Re
 		return
 	}
 	p := &pendingRequest{r: r, req: req, respond: r.auditChanges(c, req, respond)}
-	answer := p.answer
 	if r.buggify(bugAnswerDelayed) {
-		answer = func(resp kmsg.Response) { r.answerMaybeLate(bugAnswerDelayed, resp, p.answer) }
+		// The answer, once made, leaves late (a slow network): the
+		// request counts as answered when the handler answers.
+		send := p.respond
+		p.respond = func(resp kmsg.Response) { r.answerMaybeLate(bugAnswerDelayed, resp, send) }
 	}
-	a.serve(r, c, req, answer)
+	a.serve(r, c, req, p.answer)
 	if !p.answered {
 		p.armDeadline()
 	}
@@ -58,8 +60,9 @@ func (r *Reactor) HandleRequest(c Client, req kmsg.Request, respond func(kmsg.Re
 
 // answerMaybeLate answers resp now or, when BUGGIFY site s fires (or has
 // just fired: bugAnswerDelayed decides in HandleRequest), up to 300 ms
-// later, as a slow network or a loaded coordinator would. A late answer
-// still goes through the request's deadline (deadline.go).
+// later, as a slow network or a loaded coordinator would. A group
+// coordinator's late answer still goes through the request's deadline
+// (deadline.go).
 func (r *Reactor) answerMaybeLate(s bugSite, resp kmsg.Response, respond func(kmsg.Response)) {
 	if s != bugAnswerDelayed && !r.buggify(s) {
 		respond(resp)

@@ -151,7 +151,15 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 		return nil
 	}
 	cfg := r.topicConfig(t)
-	log, rec, err := logstore.Open(r.env.FS, partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group), r.logOptions(cfg.SegmentBytes, segmentAge(cfg)))
+	opts := r.logOptions(cfg.SegmentBytes, segmentAge(cfg))
+	if cfg.Compact {
+		// Early rolls would hand compaction closed segments it cleans
+		// on each replica at its own time, which is legal but makes
+		// replicas' bytes differ, and the simulator's committed-prefix
+		// invariant compares bytes (docs/testing.md).
+		opts.RollEarly = nil
+	}
+	log, rec, err := logstore.Open(r.env.FS, partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group), opts)
 	if err != nil {
 		return fmt.Errorf("node: open %s-%d: %w", t.Name, p.Index, err)
 	}

@@ -82,14 +82,14 @@ func BrokerFactory(bc BrokerConfig) Factory {
 		}
 		disk := &simDisk{sched: env.Sched, rng: rand.New(rand.NewSource(env.Rand.Int63())), cfg: bc, trace: env.Tracef}
 		nenv := node.Env{
-			Clock:   env.Clock,
-			Sched:   env.Sched,
-			FS:      tracedFS{env.FS, env.Tracef},
-			Net:     env.Net,
-			Disk:    disk,
-			Rand:    env.Rand,
-			Logf:    env.Tracef,
-			Fatal:   env.Fatal,
+			Clock:     env.Clock,
+			Sched:     env.Sched,
+			FS:        tracedFS{env.FS, env.Tracef},
+			Net:       env.Net,
+			Disk:      disk,
+			Rand:      env.Rand,
+			Logf:      env.Tracef,
+			Fatal:     env.Fatal,
 			Buggify:   env.Buggify,
 			OnBuggify: bc.Sites.hook(),
 		}

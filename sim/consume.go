@@ -132,6 +132,9 @@ func (c *consumer) fetchCommitted() {
 // consumer over.
 func (c *consumer) failed(inv history.Op, err error, code int16) {
 	typ, why := history.Fail, errName(code)
+	if code == kerr.RequestTimedOut.Code {
+		typ = history.Info // the write may have happened (node: offset-commit-timeout)
+	}
 	if err != nil {
 		why = err.Error()
 		if err == errClientTimeout {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -48,7 +49,7 @@ func (r *run) fetchOnce(part int32, offset int64, maxWaitMs int32, done func(fet
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition = part
 	rp.FetchOffset = offset
-	rp.PartitionMaxBytes = 32 << 10
+	rp.PartitionMaxBytes = cmp.Or(r.o.Knobs.FetchBytes, 32<<10)
 	rp.CurrentLeaderEpoch = -1
 	rp.LogStartOffset = -1
 	rt.Partitions = append(rt.Partitions, rp)

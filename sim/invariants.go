@@ -177,7 +177,7 @@ func (iv *invariants) member(id netx.NodeID, inc uint64, v node.ReplicaView) {
 			iv.votes[k] = v.Vote
 		}
 	}
-	if v.DurableVote != 0 && !iv.damaged[id] {
+	if v.DurableVote != 0 && !iv.damaged[id] && !iv.r.nem.more.lies(id) {
 		k := nodeGroupTerm{id, 0, g, v.DurableTerm}
 		if prev, ok := iv.durVotes[k]; ok && prev != v.DurableVote {
 			iv.fail("two-durable-votes-in-a-term", "n%d.%d group %d term %d durably voted for %d, earlier for %d",
@@ -226,11 +226,11 @@ func (iv *invariants) member(id netx.NodeID, inc uint64, v node.ReplicaView) {
 	if same && v.Commit < prev.commit {
 		iv.fail("commit-decreased", "n%d.%d group %d commit %d after %d", id, inc, g, v.Commit, prev.commit)
 	}
-	if prev.inc != inc && v.Commit < prev.durCo {
+	if prev.inc != inc && v.Commit < prev.durCo && !iv.r.nem.more.lies(id) {
 		iv.fail("commit-lost-in-crash", "n%d.%d group %d restarted with commit %d, n%d.%d had made %d durable",
 			id, inc, g, v.Commit, id, prev.inc, prev.durCo)
 	}
-	if v.DurableTerm < prev.durTerm {
+	if v.DurableTerm < prev.durTerm && !iv.r.nem.more.lies(id) {
 		iv.fail("durable-term-went-back", "n%d.%d group %d durable term %d after %d (incarnation %d)",
 			id, inc, g, v.DurableTerm, prev.durTerm, prev.inc)
 	}

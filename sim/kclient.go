@@ -31,6 +31,8 @@ type kafkaNet struct {
 	// user is then the principal of call and callAt.
 	auth *clientAuth
 	user string
+	// faults are the client-link faults (faults_more.go); nil: none.
+	faults *clientFaults
 }
 
 var (
@@ -110,6 +112,9 @@ func (k *kafkaNet) deliver(id netx.NodeID, session uint64, user string, wire kms
 	k.calls[wire.Key()]++
 	conn := k.conns
 	name := kmsg.NameForKey(wire.Key())
+	if k.faults.dropRequest(id) {
+		return // a cut client link: the client's timeout ends the call
+	}
 	k.w.Call(id, k.latency(), "kafka "+name, func(inst Instance) {
 		b, ok := inst.(*Broker)
 		if !ok {
@@ -134,6 +139,9 @@ func (k *kafkaNet) deliver(id netx.NodeID, session uint64, user string, wire kms
 				return
 			}
 			probed := probe != nil && probe()
+			if k.faults.dropResponse() {
+				return // lost on the way back: the client's timeout ends the call
+			}
 			out, err := roundTripResponse(wire, resp)
 			k.w.After(lat, func() { finish(out, err, probed) })
 		})

@@ -42,6 +42,8 @@ type nemesis struct {
 	decommissioned netx.NodeID
 	// counts of faults applied, by kind, for the run's figures.
 	counts map[string]int
+	// more are the faults of faults_more.go.
+	more *moreFaults
 }
 
 type faultKind struct {
@@ -51,15 +53,17 @@ type faultKind struct {
 }
 
 func newNemesis(r *run) *nemesis {
-	return &nemesis{
+	n := &nemesis{
 		r: r, w: r.w, o: r.o.Faults, rng: rand.New(rand.NewSource(r.w.Rand().Int63())),
 		restartDue: map[netx.NodeID]bool{}, corrupted: map[netx.NodeID]bool{}, counts: map[string]int{},
 		damagedDirs: map[string]map[netx.NodeID]bool{}, shrunk: map[int32]bool{},
 	}
+	n.more = newMoreFaults(n)
+	return n
 }
 
 func (n *nemesis) kinds() []faultKind {
-	return []faultKind{
+	return append([]faultKind{
 		{"crash", n.o.Crash, n.crash},
 		{"powercut", n.o.PowerCut, n.powerCut},
 		{"pause", n.o.Pause, n.pause},
@@ -69,7 +73,7 @@ func (n *nemesis) kinds() []faultKind {
 		{"corrupt", n.o.Corrupt, n.corrupt},
 		{"reassign", n.o.Reassign, n.reassign},
 		{"decommission", n.decommissionRate(), n.decommission},
-	}
+	}, n.more.kinds()...)
 }
 
 // decommissionRate is the rate of the decommission fault: a quarter of the
@@ -89,6 +93,7 @@ func (n *nemesis) start() {
 		n.w.FS(id).SetFailProb(logstore.OpSync, n.o.SyncFailProb)
 		n.w.FS(id).SetFailProb(logstore.OpWrite, n.o.WriteFailProb)
 	}
+	n.more.start()
 	n.scheduleNext()
 	n.supervise()
 }
@@ -100,6 +105,7 @@ func (n *nemesis) stop() {
 	n.w.Tracef("nemesis: heal everything")
 	n.w.Heal()
 	n.w.SetFaults(netx.LinkFaults{DelayMin: n.o.Link.DelayMin, DelayMax: n.o.Link.DelayMax})
+	n.more.stop()
 	for _, id := range n.w.IDs() {
 		n.w.FS(id).SetFailProb(logstore.OpSync, 0)
 		n.w.FS(id).SetFailProb(logstore.OpWrite, 0)

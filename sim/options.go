@@ -43,6 +43,9 @@ type Options struct {
 	// Auth turns on SASL/SCRAM and ACLs, with the ACL workload (auth.go).
 	Auth AuthOptions
 
+	// Knobs are randomized sizes (faults_more.go).
+	Knobs knobs
+
 	// TraceKeep is how many trace lines the Result keeps (0: the last
 	// 4,000; -1: all of them, for a replay written to a file).
 	TraceKeep int
@@ -115,6 +118,8 @@ type FaultOptions struct {
 	WriteFailProb float64
 	// Buggify turns on fault sites inside product code (Env.Buggify).
 	Buggify bool
+	// More are the faults of faults_more.go.
+	More moreFaultOptions
 }
 
 // DefaultSafety and friends are the defaults ChooseOptions starts from.
@@ -199,6 +204,7 @@ func ChooseOptions(seed int64) Options {
 	f.Corrupt = rate(0.5, 0.2, 1)
 	o.TxnProducers = 1 + rng.Intn(2)
 	o.Auth = chooseAuth(seed) // its own generator
+	chooseMore(rng, &o)       // last: faults_more.go
 	return o
 }
 
@@ -216,6 +222,8 @@ func (o Options) String() string {
 		f.Crash, f.PowerCut, f.Pause, f.Partition, f.Clock, f.Transfer, f.Reassign, f.Corrupt, f.Aim, f.DurMax)
 	fmt.Fprintf(&b, "link: drop=%.3f dup=%.3f reorder=%.3f delay=%v..%v; disk: sync-fail=%.4f write-fail=%.4f; buggify=%v",
 		f.Link.DropProb, f.Link.DupProb, f.Link.ReorderProb, f.Link.DelayMin, f.Link.DelayMax, f.SyncFailProb, f.WriteFailProb, f.Buggify)
+	fmt.Fprintf(&b, "\n%s; lease-margin=%.2f heartbeat=%dt offsets-partitions=%d segment=%d fetch=%d",
+		f.More, o.Broker.LeaseMargin, o.Broker.HeartbeatTicks, o.Broker.OffsetsPartitions, o.Knobs.SegmentBytes, o.Knobs.FetchBytes)
 	if o.Auth.On {
 		fmt.Fprintf(&b, "\n%s", o.Auth)
 	}

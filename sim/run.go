@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -340,7 +341,8 @@ func (r *run) setup() bool {
 		req.TimeoutMillis = 5000
 		t := kmsg.NewCreateTopicsRequestTopic()
 		t.Topic, t.NumPartitions, t.ReplicationFactor = r.topic, r.o.Partitions, int16(min(3, r.o.Nodes))
-		for _, c := range [][2]string{{"retention.ms", "-1"}, {"retention.bytes", "-1"}, {"segment.bytes", "16384"}} {
+		segment := fmt.Sprint(cmp.Or(r.o.Knobs.SegmentBytes, 16384))
+		for _, c := range [][2]string{{"retention.ms", "-1"}, {"retention.bytes", "-1"}, {"segment.bytes", segment}} {
 			cc := kmsg.NewCreateTopicsRequestTopicConfig()
 			cc.Name, cc.Value = c[0], kmsg.StringPtr(c[1])
 			t.Configs = append(t.Configs, cc)
@@ -516,6 +518,7 @@ func (r *run) finish() *Result {
 		r.note("corrupted: " + strings.Join(r.corruptedFiles, ", "))
 	}
 	r.coverStats()
+	r.coverMore()
 	r.stats.SimTime = w.Clock().Monotonic()
 	r.stats.Events = w.Clock().Executed()
 	r.stats.Faults = r.nem.summary()
