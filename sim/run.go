@@ -87,6 +87,9 @@ func (res *Result) ReplayCommands() string {
 	if res.Options.Faults.Reassign != ChooseOptions(res.Options.Seed).Faults.Reassign {
 		test, cli = test+" -reassign", cli+" --reassign"
 	}
+	if res.Options.Faults.More.LyingSync != 0 && !res.Options.Faults.More.LieAll {
+		test, cli = test+" -lying", cli+" --lying"
+	}
 	if res.Options.SafetyDur >= LongMin {
 		test, cli = test+" -long", cli+" --long"
 	}

@@ -422,6 +422,7 @@ func (w *txnWorkload) poll() {
 		return
 	}
 	for part := int32(0); part < txnPartitions; part++ {
+		floor := w.maxLSO[part] // what reads done before this one saw
 		w.fetch(part, w.readAt[part], func(ok bool, vals []string, next, lso, hw int64) {
 			if !ok {
 				return
@@ -430,17 +431,21 @@ func (w *txnWorkload) poll() {
 				w.readDuring[v] = true
 			}
 			w.readAt[part] = max(w.readAt[part], next)
-			w.sawLSO(part, lso, hw)
+			w.sawLSO(part, lso, hw, floor)
 		})
 	}
 	r.w.After(50*time.Millisecond+r.think(), w.poll)
 }
 
-func (w *txnWorkload) sawLSO(part int32, lso, hw int64) {
+// sawLSO checks a read's LSO: never above its high watermark, never below
+// floor, the largest LSO of the reads that completed before it was sent
+// (polls overlap, and an answer may come late: an earlier read's older LSO
+// arriving after a later read's is no regression).
+func (w *txnWorkload) sawLSO(part int32, lso, hw, floor int64) {
 	if lso > hw {
 		w.r.violation("checker", fmt.Sprintf("txn lso-regression invalid: %s/%d last stable offset %d above the high watermark %d", txnTopic, part, lso, hw))
 	}
-	if prev, ok := w.maxLSO[part]; ok && lso < prev {
+	if prev := floor; lso < prev {
 		w.r.violation("checker", fmt.Sprintf("txn lso-regression invalid: %s/%d last stable offset %d after %d", txnTopic, part, lso, prev))
 	}
 	w.maxLSO[part] = max(w.maxLSO[part], lso)
@@ -551,6 +556,7 @@ func (r *run) finishTxn() {
 	var readAll func(part int32, from int64)
 	readAll = func(part int32, from int64) {
 		reading[part] = true
+		floor := w.maxLSO[part]
 		w.fetch(part, from, func(ok bool, vals []string, next, lso, hw int64) {
 			if from == 0 {
 				final[part] = nil
@@ -559,7 +565,7 @@ func (r *run) finishTxn() {
 				reading[part] = false
 				return
 			}
-			w.sawLSO(part, lso, hw)
+			w.sawLSO(part, lso, hw, floor)
 			final[part] = append(final[part], vals...)
 			if next >= hw {
 				stable[part], reading[part] = true, false
