@@ -49,7 +49,10 @@ func (r *run) fetchOnce(part int32, offset int64, maxWaitMs int32, done func(fet
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition = part
 	rp.FetchOffset = offset
-	rp.PartitionMaxBytes = cmp.Or(r.o.Knobs.FetchBytes, 32<<10)
+	rp.PartitionMaxBytes = 32 << 10
+	if !r.stopping { // the final reads, which start over on an error, keep 32 KiB
+		rp.PartitionMaxBytes = cmp.Or(r.o.Knobs.FetchBytes, rp.PartitionMaxBytes)
+	}
 	rp.CurrentLeaderEpoch = -1
 	rp.LogStartOffset = -1
 	rt.Partitions = append(rt.Partitions, rp)
