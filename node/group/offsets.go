@@ -48,6 +48,9 @@ func (c *Coordinator) OffsetCommit(now time.Duration, req *kmsg.OffsetCommitRequ
 		resp.Topics = append(resp.Topics, st)
 	}
 	g, err := c.commitGroup(now, req)
+	if err == nil && g == nil {
+		err = kerr.UnknownServerError
+	}
 	if err != nil {
 		setCommitCodes(resp, err.Code)
 		if g := c.groups[req.Group]; g != nil {
@@ -128,6 +131,9 @@ func (c *Coordinator) commitGroup(now time.Duration, req *kmsg.OffsetCommitReque
 		instanceID = req.InstanceID
 	}
 	g := c.groups[req.Group]
+	if g != nil && g.cons != nil {
+		return g, consumerCommitCheck(g.cons, memberID, generation)
+	}
 	if g == nil {
 		if generation >= 0 {
 			return nil, kerr.IllegalGeneration
@@ -153,6 +159,40 @@ func (c *Coordinator) commitGroup(now time.Duration, req *kmsg.OffsetCommitReque
 	}
 	c.touch(g, m, now, m.session)
 	return g, nil
+}
+
+// consumerCommitCheck is commitGroup for a KIP-848 group: the generation
+// is the member epoch. A commit without a member (generation < 0) is
+// allowed only while the group has no members.
+func consumerCommitCheck(cg *consumerGroup, memberID string, epoch int32) *kerr.Error {
+	if epoch < 0 && len(cg.Members) == 0 {
+		return nil
+	}
+	m := cg.Members[memberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID
+	case epoch != m.Epoch && !plant.Enabled(plant.NoGenerationFence):
+		return kerr.StaleMemberEpoch
+	}
+	return nil
+}
+
+// CheckFetchMember validates OffsetFetch v9's member id and epoch against
+// a KIP-848 group (0 when fine, or for any other group).
+func (c *Coordinator) CheckFetchMember(name string, memberID *string, epoch int32) int16 {
+	g := c.groups[name]
+	if g == nil || g.cons == nil || memberID == nil {
+		return 0
+	}
+	m := g.cons.Members[*memberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case epoch != m.Epoch:
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
 }
 
 // commitValue checks one partition's commit and makes its stored value.
