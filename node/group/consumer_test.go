@@ -107,15 +107,23 @@ func newClient(id string, topics ...string) *cclient {
 // checkClients fails when two clients believe they own one partition.
 func checkClients(t *testing.T, cls []*cclient, what string) {
 	t.Helper()
+	if err := clientOverlap(cls, what); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func clientOverlap(cls []*cclient, what string) error {
 	seen := map[topicPartition]string{}
+	var err error
 	for _, cl := range cls {
 		cl.owned.each(func(tp topicPartition) {
-			if o, ok := seen[tp]; ok {
-				t.Fatalf("%s: %s-%d owned by %s and %s", what, tp.topic, tp.partition, o, cl.id)
+			if o, ok := seen[tp]; ok && err == nil {
+				err = fmt.Errorf("%s: %s-%d owned by %s and %s", what, tp.topic, tp.partition, o, cl.id)
 			}
 			seen[tp] = cl.id
 		})
 	}
+	return err
 }
 
 func (h *harness) consumerGroup(name string) *consumerGroup {
@@ -318,11 +326,15 @@ func TestConsumerGroupReconciliationModel(t *testing.T) {
 		seeds = 30
 	}
 	for seed := int64(1); seed <= int64(seeds); seed++ {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { reconciliationRun(t, seed) })
+		if err := reconciliationRun(t, seed); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
 	}
 }
 
-func reconciliationRun(t *testing.T, seed int64) {
+// reconciliationRun is one seed of the model test; it returns the first
+// violation.
+func reconciliationRun(t *testing.T, seed int64) (err error) {
 	rng := rand.New(rand.NewSource(seed))
 	h := newHarness(t, Config{ConsumerSessionTimeout: 20 * time.Second})
 	h.setTopic("x", int32(1+rng.Intn(6)))
@@ -340,10 +352,15 @@ func reconciliationRun(t *testing.T, seed int64) {
 		}
 	}
 	check := func(what string) {
-		checkClients(t, cls, what)
+		if err != nil {
+			return
+		}
+		if err = clientOverlap(cls, what); err != nil {
+			return
+		}
 		if cg := h.consumerGroup("g"); cg != nil {
 			if tp, x, y, ok := cg.Owners(); !ok {
-				t.Fatalf("%s: coordinator has %s-%d held by %s and %s", what, tp.topic, tp.partition, x, y)
+				err = fmt.Errorf("%s: coordinator has %s-%d held by %s and %s", what, tp.topic, tp.partition, x, y)
 			}
 		}
 	}
@@ -383,6 +400,9 @@ func reconciliationRun(t *testing.T, seed int64) {
 			h.advance(time.Duration(1+rng.Intn(5)) * time.Second)
 		}
 		check(fmt.Sprintf("step %d", step))
+		if err != nil {
+			return err
+		}
 	}
 	// churn stops: crashed members time out, the rest converge
 	anyLive := false
@@ -401,8 +421,22 @@ func reconciliationRun(t *testing.T, seed int64) {
 		}
 		h.advance(5 * time.Second)
 	}
-	h.settle("g", cls)
+	for round := 0; round < 20 && h.consumerGroup("g").stateName() != "Stable"; round++ {
+		for _, cl := range cls {
+			if cl.live {
+				h.cgHeartbeat("g", cl, nil)
+				check("settling")
+			}
+		}
+		h.advance(time.Second)
+	}
 	check("settled")
+	if err != nil {
+		return err
+	}
+	if st := h.consumerGroup("g").stateName(); st != "Stable" {
+		return fmt.Errorf("churn stopped, but the group is %s", st)
+	}
 	owner := map[topicPartition]string{}
 	for _, cl := range cls {
 		cl.owned.each(func(tp topicPartition) { owner[tp] = cl.id })
@@ -414,8 +448,9 @@ func reconciliationRun(t *testing.T, seed int64) {
 		}
 		for p := int32(0); subscribed && p < ti.Partitions; p++ {
 			if owner[topicPartition{ti.Name, p}] == "" {
-				t.Fatalf("settled, but %s-%d is owned by nobody", ti.Name, p)
+				return fmt.Errorf("settled, but %s-%d is owned by nobody", ti.Name, p)
 			}
 		}
 	}
+	return nil
 }
