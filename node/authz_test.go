@@ -322,6 +322,7 @@ func authCases(c *cluster) map[int16]authCase {
 	}}
 	txnAuthCases(cases)
 	addShareAuthCases(cases)
+	addConsumerAuthCases(cases)
 	return cases
 }
 
