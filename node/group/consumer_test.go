@@ -218,7 +218,11 @@ func TestConsumerGroupBadInputLeavesStateAsItWas(t *testing.T) {
 		want *kerr.Error
 	}{
 		{"epoch ahead", *a, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch += 5 }, kerr.FencedMemberEpoch},
-		{"stale epoch", *a, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = 0; r.Topics = nil; r.MemberEpoch = a.epoch - 1 }, kerr.FencedMemberEpoch},
+		{"stale epoch", *a, func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.MemberEpoch = 0
+			r.Topics = nil
+			r.MemberEpoch = a.epoch - 1
+		}, kerr.FencedMemberEpoch},
 		{"unknown assignor", *a, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.ServerAssignor = kmsg.StringPtr("sticky") }, kerr.UnsupportedAssignor},
 		{"invalid regex", *a, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicRegex = kmsg.StringPtr("t(") }, kerr.InvalidRegularExpression},
 		{"unknown member", *newClient("zz", "t"), func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = 3 }, kerr.UnknownMemberID},
