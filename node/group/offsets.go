@@ -132,7 +132,7 @@ func (c *Coordinator) commitGroup(now time.Duration, req *kmsg.OffsetCommitReque
 	}
 	g := c.groups[req.Group]
 	if g != nil && g.cons != nil {
-		return g, consumerCommitCheck(g.cons, memberID, generation)
+		return g, consumerCommitCheck(g.cons, memberID, generation, req.Topics)
 	}
 	if g == nil {
 		if generation >= 0 {
@@ -163,8 +163,11 @@ func (c *Coordinator) commitGroup(now time.Duration, req *kmsg.OffsetCommitReque
 
 // consumerCommitCheck is commitGroup for a KIP-848 group: the generation
 // is the member epoch. A commit without a member (generation < 0) is
-// allowed only while the group has no members.
-func consumerCommitCheck(cg *consumerGroup, memberID string, epoch int32) *kerr.Error {
+// allowed only while the group has no members. An older epoch is
+// accepted when the member still holds every partition committed (as
+// Kafka 4.3 does, KIP-1251): a member that moved to a new epoch while its
+// commit was in flight is not refused for partitions it kept.
+func consumerCommitCheck(cg *consumerGroup, memberID string, epoch int32, topics []kmsg.OffsetCommitRequestTopic) *kerr.Error {
 	if epoch < 0 && len(cg.Members) == 0 {
 		return nil
 	}
@@ -172,8 +175,18 @@ func consumerCommitCheck(cg *consumerGroup, memberID string, epoch int32) *kerr.
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID
-	case epoch != m.Epoch && !plant.Enabled(plant.NoGenerationFence):
+	case epoch == m.Epoch || plant.Enabled(plant.NoGenerationFence):
+		return nil
+	case epoch > m.Epoch || epoch < 0:
 		return kerr.StaleMemberEpoch
+	}
+	for _, rt := range topics {
+		for _, rp := range rt.Partitions {
+			tp := topicPartition{rt.Topic, rp.Partition}
+			if !m.Assigned.has(tp) && !m.Revoking.has(tp) {
+				return kerr.StaleMemberEpoch
+			}
+		}
 	}
 	return nil
 }
