@@ -108,7 +108,11 @@ func (c *Coordinator) ConsumerGroupHeartbeat(now time.Duration, cl Client, req *
 		}
 	}
 	after := encodeConsumerGroup(g.cons)
-	if string(after) == string(before) && !converted {
+	if string(after) == string(before) && !converted && g.cons.writing == 0 {
+		// nothing changed and nothing is in flight: what the answer says
+		// is durable already. With a write in flight the answer waits
+		// behind it (a write of the same image), so it never reports
+		// state a failed write takes back.
 		respond(resp)
 		return
 	}
@@ -312,7 +316,12 @@ func (c *Coordinator) joinConsumer(g *group, m *cmember, a hbArgs, now time.Dura
 		return &nm, nil
 	}
 	if m != nil {
-		m.gone = true // the old incarnation's partitions are released
+		// A rejoin under the same id keeps what the member holds: it may
+		// be a late duplicate of its first join while the member still
+		// owns partitions, so nothing is released until the member
+		// reports it (reconciliation revokes what it must).
+		cg.Epoch++
+		return m, nil
 	}
 	nm := &cmember{ID: req.MemberID, Epoch: 0, Assigned: assignment{}}
 	cg.Members[nm.ID] = nm
