@@ -86,6 +86,8 @@ var apis = [kmsg.MaxKey + 1]api{
 	kmsg.ShareAcknowledge:             {0, 2, serveShareAcknowledge},
 	kmsg.ConsumerGroupHeartbeat:       {0, 1, serveConsumerGroupHeartbeat},
 	kmsg.ConsumerGroupDescribe:        {0, 1, serveConsumerGroupDescribe},
+	kmsg.GetTelemetrySubscriptions:    {0, 0, serveGetTelemetrySubscriptions},
+	kmsg.PushTelemetry:                {0, 0, servePushTelemetry},
 }
 
 // apiFor returns key's entry; its serve is nil when key is not served.

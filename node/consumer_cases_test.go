@@ -4,6 +4,8 @@ package node
 // authorization (authz_test.go) and majority loss (deadline_test.go).
 
 import (
+	"testing"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -31,6 +33,26 @@ func addConsumerAuthCases(cases map[int16]authCase) {
 	}}
 }
 
+// addTelemetryAuthCases: the KIP-714 APIs need no ACL; both principals
+// get a subscription with an instance id.
+func addTelemetryAuthCases(cases map[int16]authCase) {
+	cases[71] = authCase{req: func() kmsg.Request { return kmsg.NewPtrGetTelemetrySubscriptionsRequest() },
+		check: func(t *testing.T, resp kmsg.Response, _ bool) {
+			if r := resp.(*kmsg.GetTelemetrySubscriptionsResponse); r.ErrorCode != 0 || r.ClientInstanceID == ([16]byte{}) {
+				t.Errorf("GetTelemetrySubscriptions: %+v", r)
+			}
+		}}
+	cases[72] = authCase{req: func() kmsg.Request {
+		p := kmsg.NewPtrPushTelemetryRequest()
+		p.ClientInstanceID[0], p.SubscriptionID = 1, 12345 // not the current subscription
+		return p
+	}, check: func(t *testing.T, resp kmsg.Response, _ bool) {
+		if code := resp.(*kmsg.PushTelemetryResponse).ErrorCode; code != kerr.UnknownSubscriptionID.Code {
+			t.Errorf("PushTelemetry with a stale subscription: %v", kerr.ErrorForCode(code))
+		}
+	}}
+}
+
 // addConsumerMajorityLossCases adds the KIP-848 APIs to the majority-loss
 // matrix: a join must write the group's record, so it cannot succeed;
 // a describe reads the coordinator's memory and answers at once.
@@ -40,4 +62,6 @@ func addConsumerMajorityLossCases(cases map[int16]apiCase, g string) {
 	d := kmsg.NewPtrConsumerGroupDescribeRequest()
 	d.Groups = []string{"kip848-" + g}
 	cases[69] = apiCase{d, none, false}
+	cases[71] = apiCase{kmsg.NewPtrGetTelemetrySubscriptionsRequest(), none, false}
+	cases[72] = apiCase{kmsg.NewPtrPushTelemetryRequest(), none, false}
 }
