@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/floe-broker/floe/node"
 	"github.com/floe-broker/floe/node/group"
 )
 
@@ -298,6 +299,20 @@ func addGroupFlags(fs *flag.FlagSet) func() group.Config {
 		}
 		if *delay <= 0 {
 			c.InitialRebalanceDelay = -1 // no delay (0 would mean the default)
+		}
+		return c
+	}
+}
+
+// addTelemetryFlags adds floe serve's KIP-714 client telemetry flags.
+func addTelemetryFlags(fs *flag.FlagSet) func() node.TelemetryConfig {
+	metrics := fs.String("telemetry-metrics", strings.Join(node.DefaultTelemetryMetrics, ","), "KIP-714: metric name prefixes clients are asked to push (empty: none)")
+	interval := fs.Int("telemetry-push-interval-ms", 30000, "KIP-714: how often clients push")
+	maxBytes := fs.Int("telemetry-max-bytes", 1<<20, "KIP-714: largest push accepted")
+	return func() node.TelemetryConfig {
+		c := node.TelemetryConfig{Metrics: []string{}, PushInterval: time.Duration(*interval) * time.Millisecond, MaxBytes: int32(*maxBytes)}
+		if *metrics != "" {
+			c.Metrics = strings.Split(*metrics, ",")
 		}
 		return c
 	}

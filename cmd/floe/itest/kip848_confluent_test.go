@@ -10,6 +10,9 @@ package itest
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,6 +92,25 @@ func TestKIP848ConfluentKafkaGo(t *testing.T) {
 			t.Errorf("member %s at epoch %d", m.MemberID, m.MemberEpoch)
 		}
 	}
+	// librdkafka pushes its metrics (KIP-714) to the subscription the
+	// broker handed out; the broker exports them.
+	var pushes string
+	eventually(t, 30*time.Second, "librdkafka's telemetry pushes reach /metrics", func() bool {
+		resp, err := http.Get("http://" + b.AdminAddr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, "floe_client_telemetry_pushes_total ") && !strings.HasSuffix(line, " 0") {
+				pushes = line
+				return strings.Contains(string(body), "floe_client_telemetry{metric=\"org.apache.kafka.consumer.")
+			}
+		}
+		return false
+	})
+	t.Logf("%s", pushes)
 	mu.Lock()
 	t.Logf("records per member: %v; group epoch %d, %d members", byMember, g.Epoch, len(g.Members))
 	mu.Unlock()

@@ -19,7 +19,8 @@ import (
 
 // kip848Broker starts a broker whose consumer groups heartbeat quickly.
 func kip848Broker(t *testing.T) *Broker {
-	return start(t, WithFlags("--group-consumer-heartbeat-interval-ms=300", "--group-consumer-session-timeout-ms=10000"))
+	return start(t, WithFlags("--group-consumer-heartbeat-interval-ms=300", "--group-consumer-session-timeout-ms=10000",
+		"--telemetry-push-interval-ms=500"))
 }
 
 // produceKeyed writes n records to every partition of topic, value
