@@ -143,4 +143,23 @@ var mutations = []mutation{
 		Replacement: "} else if allow == nil {",
 		Why:         "authorization: an ALLOW of one operation grants every operation on the resource",
 	},
+	// KIP-848 consumer groups (issue 19), caught by the sim's kip848 checkers.
+	{
+		Name: "kip848-unreleased-given", File: "node/group/consumer.go",
+		Original:    "		if held[tp] {",
+		Replacement: "		if false {",
+		Why:         "KIP-848: a partition another member still owns or is revoking is given at once",
+	},
+	{
+		Name: "kip848-revoking-not-held", File: "node/group/consumer.go",
+		Original:    "		m.Revoking.each(func(tp topicPartition) { held[tp] = true })",
+		Replacement: "",
+		Why:         "KIP-848: partitions being revoked count as free before their owner confirms",
+	},
+	{
+		Name: "kip848-session-too-short", File: "node/group/consumer_heartbeat.go",
+		Original:    "	m.deadline = now + c.cfg.ConsumerSessionTimeout",
+		Replacement: "	m.deadline = now + c.cfg.ConsumerSessionTimeout/4",
+		Why:         "KIP-848: a member is fenced (its partitions handed on) well before its session can have ended",
+	},
 }
