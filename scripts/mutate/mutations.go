@@ -147,7 +147,7 @@ var mutations = []mutation{
 	{
 		Name: "kip848-unreleased-given", File: "node/group/consumer.go",
 		Original:    "		if held[tp] {",
-		Replacement: "		if false {",
+		Replacement: "		if held[tp] && tp.partition < 0 {",
 		Why:         "KIP-848: a partition another member still owns or is revoking is given at once",
 	},
 	{
