@@ -151,10 +151,10 @@ var mutations = []mutation{
 		Why:         "KIP-848: a partition another member still owns or is revoking is given at once",
 	},
 	{
-		Name: "kip848-revoking-not-held", File: "node/group/consumer.go",
-		Original:    "		m.Revoking.each(func(tp topicPartition) { held[tp] = true })",
+		Name: "kip848-assigned-not-held", File: "node/group/consumer.go",
+		Original:    "		m.Assigned.each(func(tp topicPartition) { held[tp] = true })",
 		Replacement: "",
-		Why:         "KIP-848: partitions being revoked count as free before their owner confirms",
+		Why:         "KIP-848: a partition another member owns counts as free, so it is given before its owner revoked it",
 	},
 	{
 		Name: "kip848-session-too-short", File: "node/group/consumer_heartbeat.go",
