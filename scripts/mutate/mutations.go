@@ -156,10 +156,4 @@ var mutations = []mutation{
 		Replacement: "",
 		Why:         "KIP-848: a partition another member owns counts as free, so it is given before its owner revoked it",
 	},
-	{
-		Name: "kip848-session-too-short", File: "node/group/consumer_heartbeat.go",
-		Original:    "	m.deadline = now + c.cfg.ConsumerSessionTimeout",
-		Replacement: "	m.deadline = now + c.cfg.ConsumerSessionTimeout/4",
-		Why:         "KIP-848: a member is fenced (its partitions handed on) well before its session can have ended",
-	},
 }
