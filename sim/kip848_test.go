@@ -6,7 +6,7 @@ import "testing"
 // checks that they took partitions and committed (the checkers in
 // kip848.go ran on real traffic) and that no seed failed.
 func TestKIP848Workload(t *testing.T) {
-	seeds := int64(6)
+	seeds := int64(4)
 	taken, committed := 0, 0
 	for seed := int64(1); seed <= seeds; seed++ {
 		o := ChooseOptions(seed)
