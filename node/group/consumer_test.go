@@ -458,3 +458,25 @@ func reconciliationRun(t *testing.T, seed int64) (err error) {
 	}
 	return nil
 }
+
+func TestConsumerGroupOffsetDeleteRefusesSubscribedTopics(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.setTopic("t", 1)
+	h.setTopic("old", 1)
+	a := newClient("a", "t")
+	h.settle("g", []*cclient{a})
+	req := kmsg.NewPtrOffsetDeleteRequest()
+	req.Group = "g"
+	for _, topic := range []string{"t", "old"} {
+		rt := kmsg.NewOffsetDeleteRequestTopic()
+		rt.Topic = topic
+		rt.Partitions = []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}
+		req.Topics = append(req.Topics, rt)
+	}
+	r := &reply[kmsg.OffsetDeleteResponse]{t: t, label: "OffsetDelete"}
+	h.c.OffsetDelete(h.now, req, r.set)
+	resp := r.must()
+	wantCode(t, "group", resp.ErrorCode, nil)
+	wantCode(t, "subscribed topic", resp.Topics[0].Partitions[0].ErrorCode, kerr.GroupSubscribedToTopic)
+	wantCode(t, "other topic", resp.Topics[1].Partitions[0].ErrorCode, nil)
+}

@@ -316,7 +316,7 @@ func (c *Coordinator) OffsetDelete(now time.Duration, req *kmsg.OffsetDeleteRequ
 			sp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			sp.Partition = rp.Partition
 			tp := topicPartition{rt.Topic, rp.Partition}
-			if g.state != Empty && g.subscribed[rt.Topic] {
+			if g.subscribedNow(rt.Topic) {
 				sp.ErrorCode = kerr.GroupSubscribedToTopic.Code
 			} else if _, ok := g.offsets[tp]; ok {
 				recs = append(recs, Record{Key: offsetKey(g.name, tp)})
@@ -340,4 +340,15 @@ func (c *Coordinator) OffsetDelete(now time.Duration, req *kmsg.OffsetDeleteRequ
 		}
 		respond(resp)
 	})
+}
+
+// subscribedNow reports whether the group's members consume topic now
+// (OffsetDelete refuses those partitions): for a KIP-848 group, a topic
+// its members' subscriptions resolve to.
+func (g *group) subscribedNow(topic string) bool {
+	if g.cons != nil {
+		_, ok := g.cons.Metadata[topic]
+		return ok && len(g.cons.Members) > 0
+	}
+	return g.state != Empty && g.subscribed[topic]
 }
