@@ -3,6 +3,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/floe-broker/floe/internal/plant"
@@ -15,3 +16,27 @@ func TestPlantedBugTxnLSOIgnoresOpen(t *testing.T) { catchPlanted(t, plant.TxnLS
 func TestPlantedBugTxnMarkerBeforeDecision(t *testing.T) {
 	catchPlanted(t, plant.TxnMarkerBeforeDecision)
 }
+
+// A read_committed Fetch that serves open transactions lets two
+// consume-transform-produce transactions each read the other's write
+// before either commits. Both then commit, so no value read is missing
+// from the final read: what catches it is the cycle check (G1c,
+// txncheck.go). The test searches the default seeds for a seed whose
+// violations include a g1c cycle.
+func TestPlantedBugTxnFetchServesOpenMakesG1c(t *testing.T) {
+	plant.Reset()
+	plant.Set(plant.TxnFetchServesOpen)
+	defer plant.Reset()
+	for seed := int64(1); seed <= plantedSeedsMax; seed++ {
+		res := Run(ChooseOptions(seed))
+		for _, v := range res.Violations {
+			if strings.Contains(v, "txn g1c invalid") {
+				t.Logf("%s: g1c caught at seed %d: %s", plant.TxnFetchServesOpen, seed, v)
+				return
+			}
+		}
+	}
+	t.Fatalf("%s: no g1c cycle in %d seeds", plant.TxnFetchServesOpen, plantedSeedsMax)
+}
+
+func TestPlantedBugTxnFetchServesOpen(t *testing.T) { catchPlanted(t, plant.TxnFetchServesOpen) }
