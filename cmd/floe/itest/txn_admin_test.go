@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestTxnAdmin(t *testing.T) {
@@ -67,13 +68,18 @@ func TestTxnAdmin(t *testing.T) {
 	if got := open[plainPID]; got.LastSequence != 0 || got.CurrentTxnStartOffset != -1 || got.LastTimestamp <= 0 {
 		t.Fatalf("idempotent producer %d is %+v, want last sequence 0, no transaction, a timestamp", plainPID, got)
 	}
-	// A partition that does not exist is named, not dropped.
-	d, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {7: {}}})
+	// A partition that does not exist is named, not dropped (asked of the
+	// broker directly: kadm does not route a partition without a leader).
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{7}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, kgoClient(t, b.KafkaAddr).Broker(1))
 	if err != nil {
 		t.Fatalf("DescribeProducers of a missing partition: %v", err)
 	}
-	if p := d[topic].Partitions[7]; p.Err != kerr.UnknownTopicOrPartition {
-		t.Fatalf("missing partition: %+v, want UNKNOWN_TOPIC_OR_PARTITION", p)
+	if ps := resp.Topics[0].Partitions; len(ps) != 1 || ps[0].Partition != 7 || ps[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("missing partition: %+v, want UNKNOWN_TOPIC_OR_PARTITION", ps)
 	}
 
 	// The CLI, while the transaction is open.
