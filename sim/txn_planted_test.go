@@ -4,6 +4,7 @@ package sim
 
 import (
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/floe-broker/floe/internal/plant"
@@ -27,12 +28,24 @@ func TestPlantedBugTxnFetchServesOpenMakesG1c(t *testing.T) {
 	plant.Reset()
 	plant.Set(plant.TxnFetchServesOpen)
 	defer plant.Reset()
-	for seed := int64(1); seed <= plantedSeedsMax; seed++ {
-		res := Run(ChooseOptions(seed))
-		for _, v := range res.Violations {
-			if strings.Contains(v, "txn g1c invalid") {
-				t.Logf("%s: g1c caught at seed %d: %s", plant.TxnFetchServesOpen, seed, v)
-				return
+	const workers = 2
+	for first := int64(1); first <= plantedSeedsMax; first += workers {
+		results := make([]*Result, workers)
+		var wg sync.WaitGroup
+		for i := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = Run(ChooseOptions(first + int64(i)))
+			}()
+		}
+		wg.Wait()
+		for i, res := range results {
+			for _, v := range res.Violations {
+				if strings.Contains(v, "txn g1c invalid") {
+					t.Logf("%s: g1c caught at seed %d: %s", plant.TxnFetchServesOpen, first+int64(i), v)
+					return
+				}
 			}
 		}
 	}

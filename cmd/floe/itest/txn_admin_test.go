@@ -6,6 +6,8 @@ package itest
 // while it is open and after it committed.
 
 import (
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,6 +91,14 @@ func TestTxnAdmin(t *testing.T) {
 	mustLine(t, desc, id, "Ongoing", itoa64(pid), topic+"-1")
 	prods := floe(t, "txn", "describe-producers", "--brokers", b.KafkaAddr, "--topic", topic, "--partition", "1")
 	mustLine(t, prods, topic, itoa64(pid), " 2 ", " 1")
+	// Metrics: one transaction open, holding partition 1's LSO at 1 with
+	// 3 committed records (the transaction's) above it.
+	m := scrapeMetrics(t, b)
+	wantMetric(t, m, `floe_txn_open`, 1)
+	wantMetric(t, m, `floe_txn_started_total`, 1)
+	wantMetric(t, m, `floe_partition_open_transactions{partition="1",topic="txn-adm"}`, 1)
+	wantMetric(t, m, `floe_partition_last_stable_offset{partition="1",topic="txn-adm"}`, 1)
+	wantMetric(t, m, `floe_partition_lso_lag{partition="1",topic="txn-adm"}`, 3)
 
 	if err := pr.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
@@ -103,6 +113,27 @@ func TestTxnAdmin(t *testing.T) {
 		t.Fatalf("txn list --state Ongoing lists the committed %s:\n%s", id, out)
 	}
 	mustLine(t, floe(t, "txn", "list", "--brokers", b.KafkaAddr, "--state", "CompleteCommit"), id, "CompleteCommit")
+	// A second transaction, aborted.
+	if err := pr.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pr.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pr.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, opWaitMax, "CompleteAbort", func() bool {
+		return strings.Contains(floe(t, "txn", "describe", "--brokers", b.KafkaAddr, "--transactional-id", id), "CompleteAbort")
+	})
+	m = scrapeMetrics(t, b)
+	wantMetric(t, m, `floe_txn_open`, 0)
+	wantMetric(t, m, `floe_txn_started_total`, 2)
+	wantMetric(t, m, `floe_txn_committed_total`, 1)
+	wantMetric(t, m, `floe_txn_aborted_total{cause="end"}`, 1)
+	wantMetric(t, m, `floe_txn_aborted_total{cause="timeout"}`, 0)
+	wantMetric(t, m, `floe_partition_lso_lag{partition="1",topic="txn-adm"}`, 0)
+	wantMetric(t, m, `floe_partition_open_transactions{partition="0",topic="txn-adm"}`, 0)
 	t.Logf("open:\n%s%s%s", list, desc, prods)
 }
 
@@ -122,3 +153,35 @@ func mustLine(t *testing.T, out string, parts ...string) {
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// scrapeMetrics returns a broker's /metrics as series → value.
+func scrapeMetrics(t *testing.T, b *Broker) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + b.AdminAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		if line == "" || line[0] == '#' || i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
+}
+
+func wantMetric(t *testing.T, m map[string]float64, series string, want float64) {
+	t.Helper()
+	if got, ok := m[series]; !ok || got != want {
+		t.Fatalf("metric %s = %v (exported: %v), want %v", series, got, ok, want)
+	}
+}
