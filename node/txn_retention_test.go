@@ -27,7 +27,9 @@ func TestRetentionKeepsOpenTransaction(t *testing.T) {
 		t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
 	}
 	pid, epoch := ir.ProducerID, ir.ProducerEpoch
-	addCode := func(r kmsg.Response) int16 { return r.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode }
+	addCode := func(r kmsg.Response) int16 {
+		return r.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode
+	}
 	if code := addCode(txnCall(t, c, 1, id, func() kmsg.Request { return addPartitionsReq(id, pid, epoch, "rt", 0) }, addCode)); code != 0 {
 		t.Fatalf("add partitions: %v", kerr.ErrorForCode(code))
 	}
