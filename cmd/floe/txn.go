@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -49,24 +48,15 @@ type txnFlags struct {
 func runTxn(args []string) error { return txnMain(args, os.Stdout) }
 
 func txnMain(args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(os.Stderr, txnUsage)
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
+	action, fs, cf, err := beginAction("txn", txnUsage, []string{"list", "describe", "describe-producers"}, args, 10*time.Second)
+	if action == "" {
+		return err
 	}
-	action := args[0]
-	run, ok := map[string]func(context.Context, *kadm.Client, *txnFlags, io.Writer) error{
+	run := map[string]func(context.Context, *kadm.Client, *txnFlags, io.Writer) error{
 		"list": txnList, "describe": txnDescribe, "describe-producers": txnDescribeProducers,
 	}[action]
-	if !ok {
-		return usagef("unknown action %q (list, describe, describe-producers; floe txn -h)", action)
-	}
-	fs := flag.NewFlagSet("floe txn "+action, flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, txnUsage) }
 	tf := &txnFlags{
-		clientFlags: addClientFlags(fs, 10*time.Second),
+		clientFlags: cf,
 		id:          fs.String("transactional-id", "", "describe: the transactional id"),
 		topic:       fs.String("topic", "", "describe-producers: the topic"),
 		state:       fs.String("state", "", "list: only transactions in these states (comma-separated)"),
