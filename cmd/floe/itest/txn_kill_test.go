@@ -6,8 +6,8 @@ package itest
 // coordinator) is killed with SIGKILL and restarted, twice, mid-stream.
 // Every transaction either completes or aborts (the session rewinds and
 // does the work again); read read_committed, the output must hold each
-// input's result exactly once, in input order per key. Slow (a minute or
-// more): FLOE_ITEST_LONG=1.
+// input's result exactly once, in input order per key. About 25 s;
+// skipped with -short.
 
 import (
 	"context"
@@ -23,8 +23,8 @@ import (
 )
 
 func TestTxnPipelineKillCoordinator(t *testing.T) {
-	if !longRun() {
-		t.Skip("kills the transaction coordinator twice under a pipeline: set FLOE_ITEST_LONG=1")
+	if testing.Short() {
+		t.Skip("kills the transaction coordinator twice under a pipeline (about 25 s)")
 	}
 	bs := startCluster(t, 3)
 	createReplicated(t, bs, "eos-in", 3, 3)
