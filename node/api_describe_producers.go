@@ -15,6 +15,7 @@ package node
 // partitions), as Kafka.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -53,4 +54,21 @@ func (r *Reactor) describeProducers(topic string, part int32, denied bool) kmsg.
 		sp.ActiveProducers = append(sp.ActiveProducers, a)
 	}
 	return sp
+}
+
+// expiredDescribeProducers is the answer when the request's deadline
+// passes (it is answered at once, so only a stalled reactor gets it).
+func expiredDescribeProducers(q *kmsg.DescribeProducersRequest) kmsg.Response {
+	resp := q.ResponseKind().(*kmsg.DescribeProducersResponse)
+	for _, rt := range q.Topics {
+		st := kmsg.NewDescribeProducersResponseTopic()
+		st.Topic = rt.Topic
+		for _, part := range rt.Partitions {
+			sp := kmsg.NewDescribeProducersResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = part, kerr.RequestTimedOut.Code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }

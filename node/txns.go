@@ -453,6 +453,8 @@ func expiredTxn(req kmsg.Request) kmsg.Response {
 		resp := q.ResponseKind().(*kmsg.ListTransactionsResponse)
 		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 		return resp
+	case *kmsg.DescribeProducersRequest:
+		return expiredDescribeProducers(q)
 	}
 	return nil
 }
