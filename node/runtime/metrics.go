@@ -86,13 +86,13 @@ func (m *metrics) ObserveSync(d time.Duration, plans int) {
 type reactorCollector struct {
 	b *Broker
 
-	bytesIn, recordsIn, bytesOut, badBatches, corrupt, syncRounds, expired *prometheus.Desc
-	leo, hw, start, logBytes, segments, leader                             *prometheus.Desc
-	groupLag, groupCommitted                                               *prometheus.Desc
-	auditRecords, auditDropped                                             *prometheus.Desc
-	tickStalls, tickGapMax                                                 *prometheus.Desc
-	txnStarted, txnCommitted, txnAborted, txnOpen, txnOldestAge            *prometheus.Desc
-	lso, lsoLag, openTxns                                                  *prometheus.Desc
+	bytesIn, recordsIn, bytesOut, badBatches, corrupt, syncRounds, expired  *prometheus.Desc
+	leo, hw, start, logBytes, segments, leader                              *prometheus.Desc
+	groupLag, groupCommitted                                                *prometheus.Desc
+	auditRecords, auditDropped                                              *prometheus.Desc
+	tickStalls, tickGapMax                                                  *prometheus.Desc
+	txnStarted, txnCommitted, txnAborted, txnOpen, txnOldestAge, txnRetries *prometheus.Desc
+	lso, lsoLag, openTxns                                                   *prometheus.Desc
 }
 
 func newReactorCollector(b *Broker) *reactorCollector {
@@ -124,6 +124,7 @@ func newReactorCollector(b *Broker) *reactorCollector {
 		txnCommitted: prometheus.NewDesc("floe_txn_committed_total", "Transactions whose commit decision this broker's coordinators made durable.", nil, nil),
 		txnAborted: prometheus.NewDesc("floe_txn_aborted_total", "Transactions this broker's coordinators decided to abort, by cause: end (EndTxn abort), timeout (transaction.timeout.ms), fence (InitProducerId of a new instance).",
 			[]string{"cause"}, nil),
+		txnRetries:   prometheus.NewDesc("floe_txn_marker_retries_total", "Times a coordinator sent a transaction's markers again after a failure.", nil, nil),
 		txnOpen:      prometheus.NewDesc("floe_txn_open", "Transactions open (Ongoing, or decided with markers still out) on the coordinators this broker hosts.", nil, nil),
 		txnOldestAge: prometheus.NewDesc("floe_txn_oldest_open_age_seconds", "Age of the oldest open transaction on this broker's coordinators; 0 when none is open.", nil, nil),
 		lso:          prometheus.NewDesc("floe_partition_last_stable_offset", "Offset below which every transaction is decided: where read_committed readers stop.", pl, nil),
@@ -134,7 +135,7 @@ func newReactorCollector(b *Broker) *reactorCollector {
 
 func (c *reactorCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.badBatches, c.corrupt, c.syncRounds, c.expired, c.leo, c.hw, c.start, c.logBytes, c.segments, c.leader, c.groupLag, c.groupCommitted, c.auditRecords, c.auditDropped, c.tickStalls, c.tickGapMax,
-		c.txnStarted, c.txnCommitted, c.txnAborted, c.txnOpen, c.txnOldestAge, c.lso, c.lsoLag, c.openTxns} {
+		c.txnStarted, c.txnCommitted, c.txnAborted, c.txnOpen, c.txnOldestAge, c.txnRetries, c.lso, c.lsoLag, c.openTxns} {
 		ch <- d
 	}
 }
@@ -200,6 +201,7 @@ func (c *reactorCollector) collectTxns(ch chan<- prometheus.Metric, ts node.TxnS
 	ch <- prometheus.MustNewConstMetric(c.txnAborted, prometheus.CounterValue, float64(ts.AbortsByEnd), "end")
 	ch <- prometheus.MustNewConstMetric(c.txnAborted, prometheus.CounterValue, float64(ts.AbortsByTime), "timeout")
 	ch <- prometheus.MustNewConstMetric(c.txnAborted, prometheus.CounterValue, float64(ts.AbortsByFence), "fence")
+	ch <- prometheus.MustNewConstMetric(c.txnRetries, prometheus.CounterValue, float64(ts.MarkerRetries))
 	ch <- prometheus.MustNewConstMetric(c.txnOpen, prometheus.GaugeValue, float64(ts.Open))
 	age := 0.0
 	if ts.OldestStartMs >= 0 {

@@ -132,6 +132,7 @@ func TestTxnAdmin(t *testing.T) {
 	wantMetric(t, m, `floe_txn_committed_total`, 1)
 	wantMetric(t, m, `floe_txn_aborted_total{cause="end"}`, 1)
 	wantMetric(t, m, `floe_txn_aborted_total{cause="timeout"}`, 0)
+	wantMetric(t, m, `floe_txn_marker_retries_total`, 0)
 	wantMetric(t, m, `floe_partition_lso_lag{partition="1",topic="txn-adm"}`, 0)
 	wantMetric(t, m, `floe_partition_open_transactions{partition="0",topic="txn-adm"}`, 0)
 	t.Logf("open:\n%s%s%s", list, desc, prods)
