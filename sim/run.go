@@ -392,6 +392,7 @@ func (r *run) safety() {
 		c.start()
 	}
 	r.startTxn()
+	r.startKIP848()
 	if r.auth != nil {
 		r.auth.start()
 	}
