@@ -167,6 +167,7 @@ func TestBadInvocationsAreUsageErrors(t *testing.T) {
 		"produce": func(a []string) error { return produceMain(ctx, a, strings.NewReader(""), io.Discard) },
 		"consume": func(a []string) error { return consumeMain(ctx, a, io.Discard) },
 		"group":   func(a []string) error { return groupMain(a, io.Discard) },
+		"txn":     func(a []string) error { return txnMain(a, io.Discard) },
 	}
 	for _, tc := range []struct {
 		cmd  string
@@ -203,6 +204,12 @@ func TestBadInvocationsAreUsageErrors(t *testing.T) {
 		{"consume", []string{"--topic", "t", "--count", "-1"}},
 		{"consume", []string{"--topic", "t", "--format", "%q"}},
 		{"consume", []string{"--topic", "t", "--offset", "soon"}},
+		{"txn", nil},
+		{"txn", []string{"frobnicate"}},
+		{"txn", []string{"describe"}},
+		{"txn", []string{"describe-producers", "--partition", "0"}},
+		{"txn", []string{"list", "stray"}},
+		{"txn", []string{"list", "--no-such-flag"}},
 	} {
 		err := run[tc.cmd](tc.args)
 		if !errors.Is(err, errUsage) || exitCode(err) != 2 {
