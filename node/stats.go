@@ -36,8 +36,13 @@ type Stats struct {
 	TickGapMax time.Duration
 	// Buggify counts the firings of each BUGGIFY site, in BuggifySites
 	// order (simulation only; buggify.go).
-	Buggify    [bugSites]uint64
-	lastTickAt time.Duration // monotonic time of the last tick
+	Buggify [bugSites]uint64
+	// Telemetry is what clients pushed (KIP-714): the latest value per
+	// metric name summed across clients, sorted; TelemetryPushes counts
+	// the pushes taken.
+	Telemetry       []TelemetryMetric
+	TelemetryPushes uint64
+	lastTickAt      time.Duration // monotonic time of the last tick
 }
 
 // noteTick records a tick at monotonic time now, counting a stall when it
@@ -64,11 +69,16 @@ type PartitionStats struct {
 	StartOffset   int64
 	LogBytes      int64
 	Segments      int
+	// LastStableOffset and OpenTxns: the transactions open on the
+	// partition (committed entries) and the offset they hold readers at.
+	LastStableOffset int64
+	OpenTxns         int
 }
 
 // Stats returns a copy of the counters and per-partition figures.
 func (r *Reactor) Stats() (Stats, []PartitionStats) {
 	s := r.stats
+	s.Telemetry, s.TelemetryPushes = r.telemetry.metrics(), r.telemetry.pushes
 	s.Requests = map[int16]uint64{}
 	for _, k := range sortedKeys(r.stats.Requests) {
 		s.Requests[k] = r.stats.Requests[k]
@@ -81,6 +91,7 @@ func (r *Reactor) Stats() (Stats, []PartitionStats) {
 			Topic: p.Topic, Partition: p.Index, Leader: p.IsLeader(), LeaderEpoch: int32(p.Term()),
 			LogEndOffset: p.Replica().NextOffset(), HighWatermark: p.HighWatermark(),
 			StartOffset: p.StartOffset(), LogBytes: ls.SizeBytes, Segments: ls.Segments,
+			LastStableOffset: p.LastStableOffset(), OpenTxns: p.OpenTxns(),
 		})
 	}
 	return s, ps

@@ -403,6 +403,7 @@ func (r *run) safety() {
 		c.start()
 	}
 	r.startTxn()
+	r.startKIP848()
 	if r.auth != nil {
 		r.auth.start()
 	}

@@ -19,6 +19,8 @@
 //	                              before its commit decision is durable
 //	txn-lso-ignores-open          the last stable offset is not held back by
 //	                              an open transaction
+//	txn-fetch-serves-open         a read_committed Fetch reads up to the high
+//	                              watermark, open transactions included
 //	share-ack-before-durable      answer a share fetch or acknowledgement before
 //	                              its share-partition state is committed
 //	acl-allow-beats-deny          an ALLOW ACL wins over a matching DENY
@@ -30,6 +32,8 @@
 //	offset-commit-before-replicated  OffsetCommit answered once appended, not committed
 //	idempotence-window-shrunk     a producer's dedup window keeps 1 batch, not 5
 //	no-generation-fence           OffsetCommit ignores the member's generation
+//	consumer-assign-before-revoke a KIP-848 member is given its whole target
+//	                              before other members revoked those partitions
 package plant
 
 // Bug names.
@@ -43,6 +47,7 @@ const (
 
 	TxnMarkerBeforeDecision = "txn-marker-before-decision"
 	TxnLSOIgnoresOpen       = "txn-lso-ignores-open"
+	TxnFetchServesOpen      = "txn-fetch-serves-open"
 	ACLAllowBeatsDeny       = "acl-allow-beats-deny"
 	ACLDeleteMissed         = "acl-delete-missed-by-follower"
 
@@ -52,4 +57,6 @@ const (
 	OffsetCommitBeforeReplicated = "offset-commit-before-replicated"
 	IdempotenceWindowShrunk      = "idempotence-window-shrunk"
 	NoGenerationFence            = "no-generation-fence"
+	// ConsumerAssignBeforeRevoke: node/group/consumer_heartbeat.go.
+	ConsumerAssignBeforeRevoke = "consumer-assign-before-revoke"
 )
