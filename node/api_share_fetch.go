@@ -16,8 +16,9 @@ package node
 //
 // v2's IsRenewAck (KIP-1222) renews locks and acquires nothing.
 // ShareAcquireMode (strict record limit) is honoured by construction: no
-// more than MaxRecords records are ever acquired. Floe serves a partition
-// here only when this broker both leads it and coordinates the group.
+// more than MaxRecords records are ever acquired. The group's coordinator
+// serves every partition it holds a replica of, leader or follower
+// (shareReplica in shares.go).
 //
 // Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED at the top
 // level), READ on each topic (TOPIC_AUTHORIZATION_FAILED on its
@@ -216,7 +217,7 @@ func (f *shareFetch) acquire() {
 // acquireOne acquires records of one partition into the answer.
 func (f *shareFetch) acquireOne(t *controller.Topic, k share.Key, maxRecords, budget *int) {
 	r := f.r
-	dp, code := r.readLeader(k.Topic, k.Partition, -1)
+	dp, code := r.shareReplica(k.Topic, k.Partition)
 	if dp == nil {
 		f.part(k, t.ID).ErrorCode = code
 		return
@@ -230,12 +231,15 @@ func (f *shareFetch) acquireOne(t *controller.Topic, k share.Key, maxRecords, bu
 		f.dirty[k] = true // its start offset is handed out: write it
 	}
 	now := r.monoNow()
-	if ls := dp.StartOffset(); ls > sp.Start() {
+	// Only the leader's start offset is the log's: a follower's local log
+	// may start later (a snapshot install), and trimming to it would
+	// archive records the log still holds.
+	if ls := dp.StartOffset(); ls > sp.Start() && dp.IsLeader() {
 		sp.Trim(ls)
 		f.dirty[k] = true
 	}
 	from, hw := sp.NextFrom(now), dp.HighWatermark()
-	if from >= hw {
+	if from >= hw || from < dp.StartOffset() {
 		return
 	}
 	data, err := dp.Read(from, *budget)

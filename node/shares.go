@@ -25,11 +25,18 @@ package node
 // share sessions are not persisted: members get UNKNOWN_MEMBER_ID or
 // SHARE_SESSION_NOT_FOUND and rejoin, as Kafka's clients do.
 //
-// Limits: ShareFetch for a partition is served by a broker that both
-// leads the partition and coordinates the group (always true on one
-// broker): a broker that does not coordinate the group answers
-// NOT_COORDINATOR at the top level, and a partition it does not lead
-// NOT_LEADER_OR_FOLLOWER.
+// Which broker serves ShareFetch: the group's coordinator, for every
+// partition it holds a replica of, leader or follower (shareReplica). It
+// acquires only records below its own replica's high watermark, which are
+// committed and the same on every replica, so a lagging follower hands out
+// fewer records, never different ones. A broker that does not coordinate
+// the group answers NOT_COORDINATOR at the top level, and a partition it
+// holds no replica of NOT_LEADER_OR_FOLLOWER.
+//
+// Limits: Kafka's clients send ShareFetch to each partition's leader, not
+// to the coordinator, so franz-go on a cluster where the two differ gets
+// NOT_COORDINATOR for those partitions (docs/consumer-groups.md). The
+// simulator's share clients (sim/share.go) send to the coordinator.
 
 import (
 	"errors"
@@ -41,6 +48,7 @@ import (
 	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/group"
+	"github.com/floe-broker/floe/node/partition"
 	"github.com/floe-broker/floe/node/share"
 )
 
@@ -286,6 +294,17 @@ func (r *Reactor) writeShareStates(sh *shareShard, keys []share.Key, done func(e
 		}
 		done(err)
 	})
+}
+
+// shareReplica returns this broker's replica of a partition, leader or
+// follower, for the share coordinator to read committed records from, or
+// the partition's error code.
+func (r *Reactor) shareReplica(topic string, part int32) (*partition.Partition, int16) {
+	p, ok := r.byName[topicPartition{topic, part}]
+	if !ok {
+		return nil, r.missingPartition(topic, part).Code
+	}
+	return p, 0
 }
 
 // shareTopicByID returns the topic with id, or nil.

@@ -170,6 +170,8 @@ type run struct {
 	lastInstant time.Duration
 
 	txn *txnWorkload // the transactional workload (txn.go), if any
+	// share is the share-group workload (share.go), if any.
+	share *shareWork
 	// coverage counts the rare paths the run reached (coverage.go).
 	coverage map[string]int
 
@@ -392,6 +394,7 @@ func (r *run) safety() {
 		c.start()
 	}
 	r.startTxn()
+	r.startShare()
 	if r.auth != nil {
 		r.auth.start()
 	}
@@ -446,6 +449,7 @@ func (r *run) liveness() {
 			r.drainedConsumers, r.o.Consumers, r.o.LivenessMax))
 	}
 	r.finishTxn()
+	r.finishShare()
 }
 
 // probe writes to partition part until a write is acknowledged (or the
