@@ -17,3 +17,9 @@ import (
 func TestPlantedBugShareAckBeforeDurable(t *testing.T) {
 	catchPlanted(t, plant.ShareAckBeforeDurable)
 }
+
+// The persisted image stores records in flight as archived: after a
+// failover they are never redelivered (the skipped checker).
+func TestPlantedBugShareInFlightArchived(t *testing.T) {
+	catchPlanted(t, plant.ShareInFlightArchived)
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/floe-broker/floe/internal/plant"
 )
 
 // Batch is a run of in-flight offsets with one persisted state and
@@ -33,6 +35,9 @@ func (p *Partition) State() State {
 		st := r.state
 		if st == Acquired {
 			st = Available
+			if plant.Enabled(plant.ShareInFlightArchived) {
+				st = Archived
+			}
 		}
 		if n := len(s.Batches); n > 0 && s.Batches[n-1].Last == off-1 && s.Batches[n-1].State == st && s.Batches[n-1].Count == r.count {
 			s.Batches[n-1].Last = off
