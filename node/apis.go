@@ -84,6 +84,9 @@ var apis = [kmsg.MaxKey + 1]api{
 	kmsg.ShareGroupDescribe:           {0, 1, serveShareGroupDescribe},
 	kmsg.ShareFetch:                   {0, 2, serveShareFetch},
 	kmsg.ShareAcknowledge:             {0, 2, serveShareAcknowledge},
+	kmsg.DescribeShareGroupOffsets:    {0, 1, serveDescribeShareGroupOffsets},
+	kmsg.AlterShareGroupOffsets:       {0, 0, serveAlterShareGroupOffsets},
+	kmsg.DeleteShareGroupOffsets:      {0, 0, serveDeleteShareGroupOffsets},
 }
 
 // apiFor returns key's entry; its serve is nil when key is not served.

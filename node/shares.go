@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/node/controller"
@@ -403,4 +404,61 @@ func (r *Reactor) shareAcks(sh *shareShard, k share.Key, member string, batches 
 		}
 	}
 	return 0, false // renewals only: locks are not persisted
+}
+
+// hasShareGroup reports whether the shard knows a share group of this
+// name: live members, or share state (membership is not persisted, so
+// after a failover a group is known by its share-partitions).
+func (sh *shareShard) hasShareGroup(name string) bool {
+	if sh.groups[name] != nil {
+		return true
+	}
+	for k := range sh.parts { //floe:unordered an existence check
+		if k.Group == name {
+			return true
+		}
+	}
+	return false
+}
+
+// shareGroupEmpty reports whether the group has no members (offsets may
+// be altered or deleted only then, as in Kafka).
+func (sh *shareShard) shareGroupEmpty(name string) bool {
+	g := sh.groups[name]
+	return g == nil || len(g.Members()) == 0
+}
+
+// shareTopics lists the group's share-partitions by topic, sorted, as a
+// DescribeShareGroupOffsets request would name them.
+func (sh *shareShard) shareTopics(name string) []kmsg.DescribeShareGroupOffsetsRequestGroupTopic {
+	var out []kmsg.DescribeShareGroupOffsetsRequestGroupTopic
+	for _, k := range sortedShareKeys(sh.parts) {
+		if k.Group != name {
+			continue
+		}
+		if n := len(out); n == 0 || out[n-1].Topic != k.Topic {
+			t := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+			t.Topic = k.Topic
+			out = append(out, t)
+		}
+		out[len(out)-1].Partitions = append(out[len(out)-1].Partitions, k.Partition)
+	}
+	return out
+}
+
+// writeShareRecords writes share-state records (a nil value deletes the
+// key) and calls done once committed; on failure the shard is dropped, as
+// in writeShareStates.
+func (r *Reactor) writeShareRecords(sh *shareShard, recs []group.Record, done func(err error)) {
+	if len(recs) == 0 {
+		done(nil)
+		return
+	}
+	log := &offsetsLog{r: r, group: sh.raftGroup, term: sh.term}
+	log.Write(recs, func(_ time.Duration, err error) {
+		if err != nil && r.shares.shards[sh.raftGroup] == sh {
+			delete(r.shares.shards, sh.raftGroup)
+		}
+		done(err)
+	})
 }
