@@ -48,6 +48,7 @@ type shareFetch struct {
 	sh      *shareShard
 	group   string
 	member  string
+	via     uint64
 	session *shareSession
 	// out holds the answer's partitions by key, in the order named.
 	out   map[share.Key]*kmsg.ShareFetchResponseTopicPartition
@@ -59,8 +60,17 @@ type shareFetch struct {
 
 func serveShareFetch(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ShareFetchRequest)
+	if r.forwardShare(c, derefString(req.GroupID), req, respond) {
+		return
+	}
+	serveShareFetchVia(r, c, req, 0, respond)
+}
+
+// serveShareFetchVia serves a ShareFetch as the group's coordinator, on
+// the session of the broker via that forwarded it (0: the client's own).
+func serveShareFetchVia(r *Reactor, c Client, req *kmsg.ShareFetchRequest, via uint64, respond func(kmsg.Response)) {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
-	f := &shareFetch{r: r, req: req, resp: resp, group: derefString(req.GroupID), member: derefString(req.MemberID),
+	f := &shareFetch{r: r, req: req, resp: resp, group: derefString(req.GroupID), member: derefString(req.MemberID), via: via,
 		out: map[share.Key]*kmsg.ShareFetchResponseTopicPartition{}, ids: map[string][16]byte{}, dirty: map[share.Key]bool{}}
 	if code := f.open(c); code != 0 {
 		resp.ErrorCode = code
@@ -69,7 +79,7 @@ func serveShareFetch(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.
 	}
 	epoch := req.ShareSessionEpoch
 	f.applyAcks()
-	r.advanceSession(f.sh, f.group, f.member, epoch, f.session)
+	r.advanceSession(f.sh, f.group, f.member, f.via, epoch, f.session)
 	if epoch == -1 || req.IsRenewAck {
 		f.finish(respond)
 		return
@@ -102,7 +112,7 @@ func (f *shareFetch) open(c Client) int16 {
 	if err != nil {
 		return err.Code
 	}
-	s, err := sh.useSession(f.group, f.member, req.ShareSessionEpoch, true)
+	s, err := sh.useSession(f.group, f.member, f.via, req.ShareSessionEpoch, true)
 	if err != nil {
 		return err.Code
 	}

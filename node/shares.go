@@ -103,6 +103,9 @@ func (c ShareConfig) group() share.GroupConfig {
 // last needed it.
 type shareCoordinators struct {
 	shards map[uint64]*shareShard // by Raft group of the offsets partition
+	// forwards are this broker's share requests passed to other
+	// brokers' coordinators (share_forward.go).
+	forwards shareForwards
 }
 
 // shareShard is the share state of one offsets partition, loaded in term.
@@ -114,7 +117,14 @@ type shareShard struct {
 	sessions  map[sessionKey]*shareSession
 }
 
-type sessionKey struct{ group, member string }
+// sessionKey names a share session: a member's, opened directly with the
+// coordinator (via 0) or through the partition leader via that forwarded
+// it (share_forward.go). Kafka's clients keep one session per broker they
+// fetch from, each with its own epochs, so each is its own session here.
+type sessionKey struct {
+	group, member string
+	via           uint64
+}
 
 // shareSession is a ShareFetch session: the partitions a member fetches
 // and the epoch its next request must carry.
@@ -233,7 +243,11 @@ func (r *Reactor) releaseMember(sh *shareShard, groupName, member string) {
 			sh.parts[k].ReleaseMember(now, member)
 		}
 	}
-	delete(sh.sessions, sessionKey{groupName, member})
+	for k := range sh.sessions { //floe:unordered deleting every via of one member
+		if k.group == groupName && k.member == member {
+			delete(sh.sessions, k)
+		}
+	}
 }
 
 func sortedShareKeys[V any](m map[share.Key]V) []share.Key {
@@ -345,12 +359,12 @@ func (r *Reactor) localShareGroups() []*share.Group {
 // member and returns its session, or the top-level error (nothing
 // changed). Epoch 0 opens a new session (allowOpen: ShareFetch only), -1
 // names the one to close, any other must be the session's next epoch.
-func (sh *shareShard) useSession(groupName, member string, epoch int32, allowOpen bool) (*shareSession, *kerr.Error) {
+func (sh *shareShard) useSession(groupName, member string, via uint64, epoch int32, allowOpen bool) (*shareSession, *kerr.Error) {
 	g := sh.groups[groupName]
 	if g == nil || !g.Has(member) {
 		return nil, kerr.UnknownMemberID
 	}
-	s := sh.sessions[sessionKey{groupName, member}]
+	s := sh.sessions[sessionKey{groupName, member, via}]
 	switch {
 	case epoch == 0 && allowOpen:
 		return &shareSession{}, nil
@@ -367,13 +381,13 @@ func (sh *shareShard) useSession(groupName, member string, epoch int32, allowOpe
 // advanceSession records a request's effect on its session: a new one is
 // installed, a closed one dropped (and the member's records released), an
 // open one moves to its next epoch.
-func (r *Reactor) advanceSession(sh *shareShard, groupName, member string, epoch int32, s *shareSession) {
+func (r *Reactor) advanceSession(sh *shareShard, groupName, member string, via uint64, epoch int32, s *shareSession) {
 	switch {
 	case epoch == -1:
 		r.releaseMember(sh, groupName, member)
 	case epoch == 0:
 		s.epoch = 1
-		sh.sessions[sessionKey{groupName, member}] = s
+		sh.sessions[sessionKey{groupName, member, via}] = s
 	default:
 		s.epoch++
 		if s.epoch < 0 {

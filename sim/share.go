@@ -242,6 +242,8 @@ type shareConsumer struct {
 	epoch       int32 // member epoch; 0: not joined
 	session     int32 // next share session epoch; 0: open a new one
 	coord       netx.NodeID
+	viaLeader   bool        // this incarnation fetches through partition 0's leader, as Kafka clients do
+	sessTo      netx.NodeID // the broker the share session is with
 	lastBeat    time.Duration
 	pending     []held // acknowledgements to send
 	assignment  bool
@@ -253,6 +255,21 @@ func (c *shareConsumer) restart() {
 	c.inc++
 	c.member = fmt.Sprintf("m%d-%d", c.id, c.inc)
 	c.epoch, c.session, c.pending, c.assignment = 0, 0, nil, false
+	c.viaLeader = c.w.rng.Float64() < 0.5
+}
+
+// target is the broker share requests go to: the coordinator, or the
+// leader of partition 0 (which forwards them to the coordinator); a new
+// target means a new share session.
+func (c *shareConsumer) target() netx.NodeID {
+	to := c.coord
+	if l, ok := c.w.leaders[0]; ok && c.viaLeader {
+		to = l
+	}
+	if to != c.sessTo {
+		c.sessTo, c.session = to, 0
+	}
+	return to
 }
 
 func (c *shareConsumer) then(d time.Duration) { c.w.r.w.After(d, c.step) }
@@ -293,6 +310,10 @@ func (c *shareConsumer) lost(code int16) {
 		c.session = 0
 	default:
 		c.coord, c.session = 0, 0
+		delete(c.w.leaders, 0)
+		if c.viaLeader {
+			c.w.metadata(func() {})
+		}
 	}
 	c.then(r.backoff())
 }
@@ -324,6 +345,7 @@ func (c *shareConsumer) heartbeat() {
 
 func (c *shareConsumer) fetch() {
 	w, r := c.w, c.w.r
+	to := c.target()
 	req := kmsg.NewPtrShareFetchRequest()
 	req.Version = 1
 	req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(shareGroup), kmsg.StringPtr(c.member), c.session
@@ -348,7 +370,7 @@ func (c *shareConsumer) fetch() {
 	}
 	req.Topics = append(req.Topics, rt)
 	c.pending = c.pending[len(sent):]
-	r.kn.call(c.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+	r.kn.call(to, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		if err != nil {
 			c.acked(sent, -1)
 			c.lost(-1)
@@ -361,6 +383,9 @@ func (c *shareConsumer) fetch() {
 			return
 		}
 		c.session++
+		if to != c.coord {
+			r.cover("share fetch forwarded to the coordinator")
+		}
 		got := 0
 		codes := map[int32]int16{}
 		for _, t := range fr.Topics {
@@ -391,6 +416,11 @@ func (c *shareConsumer) idle(got int) {
 
 func (c *shareConsumer) acknowledge() {
 	r := c.w.r
+	to := c.target()
+	if c.session == 0 {
+		c.fetch() // the target moved: a new session, acks ride on its first fetch after that
+		return
+	}
 	sent := c.pending
 	c.pending = nil
 	req := kmsg.NewPtrShareAcknowledgeRequest()
@@ -413,7 +443,7 @@ func (c *shareConsumer) acknowledge() {
 		}
 	}
 	req.Topics = append(req.Topics, rt)
-	r.kn.call(c.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+	r.kn.call(to, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		if err != nil {
 			c.acked(sent, -1)
 			c.lost(-1)
@@ -439,7 +469,8 @@ func (c *shareConsumer) acknowledge() {
 
 // acked records the outcome of acknowledgements: code 0 applied, -1 lost
 // (unknown), INVALID_RECORD_STATE, INVALID_REQUEST and top-level errors
-// not applied; anything else (a failed write) unknown.
+// not applied, except REQUEST_TIMED_OUT (a forward that got no answer);
+// anything else (a failed write) unknown.
 func (c *shareConsumer) acked(sent []held, code int16) {
 	for _, h := range sent {
 		c.w.ackOutcome(h, code, true)
@@ -480,7 +511,7 @@ func (w *shareWork) ackOutcome(h held, code int16, topLevel bool) {
 			w.bad("redelivered-finished", fmt.Sprintf("%s/%d offset %d: an acknowledgement (type %d) at delivery %d succeeded after it was handed out again with count %d",
 				shareTopic, h.part, h.off, h.ack, h.count, sr.maxCount))
 		}
-	case topLevel && code > 0, code == kerr.InvalidRecordState.Code, code == kerr.InvalidRequest.Code:
+	case topLevel && code > 0 && code != kerr.RequestTimedOut.Code, code == kerr.InvalidRecordState.Code, code == kerr.InvalidRequest.Code:
 		// Not applied.
 	default:
 		if h.ack != 2 {
