@@ -95,7 +95,7 @@ func serveShareAcknowledgeVia(r *Reactor, c Client, req *kmsg.ShareAcknowledgeRe
 				}
 			}
 		}
-		resp.AcquisitionLockTimeoutMillis = int32(r.cfg.Shares.withDefaults().Lock.Milliseconds())
+		resp.AcquisitionLockTimeoutMillis = int32(r.groupShareConfig(groupName).Lock.Milliseconds())
 		respond(resp)
 	})
 }

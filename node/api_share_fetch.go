@@ -249,6 +249,9 @@ func (f *shareFetch) acquireOne(t *controller.Topic, k share.Key, maxRecords, bu
 		f.dirty[k] = true
 	}
 	from, hw := sp.NextFrom(now), dp.HighWatermark()
+	if r.groupReadCommitted(k.Group) {
+		hw = min(hw, dp.LastStableOffset())
+	}
 	if from >= hw || from < dp.StartOffset() {
 		return
 	}
@@ -320,7 +323,7 @@ func (f *shareFetch) finish(respond func(kmsg.Response)) {
 	r := f.r
 	keys := sortedShareKeys(f.dirty)
 	r.writeShareStates(f.sh, keys, func(err error) {
-		f.resp.AcquisitionLockTimeoutMillis = int32(r.cfg.Shares.withDefaults().Lock.Milliseconds())
+		f.resp.AcquisitionLockTimeoutMillis = int32(r.groupShareConfig(f.group).Lock.Milliseconds())
 		if err != nil {
 			// Nothing acquired or acknowledged here is durable: the
 			// client must not use it (the shard is reloaded).

@@ -204,9 +204,8 @@ func (r *Reactor) shareShardFor(name string) (*shareShard, *kerr.Error) {
 		r.env.Logf("node %d: load share state of %s-%d: %v", r.self, p.Topic, p.Index, err)
 		return nil, kerr.CoordinatorLoadInProgress
 	}
-	cfg := r.cfg.Shares.withDefaults().partition()
 	for k, s := range states { //floe:unordered each key is restored on its own
-		if sp, err := share.Restore(cfg, s); err == nil {
+		if sp, err := share.Restore(r.groupShareConfig(k.Group).partition(), s); err == nil {
 			sh.parts[k] = sp
 		}
 	}
@@ -269,7 +268,9 @@ func sortedShareKeys[V any](m map[share.Key]V) []share.Key {
 // caller writes it, since a start offset handed out must be durable); nil
 // when the partition is not here.
 func (r *Reactor) sharePartition(sh *shareShard, k share.Key) (sp *share.Partition, created bool) {
+	cfg := r.groupShareConfig(k.Group)
 	if sp := sh.parts[k]; sp != nil {
+		sp.Configure(cfg.partition())
 		return sp, false
 	}
 	dp, ok := r.byName[topicPartition{k.Topic, k.Partition}]
@@ -277,10 +278,10 @@ func (r *Reactor) sharePartition(sh *shareShard, k share.Key) (sp *share.Partiti
 		return nil, false
 	}
 	start := dp.HighWatermark()
-	if r.cfg.Shares.withDefaults().AutoOffsetReset == "earliest" {
+	if cfg.AutoOffsetReset == "earliest" {
 		start = dp.StartOffset()
 	}
-	sp = share.New(r.cfg.Shares.withDefaults().partition(), start)
+	sp = share.New(cfg.partition(), start)
 	sh.parts[k] = sp
 	return sp, true
 }
@@ -404,6 +405,7 @@ func (r *Reactor) shareAcks(sh *shareShard, k share.Key, member string, batches 
 	if sp == nil {
 		return kerr.InvalidRecordState.Code, false
 	}
+	sp.Configure(r.groupShareConfig(k.Group).partition())
 	if err := sp.Acknowledge(r.monoNow(), member, batches); err != nil {
 		if errors.Is(err, share.ErrInvalidRequest) {
 			return kerr.InvalidRequest.Code, false

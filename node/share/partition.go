@@ -72,6 +72,22 @@ func New(cfg Config, start int64) *Partition {
 	return &Partition{cfg: cfg, start: start}
 }
 
+// Configure changes the partition's bounds (its group's configs changed).
+// Available records already at the new delivery limit are archived, as a
+// release at that limit would have; records held keep their locks.
+func (p *Partition) Configure(cfg Config) {
+	if cfg == p.cfg {
+		return
+	}
+	p.cfg = cfg
+	for i := range p.recs {
+		if r := &p.recs[i]; r.state == Available && r.count >= cfg.DeliveryLimit {
+			r.state = Archived
+		}
+	}
+	p.advance()
+}
+
 // Start is the share-partition start offset (SPSO).
 func (p *Partition) Start() int64 { return p.start }
 
