@@ -177,15 +177,26 @@ var ErrBadRequest = errors.New("reqreply: request without reply topic, partition
 // Run answers requests until ctx ends, then commits what it answered and
 // leaves the group. Requests without reply headers are skipped (marked
 // done, no reply).
-func (s *Responder) Run(ctx context.Context) error {
+func (s *Responder) Run(ctx context.Context) error { return s.RunN(ctx, 0) }
+
+// RunN is Run that also stops after answering n requests (0: no limit).
+func (s *Responder) RunN(ctx context.Context, n int) error {
 	defer s.cl.Close()
-	for ctx.Err() == nil {
+	answered := 0
+	for ctx.Err() == nil && (n == 0 || answered < n) {
 		fs := s.cl.PollFetches(ctx)
 		var firstErr error
 		fs.EachRecord(func(r *kgo.Record) {
-			if err := s.answer(ctx, r); err != nil && !errors.Is(err, ErrBadRequest) && firstErr == nil {
+			if firstErr != nil || (n > 0 && answered >= n) {
+				return // left unmarked: the group's next member answers it
+			}
+			err := s.answer(ctx, r)
+			if err != nil && !errors.Is(err, ErrBadRequest) {
 				firstErr = err
 				return
+			}
+			if err == nil {
+				answered++
 			}
 			s.cl.MarkCommitRecords(r)
 		})

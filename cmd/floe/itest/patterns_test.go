@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -135,4 +136,32 @@ func TestPubSubEveryGroupGetsEveryRecord(t *testing.T) {
 	})
 	cancel()
 	wg.Wait()
+}
+
+// TestRequestReplyCLI: floe reply (with --exec) answers what floe request
+// sends, line by line, in order.
+func TestRequestReplyCLI(t *testing.T) {
+	b := start(t)
+	makeTopic(t, b.KafkaAddr, "rpc2", 1, nil)
+	makeTopic(t, b.KafkaAddr, "inbox2", 1, nil)
+	done := make(chan string, 1)
+	go func() {
+		cmd := exec.Command(floeBin, "reply", "rpc2", "--group", "upper", "--exec", "tr a-z A-Z", "--count", "3", "--brokers", b.KafkaAddr)
+		out, err := cmd.CombinedOutput()
+		done <- fmt.Sprintf("%v %s", err, out)
+	}()
+	cmd := exec.Command(floeBin, "request", "rpc2", "--reply-topic", "inbox2", "--brokers", b.KafkaAddr, "--timeout", "20s")
+	cmd.Stdin = strings.NewReader("abc\ndef\nghi\n")
+	out, err := cmd.Output()
+	if err != nil || string(out) != "ABC\nDEF\nGHI\n" {
+		t.Fatalf("floe request: %v, output %q", err, out)
+	}
+	select {
+	case res := <-done:
+		if !strings.HasPrefix(res, "<nil>") {
+			t.Fatalf("floe reply: %s", res)
+		}
+	case <-time.After(opWaitMax):
+		t.Fatalf("floe reply did not stop after --count 3")
+	}
 }
