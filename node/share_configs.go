@@ -13,6 +13,17 @@ package node
 //	share.record.lock.duration.ms   1000 to 3600000
 //	share.delivery.count.limit      2 to 10 (Kafka's range)
 //
+// And Floe's retry policy (beyond Kafka; node/share's Backoff): a record
+// released, or whose lock expired, is redelivered only after a backoff,
+// fixed (multiplier 1) or exponential, with jitter drawn from the node's
+// seeded generator. The delay is not persisted: after a failover released
+// records are due at once.
+//
+//	floe.share.retry.backoff.ms          0 (none) to 3600000
+//	floe.share.retry.backoff.max.ms      0 (no cap) to 86400000
+//	floe.share.retry.backoff.multiplier  1 (fixed) to 100
+//	floe.share.retry.backoff.jitter      0 to 1
+//
 // A change applies to the group's share-partitions from their next fetch
 // or acknowledgement (share.Partition.Configure). AlterConfigs (the
 // non-incremental API) does not take group resources; names outside this
@@ -41,6 +52,20 @@ var groupConfigDefs = []groupConfigDef{
 	{"share.isolation.level", kmsg.ConfigTypeString, "read_committed acquires only below the last stable offset; aborted records are not archived (not done).", oneOf("read_uncommitted", "read_committed")},
 	{"share.record.lock.duration.ms", kmsg.ConfigTypeInt, "How long a consumer holds the records it acquired.", intIn(1000, 3600000)},
 	{"share.delivery.count.limit", kmsg.ConfigTypeInt, "Deliveries of one record before it is archived.", intIn(2, 10)},
+	{"floe.share.retry.backoff.ms", kmsg.ConfigTypeLong, "Floe: a released or expired record waits this long before its redelivery (0: none).", intIn(0, 3600000)},
+	{"floe.share.retry.backoff.max.ms", kmsg.ConfigTypeLong, "Floe: the longest redelivery backoff.", intIn(0, 86400000)},
+	{"floe.share.retry.backoff.multiplier", kmsg.ConfigTypeDouble, "Floe: the backoff grows by this factor per delivery (1: fixed).", floatIn(1, 100)},
+	{"floe.share.retry.backoff.jitter", kmsg.ConfigTypeDouble, "Floe: each delay is scaled by a random factor in [1-jitter, 1+jitter].", floatIn(0, 1)},
+}
+
+func floatIn(lo, hi float64) func(string) error {
+	return func(v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < lo || f > hi {
+			return fmt.Errorf("must be a number from %g to %g", lo, hi)
+		}
+		return nil
+	}
 }
 
 func oneOf(vals ...string) func(string) error {
@@ -116,10 +141,14 @@ func (r *Reactor) describeGroupConfigs(rr kmsg.DescribeConfigsRequestResource, r
 	set := r.ctl.state.GroupConfigs[rr.ResourceName]
 	def := r.cfg.Shares.withDefaults()
 	static := map[string]string{
-		"share.auto.offset.reset":       def.AutoOffsetReset,
-		"share.isolation.level":         "read_uncommitted",
-		"share.record.lock.duration.ms": strconv.FormatInt(def.Lock.Milliseconds(), 10),
-		"share.delivery.count.limit":    strconv.Itoa(int(def.DeliveryLimit)),
+		"share.auto.offset.reset":             def.AutoOffsetReset,
+		"share.isolation.level":               "read_uncommitted",
+		"share.record.lock.duration.ms":       strconv.FormatInt(def.Lock.Milliseconds(), 10),
+		"share.delivery.count.limit":          strconv.Itoa(int(def.DeliveryLimit)),
+		"floe.share.retry.backoff.ms":         strconv.FormatInt(def.Backoff.Initial.Milliseconds(), 10),
+		"floe.share.retry.backoff.max.ms":     strconv.FormatInt(def.Backoff.Max.Milliseconds(), 10),
+		"floe.share.retry.backoff.multiplier": strconv.FormatFloat(max(def.Backoff.Multiplier, 1), 'g', -1, 64),
+		"floe.share.retry.backoff.jitter":     strconv.FormatFloat(def.Backoff.Jitter, 'g', -1, 64),
 	}
 	for _, d := range groupConfigDefs {
 		if len(rr.ConfigNames) > 0 && !containsString(rr.ConfigNames, d.name) {
@@ -152,6 +181,20 @@ func (r *Reactor) groupShareConfig(name string) ShareConfig {
 			c.DeliveryLimit = int16(n)
 		}
 	}
+	ms := func(key string, d *time.Duration) {
+		if n, err := strconv.ParseInt(set[key], 10, 64); err == nil {
+			*d = time.Duration(n) * time.Millisecond
+		}
+	}
+	num := func(key string, f *float64) {
+		if x, err := strconv.ParseFloat(set[key], 64); err == nil {
+			*f = x
+		}
+	}
+	ms("floe.share.retry.backoff.ms", &c.Backoff.Initial)
+	ms("floe.share.retry.backoff.max.ms", &c.Backoff.Max)
+	num("floe.share.retry.backoff.multiplier", &c.Backoff.Multiplier)
+	num("floe.share.retry.backoff.jitter", &c.Backoff.Jitter)
 	return c
 }
 

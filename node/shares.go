@@ -62,6 +62,9 @@ type ShareConfig struct {
 	SessionTimeout    time.Duration // group.share.session.timeout.ms, 45s
 	HeartbeatInterval time.Duration // group.share.heartbeat.interval.ms, 5s
 	MaxSize           int           // group.share.max.size, 200
+	// Backoff is the redelivery backoff (Floe's retry policy, the group
+	// configs floe.share.retry.backoff.*; share_configs.go); zero: none.
+	Backoff share.Backoff
 }
 
 func (c ShareConfig) withDefaults() ShareConfig {
@@ -91,7 +94,7 @@ func (c ShareConfig) withDefaults() ShareConfig {
 }
 
 func (c ShareConfig) partition() share.Config {
-	return share.Config{DeliveryLimit: c.DeliveryLimit, Lock: c.Lock, MaxInFlight: c.MaxInFlight}
+	return share.Config{DeliveryLimit: c.DeliveryLimit, Lock: c.Lock, MaxInFlight: c.MaxInFlight, Backoff: c.Backoff}
 }
 
 func (c ShareConfig) group() share.GroupConfig {
@@ -206,6 +209,7 @@ func (r *Reactor) shareShardFor(name string) (*shareShard, *kerr.Error) {
 	}
 	for k, s := range states { //floe:unordered each key is restored on its own
 		if sp, err := share.Restore(r.groupShareConfig(k.Group).partition(), s); err == nil {
+			sp.SetRand(r.env.Rand)
 			sh.parts[k] = sp
 		}
 	}
@@ -282,6 +286,7 @@ func (r *Reactor) sharePartition(sh *shareShard, k share.Key) (sp *share.Partiti
 		start = dp.StartOffset()
 	}
 	sp = share.New(cfg.partition(), start)
+	sp.SetRand(r.env.Rand)
 	sh.parts[k] = sp
 	return sp, true
 }

@@ -64,7 +64,7 @@ func Restore(cfg Config, s State) (*Partition, error) {
 			r := &p.recs[off-s.Start]
 			r.state, r.count = b.State, b.Count
 			if r.state == Acquired || (r.state == Available && r.count >= cfg.DeliveryLimit) {
-				p.release(r)
+				p.release(r, 0) // due at once: backoff is not persisted
 			}
 		}
 	}
