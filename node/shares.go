@@ -310,10 +310,7 @@ func (r *Reactor) writeShareStates(sh *shareShard, keys []share.Key, done func(e
 		done = func(error) {}
 	}
 	log.Write(recs, func(_ time.Duration, err error) {
-		if err != nil && r.shares.shards[sh.raftGroup] == sh {
-			delete(r.shares.shards, sh.raftGroup)
-		}
-		done(err)
+		r.shareWritten(sh, err, done)
 	})
 }
 
@@ -477,9 +474,24 @@ func (r *Reactor) writeShareRecords(sh *shareShard, recs []group.Record, done fu
 	}
 	log := &offsetsLog{r: r, group: sh.raftGroup, term: sh.term}
 	log.Write(recs, func(_ time.Duration, err error) {
-		if err != nil && r.shares.shards[sh.raftGroup] == sh {
-			delete(r.shares.shards, sh.raftGroup)
-		}
-		done(err)
+		r.shareWritten(sh, err, done)
 	})
+}
+
+// shareWritten completes a share-state write. A failed write drops the
+// shard, so the next request reloads what is durable. A write that
+// committed after its shard was replaced (the broker lost and regained
+// the partition, and the new shard was loaded before this entry
+// committed) is answered as failed too: the new shard never saw it and
+// may hand out the same records with the same delivery counts, so its
+// answer must not reach the client (the outcome is unknown to it, as
+// for any lost answer).
+func (r *Reactor) shareWritten(sh *shareShard, err error, done func(error)) {
+	switch {
+	case err != nil && r.shares.shards[sh.raftGroup] == sh:
+		delete(r.shares.shards, sh.raftGroup)
+	case err == nil && r.shares.shards[sh.raftGroup] != sh:
+		err = kerr.NotLeaderForPartition
+	}
+	done(err)
 }
