@@ -495,3 +495,4 @@ func (r *Reactor) shareWritten(sh *shareShard, err error, done func(error)) {
 	}
 	done(err)
 }
+

@@ -82,6 +82,8 @@ type shareRec struct {
 	accepted int16 // the count an acknowledged accept was made at (0: none)
 	rejected int16
 	maybe    bool // an accept or reject whose answer was lost
+	// seenAt is when the fetch that handed it out with maxCount was sent.
+	seenAt time.Duration
 }
 
 type shareWork struct {
@@ -94,6 +96,10 @@ type shareWork struct {
 	final    map[int32]int64 // the final high watermarks, after the heal
 	seq      int
 	limit    int16
+	// lost are the send times of fetches whose answer was lost or partly
+	// failed: each may have acquired records no client saw (a delivery
+	// that counts toward the limit).
+	lost     []time.Duration
 	finished bool
 	stats    struct{ fetched, accepted, released, rejected, redelivered, crashes int }
 }
@@ -370,13 +376,18 @@ func (c *shareConsumer) fetch() {
 	}
 	req.Topics = append(req.Topics, rt)
 	c.pending = c.pending[len(sent):]
+	sentAt := r.now()
 	r.kn.call(to, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		if err != nil {
+			w.lost = append(w.lost, sentAt)
 			c.acked(sent, -1)
 			c.lost(-1)
 			return
 		}
 		fr := resp.(*kmsg.ShareFetchResponse)
+		if fr.ErrorCode == kerr.RequestTimedOut.Code {
+			w.lost = append(w.lost, sentAt) // a forward that got no answer
+		}
 		if fr.ErrorCode != 0 {
 			c.acked(sent, fr.ErrorCode) // nothing was applied
 			c.lost(fr.ErrorCode)
@@ -387,16 +398,23 @@ func (c *shareConsumer) fetch() {
 			r.cover("share fetch forwarded to the coordinator")
 		}
 		got := 0
+		partFailed := false
 		codes := map[int32]int16{}
 		for _, t := range fr.Topics {
 			for _, p := range t.Partitions {
 				codes[p.Partition] = p.AcknowledgeErrorCode
+				if p.ErrorCode != 0 && !partFailed {
+					// A failed state write clears the records it acquired,
+					// but the write may still commit.
+					partFailed = true
+					w.lost = append(w.lost, sentAt)
+				}
 				if p.ErrorCode != 0 && p.AcknowledgeErrorCode == 0 {
 					// Skipped (the partition failed before its acks), or
 					// applied and written before acquiring failed: unknown.
 					codes[p.Partition] = -1
 				}
-				got += c.acquired(p.Partition, p.AcquiredRecords)
+				got += c.acquired(p.Partition, p.AcquiredRecords, sentAt)
 			}
 		}
 		c.ackedParts(sent, codes)
@@ -522,13 +540,13 @@ func (w *shareWork) ackOutcome(h held, code int16, topLevel bool) {
 
 // acquired checks and keeps the records a fetch handed out; it returns
 // how many.
-func (c *shareConsumer) acquired(part int32, rs []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord) int {
+func (c *shareConsumer) acquired(part int32, rs []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, sentAt time.Duration) int {
 	w, r := c.w, c.w.r
 	n := 0
 	for _, a := range rs {
 		for off := a.FirstOffset; off <= a.LastOffset; off++ {
 			n++
-			w.handedOut(part, off, a.DeliveryCount)
+			w.handedOut(part, off, a.DeliveryCount, sentAt)
 			h := held{part: part, off: off, count: a.DeliveryCount, ack: 1}
 			if !r.stopping {
 				switch x := w.rng.Float64(); {
@@ -548,7 +566,7 @@ func (c *shareConsumer) acquired(part int32, rs []kmsg.ShareFetchResponseTopicPa
 }
 
 // handedOut checks one acquisition against what clients were told before.
-func (w *shareWork) handedOut(part int32, off int64, count int16) {
+func (w *shareWork) handedOut(part int32, off int64, count int16, sentAt time.Duration) {
 	w.stats.fetched++
 	sr := w.rec(part, off)
 	where := fmt.Sprintf("%s/%d offset %d", shareTopic, part, off)
@@ -569,13 +587,30 @@ func (w *shareWork) handedOut(part int32, off int64, count int16) {
 		w.r.cover("share record redelivered")
 	}
 	sr.given[count] = true
-	sr.maxCount = max(sr.maxCount, count)
+	if count > sr.maxCount {
+		sr.maxCount, sr.seenAt = count, sentAt
+	}
 }
 
-// done reports whether an offset is finished as far as clients know.
+// done reports whether an offset is finished as far as clients know, or
+// may be: enough fetches whose answers were lost since it was last seen
+// could have delivered it unseen up to the limit (it is then archived,
+// rightly).
 func (w *shareWork) done(part int32, off int64) bool {
 	sr := w.recs[part][off]
-	return sr != nil && (sr.accepted != 0 || sr.rejected != 0 || sr.maybe || sr.maxCount >= w.limit)
+	if sr == nil {
+		sr = &shareRec{}
+	}
+	if sr.accepted != 0 || sr.rejected != 0 || sr.maybe || sr.maxCount >= w.limit {
+		return true
+	}
+	lost := 0
+	for _, t := range w.lost {
+		if t >= sr.seenAt {
+			lost++
+		}
+	}
+	return lost >= int(w.limit-sr.maxCount)
 }
 
 // unfinished counts the offsets below the final high watermarks that are
@@ -586,7 +621,18 @@ func (w *shareWork) unfinished() (int, string) {
 		for off := int64(0); off < w.final[part]; off++ {
 			if !w.done(part, off) {
 				if n == 0 {
-					first = fmt.Sprintf("%s/%d offset %d (%+v)", shareTopic, part, off, w.recs[part][off])
+					lost := 0
+					if sr := w.recs[part][off]; sr != nil {
+						for _, t := range w.lost {
+							if t >= sr.seenAt {
+								lost++
+							}
+						}
+					}
+					first = fmt.Sprintf("(%d fetches lost since it was last handed out) ", lost)
+				}
+				if n == 0 {
+					first += fmt.Sprintf("%s/%d offset %d (%+v)", shareTopic, part, off, w.recs[part][off])
 				}
 				n++
 			}
