@@ -12,6 +12,12 @@ package node
 // from its own replica of each partition (shareReplica), so the client
 // sees the same answer it would get from a Kafka partition leader.
 //
+// The peer network may duplicate or reorder frames: the coordinator serves
+// each forward once (by sender, the sender's per-incarnation nonce and the
+// forward's id; a duplicate is dropped unanswered, or a request whose
+// acknowledgements were applied could be answered with the duplicate's
+// session error), and the sender matches answers by nonce and id.
+//
 // A forwarded request is never forwarded again: a coordinator that lost
 // the group answers NOT_COORDINATOR, and the client looks again. A
 // forward unanswered within shareForwardTimeout (the coordinator died, or
@@ -41,7 +47,33 @@ const (
 // shareForwards are the forwarded share requests awaiting an answer.
 type shareForwards struct {
 	seq     uint64
+	nonce   uint64 // drawn at the first forward: tells this incarnation's ids from earlier ones'
 	pending map[uint64]*shareForwardCall
+	// served are the forwards this broker served as coordinator, with
+	// when, to drop duplicates.
+	served map[forwardKey]time.Duration
+}
+
+type forwardKey struct{ from, nonce, id uint64 }
+
+// servedBefore reports whether a forward was served already, recording it
+// if not; entries older than twice the forward timeout are forgotten.
+func (fw *shareForwards) servedBefore(k forwardKey, now time.Duration) bool {
+	if fw.served == nil {
+		fw.served = map[forwardKey]time.Duration{}
+	}
+	if _, ok := fw.served[k]; ok {
+		return true
+	}
+	if len(fw.served) >= 1024 {
+		for old, at := range fw.served { //floe:unordered deleting stale entries; order is invisible
+			if now-at > 2*shareForwardTimeout {
+				delete(fw.served, old)
+			}
+		}
+	}
+	fw.served[k] = now
+	return false
 }
 
 type shareForwardCall struct {
@@ -69,6 +101,9 @@ func (r *Reactor) forwardShare(c Client, groupName string, req kmsg.Request, res
 		fw.pending = map[uint64]*shareForwardCall{}
 	}
 	fw.seq++
+	if fw.nonce == 0 {
+		fw.nonce = r.env.Rand.Uint64() | 1
+	}
 	id := fw.seq
 	call := &shareForwardCall{req: req, respond: respond}
 	fw.pending[id] = call
@@ -77,6 +112,7 @@ func (r *Reactor) forwardShare(c Client, groupName string, req kmsg.Request, res
 	var w wire.Writer
 	w.U8(frameRPC)
 	w.U8(rpcShareForward)
+	w.Uvarint(fw.nonce)
 	w.Uvarint(id)
 	w.String(c.ClientID)
 	w.String(c.Principal)
@@ -117,17 +153,21 @@ func (r *Reactor) shareForwardAnswered(id uint64, body []byte) {
 func (r *Reactor) handleShareRPC(from uint64, kind uint8, rd *wire.Reader) {
 	switch kind {
 	case rpcShareForward:
-		id := rd.Uvarint()
+		nonce, id := rd.Uvarint(), rd.Uvarint()
 		c := Client{ClientID: rd.String(), Principal: rd.String(), Listener: rd.String(), Remote: rd.String()}
 		key, version, body := int16(rd.U16()), int16(rd.U16()), rd.Bytes()
 		if rd.Done() != nil {
 			r.stats.BadFrames++
 			return
 		}
+		if r.shares.forwards.servedBefore(forwardKey{from, nonce, id}, r.monoNow()) {
+			return // a duplicate frame: the first copy answers
+		}
 		answer := func(resp kmsg.Response) {
 			var w wire.Writer
 			w.U8(frameRPC)
 			w.U8(rpcShareForwardAck)
+			w.Uvarint(nonce)
 			w.Uvarint(id)
 			w.Bytes(resp.AppendTo(nil))
 			r.env.Net.Send(netx.NodeID(from), w.B)
@@ -151,11 +191,13 @@ func (r *Reactor) handleShareRPC(from uint64, kind uint8, rd *wire.Reader) {
 			r.stats.BadFrames++
 		}
 	case rpcShareForwardAck:
-		id, body := rd.Uvarint(), rd.Bytes()
+		nonce, id, body := rd.Uvarint(), rd.Uvarint(), rd.Bytes()
 		if rd.Done() != nil {
 			r.stats.BadFrames++
 			return
 		}
-		r.shareForwardAnswered(id, body)
+		if nonce == r.shares.forwards.nonce {
+			r.shareForwardAnswered(id, body) // else an answer to an earlier incarnation
+		}
 	}
 }

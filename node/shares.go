@@ -495,4 +495,3 @@ func (r *Reactor) shareWritten(sh *shareShard, err error, done func(error)) {
 	}
 	done(err)
 }
-

@@ -87,15 +87,15 @@ type shareRec struct {
 }
 
 type shareWork struct {
-	r        *run
-	rng      *rand.Rand
-	ready    bool
-	topicID  [16]byte
-	leaders  map[int32]netx.NodeID
-	recs     [shareParts]map[int64]*shareRec
-	final    map[int32]int64 // the final high watermarks, after the heal
-	seq      int
-	limit    int16
+	r       *run
+	rng     *rand.Rand
+	ready   bool
+	topicID [16]byte
+	leaders map[int32]netx.NodeID
+	recs    [shareParts]map[int64]*shareRec
+	final   map[int32]int64 // the final high watermarks, after the heal
+	seq     int
+	limit   int16
 	// lost are the send times of fetches whose answer was lost or partly
 	// failed: each may have acquired records no client saw (a delivery
 	// that counts toward the limit).
