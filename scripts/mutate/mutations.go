@@ -153,7 +153,7 @@ var mutations = []mutation{
 	{
 		Name: "share-count-not-bumped", File: "node/share/partition.go",
 		Original:    "r.count++",
-		Replacement: "r.count = max(r.count, 1)",
+		Replacement: "r.count = 1",
 		Why:         "share delivery counts: a redelivery keeps its count, so poison records never reach the limit",
 	},
 	{
