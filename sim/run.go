@@ -394,6 +394,7 @@ func (r *run) safety() {
 		c.start()
 	}
 	r.startTxn()
+	r.startKIP848()
 	r.startShare()
 	if r.auth != nil {
 		r.auth.start()
