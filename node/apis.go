@@ -80,6 +80,7 @@ var apis = [kmsg.MaxKey + 1]api{
 	kmsg.TxnOffsetCommit:              {0, 3, serveTxnOffsetCommit},
 	kmsg.DescribeTransactions:         {0, 0, serveDescribeTransactions},
 	kmsg.ListTransactions:             {0, 1, serveListTransactions},
+	kmsg.DescribeProducers:            {0, 0, serveDescribeProducers},
 	kmsg.ShareGroupHeartbeat:          {0, 1, serveShareGroupHeartbeat},
 	kmsg.ShareGroupDescribe:           {0, 1, serveShareGroupDescribe},
 	kmsg.ShareFetch:                   {0, 2, serveShareFetch},

@@ -19,6 +19,8 @@
 //	                              before its commit decision is durable
 //	txn-lso-ignores-open          the last stable offset is not held back by
 //	                              an open transaction
+//	txn-fetch-serves-open         a read_committed Fetch reads up to the high
+//	                              watermark, open transactions included
 //	share-ack-before-durable      answer a share fetch or acknowledgement before
 //	                              its share-partition state is committed
 //	share-in-flight-archived      the persisted share-partition image stores
@@ -49,6 +51,7 @@ const (
 
 	TxnMarkerBeforeDecision = "txn-marker-before-decision"
 	TxnLSOIgnoresOpen       = "txn-lso-ignores-open"
+	TxnFetchServesOpen      = "txn-fetch-serves-open"
 	ACLAllowBeatsDeny       = "acl-allow-beats-deny"
 	ACLDeleteMissed         = "acl-delete-missed-by-follower"
 
