@@ -51,6 +51,8 @@ type BrokerConfig struct {
 	LeaseMargin float64
 	// Sites is told every BUGGIFY site that fires (node.Env.OnBuggify).
 	Sites *siteCounter
+	// Shares configures share groups (share.go; zero: Kafka's defaults).
+	Shares node.ShareConfig
 }
 
 // BrokerFactory returns the Factory that boots a broker on every node. A
@@ -80,6 +82,7 @@ func BrokerFactory(bc BrokerConfig) Factory {
 			// should see several generations in a few simulated seconds.
 			Groups: group.Config{InitialRebalanceDelay: -1,
 				ConsumerSessionTimeout: kip848Session, ConsumerHeartbeatInterval: kip848Interval},
+			Shares: bc.Shares,
 		}
 		disk := &simDisk{sched: env.Sched, rng: rand.New(rand.NewSource(env.Rand.Int63())), cfg: bc, trace: env.Tracef}
 		nenv := node.Env{

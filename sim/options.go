@@ -46,6 +46,8 @@ type Options struct {
 
 	// Knobs are randomized sizes (faults_more.go).
 	Knobs knobs
+	// Share is the share-group workload (share.go).
+	Share ShareOptions
 
 	// TraceKeep is how many trace lines the Result keeps (0: the last
 	// 4,000; -1: all of them, for a replay written to a file).
@@ -206,6 +208,12 @@ func ChooseOptions(seed int64) Options {
 	o.TxnProducers = 1 + rng.Intn(2)
 	o.Auth = chooseAuth(seed) // its own generator
 	o.KIP848Members = rng.Intn(4)
+	// Share groups (issue 18): in 3-node clusters only (share.go says why).
+	if nodes == 3 && pick(0.7) {
+		o.Share = ShareOptions{Consumers: 2 + rng.Intn(2), DeliveryLimit: int16(2 + rng.Intn(3)),
+			Lock: time.Duration(300+rng.Intn(700)) * time.Millisecond}
+	}
+	o.Broker.Shares = o.Share.brokerShares()
 	chooseMore(rng, &o) // last: faults_more.go
 	return o
 }
@@ -226,6 +234,9 @@ func (o Options) String() string {
 		f.Link.DropProb, f.Link.DupProb, f.Link.ReorderProb, f.Link.DelayMin, f.Link.DelayMax, f.SyncFailProb, f.WriteFailProb, f.Buggify)
 	fmt.Fprintf(&b, "\n%s; lease-margin=%.2f heartbeat=%dt offsets-partitions=%d segment=%d fetch=%d",
 		f.More, o.Broker.LeaseMargin, o.Broker.HeartbeatTicks, o.Broker.OffsetsPartitions, o.Knobs.SegmentBytes, o.Knobs.FetchBytes)
+	if o.Share.Consumers > 0 {
+		fmt.Fprintf(&b, "\nshare: consumers=%d delivery-limit=%d lock=%v", o.Share.Consumers, o.Share.DeliveryLimit, o.Share.Lock)
+	}
 	if o.Auth.On {
 		fmt.Fprintf(&b, "\n%s", o.Auth)
 	}

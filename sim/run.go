@@ -174,6 +174,8 @@ type run struct {
 	lastInstant time.Duration
 
 	txn *txnWorkload // the transactional workload (txn.go), if any
+	// share is the share-group workload (share.go), if any.
+	share *shareWork
 	// coverage counts the rare paths the run reached (coverage.go).
 	coverage map[string]int
 
@@ -404,6 +406,7 @@ func (r *run) safety() {
 	}
 	r.startTxn()
 	r.startKIP848()
+	r.startShare()
 	if r.auth != nil {
 		r.auth.start()
 	}
@@ -458,6 +461,7 @@ func (r *run) liveness() {
 			r.drainedConsumers, r.o.Consumers, r.o.LivenessMax))
 	}
 	r.finishTxn()
+	r.finishShare()
 }
 
 // probe writes to partition part until a write is acknowledged (or the

@@ -194,4 +194,29 @@ var mutations = []mutation{
 		Replacement: "c.abort(m, false, func(*kerr.Error) {",
 		Why:         "epoch fence: a timed-out transaction is aborted without an epoch bump, so the quiet producer is not fenced",
 	},
+	// Share groups (KIP-932 queues, issue 18), caught by sim/share.go.
+	{
+		Name: "share-limit-off-by-one", File: "node/share/partition.go",
+		Original:    "if r.count >= p.cfg.DeliveryLimit {",
+		Replacement: "if r.count > p.cfg.DeliveryLimit {",
+		Why:         "share delivery limit: a record released at the limit is handed out once more",
+	},
+	{
+		Name: "share-count-not-bumped", File: "node/share/partition.go",
+		Original:    "r.count++",
+		Replacement: "r.count = 1",
+		Why:         "share delivery counts: a redelivery keeps its count, so poison records never reach the limit",
+	},
+	{
+		Name: "share-ack-any-member", File: "node/share/partition.go",
+		Original:    "if r.state != Acquired || r.owner != member {",
+		Replacement: "if r.state != Acquired {",
+		Why:         "share ownership: a member acknowledges a record another member holds since its own lock expired",
+	},
+	{
+		Name: "share-start-past-available", File: "node/share/partition.go",
+		Original:    "for n < len(p.recs) && (p.recs[n].state == Acknowledged || p.recs[n].state == Archived) {",
+		Replacement: "for n < len(p.recs) && p.recs[n].state != Acquired {",
+		Why:         "share start offset: the SPSO moves past released records, which are then never redelivered",
+	},
 }
