@@ -38,6 +38,8 @@ var coveragePaths = []string{
 	"group member left",
 	"coordinator killed at a commit acknowledgement",
 	"acknowledged commit read back",
+	// More of the product under test (issue 15).
+	"zombie producer epoch fenced",
 }
 
 const (
