@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 
 	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/node/partition"
 	"github.com/floe-broker/floe/node/replica"
 )
 
@@ -44,6 +45,18 @@ type ReplicaView struct {
 	// by a membership change, or reopened after a repair), within one run
 	// of the broker. 0 for the controller.
 	Opening uint64
+
+	// Retention and compaction (partitions only). LogBytes is the size of
+	// the replica's segments, SegmentsRemoved and CleanerPasses the log's
+	// counters (logstore.Stats). RetentionBytes and RetentionMs are the
+	// partition's limits when its cleanup policy deletes (-1 each
+	// otherwise), and RetentionBound the last index retention would drop
+	// now (logstore.Log.RetentionBound with the limit maintain uses,
+	// Applied+1): retention must never choose an entry not yet applied.
+	LogBytes                       int64
+	SegmentsRemoved, CleanerPasses int64
+	RetentionBytes, RetentionMs    int64
+	RetentionBound                 uint64
 }
 
 // Inspect returns a view of every Raft group on this node: the controller
@@ -69,6 +82,7 @@ func (r *Reactor) Inspect(full bool) []ReplicaView {
 		if s, ok := r.local[g]; ok {
 			v.Opening = s.opening
 		}
+		r.retentionView(p, &v)
 		if !full {
 			out = append(out, v)
 			continue
@@ -143,4 +157,17 @@ func (r *Reactor) CommittedHash(group, lo, hi uint64) (uint64, error) {
 func (r *Reactor) fenced(g uint64) bool {
 	s, ok := r.local[g]
 	return ok && s != nil && !s.fence.IsZero()
+}
+
+// retentionView fills v's retention and compaction figures.
+func (r *Reactor) retentionView(p *partition.Partition, v *ReplicaView) {
+	rep := p.Replica()
+	ls := rep.Stats()
+	v.LogBytes, v.SegmentsRemoved, v.CleanerPasses = ls.SizeBytes, ls.SegmentsRemoved, ls.Cleaner.Passes
+	v.RetentionBytes, v.RetentionMs = -1, -1
+	if !p.Cfg.Delete || (p.Cfg.RetentionMs < 0 && p.Cfg.RetentionBytes < 0) {
+		return
+	}
+	v.RetentionBytes, v.RetentionMs = p.Cfg.RetentionBytes, p.Cfg.RetentionMs
+	v.RetentionBound = rep.RetentionBound(r.env.Clock.Now().UnixMilli(), p.Cfg.RetentionMs, p.Cfg.RetentionBytes, rep.Applied()+1)
 }

@@ -86,6 +86,9 @@ type memberSeen struct {
 	leader, damaged         bool
 	commit, last            uint64
 	durTerm, durVote, durCo uint64
+	// retention and compaction (retention.go)
+	first                     uint64
+	segRemoved, cleanerPasses int64
 }
 
 func newInvariants(r *run) *invariants {
@@ -208,7 +211,9 @@ func (iv *invariants) member(id netx.NodeID, inc uint64, v node.ReplicaView) {
 	k := nodeGroup{id, g}
 	prev, ok := iv.seen[k]
 	iv.r.coverView(prev, ok, v, inc)
-	now := memberSeen{inc: inc, opening: v.Opening, term: v.Term, leader: v.Leader, damaged: v.Damaged, commit: v.Commit, last: v.LastIndex, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit}
+	iv.r.retentionInvariants(id, inc, prev, ok, v)
+	now := memberSeen{inc: inc, opening: v.Opening, term: v.Term, leader: v.Leader, damaged: v.Damaged, commit: v.Commit, last: v.LastIndex, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit,
+		first: v.FirstIndex, segRemoved: v.SegmentsRemoved, cleanerPasses: v.CleanerPasses}
 	iv.seen[k] = now
 	if !ok || v.Damaged || iv.damaged[id] {
 		return

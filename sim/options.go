@@ -42,6 +42,8 @@ type Options struct {
 
 	// Auth turns on SASL/SCRAM and ACLs, with the ACL workload (auth.go).
 	Auth AuthOptions
+	// Retention turns on the retention workload (retention.go).
+	Retention RetentionOptions
 
 	// TraceKeep is how many trace lines the Result keeps (0: the last
 	// 4,000; -1: all of them, for a replay written to a file).
@@ -199,6 +201,7 @@ func ChooseOptions(seed int64) Options {
 	f.Corrupt = rate(0.5, 0.2, 1)
 	o.TxnProducers = 1 + rng.Intn(2)
 	o.Auth = chooseAuth(seed) // its own generator
+	o.Retention = chooseRetention(seed)
 	return o
 }
 
@@ -218,6 +221,9 @@ func (o Options) String() string {
 		f.Link.DropProb, f.Link.DupProb, f.Link.ReorderProb, f.Link.DelayMin, f.Link.DelayMax, f.SyncFailProb, f.WriteFailProb, f.Buggify)
 	if o.Auth.On {
 		fmt.Fprintf(&b, "\n%s", o.Auth)
+	}
+	if o.Retention.On {
+		fmt.Fprintf(&b, "\n%s", o.Retention)
 	}
 	return b.String()
 }

@@ -170,6 +170,7 @@ type run struct {
 	lastInstant time.Duration
 
 	txn *txnWorkload // the transactional workload (txn.go), if any
+	ret *retWorkload // the retention workload (retention.go), if any
 	// coverage counts the rare paths the run reached (coverage.go).
 	coverage map[string]int
 
@@ -392,6 +393,7 @@ func (r *run) safety() {
 		c.start()
 	}
 	r.startTxn()
+	r.startRetention()
 	if r.auth != nil {
 		r.auth.start()
 	}
@@ -446,6 +448,7 @@ func (r *run) liveness() {
 			r.drainedConsumers, r.o.Consumers, r.o.LivenessMax))
 	}
 	r.finishTxn()
+	r.finishRetention()
 }
 
 // probe writes to partition part until a write is acknowledged (or the
