@@ -57,6 +57,14 @@ type ReplicaView struct {
 	SegmentsRemoved, CleanerPasses int64
 	RetentionBytes, RetentionMs    int64
 	RetentionBound                 uint64
+
+	// LeaseHeld: this member leads a partition and may serve reads under
+	// its read lease now (lease.go); LeaseTerm is the term the lease was
+	// last confirmed in (0 for none), Epoch the partition's own idea of
+	// its term (its leader epoch). A lease is honoured only in the term a
+	// quorum confirmed it in.
+	LeaseHeld        bool
+	LeaseTerm, Epoch uint64
 }
 
 // Inspect returns a view of every Raft group on this node: the controller
@@ -80,8 +88,10 @@ func (r *Reactor) Inspect(full bool) []ReplicaView {
 		v.Fenced = r.fenced(v.Group)
 		v.HighWatermark = p.HighWatermark()
 		if s, ok := r.local[g]; ok {
-			v.Opening = s.opening
+			v.Opening, v.LeaseTerm = s.opening, s.lease.term
 		}
+		v.LeaseHeld, _ = r.leaseState(p)
+		v.Epoch = p.Term()
 		r.retentionView(p, &v)
 		if !full {
 			out = append(out, v)

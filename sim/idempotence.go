@@ -152,6 +152,9 @@ func (p *retrier) bumpEpoch() {
 	p.r.kn.call(p.r.meta.anyNode(), req, p.r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		if err == nil && p.pid == pid && p.epoch == old {
 			ir := resp.(*kmsg.InitProducerIDResponse)
+			if ir.ErrorCode == 0 && ir.ProducerID == pid && ir.ProducerEpoch <= old {
+				p.r.inv.fail("epoch-bump", "InitProducerId for producer %d at epoch %d answered epoch %d: a bump must give a later epoch", pid, old, ir.ProducerEpoch)
+			}
 			if ir.ErrorCode == 0 && ir.ProducerID == pid && ir.ProducerEpoch > old {
 				p.zombie, p.epoch = old, ir.ProducerEpoch
 				p.seq, p.acked = map[int32]int32{}, map[int32][]ackedBatch{}

@@ -212,6 +212,7 @@ func (iv *invariants) member(id netx.NodeID, inc uint64, v node.ReplicaView) {
 	prev, ok := iv.seen[k]
 	iv.r.coverView(prev, ok, v, inc)
 	iv.r.retentionInvariants(id, inc, prev, ok, v)
+	iv.r.leaseInvariant(id, inc, v)
 	now := memberSeen{inc: inc, opening: v.Opening, term: v.Term, leader: v.Leader, damaged: v.Damaged, commit: v.Commit, last: v.LastIndex, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit,
 		first: v.FirstIndex, segRemoved: v.SegmentsRemoved, cleanerPasses: v.CleanerPasses}
 	iv.seen[k] = now

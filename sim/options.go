@@ -44,6 +44,9 @@ type Options struct {
 	Auth AuthOptions
 	// Retention turns on the retention workload (retention.go).
 	Retention RetentionOptions
+	// Bounce is the rate of leader transfers bounced straight back
+	// (leasework.go), per simulated second; 0: none.
+	Bounce float64
 
 	// TraceKeep is how many trace lines the Result keeps (0: the last
 	// 4,000; -1: all of them, for a replay written to a file).
@@ -202,6 +205,7 @@ func ChooseOptions(seed int64) Options {
 	o.TxnProducers = 1 + rng.Intn(2)
 	o.Auth = chooseAuth(seed) // its own generator
 	o.Retention = chooseRetention(seed)
+	o.Bounce = rate(0.5, 0.5, 3)
 	return o
 }
 
@@ -221,6 +225,9 @@ func (o Options) String() string {
 		f.Link.DropProb, f.Link.DupProb, f.Link.ReorderProb, f.Link.DelayMin, f.Link.DelayMax, f.SyncFailProb, f.WriteFailProb, f.Buggify)
 	if o.Auth.On {
 		fmt.Fprintf(&b, "\n%s", o.Auth)
+	}
+	if o.Bounce > 0 {
+		fmt.Fprintf(&b, "\nbounced transfers/s: %.2f", o.Bounce)
 	}
 	if o.Retention.On {
 		fmt.Fprintf(&b, "\n%s", o.Retention)

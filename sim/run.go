@@ -394,6 +394,7 @@ func (r *run) safety() {
 	}
 	r.startTxn()
 	r.startRetention()
+	r.startBounce()
 	if r.auth != nil {
 		r.auth.start()
 	}

@@ -60,8 +60,8 @@ var mutations = []mutation{
 	// Read fencing.
 	{
 		Name: "lease-any-term", File: "node/lease.go",
-		Original:    "return s.lease.term == p.Term()",
-		Replacement: "return true",
+		Original:    "return s.lease.term == p.Term(), false",
+		Replacement: "return true, false",
 		Why:         "read fencing: a lease confirmed in an earlier term is still honoured",
 	},
 	{
