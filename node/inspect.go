@@ -65,6 +65,11 @@ type ReplicaView struct {
 	// quorum confirmed it in.
 	LeaseHeld        bool
 	LeaseTerm, Epoch uint64
+
+	// Compacts: the partition's cleanup policy compacts; SegmentsCleaned
+	// counts the segments the cleaner rewrote.
+	Compacts        bool
+	SegmentsCleaned int64
 }
 
 // Inspect returns a view of every Raft group on this node: the controller
@@ -91,7 +96,7 @@ func (r *Reactor) Inspect(full bool) []ReplicaView {
 			v.Opening, v.LeaseTerm = s.opening, s.lease.term
 		}
 		v.LeaseHeld, _ = r.leaseState(p)
-		v.Epoch = p.Term()
+		v.Epoch, v.Compacts = p.Term(), p.Cfg.Compact
 		r.retentionView(p, &v)
 		if !full {
 			out = append(out, v)
@@ -139,6 +144,17 @@ func (r *Reactor) TermAt(group, index uint64) (uint64, bool) {
 // at least hi must agree on it (Raft's log matching). It reads the log, so
 // call it when the run is over, not while it goes.
 func (r *Reactor) CommittedHash(group, lo, hi uint64) (uint64, error) {
+	return r.committedHash(group, lo, hi, true)
+}
+
+// CommittedTermsHash is CommittedHash of index and term only: replicas of
+// a compacted partition rewrite their entries' data each on its own
+// (logstore/compact.go), so only the entries' identity must agree.
+func (r *Reactor) CommittedTermsHash(group, lo, hi uint64) (uint64, error) {
+	return r.committedHash(group, lo, hi, false)
+}
+
+func (r *Reactor) committedHash(group, lo, hi uint64, data bool) (uint64, error) {
 	rep := r.replicaOf(group)
 	if rep == nil {
 		return 0, fmt.Errorf("node %d: no replica of group %d", r.self, group)
@@ -157,7 +173,9 @@ func (r *Reactor) CommittedHash(group, lo, hi uint64) (uint64, error) {
 			buf = binary.BigEndian.AppendUint64(buf[:0], e.Index)
 			buf = binary.BigEndian.AppendUint64(buf, e.Term)
 			h.Write(buf)
-			h.Write(e.Data)
+			if data {
+				h.Write(e.Data)
+			}
 			next = e.Index + 1
 		}
 	}
@@ -174,6 +192,7 @@ func (r *Reactor) retentionView(p *partition.Partition, v *ReplicaView) {
 	rep := p.Replica()
 	ls := rep.Stats()
 	v.LogBytes, v.SegmentsRemoved, v.CleanerPasses = ls.SizeBytes, ls.SegmentsRemoved, ls.Cleaner.Passes
+	v.SegmentsCleaned = ls.Cleaner.SegmentsCleaned
 	v.RetentionBytes, v.RetentionMs = -1, -1
 	if !p.Cfg.Delete || (p.Cfg.RetentionMs < 0 && p.Cfg.RetentionBytes < 0) {
 		return

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -42,15 +43,24 @@ import (
 
 const retTopic = "simret"
 
+// retKeys is how many keys the compacted topic's records use.
+const retKeys = 6
+
 // RetentionOptions turn the retention workload on.
 type RetentionOptions struct {
 	On           bool
 	SegmentBytes int64
 	Bytes        int64 // retention.bytes, -1 for none
 	Ms           int64 // retention.ms, -1 for none
+	// Compact: cleanup.policy=compact instead (Bytes and Ms unused), with
+	// keyed records over a few keys.
+	Compact bool
 }
 
 func (o RetentionOptions) String() string {
+	if o.Compact {
+		return fmt.Sprintf("retention: topic %s segment.bytes=%d cleanup.policy=compact", retTopic, o.SegmentBytes)
+	}
 	return fmt.Sprintf("retention: topic %s segment.bytes=%d retention.bytes=%d retention.ms=%d", retTopic, o.SegmentBytes, o.Bytes, o.Ms)
 }
 
@@ -61,12 +71,15 @@ func chooseRetention(seed int64) RetentionOptions {
 		return RetentionOptions{}
 	}
 	o := RetentionOptions{On: true, SegmentBytes: 512 + rng.Int63n(1536), Bytes: -1, Ms: -1}
-	if rng.Intn(2) == 0 {
+	switch rng.Intn(3) {
+	case 2:
+		o.Compact = true
+	case 0:
 		o.Bytes = 1 // every sealed, applied segment may go
 		if rng.Intn(2) == 0 {
 			o.Bytes = 1024 + rng.Int63n(7*1024)
 		}
-	} else {
+	default:
 		o.Ms = 100 + rng.Int63n(1900)
 	}
 	return o
@@ -93,8 +106,10 @@ type retWorkload struct {
 	start   int64
 	checks  int
 	deleted int // acknowledged records observed deleted
-	// fetched: the records of the last fetch answer.
-	fetched []decodedRecord
+	// fetched: the records of the last fetch answer, fetchedEnd the offset
+	// after its last batch (compaction leaves batches with no records).
+	fetched    []decodedRecord
+	fetchedEnd int64
 }
 
 func (r *run) startRetention() {
@@ -125,8 +140,12 @@ func (w *retWorkload) create(done func()) {
 		req.Version, req.TimeoutMillis = 7, 5000
 		t := kmsg.NewCreateTopicsRequestTopic()
 		t.Topic, t.NumPartitions, t.ReplicationFactor = retTopic, 1, int16(min(3, r.o.Nodes))
-		for _, c := range [][2]string{{"segment.bytes", fmt.Sprint(w.o.SegmentBytes)},
-			{"retention.bytes", fmt.Sprint(w.o.Bytes)}, {"retention.ms", fmt.Sprint(w.o.Ms)}} {
+		configs := [][2]string{{"segment.bytes", fmt.Sprint(w.o.SegmentBytes)},
+			{"retention.bytes", fmt.Sprint(w.o.Bytes)}, {"retention.ms", fmt.Sprint(w.o.Ms)}}
+		if w.o.Compact {
+			configs = [][2]string{{"segment.bytes", fmt.Sprint(w.o.SegmentBytes)}, {"cleanup.policy", "compact"}}
+		}
+		for _, c := range configs {
 			cc := kmsg.NewCreateTopicsRequestTopicConfig()
 			cc.Name, cc.Value = c[0], kmsg.StringPtr(c[1])
 			t.Configs = append(t.Configs, cc)
@@ -186,10 +205,15 @@ func (w *retWorkload) produce() {
 			w.after(w.produce)
 			return
 		}
-		var values []string
+		var values, keys []string
 		for i := 1 + w.rng.Intn(3); i > 0; i-- {
 			w.n++
-			values = append(values, fmt.Sprintf("r%d-%s", w.n, strings.Repeat("x", 40)))
+			k := fmt.Sprintf("k%d", w.rng.Intn(retKeys))
+			values = append(values, fmt.Sprintf("%s:r%d-%s", k, w.n, strings.Repeat("x", 40)))
+			keys = append(keys, k)
+		}
+		if !w.o.Compact {
+			keys = nil
 		}
 		ts := r.w.Clock().Now().UnixMilli()
 		req := kmsg.NewPtrProduceRequest()
@@ -198,7 +222,7 @@ func (w *retWorkload) produce() {
 		rt := kmsg.NewProduceRequestTopic()
 		rt.Topic = retTopic
 		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = encodeBatch(values, ts, producerStamp{pid: -1})
+		rp.Records = encodeKeyedBatch(values, keys, ts, producerStamp{pid: -1})
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 		r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
@@ -350,15 +374,15 @@ func (w *retWorkload) fetch(leader netx.NodeID, offset int64, done func(bool)) {
 					done(false)
 					return
 				}
-				end := offset
+				end := max(offset, batchesEnd(p.RecordBatches))
 				for _, rec := range recs {
 					if rec.offset < offset {
 						continue
 					}
 					w.see(rec.offset, rec.value)
-					end = rec.offset + 1
+					end = max(end, rec.offset+1)
 				}
-				w.fetched = append(w.fetched[:0], recs...)
+				w.fetched, w.fetchedEnd = append(w.fetched[:0], recs...), end
 				done(end >= p.HighWatermark)
 				return
 			}
@@ -391,10 +415,7 @@ func (r *run) finishRetention() {
 						got[rec.offset] = rec.value
 					}
 				}
-				next := from
-				for off := range got {
-					next = max(next, off+1)
-				}
+				next := max(from, w.fetchedEnd)
 				if reached {
 					finished, busy = true, false
 					return
@@ -423,6 +444,10 @@ func (r *run) finishRetention() {
 	}
 	if !finished {
 		r.violation("liveness", fmt.Sprintf("%s was not read from its log start to its high watermark within %v", retTopic, r.o.LivenessMax))
+		return
+	}
+	if w.o.Compact {
+		w.checkCompacted(got)
 		return
 	}
 	for off, a := range w.acked {
@@ -461,4 +486,52 @@ func (r *run) retentionInvariants(id netx.NodeID, inc uint64, prev memberSeen, h
 		v.LastIndex >= prev.last && v.FirstIndex <= prev.last && v.LogBytes < v.RetentionBytes {
 		r.inv.fail("retention-below-bytes", "n%d.%d group %d: retention deleted down to %d bytes, retention.bytes=%d", id, inc, v.Group, v.LogBytes, v.RetentionBytes)
 	}
+}
+
+// checkCompacted: compaction keeps the latest record of every key, so for
+// each key the final read holds a record at or after the offset of its
+// latest acknowledged record (a later one may be a write whose answer was
+// lost); and every record it holds is one that was written there.
+func (w *retWorkload) checkCompacted(got map[int64]string) {
+	keyOf := func(v string) string { return v[:strings.IndexByte(v, ':')+1] }
+	latestAcked := map[string]int64{}
+	for off, a := range w.acked {
+		k := keyOf(a.value)
+		if o, ok := latestAcked[k]; !ok || off > o {
+			latestAcked[k] = off
+		}
+	}
+	latestRead := map[string]int64{}
+	for off, v := range got {
+		if a, ok := w.acked[off]; ok && a.value != v {
+			w.r.inv.fail("compaction-changed-record", "%s offset %d: acknowledged %q, final read found %q", retTopic, off, a.value, v)
+		}
+		if k := keyOf(v); off >= latestRead[k] {
+			latestRead[k] = off
+		}
+	}
+	for _, k := range sortedStrings(latestAcked) {
+		off := latestAcked[k]
+		if r, ok := latestRead[k]; !ok || r < off {
+			w.r.inv.fail("compaction-lost-latest", "%s key %s: latest acknowledged record at offset %d (%q), final read's latest for the key is at %d",
+				retTopic, strings.TrimSuffix(k, ":"), off, w.acked[off].value, r)
+		}
+	}
+	w.r.w.Tracef("compaction: %d records acknowledged, %d read back after the heal", len(w.acked), len(got))
+}
+
+// batchesEnd is the offset after the last whole batch of a record set
+// (base offset + last offset delta + 1), 0 if it holds none.
+func batchesEnd(data []byte) int64 {
+	var end int64
+	for len(data) >= 27 {
+		size := 12 + int(int32(binary.BigEndian.Uint32(data[8:])))
+		if size < 27 || size > len(data) {
+			break
+		}
+		base := int64(binary.BigEndian.Uint64(data))
+		end = max(end, base+int64(int32(binary.BigEndian.Uint32(data[23:])))+1)
+		data = data[size:]
+	}
+	return end
 }
