@@ -40,6 +40,10 @@ var coveragePaths = []string{
 	"acknowledged commit read back",
 	// More of the product under test (issue 15).
 	"zombie producer epoch fenced",
+	"leader transfer bounced back",
+	"retention deleted a segment",
+	"compaction pass completed",
+	"Raft snapshot installed",
 }
 
 const (
