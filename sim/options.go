@@ -47,6 +47,8 @@ type Options struct {
 	// Bounce is the rate of leader transfers bounced straight back
 	// (leasework.go), per simulated second; 0: none.
 	Bounce float64
+	// Topics turns on topic churn (topics.go): delete, re-create, grow.
+	Topics bool
 
 	// TraceKeep is how many trace lines the Result keeps (0: the last
 	// 4,000; -1: all of them, for a replay written to a file).
@@ -206,6 +208,7 @@ func ChooseOptions(seed int64) Options {
 	o.Auth = chooseAuth(seed) // its own generator
 	o.Retention = chooseRetention(seed)
 	o.Bounce = rate(0.5, 0.5, 3)
+	o.Topics = chooseTopics(seed)
 	return o
 }
 
@@ -228,6 +231,9 @@ func (o Options) String() string {
 	}
 	if o.Bounce > 0 {
 		fmt.Fprintf(&b, "\nbounced transfers/s: %.2f", o.Bounce)
+	}
+	if o.Topics {
+		fmt.Fprintf(&b, "\ntopic churn: %s deleted, re-created and grown", churnTopic)
 	}
 	if o.Retention.On {
 		fmt.Fprintf(&b, "\n%s", o.Retention)

@@ -169,8 +169,9 @@ type run struct {
 	sameInstant int
 	lastInstant time.Duration
 
-	txn *txnWorkload // the transactional workload (txn.go), if any
-	ret *retWorkload // the retention workload (retention.go), if any
+	txn   *txnWorkload // the transactional workload (txn.go), if any
+	ret   *retWorkload // the retention workload (retention.go), if any
+	churn *churn       // topic churn (topics.go), if any
 	// coverage counts the rare paths the run reached (coverage.go).
 	coverage map[string]int
 
@@ -395,6 +396,7 @@ func (r *run) safety() {
 	r.startTxn()
 	r.startRetention()
 	r.startBounce()
+	r.startChurn()
 	if r.auth != nil {
 		r.auth.start()
 	}
@@ -450,6 +452,7 @@ func (r *run) liveness() {
 	}
 	r.finishTxn()
 	r.finishRetention()
+	r.finishChurn()
 }
 
 // probe writes to partition part until a write is acknowledged (or the
