@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"time"
 
@@ -345,8 +346,9 @@ func (w *retWorkload) sawStart(start int64) {
 // there before; done(true) when the answer reached the high watermark.
 func (w *retWorkload) fetch(leader netx.NodeID, offset int64, done func(bool)) {
 	r := w.r
+	w.fetched, w.fetchedEnd = w.fetched[:0], 0
 	req := kmsg.NewPtrFetchRequest()
-	req.Version, req.ReplicaID, req.MaxBytes = 11, -1, 1<<20
+	req.Version, req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = 11, -1, 1<<20, 0
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = retTopic
 	rp := kmsg.NewFetchRequestTopicPartition()
@@ -410,11 +412,13 @@ func (r *run) finishRetention() {
 				return
 			}
 			w.fetch(leader, from, func(reached bool) {
+				r.w.Tracef("retention final read: n%d from %d: %d records, end %d, reached %v", leader, from, len(w.fetched), w.fetchedEnd, reached)
 				for _, rec := range w.fetched {
 					if rec.offset >= from {
 						got[rec.offset] = rec.value
 					}
 				}
+
 				next := max(from, w.fetchedEnd)
 				if reached {
 					finished, busy = true, false
@@ -450,7 +454,8 @@ func (r *run) finishRetention() {
 		w.checkCompacted(got)
 		return
 	}
-	for off, a := range w.acked {
+	for _, off := range sortedOffsets(w.acked) {
+		a := w.acked[off]
 		if off < start {
 			continue
 		}
@@ -502,7 +507,8 @@ func (w *retWorkload) checkCompacted(got map[int64]string) {
 		}
 	}
 	latestRead := map[string]int64{}
-	for off, v := range got {
+	for _, off := range sortedOffsets(got) {
+		v := got[off]
 		if a, ok := w.acked[off]; ok && a.value != v {
 			w.r.inv.fail("compaction-changed-record", "%s offset %d: acknowledged %q, final read found %q", retTopic, off, a.value, v)
 		}
@@ -534,4 +540,13 @@ func batchesEnd(data []byte) int64 {
 		data = data[size:]
 	}
 	return end
+}
+
+func sortedOffsets[V any](m map[int64]V) []int64 {
+	out := make([]int64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
