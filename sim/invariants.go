@@ -282,7 +282,7 @@ func (iv *invariants) afterHeal() {
 		}
 		compacts := false
 		for _, m := range ms {
-			compacts = compacts || (m.v.Compacts && m.v.SegmentsCleaned > 0)
+			compacts = compacts || m.v.Compacts // cleaner counters restart with the process
 		}
 		if hi >= lo {
 			var sums []string

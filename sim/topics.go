@@ -266,8 +266,22 @@ func (r *run) finishChurn() {
 		last = -1 // created by a request whose answer was lost: newer than every known one
 	}
 	for part := int32(0); part < parts; part++ {
+		// As the liveness phase does for the workload topic: a write
+		// first (a leader serves reads once an entry of its term is
+		// applied, and none may have come since the heal).
+		if !c.writeOnce(part, deadline) {
+			r.violation("liveness", fmt.Sprintf("%s/%d took no acks=all write within %v of the heal", churnTopic, part, r.o.LivenessMax))
+			return
+		}
 		vals, ok := c.readAll(part, deadline)
 		if !ok {
+			for _, id := range r.w.IDs() {
+				if b, isB := r.w.Instance(id).(*Broker); isB && b != nil && b.R != nil {
+					for _, line := range b.R.DescribeReplicas(churnTopic) {
+						r.w.Tracef("churn: replica n%d %s", id, line)
+					}
+				}
+			}
 			r.violation("liveness", fmt.Sprintf("%s/%d was not read in full within %v of the heal", churnTopic, part, r.o.LivenessMax))
 			return
 		}
@@ -325,6 +339,72 @@ func (c *churn) agree() (agreed, present bool, id [16]byte, parts int32) {
 	return true, views[0].present, views[0].id, views[0].parts
 }
 
+// writeOnce produces one value to part until it is acknowledged; the
+// value is not one the checks count.
+func (c *churn) writeOnce(part int32, deadline time.Duration) bool {
+	r := c.r
+	for r.now() < deadline && !r.halted {
+		leader, acked, done := c.leaderOf(part), false, false
+		if leader != 0 {
+			req := kmsg.NewPtrProduceRequest()
+			req.Version, req.Acks = 9, -1
+			req.TimeoutMillis = int32((r.o.RequestTimeout * 8 / 10).Milliseconds())
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = churnTopic
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition = part
+			rp.Records = encodeBatch([]string{"final"}, r.w.Clock().Now().UnixMilli(), producerStamp{pid: -1})
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+				done = true
+				if err == nil {
+					for _, t := range resp.(*kmsg.ProduceResponse).Topics {
+						for _, p := range t.Partitions {
+							acked = p.ErrorCode == 0
+							if !acked {
+								r.w.Tracef("churn final write %s/%d to n%d: %s", churnTopic, part, leader, errName(p.ErrorCode))
+							}
+						}
+					}
+				}
+			})
+			r.runUntil(func() bool { return done }, 2*r.o.RequestTimeout)
+		}
+		if acked {
+			return true
+		}
+		r.runFor(50 * time.Millisecond)
+	}
+	return false
+}
+
+// leaderOf asks a broker for part's leader (0: none known).
+func (c *churn) leaderOf(part int32) netx.NodeID {
+	r := c.r
+	leader, done := netx.NodeID(0), false
+	mreq := kmsg.NewPtrMetadataRequest()
+	mreq.Version, mreq.AllowAutoTopicCreation = 12, false
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(churnTopic)
+	mreq.Topics = append(mreq.Topics, mt)
+	r.kn.call(r.meta.anyNode(), mreq, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		done = true
+		if err != nil {
+			return
+		}
+		for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+			for _, p := range t.Partitions {
+				if t.Topic != nil && *t.Topic == churnTopic && p.Partition == part && p.ErrorCode == 0 && p.Leader > 0 {
+					leader = netx.NodeID(p.Leader)
+				}
+			}
+		}
+	})
+	r.runUntil(func() bool { return done }, 2*r.o.RequestTimeout)
+	return leader
+}
+
 // readAll reads part of the topic from offset 0 to its high watermark.
 func (c *churn) readAll(part int32, deadline time.Duration) ([]string, bool) {
 	r := c.r
@@ -349,6 +429,7 @@ func (c *churn) readAll(part int32, deadline time.Duration) ([]string, bool) {
 				}
 			}
 			if leader == 0 {
+				r.w.Tracef("churn final read %s/%d: no leader known (%v)", churnTopic, part, err)
 				done = true
 				return
 			}
@@ -363,11 +444,16 @@ func (c *churn) readAll(part int32, deadline time.Duration) ([]string, bool) {
 			r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 				done = true
 				if err != nil {
+					r.w.Tracef("churn final read %s/%d from n%d: %v", churnTopic, part, leader, err)
 					return
+				}
+				if code := resp.(*kmsg.FetchResponse).ErrorCode; code != 0 {
+					r.w.Tracef("churn final read %s/%d from n%d: %s", churnTopic, part, leader, errName(code))
 				}
 				for _, t := range resp.(*kmsg.FetchResponse).Topics {
 					for _, p := range t.Partitions {
 						if p.ErrorCode != 0 {
+							r.w.Tracef("churn final read %s/%d from n%d: %s", churnTopic, part, leader, errName(p.ErrorCode))
 							return
 						}
 						recs, derr := decodeBatches(p.RecordBatches)
