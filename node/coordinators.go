@@ -228,37 +228,15 @@ func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, e
 // replayCommitted calls fn with every record of the partition's committed
 // batches, in log order, skipping control batches.
 func replayCommitted(p *partition.Partition, fn func(key, value []byte)) error {
-	for off := p.StartOffset(); off < p.HighWatermark(); {
-		data, err := p.Read(off, 1<<20)
-		if err != nil {
-			return err
+	return replayBatches(p, func(h records.Header, b []byte) error {
+		if h.IsControl() {
+			return nil
 		}
-		if len(data) == 0 {
-			break
-		}
-		batches, err := records.Split(data)
-		if err != nil {
-			return err
-		}
-		for _, b := range batches {
-			h, err := records.ParseHeader(b)
-			if err != nil {
-				return err
-			}
-			off = h.NextOffset()
-			if h.IsControl() {
-				continue
-			}
-			err = records.Records(b, func(rec records.Record) error {
-				fn(rec.Key, rec.Value)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+		return records.Records(b, func(rec records.Record) error {
+			fn(rec.Key, rec.Value)
+			return nil
+		})
+	})
 }
 
 // partitionExists reports whether the metadata has this topic partition.

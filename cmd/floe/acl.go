@@ -89,20 +89,10 @@ func addACLFlags(fs *flag.FlagSet) *aclFlags {
 func runACL(args []string) error { return aclMain(args, os.Stdout) }
 
 func aclMain(args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(os.Stderr, aclUsage)
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
+	action, fs, cf, err := beginAction("acl", aclUsage, []string{"create", "list", "delete"}, args, 10*time.Second)
+	if action == "" {
+		return err
 	}
-	action := args[0]
-	if action != "create" && action != "list" && action != "delete" {
-		return usagef("unknown action %q (create, list, delete; floe acl -h)", action)
-	}
-	fs := flag.NewFlagSet("floe acl "+action, flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, aclUsage) }
-	cf := addClientFlags(fs, 10*time.Second)
 	f := addACLFlags(fs)
 	rest, err := parseArgs(fs, args[1:])
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -45,19 +44,10 @@ func runAudit(args []string) error { return auditMain(args, os.Stdout) }
 var errChainBroken = errors.New("audit log chain broken")
 
 func auditMain(args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(os.Stderr, auditUsage)
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
+	action, fs, cf, err := beginAction("audit", auditUsage, []string{"verify"}, args, time.Minute)
+	if action == "" {
+		return err
 	}
-	if args[0] != "verify" {
-		return usagef("unknown action %q (verify; floe audit -h)", args[0])
-	}
-	fs := flag.NewFlagSet("floe audit verify", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, auditUsage) }
-	cf := addClientFlags(fs, time.Minute)
 	topic := fs.String("topic", node.AuditTopic, "the topic to verify")
 	rest, err := parseArgs(fs, args[1:])
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -177,4 +179,27 @@ func topicArg(cmd, flagTopic string, positional []string) (string, error) {
 		return "", usagef("a topic is required: floe %s TOPIC (or --topic TOPIC)", cmd)
 	}
 	return flagTopic, nil
+}
+
+// beginAction starts every "floe NOUN ACTION [flags] [names]" command the
+// same way. No action prints usage and fails (exit status 2); -h, --help or
+// help prints it and succeeds, with action "". An action outside actions
+// is a usage error that names them. Otherwise it returns the action and
+// its flag set, named "floe NOUN ACTION" and printing the command's usage,
+// with the client flags every action takes already added.
+func beginAction(noun, usage string, actions []string, args []string, timeoutDefault time.Duration) (action string, fs *flag.FlagSet, cf *clientFlags, err error) {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(os.Stderr, usage)
+		if len(args) == 0 {
+			return "", nil, nil, errUsage
+		}
+		return "", nil, nil, nil
+	}
+	action = args[0]
+	if !slices.Contains(actions, action) {
+		return "", nil, nil, usagef("unknown action %q (%s; floe %s -h)", action, strings.Join(actions, ", "), noun)
+	}
+	fs = flag.NewFlagSet("floe "+noun+" "+action, flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
+	return action, fs, addClientFlags(fs, timeoutDefault), nil
 }

@@ -51,24 +51,15 @@ type groupFlags struct {
 func runGroup(args []string) error { return groupMain(args, os.Stdout) }
 
 func groupMain(args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(os.Stderr, groupUsage)
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
+	action, fs, cf, err := beginAction("group", groupUsage, []string{"list", "describe", "lag", "delete"}, args, 10*time.Second)
+	if action == "" {
+		return err
 	}
-	action := args[0]
-	run, ok := map[string]func(context.Context, *kadm.Client, *groupFlags, []string, io.Writer) error{
+	run := map[string]func(context.Context, *kadm.Client, *groupFlags, []string, io.Writer) error{
 		"list": groupList, "describe": groupDescribe, "lag": groupLag, "delete": groupDelete,
 	}[action]
-	if !ok {
-		return usagef("unknown action %q (list, describe, lag, delete; floe group -h)", action)
-	}
-	fs := flag.NewFlagSet("floe group "+action, flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, groupUsage) }
 	gf := &groupFlags{
-		clientFlags: addClientFlags(fs, 10*time.Second),
+		clientFlags: cf,
 		state:       fs.String("state", "", "list: only groups in these states (comma-separated)"),
 	}
 	names, err := parseArgs(fs, args[1:])

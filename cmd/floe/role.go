@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -50,17 +50,10 @@ const roleConfigResource kmsg.ConfigResourceType = 100
 func runRole(args []string) error { return roleMain(args, os.Stdout) }
 
 func roleMain(args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(os.Stderr, roleUsage)
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
+	action, fs, cf, err := beginAction("role", roleUsage, []string{"list", "describe", "create", "bind", "unbind", "delete"}, args, 10*time.Second)
+	if action == "" {
+		return err
 	}
-	action := args[0]
-	fs := flag.NewFlagSet("floe role "+action, flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, roleUsage) }
-	cf := addClientFlags(fs, 10*time.Second)
 	names, err := parseArgs(fs, args[1:])
 	if err != nil {
 		return err
@@ -85,8 +78,6 @@ func roleMain(args []string, out io.Writer) error {
 		op = kmsg.IncrementalAlterConfigOpSubtract
 	case "delete":
 		op = kmsg.IncrementalAlterConfigOpDelete
-	default:
-		return usagef("unknown action %q (list, describe, create, bind, unbind, delete; floe role -h)", action)
 	}
 	if len(names) == 0 {
 		return usagef("%s: name a role", action)
@@ -193,11 +184,7 @@ func listRoles(ctx context.Context, cl *kgo.Client, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	names := make([]string, 0, len(roles))
-	for n := range roles {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(roles))
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROLE\tKIND\tMEMBERS")
 	for _, n := range names {

@@ -64,20 +64,11 @@ var topicActions = map[string]topicAction{
 func runTopic(args []string) error { return topicMain(args, os.Stdout) }
 
 func topicMain(args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(os.Stderr, topicUsage)
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
+	name, fs, cf, err := beginAction("topic", topicUsage, []string{"create", "list", "describe", "alter", "delete"}, args, 10*time.Second)
+	if name == "" {
+		return err
 	}
-	action, ok := topicActions[args[0]]
-	if !ok {
-		return usagef("unknown action %q (create, list, describe, alter, delete; floe topic -h)", args[0])
-	}
-	fs := flag.NewFlagSet("floe topic "+args[0], flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, topicUsage) }
-	cf := addClientFlags(fs, 10*time.Second)
+	action := topicActions[name]
 	run := action.flags(fs)
 	names, err := parseArgs(fs, args[1:])
 	if err != nil {

@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -46,17 +46,10 @@ credential works for SCRAM with its mechanism and for PLAIN.
 func runUser(args []string) error { return userMain(args, os.Stdin, os.Stdout) }
 
 func userMain(args []string, in io.Reader, out io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(os.Stderr, userUsage)
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
+	action, fs, cf, err := beginAction("user", userUsage, []string{"create", "delete", "list"}, args, 10*time.Second)
+	if action == "" {
+		return err
 	}
-	action := args[0]
-	fs := flag.NewFlagSet("floe user "+action, flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, userUsage) }
-	cf := addClientFlags(fs, 10*time.Second)
 	mech := fs.String("mechanism", "", "SCRAM-SHA-256, SCRAM-SHA-512 or both, comma-separated")
 	iterations := fs.Int("iterations", 8192, "PBKDF2 iterations (4096-16384)")
 	passwordStdin := fs.Bool("password-stdin", false, "read the password from standard input")
@@ -97,8 +90,6 @@ func userMain(args []string, in io.Reader, out io.Writer) error {
 		run = func(ctx context.Context, adm *kadm.Client) error { return userDelete(ctx, adm, names[0], mechs, out) }
 	case "list":
 		run = func(ctx context.Context, adm *kadm.Client) error { return userList(ctx, adm, names, out) }
-	default:
-		return usagef("unknown action %q (create, delete, list; floe user -h)", action)
 	}
 	cl, err := cf.client()
 	if err != nil {
@@ -214,11 +205,7 @@ func userList(ctx context.Context, adm *kadm.Client, names []string, out io.Writ
 	if err != nil {
 		return err
 	}
-	users := make([]string, 0, len(desc))
-	for u := range desc {
-		users = append(users, u)
-	}
-	sort.Strings(users)
+	users := slices.Sorted(maps.Keys(desc))
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "USER\tMECHANISM\tITERATIONS")
 	var failed error
