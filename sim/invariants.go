@@ -152,6 +152,7 @@ func (iv *invariants) forgetDeleted() {
 		}
 	}
 	for _, k := range gone {
+		iv.forgetGroupIfDead(k.group)
 		delete(iv.seen, k)
 		delete(iv.present, k)
 		for vk := range iv.durVotes {
@@ -381,5 +382,34 @@ func (iv *invariants) deposedReads(h history.History) {
 	}
 	if n > 0 {
 		iv.fail("read-from-deposed-leader", "%d reads answered by a leader a later-epoch leader had replaced (first: %s)", n, first)
+	}
+}
+
+// forgetGroupIfDead forgets a group's history once no node holds it and
+// every node is up: its topic was deleted everywhere. A broker restarted
+// later may replay an older controller state and open the group again
+// from an empty log (a new group under the old id, until it applies the
+// deletion again); its terms and indexes start over and say nothing about
+// the deleted group's.
+func (iv *invariants) forgetGroupIfDead(g uint64) {
+	for _, id := range iv.r.w.IDs() {
+		if iv.broker(id) == nil || iv.present[nodeGroup{id, g}] == iv.checks {
+			return
+		}
+	}
+	for k := range iv.leaders {
+		if k.group == g {
+			delete(iv.leaders, k)
+		}
+	}
+	for k := range iv.committed {
+		if k.group == g {
+			delete(iv.committed, k)
+		}
+	}
+	for k := range iv.votes {
+		if k.group == g {
+			delete(iv.votes, k)
+		}
 	}
 }
