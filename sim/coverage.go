@@ -44,6 +44,8 @@ var coveragePaths = []string{
 	"retention deleted a segment",
 	"compaction pass completed",
 	"Raft snapshot installed",
+	"topic re-created",
+	"partitions added to a topic",
 }
 
 const (
