@@ -52,6 +52,10 @@ deps:
 		echo "deps: installing kcat"; \
 		$(APT_INSTALL) kcat || { $(SUDO) apt-get update -q && $(APT_INSTALL) kcat; }; \
 	}
+	@command -v gcc >/dev/null 2>&1 || { \
+		echo "deps: installing gcc (cgo: confluent-kafka-go links its bundled librdkafka)"; \
+		$(APT_INSTALL) gcc || { $(SUDO) apt-get update -q && $(APT_INSTALL) gcc; }; \
+	}
 	@/usr/bin/python3 -c 'import confluent_kafka, kafka, snappy, lz4, zstandard' >/dev/null 2>&1 || { \
 		echo "deps: installing $(PY_DEPS)"; \
 		$(APT_INSTALL) $(PY_DEPS) || { $(SUDO) apt-get update -q && $(APT_INSTALL) $(PY_DEPS); }; \

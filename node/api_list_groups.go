@@ -3,7 +3,7 @@ package node
 // ListGroups (key 16), versions 0-5: the groups this broker coordinates
 // (admin clients ask every broker and merge), sorted by offsets partition
 // and name, then the share groups (share_list.go). v4 filters by state and
-// v5 by type ("classic" or "share"), both case-insensitive.
+// v5 by type ("classic", "consumer" or "share"), both case-insensitive.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,10 +28,9 @@ func serveListGroups(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.
 		types = req.TypesFilter
 	}
 	var groups []kmsg.ListGroupsResponseGroup
-	if matchesFilter(types, "classic") {
-		for _, co := range r.localCoordinators() {
-			for _, g := range co.ListGroups(states) {
-				g.GroupType = "classic"
+	for _, co := range r.localCoordinators() {
+		for _, g := range co.ListGroups(states) {
+			if matchesFilter(types, g.GroupType) { // "classic" or "consumer" (KIP-848)
 				groups = append(groups, g)
 			}
 		}

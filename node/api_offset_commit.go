@@ -1,10 +1,12 @@
 package node
 
-// OffsetCommit (key 8), versions 0-8: node/group's (group/offsets.go),
+// OffsetCommit (key 8), versions 0-9: node/group's (group/offsets.go),
 // routed to the group's coordinator. The commit is one batch in
 // __consumer_offsets and is answered once committed (acks=all). A
 // coordinator error is set on every partition. librdkafka needs v1-2
-// advertised; v9+ (KIP-848 member epochs) and v10 (topic ids) are not.
+// advertised. v9 (KIP-848) has the same fields as v8: for a consumer
+// group the generation is the member epoch (STALE_MEMBER_EPOCH when it is
+// not the member's). v10 (topic ids) is not served.
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 

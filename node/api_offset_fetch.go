@@ -1,6 +1,8 @@
 package node
 
-// OffsetFetch (key 9), versions 0-8.
+// OffsetFetch (key 9), versions 0-9. v9 (KIP-848) adds a member id and
+// epoch per group: for a consumer group they must be a member's current
+// ones (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH as the group error).
 //
 // Each group is answered by its coordinator (group/offsets.go): offset -1
 // where nothing is committed; all committed partitions when topics is null
@@ -29,6 +31,12 @@ func serveOffsetFetch(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg
 	az := r.authorize(c, req)
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
+			if code := r.checkFetchMember(rg); code != 0 && az.group(rg.Group, kmsg.ACLOperationDescribe) {
+				g := kmsg.NewOffsetFetchResponseGroup()
+				g.Group, g.ErrorCode = rg.Group, code
+				resp.Groups = append(resp.Groups, g)
+				continue
+			}
 			resp.Groups = append(resp.Groups, r.fetchGroupOffsets(az, rg.Group, rg.Topics, req.RequireStable))
 		}
 		respond(resp)
@@ -120,4 +128,17 @@ func fetchAuthorizedOffsets(az *authz, co *group.Coordinator, name string, topic
 	g := co.FetchOffsets(name, allowed, requireStable)
 	g.Topics = append(g.Topics, refused...)
 	return g
+}
+
+// checkFetchMember checks v9's member id and epoch (0 when fine or when
+// the coordinator is not here: fetchGroupOffsets reports that).
+func (r *Reactor) checkFetchMember(rg kmsg.OffsetFetchRequestGroup) int16 {
+	if rg.MemberID == nil {
+		return 0
+	}
+	co, err := r.coordinatorFor(rg.Group)
+	if err != nil {
+		return 0
+	}
+	return co.CheckFetchMember(rg.Group, rg.MemberID, rg.MemberEpoch)
 }

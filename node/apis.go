@@ -44,8 +44,8 @@ var apis = [kmsg.MaxKey + 1]api{
 	kmsg.Fetch:                        {4, 12, serveFetch},
 	kmsg.ListOffsets:                  {1, 10, serveListOffsets},
 	kmsg.Metadata:                     {0, 12, serveMetadata},
-	kmsg.OffsetCommit:                 {0, 8, serveOffsetCommit},
-	kmsg.OffsetFetch:                  {0, 8, serveOffsetFetch},
+	kmsg.OffsetCommit:                 {0, 9, serveOffsetCommit},
+	kmsg.OffsetFetch:                  {0, 9, serveOffsetFetch},
 	kmsg.FindCoordinator:              {0, 4, serveFindCoordinator},
 	kmsg.JoinGroup:                    {0, 9, serveJoinGroup},
 	kmsg.Heartbeat:                    {0, 4, serveHeartbeat},
@@ -84,6 +84,10 @@ var apis = [kmsg.MaxKey + 1]api{
 	kmsg.ShareGroupDescribe:           {0, 1, serveShareGroupDescribe},
 	kmsg.ShareFetch:                   {0, 2, serveShareFetch},
 	kmsg.ShareAcknowledge:             {0, 2, serveShareAcknowledge},
+	kmsg.ConsumerGroupHeartbeat:       {0, 1, serveConsumerGroupHeartbeat},
+	kmsg.ConsumerGroupDescribe:        {0, 1, serveConsumerGroupDescribe},
+	kmsg.GetTelemetrySubscriptions:    {0, 0, serveGetTelemetrySubscriptions},
+	kmsg.PushTelemetry:                {0, 0, servePushTelemetry},
 }
 
 // apiFor returns key's entry; its serve is nil when key is not served.

@@ -322,6 +322,8 @@ func authCases(c *cluster) map[int16]authCase {
 	}}
 	txnAuthCases(cases)
 	addShareAuthCases(cases)
+	addConsumerAuthCases(cases)
+	addTelemetryAuthCases(cases)
 	return cases
 }
 

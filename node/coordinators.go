@@ -192,6 +192,7 @@ func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, e
 		WallMillis: func() int64 { return r.env.Clock.Now().UnixMilli() },
 		Known:      r.partitionExists,
 		TxnLog:     &offsetsLog{r: r, group: uint64(g), term: term},
+		Topics:     r.consumerTopics,
 	})
 	skipped := 0
 	err := replayBatches(p, func(h records.Header, b []byte) error {

@@ -201,6 +201,7 @@ func majorityLossCases(q, g, member string, gen int32, hw int64, deadBroker int3
 	cases[31] = apiCase{xa, none, true}
 	txnMajorityLossCases(cases, q, g, member, gen, none)
 	addShareMajorityLossCases(cases, g)
+	addConsumerMajorityLossCases(cases, g)
 	return cases
 }
 

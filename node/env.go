@@ -97,6 +97,8 @@ type Config struct {
 	// Groups configures the consumer group coordinator (zero: Kafka's
 	// defaults).
 	Groups group.Config
+	// Telemetry is the KIP-714 client telemetry subscription (telemetry.go).
+	Telemetry TelemetryConfig
 	// Txn configures the transaction coordinator (zero: Kafka's defaults).
 	Txn txn.Config
 	// Shares configures share groups (shares.go; zero: Kafka's defaults).

@@ -147,6 +147,9 @@ func expiredAnswer(r *Reactor, req kmsg.Request) kmsg.Response {
 	if resp := expiredShare(req); resp != nil {
 		return resp
 	}
+	if resp := expiredConsumer(req); resp != nil { // and telemetry
+		return resp
+	}
 	return expiredGroup(req)
 }
 

@@ -72,6 +72,8 @@ type Reactor struct {
 	catchUp catchUp // whether the metadata caught up since start (catchup.go)
 
 	stats Stats
+	// telemetry is what clients pushed (KIP-714, telemetry.go).
+	telemetry telemetryState
 }
 
 type topicPartition struct {

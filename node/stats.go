@@ -34,7 +34,12 @@ type Stats struct {
 	// between ticks seen.
 	TickStalls uint64
 	TickGapMax time.Duration
-	lastTickAt time.Duration // monotonic time of the last tick
+	// Telemetry is what clients pushed (KIP-714): the latest value per
+	// metric name summed across clients, sorted; TelemetryPushes counts
+	// the pushes taken.
+	Telemetry       []TelemetryMetric
+	TelemetryPushes uint64
+	lastTickAt      time.Duration // monotonic time of the last tick
 }
 
 // noteTick records a tick at monotonic time now, counting a stall when it
@@ -66,6 +71,7 @@ type PartitionStats struct {
 // Stats returns a copy of the counters and per-partition figures.
 func (r *Reactor) Stats() (Stats, []PartitionStats) {
 	s := r.stats
+	s.Telemetry, s.TelemetryPushes = r.telemetry.metrics(), r.telemetry.pushes
 	s.Requests = map[int16]uint64{}
 	for _, k := range sortedKeys(r.stats.Requests) {
 		s.Requests[k] = r.stats.Requests[k]

@@ -74,7 +74,8 @@ func BrokerFactory(bc BrokerConfig) Factory {
 			ForwardTimeout:         bc.ForwardTimeout,
 			// No initial rebalance delay: the group members (members.go)
 			// should see several generations in a few simulated seconds.
-			Groups: group.Config{InitialRebalanceDelay: -1},
+			Groups: group.Config{InitialRebalanceDelay: -1,
+				ConsumerSessionTimeout: kip848Session, ConsumerHeartbeatInterval: kip848Interval},
 		}
 		disk := &simDisk{sched: env.Sched, rng: rand.New(rand.NewSource(env.Rand.Int63())), cfg: bc, trace: env.Tracef}
 		nenv := node.Env{

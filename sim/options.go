@@ -28,6 +28,7 @@ type Options struct {
 	Consumers      int
 	Groups         int // consumer groups the consumers share
 	TxnProducers   int // transactional producers (txn.go); 0: none
+	KIP848Members  int // members of the KIP-848 consumer group (kip848.go); 0: none
 	ThinkMax       time.Duration
 	OpTimeout      time.Duration // a produce's delivery timeout
 	RequestTimeout time.Duration // one request's client-side timeout
@@ -206,6 +207,7 @@ func ChooseOptions(seed int64) Options {
 	f.Corrupt = rate(0.5, 0.2, 1)
 	o.TxnProducers = 1 + rng.Intn(2)
 	o.Auth = chooseAuth(seed) // its own generator
+	o.KIP848Members = rng.Intn(4)
 	o.Retention = chooseRetention(seed)
 	o.Bounce = rate(0.5, 0.5, 3)
 	o.Topics = chooseTopics(seed)

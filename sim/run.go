@@ -394,6 +394,7 @@ func (r *run) safety() {
 		c.start()
 	}
 	r.startTxn()
+	r.startKIP848()
 	r.startRetention()
 	r.startBounce()
 	r.startChurn()

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/floe-broker/floe/node"
 	"github.com/floe-broker/floe/node/group"
 )
 
@@ -271,15 +272,38 @@ func addGroupFlags(fs *flag.FlagSet) func() group.Config {
 	minSession := fs.Int("group-min-session-timeout-ms", 6000, "smallest session timeout a member may ask for")
 	maxSession := fs.Int("group-max-session-timeout-ms", 1800000, "largest session timeout a member may ask for")
 	maxSize := fs.Int("group-max-size", 0, "most members a group may have (0: no limit)")
+	cSession := fs.Int("group-consumer-session-timeout-ms", 45000, "KIP-848 consumer groups: a member's session timeout")
+	cInterval := fs.Int("group-consumer-heartbeat-interval-ms", 5000, "KIP-848 consumer groups: the heartbeat interval members are told")
+	cAssignors := fs.String("group-consumer-assignors", "uniform,range", "KIP-848 consumer groups: the server-side assignors, the first the default")
+	cMax := fs.Int("group-consumer-max-size", 0, "KIP-848 consumer groups: most members a group may have (0: no limit)")
 	return func() group.Config {
 		c := group.Config{
 			InitialRebalanceDelay: time.Duration(*delay) * time.Millisecond,
 			SessionTimeoutMin:     time.Duration(*minSession) * time.Millisecond,
 			SessionTimeoutMax:     time.Duration(*maxSession) * time.Millisecond,
 			MembersMax:            *maxSize,
+
+			ConsumerSessionTimeout:    time.Duration(*cSession) * time.Millisecond,
+			ConsumerHeartbeatInterval: time.Duration(*cInterval) * time.Millisecond,
+			ConsumerAssignors:         strings.Split(*cAssignors, ","),
+			ConsumerMaxSize:           *cMax,
 		}
 		if *delay <= 0 {
 			c.InitialRebalanceDelay = -1 // no delay (0 would mean the default)
+		}
+		return c
+	}
+}
+
+// addTelemetryFlags adds floe serve's KIP-714 client telemetry flags.
+func addTelemetryFlags(fs *flag.FlagSet) func() node.TelemetryConfig {
+	metrics := fs.String("telemetry-metrics", strings.Join(node.DefaultTelemetryMetrics, ","), "KIP-714: metric name prefixes clients are asked to push (empty: none)")
+	interval := fs.Int("telemetry-push-interval-ms", 30000, "KIP-714: how often clients push")
+	maxBytes := fs.Int("telemetry-max-bytes", 1<<20, "KIP-714: largest push accepted")
+	return func() node.TelemetryConfig {
+		c := node.TelemetryConfig{Metrics: []string{}, PushInterval: time.Duration(*interval) * time.Millisecond, MaxBytes: int32(*maxBytes)}
+		if *metrics != "" {
+			c.Metrics = strings.Split(*metrics, ",")
 		}
 		return c
 	}

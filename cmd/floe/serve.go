@@ -42,6 +42,7 @@ func runServe(args []string) error {
 	offsetsPartitions := fs.Int("offsets-topic-partitions", 16, "partitions of __consumer_offsets")
 	groupCfg := addGroupFlags(fs)
 	shareCfg := addShareFlags(fs)
+	telemetryCfg := addTelemetryFlags(fs)
 	security := addAuthzFlags(fs)
 	maxRequest := fs.Int("max-request-bytes", 100<<20, "largest Kafka request accepted")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -102,7 +103,7 @@ func runServe(args []string) error {
 			Peers: peerList, Join: *join, AutoCreateTopics: *autoCreate,
 			DefaultPartitions: int32(*partitions), DefaultReplication: int16(*replication),
 			OffsetsTopicPartitions: int32(*offsetsPartitions), Groups: groupCfg(), Security: secCfg,
-			Shares: shareCfg(),
+			Shares: shareCfg(), Telemetry: telemetryCfg(),
 		},
 	}
 	b, err := runtime.Start(opts)

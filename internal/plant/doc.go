@@ -30,6 +30,8 @@
 //	offset-commit-before-replicated  OffsetCommit answered once appended, not committed
 //	idempotence-window-shrunk     a producer's dedup window keeps 1 batch, not 5
 //	no-generation-fence           OffsetCommit ignores the member's generation
+//	consumer-assign-before-revoke a KIP-848 member is given its whole target
+//	                              before other members revoked those partitions
 package plant
 
 // Bug names.
@@ -52,4 +54,6 @@ const (
 	OffsetCommitBeforeReplicated = "offset-commit-before-replicated"
 	IdempotenceWindowShrunk      = "idempotence-window-shrunk"
 	NoGenerationFence            = "no-generation-fence"
+	// ConsumerAssignBeforeRevoke: node/group/consumer_heartbeat.go.
+	ConsumerAssignBeforeRevoke = "consumer-assign-before-revoke"
 )

@@ -31,20 +31,24 @@ func (c *Coordinator) ListGroups(states []string) []kmsg.ListGroupsResponseGroup
 	var out []kmsg.ListGroupsResponseGroup
 	for _, name := range c.groupNames() {
 		g := c.groups[name]
-		if len(states) > 0 && !matchesState(g.state, states) {
+		state, typ := g.state.String(), "classic"
+		if g.cons != nil {
+			state, typ = g.cons.stateName(), "consumer"
+		}
+		if len(states) > 0 && !matchesState(state, states) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState = name, g.protocolType, g.state.String()
-		lg.GroupType = "classic"
+		lg.Group, lg.ProtocolType, lg.GroupState = name, g.protocolType, state
+		lg.GroupType = typ
 		out = append(out, lg)
 	}
 	return out
 }
 
-func matchesState(s State, states []string) bool {
+func matchesState(s string, states []string) bool {
 	for _, want := range states {
-		if strings.EqualFold(want, s.String()) {
+		if strings.EqualFold(want, s) {
 			return true
 		}
 	}
@@ -61,6 +65,12 @@ func (c *Coordinator) DescribeGroup(name string, includeOperations bool) kmsg.De
 	g := c.groups[name]
 	if g == nil {
 		out.State = Dead.String()
+		return out
+	}
+	if g.cons != nil {
+		out.ErrorCode = kerr.GroupIDNotFound.Code
+		out.ErrorMessage = kmsg.StringPtr("Group " + name + " is not a classic group (ConsumerGroupDescribe describes it)")
+		out.State = ""
 		return out
 	}
 	out.State, out.ProtocolType = g.state.String(), g.protocolType
@@ -92,7 +102,7 @@ func (c *Coordinator) DeleteGroup(now time.Duration, name string, done func(code
 	case g == nil:
 		done(kerr.GroupIDNotFound.Code)
 		return
-	case g.state != Empty || len(g.members) > 0:
+	case g.state != Empty || len(g.members) > 0 || (g.cons != nil && len(g.cons.Members) > 0):
 		done(kerr.NonEmptyGroup.Code)
 		return
 	}
@@ -103,6 +113,9 @@ func (c *Coordinator) DeleteGroup(now time.Duration, name string, done func(code
 		recs = append(recs, Record{Key: offsetKey(name, tp)})
 	}
 	recs = append(recs, Record{Key: groupKey(name)})
+	if g.cons != nil {
+		recs = append(recs, Record{Key: consumerKey(name)})
+	}
 	c.env.Log.Write(recs, func(_ time.Duration, err error) {
 		done(storeErrorCode(err, kerr.UnknownServerError))
 	})
@@ -135,6 +148,12 @@ func (c *Coordinator) GroupState(name string) (State, int) {
 	g := c.groups[name]
 	if g == nil {
 		return Dead, 0
+	}
+	if g.cons != nil {
+		if len(g.cons.Members) == 0 {
+			return Empty, 0
+		}
+		return Stable, len(g.cons.Members)
 	}
 	return g.state, len(g.members)
 }

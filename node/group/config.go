@@ -25,6 +25,16 @@ type Config struct {
 	// NewMemberJoinTimeout bounds how long a new member's JoinGroup may
 	// wait in a rebalance before it is dropped (Kafka's fixed 5 minutes).
 	NewMemberJoinTimeout time.Duration
+
+	// KIP-848 consumer groups (consumer.go), Kafka's group.consumer.*:
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms,
+	// ConsumerHeartbeatInterval group.consumer.heartbeat.interval.ms,
+	// ConsumerAssignors group.consumer.assignors (the first is the
+	// default), ConsumerMaxSize group.consumer.max.size (0: no limit).
+	ConsumerSessionTimeout    time.Duration
+	ConsumerHeartbeatInterval time.Duration
+	ConsumerAssignors         []string
+	ConsumerMaxSize           int
 }
 
 // Kafka's defaults.
@@ -34,6 +44,9 @@ const (
 	SessionTimeoutMaxDefault      = 30 * time.Minute
 	OffsetMetadataBytesMaxDefault = 4096
 	NewMemberJoinTimeoutDefault   = 5 * time.Minute
+
+	ConsumerSessionTimeoutDefault    = 45 * time.Second
+	ConsumerHeartbeatIntervalDefault = 5 * time.Second
 )
 
 // WithDefaults fills unset fields with Kafka's defaults.
@@ -56,6 +69,22 @@ func (c Config) WithDefaults() Config {
 	if c.NewMemberJoinTimeout == 0 {
 		c.NewMemberJoinTimeout = NewMemberJoinTimeoutDefault
 	}
+	if c.ConsumerSessionTimeout == 0 {
+		c.ConsumerSessionTimeout = ConsumerSessionTimeoutDefault
+	}
+	if c.ConsumerHeartbeatInterval == 0 {
+		c.ConsumerHeartbeatInterval = ConsumerHeartbeatIntervalDefault
+	}
+	var known []string
+	for _, a := range c.ConsumerAssignors {
+		if a == AssignorUniform || a == AssignorRange {
+			known = append(known, a)
+		}
+	}
+	if len(known) == 0 {
+		known = []string{AssignorUniform, AssignorRange}
+	}
+	c.ConsumerAssignors = known
 	return c
 }
 
@@ -105,4 +134,7 @@ type Env struct {
 	// TxnLog writes transactional offset commits (txn.go); nil refuses
 	// them with COORDINATOR_NOT_AVAILABLE.
 	TxnLog TxnLog
+	// Topics lists the topics consumer groups may subscribe to, sorted by
+	// name, for server-side assignment (consumer.go); nil means none.
+	Topics func() []TopicInfo
 }

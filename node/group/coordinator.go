@@ -53,6 +53,7 @@ func (c *Coordinator) Start(now time.Duration) {
 		return
 	}
 	c.started = true
+	c.startConsumers(now)
 	for _, name := range c.groupNames() {
 		g := c.groups[name]
 		g.subscribed = g.computeSubscribed()

@@ -34,8 +34,16 @@
 //   - admin.go: ListGroups, DescribeGroups, DeleteGroups, lag inputs.
 //   - records.go: the __consumer_offsets record formats and Replay.
 //
-// What the broker does not do: KIP-848 (ConsumerGroupHeartbeat, server-side
-// assignors) is not implemented and must not be advertised (see
-// docs/consumer-groups.md); offsets never expire (offsets.retention.minutes
-// is not applied).
+// KIP-848 consumer groups live beside the classic ones (a group is one or
+// the other):
+//
+//   - consumer.go: the group and member state, reconciliation.
+//   - consumer_heartbeat.go: ConsumerGroupHeartbeat, fencing, timers.
+//   - assign.go: the uniform and range server-side assignors.
+//   - consumer_records.go: the group's durable image.
+//   - consumer_describe.go: ConsumerGroupDescribe.
+//
+// What the broker does not do: online migration of a group with members
+// between the two protocols; offsets never expire (offsets.retention.minutes
+// is not applied). See docs/consumer-groups.md.
 package group

@@ -165,6 +165,10 @@ type group struct {
 	persisted      bool
 	offsets        map[topicPartition]committed
 	pendingCommits map[topicPartition]int
+
+	// cons is set while the group is a KIP-848 consumer group
+	// (consumer.go): its classic membership is then empty.
+	cons *consumerGroup
 }
 
 func newGroup(name string) *group {

@@ -104,6 +104,7 @@ type harness struct {
 	cfg    Config
 	c      *Coordinator
 	known  map[string]int32 // topic → partitions; nil: everything exists
+	topics []TopicInfo      // what consumer groups may subscribe to
 	rand   *rand.Rand       // shared across failovers, as the node's is
 }
 
@@ -127,6 +128,7 @@ func (h *harness) env() Env {
 			n, ok := h.known[topic]
 			return ok && p >= 0 && p < n
 		},
+		Topics: func() []TopicInfo { return h.topics },
 	}
 }
 

@@ -76,6 +76,13 @@ func (c *Coordinator) JoinGroup(now time.Duration, cl Client, req *kmsg.JoinGrou
 		g.setState(Empty, c.wallMillis())
 		c.groups[req.Group] = g
 	}
+	if g.cons != nil {
+		if len(g.cons.Members) > 0 {
+			fail(kerr.InconsistentGroupProtocol)
+			return
+		}
+		c.downgradeConsumer(g)
+	}
 	if a.memberID == "" {
 		c.joinNew(g, a, now)
 	} else {
@@ -87,7 +94,7 @@ func (c *Coordinator) JoinGroup(now time.Duration, cl Client, req *kmsg.JoinGrou
 // dropIfUnused forgets a group that a failed first join created.
 func (c *Coordinator) dropIfUnused(g *group) {
 	if g.state == Empty && g.generation == 0 && len(g.members) == 0 && len(g.pending) == 0 &&
-		len(g.offsets) == 0 && len(g.pendingCommits) == 0 && g.protocolType == "" {
+		len(g.offsets) == 0 && len(g.pendingCommits) == 0 && g.protocolType == "" && g.cons == nil {
 		delete(c.groups, g.name)
 	}
 }

@@ -48,6 +48,9 @@ func (c *Coordinator) OffsetCommit(now time.Duration, req *kmsg.OffsetCommitRequ
 		resp.Topics = append(resp.Topics, st)
 	}
 	g, err := c.commitGroup(now, req)
+	if err == nil && g == nil {
+		err = kerr.UnknownServerError
+	}
 	if err != nil {
 		setCommitCodes(resp, err.Code)
 		if g := c.groups[req.Group]; g != nil {
@@ -128,6 +131,9 @@ func (c *Coordinator) commitGroup(now time.Duration, req *kmsg.OffsetCommitReque
 		instanceID = req.InstanceID
 	}
 	g := c.groups[req.Group]
+	if g != nil && g.cons != nil {
+		return g, consumerCommitCheck(g.cons, memberID, generation, req.Topics)
+	}
 	if g == nil {
 		if generation >= 0 {
 			return nil, kerr.IllegalGeneration
@@ -153,6 +159,53 @@ func (c *Coordinator) commitGroup(now time.Duration, req *kmsg.OffsetCommitReque
 	}
 	c.touch(g, m, now, m.session)
 	return g, nil
+}
+
+// consumerCommitCheck is commitGroup for a KIP-848 group: the generation
+// is the member epoch. A commit without a member (generation < 0) is
+// allowed only while the group has no members. An older epoch is
+// accepted when the member still holds every partition committed (as
+// Kafka 4.3 does, KIP-1251): a member that moved to a new epoch while its
+// commit was in flight is not refused for partitions it kept.
+func consumerCommitCheck(cg *consumerGroup, memberID string, epoch int32, topics []kmsg.OffsetCommitRequestTopic) *kerr.Error {
+	if epoch < 0 && len(cg.Members) == 0 {
+		return nil
+	}
+	m := cg.Members[memberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID
+	case epoch == m.Epoch || plant.Enabled(plant.NoGenerationFence):
+		return nil
+	case epoch > m.Epoch || epoch < 0:
+		return kerr.StaleMemberEpoch
+	}
+	for _, rt := range topics {
+		for _, rp := range rt.Partitions {
+			tp := topicPartition{rt.Topic, rp.Partition}
+			if !m.Assigned.has(tp) && !m.Revoking.has(tp) {
+				return kerr.StaleMemberEpoch
+			}
+		}
+	}
+	return nil
+}
+
+// CheckFetchMember validates OffsetFetch v9's member id and epoch against
+// a KIP-848 group (0 when fine, or for any other group).
+func (c *Coordinator) CheckFetchMember(name string, memberID *string, epoch int32) int16 {
+	g := c.groups[name]
+	if g == nil || g.cons == nil || memberID == nil {
+		return 0
+	}
+	m := g.cons.Members[*memberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case epoch != m.Epoch:
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
 }
 
 // commitValue checks one partition's commit and makes its stored value.
@@ -263,7 +316,7 @@ func (c *Coordinator) OffsetDelete(now time.Duration, req *kmsg.OffsetDeleteRequ
 			sp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			sp.Partition = rp.Partition
 			tp := topicPartition{rt.Topic, rp.Partition}
-			if g.state != Empty && g.subscribed[rt.Topic] {
+			if g.subscribedNow(rt.Topic) {
 				sp.ErrorCode = kerr.GroupSubscribedToTopic.Code
 			} else if _, ok := g.offsets[tp]; ok {
 				recs = append(recs, Record{Key: offsetKey(g.name, tp)})
@@ -287,4 +340,15 @@ func (c *Coordinator) OffsetDelete(now time.Duration, req *kmsg.OffsetDeleteRequ
 		}
 		respond(resp)
 	})
+}
+
+// subscribedNow reports whether the group's members consume topic now
+// (OffsetDelete refuses those partitions): for a KIP-848 group, a topic
+// its members' subscriptions resolve to.
+func (g *group) subscribedNow(topic string) bool {
+	if g.cons != nil {
+		_, ok := g.cons.Metadata[topic]
+		return ok && len(g.cons.Members) > 0
+	}
+	return g.state != Empty && g.subscribed[topic]
 }

@@ -63,6 +63,8 @@ func (c *Coordinator) Replay(key, value []byte) error {
 		return c.replayOffset(key, value)
 	case 2:
 		return c.replayGroup(key, value)
+	case ConsumerKeyVersion:
+		return c.replayConsumer(key, value)
 	default:
 		return fmt.Errorf("%w: key version %d", ErrUnknownRecord, v)
 	}
@@ -114,6 +116,7 @@ func (c *Coordinator) replayGroup(key, value []byte) error {
 	g := c.loadedGroup(k.Group)
 	resetMembership(g)
 	g.persisted = true
+	g.cons = nil // the group went back to classic
 	g.protocolType, g.generation, g.stateMillis = v.ProtocolType, v.Generation, v.CurrentStateTimestamp
 	if v.Protocol != nil && len(v.Members) > 0 {
 		p := *v.Protocol
@@ -167,7 +170,7 @@ func resetMembership(g *group) {
 // forgetIfEmpty drops a replayed group that neither metadata nor offsets
 // keep alive any more.
 func (c *Coordinator) forgetIfEmpty(g *group) {
-	if !g.persisted && len(g.offsets) == 0 {
+	if !g.persisted && len(g.offsets) == 0 && g.cons == nil {
 		delete(c.groups, g.name)
 	}
 }

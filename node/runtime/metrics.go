@@ -91,6 +91,7 @@ type reactorCollector struct {
 	groupLag, groupCommitted                                               *prometheus.Desc
 	auditRecords, auditDropped                                             *prometheus.Desc
 	tickStalls, tickGapMax                                                 *prometheus.Desc
+	telemetry, telemetryPushes                                             *prometheus.Desc
 }
 
 func newReactorCollector(b *Broker) *reactorCollector {
@@ -110,6 +111,9 @@ func newReactorCollector(b *Broker) *reactorCollector {
 		logBytes:   prometheus.NewDesc("floe_partition_log_bytes", "Bytes in the partition's log segments.", pl, nil),
 		segments:   prometheus.NewDesc("floe_partition_segments", "Segments in the partition's log.", pl, nil),
 		leader:     prometheus.NewDesc("floe_partition_leader", "1 if this broker leads the partition.", pl, nil),
+		telemetry: prometheus.NewDesc("floe_client_telemetry", "KIP-714: the latest value clients pushed for a metric, summed across clients (gauges and sums only).",
+			[]string{"metric"}, nil),
+		telemetryPushes: prometheus.NewDesc("floe_client_telemetry_pushes_total", "KIP-714 PushTelemetry requests taken.", nil, nil),
 		groupLag: prometheus.NewDesc("floe_consumer_group_lag", "Log end offset minus the group's committed offset, for groups this broker coordinates.",
 			[]string{"group", "topic", "partition"}, nil),
 		groupCommitted: prometheus.NewDesc("floe_consumer_group_committed_offset", "The group's committed offset, for groups this broker coordinates.",
@@ -122,7 +126,7 @@ func newReactorCollector(b *Broker) *reactorCollector {
 }
 
 func (c *reactorCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.badBatches, c.corrupt, c.syncRounds, c.expired, c.leo, c.hw, c.start, c.logBytes, c.segments, c.leader, c.groupLag, c.groupCommitted, c.auditRecords, c.auditDropped, c.tickStalls, c.tickGapMax} {
+	for _, d := range []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.badBatches, c.corrupt, c.syncRounds, c.expired, c.leo, c.hw, c.start, c.logBytes, c.segments, c.leader, c.groupLag, c.groupCommitted, c.auditRecords, c.auditDropped, c.tickStalls, c.tickGapMax, c.telemetry, c.telemetryPushes} {
 		ch <- d
 	}
 }
@@ -155,6 +159,10 @@ func (c *reactorCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.auditDropped, float64(st.AuditDropped))
 	counter(c.tickStalls, float64(st.TickStalls))
 	ch <- prometheus.MustNewConstMetric(c.tickGapMax, prometheus.GaugeValue, st.TickGapMax.Seconds())
+	counter(c.telemetryPushes, float64(st.TelemetryPushes))
+	for _, m := range st.Telemetry {
+		ch <- prometheus.MustNewConstMetric(c.telemetry, prometheus.GaugeValue, m.Value, m.Name)
+	}
 	for _, p := range ps {
 		lv := []string{p.Topic, strconv.Itoa(int(p.Partition))}
 		gauge := func(d *prometheus.Desc, v float64) {

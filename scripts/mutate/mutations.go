@@ -169,4 +169,17 @@ var mutations = []mutation{
 		Replacement: "} else if allow == nil {",
 		Why:         "authorization: an ALLOW of one operation grants every operation on the resource",
 	},
+	// KIP-848 consumer groups (issue 19), caught by the sim's kip848 checkers.
+	{
+		Name: "kip848-unreleased-given", File: "node/group/consumer.go",
+		Original:    "		if held[tp] {",
+		Replacement: "		if held[tp] && tp.partition < 0 {",
+		Why:         "KIP-848: a partition another member still owns or is revoking is given at once",
+	},
+	{
+		Name: "kip848-assigned-not-held", File: "node/group/consumer.go",
+		Original:    "		m.Assigned.each(func(tp topicPartition) { held[tp] = true })",
+		Replacement: "",
+		Why:         "KIP-848: a partition another member owns counts as free, so it is given before its owner revoked it",
+	},
 }

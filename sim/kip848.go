@@ -1,0 +1,411 @@
+package sim
+
+// The KIP-848 consumer group workload (issue 19): Options.KIP848Members
+// members of one group heartbeat with ConsumerGroupHeartbeat, take the
+// partitions of the sim topic they are assigned, give up the ones a
+// response drops at once, fetch each new partition's committed offset and
+// commit their positions with their member epoch. Now and then a member
+// leaves, or crashes (stops without a word). One operation per member at
+// a time, as a real consumer that commits before it acknowledges a
+// revocation.
+//
+// A member holds its partitions only while its session can be alive: from
+// the moment it sent its last successful heartbeat for one session
+// timeout (the coordinator fences it no earlier than that after
+// processing it), after which it drops them as a real client does.
+//
+// Checkers (violations "checker: kip848 ... invalid"):
+//   - ownership: when a member takes a partition, no other member holds
+//     it (what each believes: a partition is never owned twice, in any
+//     epoch, once revocations are honoured);
+//   - offsets: an acknowledged commit of a partition is never below an
+//     earlier acknowledged commit or fetch of it, and a fetch never reads
+//     below an earlier acknowledged commit (committed offsets never go
+//     back).
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/netx"
+)
+
+// kip848Session is the session timeout the sim's brokers give consumer
+// group members (broker.go); members drop their partitions when it lapses.
+const (
+	kip848Session  = 1500 * time.Millisecond
+	kip848Interval = 100 * time.Millisecond
+)
+
+const kip848Group = "k848"
+
+// Coverage paths of the workload (coverage.go).
+const (
+	covKIP848Assigned  = "kip848 member took a partition"
+	covKIP848Committed = "kip848 commit with a member epoch acknowledged"
+	covKIP848Fenced    = "kip848 member fenced"
+)
+
+type kip848Workload struct {
+	r       *run
+	members []*kip848Member
+	// floor is, per partition, the highest offset an acknowledged commit
+	// wrote or a fetch read: nothing acknowledged later may be below it.
+	floor   map[int32]int64
+	nextID  int
+	commits int
+	// topicID is the sim topic's id, learned from the first assignment
+	// (the members subscribe to that topic only).
+	topicID [16]byte
+	knownID bool
+}
+
+func ownedParts(set map[int32]bool) []int32 {
+	out := make([]int32, 0, len(set))
+	for p := range set { //floe:unordered sorted below
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+type kip848Member struct {
+	w     *kip848Workload
+	id    string
+	epoch int32
+	owned map[int32]bool
+	pos   map[int32]int64 // next offset to commit, per owned partition with a fetched start
+	coord netx.NodeID
+	lease time.Duration // owns its partitions until then
+	// revokeBy bounds the lease while a revocation is unacknowledged: the
+	// coordinator fences a member that does not acknowledge within its
+	// rebalance timeout of the heartbeat that asked (0: none pending).
+	revokeBy  time.Duration
+	droppedAt time.Duration
+	beats     int
+}
+
+const kip848Rebalance = 3000 * time.Millisecond
+
+func (r *run) startKIP848() {
+	if r.o.KIP848Members <= 0 {
+		return
+	}
+	w := &kip848Workload{r: r, floor: map[int32]int64{}}
+	for i := 0; i < r.o.KIP848Members; i++ {
+		m := w.newMember()
+		w.members = append(w.members, m)
+		r.w.After(r.think(), m.step)
+	}
+}
+
+func (w *kip848Workload) newMember() *kip848Member {
+	w.nextID++
+	return &kip848Member{w: w, id: fmt.Sprintf("k848-m%d", w.nextID), owned: map[int32]bool{}, pos: map[int32]int64{}}
+}
+
+// holds reports whether another member than m believes it owns p now.
+func (w *kip848Workload) holder(m *kip848Member, p int32) *kip848Member {
+	now := w.r.now()
+	for _, o := range w.members {
+		if o != m && o.owned[p] && now < o.lease {
+			return o
+		}
+	}
+	return nil
+}
+
+// step is the member's next operation.
+func (m *kip848Member) step() {
+	r := m.w.r
+	if r.stopping {
+		return
+	}
+	if r.now() >= m.lease && len(m.owned) > 0 {
+		m.drop("its session lapsed")
+	}
+	switch n := r.rng.Intn(100); {
+	case m.epoch > 0 && n == 0: // crash: a new process, a new member id
+		m.drop("it crashed")
+		m.replace()
+		return
+	case m.epoch > 0 && n == 1:
+		m.heartbeat(-1)
+		return
+	case m.epoch > 0 && len(m.owned) > 0 && n < 35:
+		m.commit()
+		return
+	}
+	m.heartbeat(m.epoch)
+}
+
+func (m *kip848Member) drop(why string) {
+	r := m.w.r
+	if len(m.owned) > 0 {
+		r.w.Tracef("kip848: %s drops %v: %s", m.id, ownedParts(m.owned), why)
+	}
+	m.owned, m.pos = map[int32]bool{}, map[int32]int64{}
+}
+
+// replace starts a new member in m's place (m stops).
+func (m *kip848Member) replace() {
+	w := m.w
+	n := w.newMember()
+	for i, o := range w.members {
+		if o == m {
+			w.members[i] = n
+		}
+	}
+	w.r.w.After(w.r.backoff(), n.step)
+}
+
+func (m *kip848Member) again(d time.Duration) { m.w.r.w.After(d, m.step) }
+
+func (m *kip848Member) withCoordinator(fn func()) {
+	r := m.w.r
+	if m.coord != 0 {
+		fn()
+		return
+	}
+	r.meta.findCoordinator(kip848Group, func(id netx.NodeID) {
+		if id == 0 {
+			m.again(r.backoff())
+			return
+		}
+		m.coord = id
+		fn()
+	})
+}
+
+func (m *kip848Member) heartbeat(epoch int32) {
+	m.withCoordinator(func() {
+		r := m.w.r
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version = 1
+		req.Group, req.MemberID, req.MemberEpoch = kip848Group, m.id, epoch
+		req.RebalanceTimeoutMillis = int32(kip848Rebalance / time.Millisecond)
+		if epoch == 0 {
+			req.SubscribedTopicNames = []string{r.topic}
+		} else {
+			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			if m.w.knownID && len(m.owned) > 0 {
+				t := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+				t.TopicID, t.Partitions = m.w.topicID, ownedParts(m.owned)
+				req.Topics = append(req.Topics, t)
+			}
+		}
+		sent := r.now()
+		r.kn.callAt(m.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
+			if err != nil {
+				m.coord = 0
+				m.again(r.backoff())
+				return
+			}
+			hr := resp.(*kmsg.ConsumerGroupHeartbeatResponse)
+			m.answered(epoch, sent, hr)
+		})
+	})
+}
+
+func (m *kip848Member) answered(epoch int32, sent time.Duration, hr *kmsg.ConsumerGroupHeartbeatResponse) {
+	r := m.w.r
+	switch hr.ErrorCode {
+	case 0:
+	case kerr.FencedMemberEpoch.Code, kerr.UnknownMemberID.Code:
+		r.cover(covKIP848Fenced)
+		m.drop("fenced: " + errName(hr.ErrorCode))
+		m.epoch = 0
+		m.again(r.backoff())
+		return
+	default:
+		if hr.ErrorCode == kerr.NotCoordinator.Code || hr.ErrorCode == kerr.CoordinatorNotAvailable.Code {
+			m.coord = 0
+		}
+		m.again(r.backoff())
+		return
+	}
+	if epoch == -1 {
+		m.drop("it left")
+		m.replace()
+		return
+	}
+	if sent+kip848Session <= r.now() {
+		m.drop("the answer came after its session")
+		m.epoch = 0
+		m.again(r.backoff())
+		return
+	}
+	if m.revokeBy != 0 && sent > m.droppedAt {
+		m.revokeBy = 0 // this heartbeat reported the partitions gone
+	}
+	m.lease, m.epoch = sent+kip848Session, hr.MemberEpoch
+	if m.revokeBy != 0 {
+		m.lease = min(m.lease, m.revokeBy)
+	}
+	if hr.Assignment != nil {
+		next := map[int32]bool{}
+		for _, t := range hr.Assignment.Topics {
+			if !m.w.knownID {
+				m.w.topicID, m.w.knownID = t.TopicID, true
+			}
+			if t.TopicID != m.w.topicID {
+				continue
+			}
+			for _, p := range t.Partitions {
+				next[p] = true
+			}
+		}
+		for _, p := range ownedParts(m.owned) {
+			if !next[p] {
+				delete(m.owned, p)
+				delete(m.pos, p)
+				if m.revokeBy == 0 {
+					m.revokeBy = sent + kip848Rebalance
+					m.lease = min(m.lease, m.revokeBy)
+				}
+				m.droppedAt = r.now()
+			}
+		}
+		for _, p := range ownedParts(next) {
+			if m.owned[p] {
+				continue
+			}
+			if o := m.w.holder(m, p); o != nil {
+				r.violation("checker", fmt.Sprintf("kip848 ownership invalid: %s/%d given to %s (epoch %d) while %s (epoch %d) still owns it",
+					r.topic, p, m.id, m.epoch, o.id, o.epoch))
+			}
+			m.owned[p] = true
+			r.cover(covKIP848Assigned)
+		}
+	}
+	m.beats++
+	if missing := m.unpositioned(); len(missing) > 0 {
+		m.fetch(missing)
+		return
+	}
+	m.again(kip848Interval)
+}
+
+func (m *kip848Member) unpositioned() []int32 {
+	var out []int32
+	for _, p := range ownedParts(m.owned) {
+		if _, ok := m.pos[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// fetch reads the committed offsets of newly owned partitions.
+func (m *kip848Member) fetch(parts []int32) {
+	r := m.w.r
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version = 9
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group, g.MemberID, g.MemberEpoch = kip848Group, kmsg.StringPtr(m.id), m.epoch
+	t := kmsg.NewOffsetFetchRequestGroupTopic()
+	t.Topic, t.Partitions = r.topic, parts
+	g.Topics = append(g.Topics, t)
+	req.Groups = append(req.Groups, g)
+	req.RequireStable = true
+	invoked := m.w.floorsNow()
+	r.kn.callAt(m.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
+		if err != nil {
+			m.coord = 0
+			m.again(r.backoff())
+			return
+		}
+		fr := resp.(*kmsg.OffsetFetchResponse)
+		if len(fr.Groups) != 1 || fr.Groups[0].ErrorCode != 0 {
+			m.again(r.backoff())
+			return
+		}
+		for _, rt := range fr.Groups[0].Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 || !m.owned[rp.Partition] {
+					continue
+				}
+				off := max(rp.Offset, 0)
+				if rp.Offset >= 0 {
+					if f, ok := invoked[rp.Partition]; ok && rp.Offset < f {
+						r.violation("checker", fmt.Sprintf("kip848 offsets invalid: %s fetched %s/%d at %d, below the %d committed before",
+							m.id, r.topic, rp.Partition, rp.Offset, f))
+					}
+					m.w.raise(rp.Partition, rp.Offset)
+				}
+				m.pos[rp.Partition] = off
+			}
+		}
+		m.again(kip848Interval)
+	})
+}
+
+func (w *kip848Workload) floorsNow() map[int32]int64 {
+	out := make(map[int32]int64, len(w.floor))
+	for p, f := range w.floor { //floe:unordered copies a map
+		out[p] = f
+	}
+	return out
+}
+
+func (w *kip848Workload) raise(p int32, off int64) {
+	if cur, ok := w.floor[p]; !ok || off > cur {
+		w.floor[p] = off
+	}
+}
+
+// commit commits the positions of the owned partitions, each moved on a
+// little (as a consumer's position moves as it reads).
+func (m *kip848Member) commit() {
+	r := m.w.r
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version = 9
+	req.Group, req.MemberID, req.Generation = kip848Group, m.id, m.epoch
+	t := kmsg.NewOffsetCommitRequestTopic()
+	t.Topic = r.topic
+	offs := map[int32]int64{}
+	for _, p := range ownedParts(m.owned) {
+		pos, ok := m.pos[p]
+		if !ok {
+			continue
+		}
+		pos += int64(r.rng.Intn(3))
+		m.pos[p], offs[p] = pos, pos
+		cp := kmsg.NewOffsetCommitRequestTopicPartition()
+		cp.Partition, cp.Offset, cp.LeaderEpoch = p, pos, -1
+		t.Partitions = append(t.Partitions, cp)
+	}
+	if len(t.Partitions) == 0 {
+		m.heartbeat(m.epoch)
+		return
+	}
+	req.Topics = append(req.Topics, t)
+	invoked := m.w.floorsNow()
+	m.w.commits++
+	r.kn.callAt(m.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
+		if err != nil {
+			m.coord = 0
+			m.again(r.backoff())
+			return
+		}
+		for _, rt := range resp.(*kmsg.OffsetCommitResponse).Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 {
+					continue
+				}
+				r.cover(covKIP848Committed)
+				off := offs[rp.Partition]
+				if f, ok := invoked[rp.Partition]; ok && off < f {
+					r.violation("checker", fmt.Sprintf("kip848 offsets invalid: %s committed %s/%d at %d (epoch %d), below the %d committed before",
+						m.id, r.topic, rp.Partition, off, m.epoch, f))
+				}
+				m.w.raise(rp.Partition, off)
+			}
+		}
+		m.heartbeat(m.epoch)
+	})
+}
