@@ -42,7 +42,6 @@ var coveragePaths = []string{
 	"zombie producer epoch fenced",
 	"leader transfer bounced back",
 	"retention deleted a segment",
-	"compaction pass completed",
 	"Raft snapshot installed",
 	"topic re-created",
 	"partitions added to a topic",
