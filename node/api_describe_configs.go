@@ -159,6 +159,11 @@ func serveDescribeConfigs(r *Reactor, c Client, kreq kmsg.Request, respond func(
 			resp.Resources = append(resp.Resources, sr)
 			continue
 		}
+		if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
+			r.describeGroupConfigs(rr, req, &sr)
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		res, err := r.resolveConfigResource(rr.ResourceType, rr.ResourceName)
 		if err != nil {
 			sr.ErrorCode, sr.ErrorMessage = errParts(err)

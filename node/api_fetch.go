@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/clock"
+	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/node/partition"
 	"github.com/floe-broker/floe/node/records"
@@ -181,7 +182,7 @@ func (r *Reactor) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartitio
 	hw, lso := p.HighWatermark(), p.LastStableOffset()
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, p.StartOffset()
 	end := hw
-	if readCommitted {
+	if readCommitted && !plant.Enabled(plant.TxnFetchServesOpen) {
 		end = lso
 	}
 	limit := min(int(rp.PartitionMaxBytes), *budget)

@@ -41,6 +41,9 @@ func (r *Reactor) planIncrementalResource(rr kmsg.IncrementalAlterConfigsRequest
 	if rr.ResourceType == roleConfigResource {
 		return r.planRoleChange(rr)
 	}
+	if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
+		return configCommand(planGroupConfigs(rr))
+	}
 	return configCommand(r.planIncrementalConfigs(rr))
 }
 

@@ -24,6 +24,15 @@ import (
 
 func serveShareAcknowledge(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ShareAcknowledgeRequest)
+	if r.forwardShare(c, derefString(req.GroupID), req, respond) {
+		return
+	}
+	serveShareAcknowledgeVia(r, c, req, 0, respond)
+}
+
+// serveShareAcknowledgeVia serves a ShareAcknowledge as the group's
+// coordinator, on the session of the broker via that forwarded it.
+func serveShareAcknowledgeVia(r *Reactor, c Client, req *kmsg.ShareAcknowledgeRequest, via uint64, respond func(kmsg.Response)) {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	groupName, member := derefString(req.GroupID), derefString(req.MemberID)
 	az := r.authorize(c, req)
@@ -40,7 +49,7 @@ func serveShareAcknowledge(r *Reactor, c Client, kreq kmsg.Request, respond func
 		fail(err)
 		return
 	}
-	s, err := sh.useSession(groupName, member, req.ShareSessionEpoch, false)
+	s, err := sh.useSession(groupName, member, via, req.ShareSessionEpoch, false)
 	if err != nil {
 		fail(err)
 		return
@@ -75,7 +84,7 @@ func serveShareAcknowledge(r *Reactor, c Client, kreq kmsg.Request, respond func
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	r.advanceSession(sh, groupName, member, req.ShareSessionEpoch, s)
+	r.advanceSession(sh, groupName, member, via, req.ShareSessionEpoch, s)
 	r.writeShareStates(sh, sortedShareKeys(dirty), func(err error) {
 		if err != nil {
 			for i := range resp.Topics {
@@ -86,7 +95,7 @@ func serveShareAcknowledge(r *Reactor, c Client, kreq kmsg.Request, respond func
 				}
 			}
 		}
-		resp.AcquisitionLockTimeoutMillis = int32(r.cfg.Shares.withDefaults().Lock.Milliseconds())
+		resp.AcquisitionLockTimeoutMillis = int32(r.groupShareConfig(groupName).Lock.Milliseconds())
 		respond(resp)
 	})
 }

@@ -16,8 +16,9 @@ package node
 //
 // v2's IsRenewAck (KIP-1222) renews locks and acquires nothing.
 // ShareAcquireMode (strict record limit) is honoured by construction: no
-// more than MaxRecords records are ever acquired. Floe serves a partition
-// here only when this broker both leads it and coordinates the group.
+// more than MaxRecords records are ever acquired. The group's coordinator
+// serves every partition it holds a replica of, leader or follower
+// (shareReplica in shares.go).
 //
 // Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED at the top
 // level), READ on each topic (TOPIC_AUTHORIZATION_FAILED on its
@@ -47,6 +48,7 @@ type shareFetch struct {
 	sh      *shareShard
 	group   string
 	member  string
+	via     uint64
 	session *shareSession
 	// out holds the answer's partitions by key, in the order named.
 	out   map[share.Key]*kmsg.ShareFetchResponseTopicPartition
@@ -58,8 +60,17 @@ type shareFetch struct {
 
 func serveShareFetch(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ShareFetchRequest)
+	if r.forwardShare(c, derefString(req.GroupID), req, respond) {
+		return
+	}
+	serveShareFetchVia(r, c, req, 0, respond)
+}
+
+// serveShareFetchVia serves a ShareFetch as the group's coordinator, on
+// the session of the broker via that forwarded it (0: the client's own).
+func serveShareFetchVia(r *Reactor, c Client, req *kmsg.ShareFetchRequest, via uint64, respond func(kmsg.Response)) {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
-	f := &shareFetch{r: r, req: req, resp: resp, group: derefString(req.GroupID), member: derefString(req.MemberID),
+	f := &shareFetch{r: r, req: req, resp: resp, group: derefString(req.GroupID), member: derefString(req.MemberID), via: via,
 		out: map[share.Key]*kmsg.ShareFetchResponseTopicPartition{}, ids: map[string][16]byte{}, dirty: map[share.Key]bool{}}
 	if code := f.open(c); code != 0 {
 		resp.ErrorCode = code
@@ -68,7 +79,7 @@ func serveShareFetch(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.
 	}
 	epoch := req.ShareSessionEpoch
 	f.applyAcks()
-	r.advanceSession(f.sh, f.group, f.member, epoch, f.session)
+	r.advanceSession(f.sh, f.group, f.member, f.via, epoch, f.session)
 	if epoch == -1 || req.IsRenewAck {
 		f.finish(respond)
 		return
@@ -101,7 +112,7 @@ func (f *shareFetch) open(c Client) int16 {
 	if err != nil {
 		return err.Code
 	}
-	s, err := sh.useSession(f.group, f.member, req.ShareSessionEpoch, true)
+	s, err := sh.useSession(f.group, f.member, f.via, req.ShareSessionEpoch, true)
 	if err != nil {
 		return err.Code
 	}
@@ -216,7 +227,7 @@ func (f *shareFetch) acquire() {
 // acquireOne acquires records of one partition into the answer.
 func (f *shareFetch) acquireOne(t *controller.Topic, k share.Key, maxRecords, budget *int) {
 	r := f.r
-	dp, code := r.readLeader(k.Topic, k.Partition, -1)
+	dp, code := r.shareReplica(k.Topic, k.Partition)
 	if dp == nil {
 		f.part(k, t.ID).ErrorCode = code
 		return
@@ -230,12 +241,18 @@ func (f *shareFetch) acquireOne(t *controller.Topic, k share.Key, maxRecords, bu
 		f.dirty[k] = true // its start offset is handed out: write it
 	}
 	now := r.monoNow()
-	if ls := dp.StartOffset(); ls > sp.Start() {
+	// Only the leader's start offset is the log's: a follower's local log
+	// may start later (a snapshot install), and trimming to it would
+	// archive records the log still holds.
+	if ls := dp.StartOffset(); ls > sp.Start() && dp.IsLeader() {
 		sp.Trim(ls)
 		f.dirty[k] = true
 	}
 	from, hw := sp.NextFrom(now), dp.HighWatermark()
-	if from >= hw {
+	if r.groupReadCommitted(k.Group) {
+		hw = min(hw, dp.LastStableOffset())
+	}
+	if from >= hw || from < dp.StartOffset() {
 		return
 	}
 	data, err := dp.Read(from, *budget)
@@ -306,7 +323,7 @@ func (f *shareFetch) finish(respond func(kmsg.Response)) {
 	r := f.r
 	keys := sortedShareKeys(f.dirty)
 	r.writeShareStates(f.sh, keys, func(err error) {
-		f.resp.AcquisitionLockTimeoutMillis = int32(r.cfg.Shares.withDefaults().Lock.Milliseconds())
+		f.resp.AcquisitionLockTimeoutMillis = int32(r.groupShareConfig(f.group).Lock.Milliseconds())
 		if err != nil {
 			// Nothing acquired or acknowledged here is durable: the
 			// client must not use it (the shard is reloaded).

@@ -182,6 +182,10 @@ func (a *authz) configResource(kind kmsg.ConfigResourceType, name string, alter 
 		if !a.topic(name, op) {
 			return errTopicAuth
 		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if !a.group(name, op) {
+			return errGroupAuth
+		}
 	case roleConfigResource:
 		if !a.cluster(roleOp) {
 			return errClusterAuth

@@ -4,7 +4,10 @@ package node
 // COORDINATOR_NOT_AVAILABLE for the group APIs, as for the classic ones;
 // REQUEST_TIMED_OUT at the top level for ShareFetch and ShareAcknowledge,
 // whose state write may still commit (the client's acks then stand, and
-// records it did not hear of are redelivered when their locks expire).
+// records it did not hear of are redelivered when their locks expire), and
+// for AlterShareGroupOffsets and DeleteShareGroupOffsets, whose write may
+// too; DescribeShareGroupOffsets answers COORDINATOR_NOT_AVAILABLE per
+// group.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -33,6 +36,22 @@ func expiredShare(req kmsg.Request) kmsg.Response {
 		return resp
 	case *kmsg.ShareAcknowledgeRequest:
 		resp := q.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+		resp.ErrorCode = kerr.RequestTimedOut.Code
+		return resp
+	case *kmsg.DescribeShareGroupOffsetsRequest:
+		resp := q.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
+		for _, rg := range q.Groups {
+			g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+			g.GroupID, g.ErrorCode = rg.GroupID, gone
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp
+	case *kmsg.AlterShareGroupOffsetsRequest:
+		resp := q.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+		resp.ErrorCode = kerr.RequestTimedOut.Code
+		return resp
+	case *kmsg.DeleteShareGroupOffsetsRequest:
+		resp := q.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
 		resp.ErrorCode = kerr.RequestTimedOut.Code
 		return resp
 	}

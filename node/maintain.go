@@ -42,6 +42,13 @@ func (r *Reactor) retain(p *partition.Partition, nowMs int64, limit uint64) {
 	if bound <= log.Snapshot().Index {
 		return
 	}
+	if log.OffsetAfterIndex(bound) > p.LastStableOffset() {
+		// The segments would take data at or above the last stable offset:
+		// the first batch of an open transaction, which read_committed
+		// readers and the abort index still need. Retention waits until
+		// the transaction is decided (docs/transactions.md).
+		return
+	}
 	meta, err := p.CheckpointAt(bound)
 	if err != nil {
 		r.env.Logf("node %d: retention checkpoint %s-%d: %v", r.self, p.Topic, p.Index, err)

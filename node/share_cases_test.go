@@ -47,6 +47,38 @@ func addShareAuthCases(cases map[int16]authCase) {
 	cases[79] = authCase{needs: []string{"ALLOW READ GROUP LITERAL sg", "ALLOW READ TOPIC LITERAL t"}, denied: kerr.GroupAuthorizationFailed, req: func() kmsg.Request {
 		return shareAckReq("sg", "nobody", 1)
 	}}
+	cases[90] = authCase{needs: []string{"ALLOW DESCRIBE GROUP LITERAL sg"}, denied: kerr.GroupAuthorizationFailed, req: func() kmsg.Request {
+		return describeShareOffsetsReq("sg")
+	}}
+	cases[91] = authCase{needs: []string{"ALLOW READ GROUP LITERAL sg"}, denied: kerr.GroupAuthorizationFailed, req: func() kmsg.Request {
+		return alterShareOffsetsReq("sg")
+	}}
+	cases[92] = authCase{needs: []string{"ALLOW DELETE GROUP LITERAL sg"}, denied: kerr.GroupAuthorizationFailed, req: func() kmsg.Request {
+		return deleteShareOffsetsReq("sg")
+	}}
+}
+
+func describeShareOffsetsReq(g string) *kmsg.DescribeShareGroupOffsetsRequest {
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	req.Version = 1
+	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	rg.GroupID = g
+	req.Groups = append(req.Groups, rg)
+	return req
+}
+
+// alterShareOffsetsReq and deleteShareOffsetsReq name no topic: the
+// group-level checks are what the matrices exercise.
+func alterShareOffsetsReq(g string) *kmsg.AlterShareGroupOffsetsRequest {
+	req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	req.GroupID = g
+	return req
+}
+
+func deleteShareOffsetsReq(g string) *kmsg.DeleteShareGroupOffsetsRequest {
+	req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+	req.GroupID = g
+	return req
 }
 
 // addShareMajorityLossCases adds the share APIs to the majority-loss
@@ -60,4 +92,7 @@ func addShareMajorityLossCases(cases map[int16]apiCase, g string) {
 	cases[77] = apiCase{d, none, false}
 	cases[78] = apiCase{shareFetchReq("share-"+g, "nobody", 0), none, true}
 	cases[79] = apiCase{shareAckReq("share-"+g, "nobody", 1), none, true}
+	cases[90] = apiCase{describeShareOffsetsReq("share-" + g), none, false}
+	cases[91] = apiCase{alterShareOffsetsReq("share-" + g), none, false}
+	cases[92] = apiCase{deleteShareOffsetsReq("share-" + g), none, false}
 }

@@ -25,11 +25,18 @@ package node
 // share sessions are not persisted: members get UNKNOWN_MEMBER_ID or
 // SHARE_SESSION_NOT_FOUND and rejoin, as Kafka's clients do.
 //
-// Limits: ShareFetch for a partition is served by a broker that both
-// leads the partition and coordinates the group (always true on one
-// broker): a broker that does not coordinate the group answers
-// NOT_COORDINATOR at the top level, and a partition it does not lead
-// NOT_LEADER_OR_FOLLOWER.
+// Which broker serves ShareFetch: the group's coordinator, for every
+// partition it holds a replica of, leader or follower (shareReplica). It
+// acquires only records below its own replica's high watermark, which are
+// committed and the same on every replica, so a lagging follower hands out
+// fewer records, never different ones. A broker that does not coordinate
+// the group answers NOT_COORDINATOR at the top level, and a partition it
+// holds no replica of NOT_LEADER_OR_FOLLOWER.
+//
+// Limits: Kafka's clients send ShareFetch to each partition's leader, not
+// to the coordinator, so franz-go on a cluster where the two differ gets
+// NOT_COORDINATOR for those partitions (docs/consumer-groups.md). The
+// simulator's share clients (sim/share.go) send to the coordinator.
 
 import (
 	"errors"
@@ -37,10 +44,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/group"
+	"github.com/floe-broker/floe/node/partition"
 	"github.com/floe-broker/floe/node/share"
 )
 
@@ -53,6 +62,9 @@ type ShareConfig struct {
 	SessionTimeout    time.Duration // group.share.session.timeout.ms, 45s
 	HeartbeatInterval time.Duration // group.share.heartbeat.interval.ms, 5s
 	MaxSize           int           // group.share.max.size, 200
+	// Backoff is the redelivery backoff (Floe's retry policy, the group
+	// configs floe.share.retry.backoff.*; share_configs.go); zero: none.
+	Backoff share.Backoff
 }
 
 func (c ShareConfig) withDefaults() ShareConfig {
@@ -82,7 +94,7 @@ func (c ShareConfig) withDefaults() ShareConfig {
 }
 
 func (c ShareConfig) partition() share.Config {
-	return share.Config{DeliveryLimit: c.DeliveryLimit, Lock: c.Lock, MaxInFlight: c.MaxInFlight}
+	return share.Config{DeliveryLimit: c.DeliveryLimit, Lock: c.Lock, MaxInFlight: c.MaxInFlight, Backoff: c.Backoff}
 }
 
 func (c ShareConfig) group() share.GroupConfig {
@@ -94,6 +106,9 @@ func (c ShareConfig) group() share.GroupConfig {
 // last needed it.
 type shareCoordinators struct {
 	shards map[uint64]*shareShard // by Raft group of the offsets partition
+	// forwards are this broker's share requests passed to other
+	// brokers' coordinators (share_forward.go).
+	forwards shareForwards
 }
 
 // shareShard is the share state of one offsets partition, loaded in term.
@@ -105,7 +120,14 @@ type shareShard struct {
 	sessions  map[sessionKey]*shareSession
 }
 
-type sessionKey struct{ group, member string }
+// sessionKey names a share session: a member's, opened directly with the
+// coordinator (via 0) or through the partition leader via that forwarded
+// it (share_forward.go). Kafka's clients keep one session per broker they
+// fetch from, each with its own epochs, so each is its own session here.
+type sessionKey struct {
+	group, member string
+	via           uint64
+}
 
 // shareSession is a ShareFetch session: the partitions a member fetches
 // and the epoch its next request must carry.
@@ -185,9 +207,9 @@ func (r *Reactor) shareShardFor(name string) (*shareShard, *kerr.Error) {
 		r.env.Logf("node %d: load share state of %s-%d: %v", r.self, p.Topic, p.Index, err)
 		return nil, kerr.CoordinatorLoadInProgress
 	}
-	cfg := r.cfg.Shares.withDefaults().partition()
 	for k, s := range states { //floe:unordered each key is restored on its own
-		if sp, err := share.Restore(cfg, s); err == nil {
+		if sp, err := share.Restore(r.groupShareConfig(k.Group).partition(), s); err == nil {
+			sp.SetRand(r.env.Rand)
 			sh.parts[k] = sp
 		}
 	}
@@ -224,7 +246,11 @@ func (r *Reactor) releaseMember(sh *shareShard, groupName, member string) {
 			sh.parts[k].ReleaseMember(now, member)
 		}
 	}
-	delete(sh.sessions, sessionKey{groupName, member})
+	for k := range sh.sessions { //floe:unordered deleting every via of one member
+		if k.group == groupName && k.member == member {
+			delete(sh.sessions, k)
+		}
+	}
 }
 
 func sortedShareKeys[V any](m map[share.Key]V) []share.Key {
@@ -246,7 +272,9 @@ func sortedShareKeys[V any](m map[share.Key]V) []share.Key {
 // caller writes it, since a start offset handed out must be durable); nil
 // when the partition is not here.
 func (r *Reactor) sharePartition(sh *shareShard, k share.Key) (sp *share.Partition, created bool) {
+	cfg := r.groupShareConfig(k.Group)
 	if sp := sh.parts[k]; sp != nil {
+		sp.Configure(cfg.partition())
 		return sp, false
 	}
 	dp, ok := r.byName[topicPartition{k.Topic, k.Partition}]
@@ -254,10 +282,11 @@ func (r *Reactor) sharePartition(sh *shareShard, k share.Key) (sp *share.Partiti
 		return nil, false
 	}
 	start := dp.HighWatermark()
-	if r.cfg.Shares.withDefaults().AutoOffsetReset == "earliest" {
+	if cfg.AutoOffsetReset == "earliest" {
 		start = dp.StartOffset()
 	}
-	sp = share.New(r.cfg.Shares.withDefaults().partition(), start)
+	sp = share.New(cfg.partition(), start)
+	sp.SetRand(r.env.Rand)
 	sh.parts[k] = sp
 	return sp, true
 }
@@ -281,11 +310,19 @@ func (r *Reactor) writeShareStates(sh *shareShard, keys []share.Key, done func(e
 		done = func(error) {}
 	}
 	log.Write(recs, func(_ time.Duration, err error) {
-		if err != nil && r.shares.shards[sh.raftGroup] == sh {
-			delete(r.shares.shards, sh.raftGroup)
-		}
-		done(err)
+		r.shareWritten(sh, err, done)
 	})
+}
+
+// shareReplica returns this broker's replica of a partition, leader or
+// follower, for the share coordinator to read committed records from, or
+// the partition's error code.
+func (r *Reactor) shareReplica(topic string, part int32) (*partition.Partition, int16) {
+	p, ok := r.byName[topicPartition{topic, part}]
+	if !ok {
+		return nil, r.missingPartition(topic, part).Code
+	}
+	return p, 0
 }
 
 // shareTopicByID returns the topic with id, or nil.
@@ -325,12 +362,12 @@ func (r *Reactor) localShareGroups() []*share.Group {
 // member and returns its session, or the top-level error (nothing
 // changed). Epoch 0 opens a new session (allowOpen: ShareFetch only), -1
 // names the one to close, any other must be the session's next epoch.
-func (sh *shareShard) useSession(groupName, member string, epoch int32, allowOpen bool) (*shareSession, *kerr.Error) {
+func (sh *shareShard) useSession(groupName, member string, via uint64, epoch int32, allowOpen bool) (*shareSession, *kerr.Error) {
 	g := sh.groups[groupName]
 	if g == nil || !g.Has(member) {
 		return nil, kerr.UnknownMemberID
 	}
-	s := sh.sessions[sessionKey{groupName, member}]
+	s := sh.sessions[sessionKey{groupName, member, via}]
 	switch {
 	case epoch == 0 && allowOpen:
 		return &shareSession{}, nil
@@ -347,13 +384,13 @@ func (sh *shareShard) useSession(groupName, member string, epoch int32, allowOpe
 // advanceSession records a request's effect on its session: a new one is
 // installed, a closed one dropped (and the member's records released), an
 // open one moves to its next epoch.
-func (r *Reactor) advanceSession(sh *shareShard, groupName, member string, epoch int32, s *shareSession) {
+func (r *Reactor) advanceSession(sh *shareShard, groupName, member string, via uint64, epoch int32, s *shareSession) {
 	switch {
 	case epoch == -1:
 		r.releaseMember(sh, groupName, member)
 	case epoch == 0:
 		s.epoch = 1
-		sh.sessions[sessionKey{groupName, member}] = s
+		sh.sessions[sessionKey{groupName, member, via}] = s
 	default:
 		s.epoch++
 		if s.epoch < 0 {
@@ -370,6 +407,7 @@ func (r *Reactor) shareAcks(sh *shareShard, k share.Key, member string, batches 
 	if sp == nil {
 		return kerr.InvalidRecordState.Code, false
 	}
+	sp.Configure(r.groupShareConfig(k.Group).partition())
 	if err := sp.Acknowledge(r.monoNow(), member, batches); err != nil {
 		if errors.Is(err, share.ErrInvalidRequest) {
 			return kerr.InvalidRequest.Code, false
@@ -384,4 +422,76 @@ func (r *Reactor) shareAcks(sh *shareShard, k share.Key, member string, batches 
 		}
 	}
 	return 0, false // renewals only: locks are not persisted
+}
+
+// hasShareGroup reports whether the shard knows a share group of this
+// name: live members, or share state (membership is not persisted, so
+// after a failover a group is known by its share-partitions).
+func (sh *shareShard) hasShareGroup(name string) bool {
+	if sh.groups[name] != nil {
+		return true
+	}
+	for k := range sh.parts { //floe:unordered an existence check
+		if k.Group == name {
+			return true
+		}
+	}
+	return false
+}
+
+// shareGroupEmpty reports whether the group has no members (offsets may
+// be altered or deleted only then, as in Kafka).
+func (sh *shareShard) shareGroupEmpty(name string) bool {
+	g := sh.groups[name]
+	return g == nil || len(g.Members()) == 0
+}
+
+// shareTopics lists the group's share-partitions by topic, sorted, as a
+// DescribeShareGroupOffsets request would name them.
+func (sh *shareShard) shareTopics(name string) []kmsg.DescribeShareGroupOffsetsRequestGroupTopic {
+	var out []kmsg.DescribeShareGroupOffsetsRequestGroupTopic
+	for _, k := range sortedShareKeys(sh.parts) {
+		if k.Group != name {
+			continue
+		}
+		if n := len(out); n == 0 || out[n-1].Topic != k.Topic {
+			t := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+			t.Topic = k.Topic
+			out = append(out, t)
+		}
+		out[len(out)-1].Partitions = append(out[len(out)-1].Partitions, k.Partition)
+	}
+	return out
+}
+
+// writeShareRecords writes share-state records (a nil value deletes the
+// key) and calls done once committed; on failure the shard is dropped, as
+// in writeShareStates.
+func (r *Reactor) writeShareRecords(sh *shareShard, recs []group.Record, done func(err error)) {
+	if len(recs) == 0 {
+		done(nil)
+		return
+	}
+	log := &offsetsLog{r: r, group: sh.raftGroup, term: sh.term}
+	log.Write(recs, func(_ time.Duration, err error) {
+		r.shareWritten(sh, err, done)
+	})
+}
+
+// shareWritten completes a share-state write. A failed write drops the
+// shard, so the next request reloads what is durable. A write that
+// committed after its shard was replaced (the broker lost and regained
+// the partition, and the new shard was loaded before this entry
+// committed) is answered as failed too: the new shard never saw it and
+// may hand out the same records with the same delivery counts, so its
+// answer must not reach the client (the outcome is unknown to it, as
+// for any lost answer).
+func (r *Reactor) shareWritten(sh *shareShard, err error, done func(error)) {
+	switch {
+	case err != nil && r.shares.shards[sh.raftGroup] == sh:
+		delete(r.shares.shards, sh.raftGroup)
+	case err == nil && r.shares.shards[sh.raftGroup] != sh:
+		err = kerr.NotLeaderForPartition
+	}
+	done(err)
 }

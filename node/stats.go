@@ -66,6 +66,10 @@ type PartitionStats struct {
 	StartOffset   int64
 	LogBytes      int64
 	Segments      int
+	// LastStableOffset and OpenTxns: the transactions open on the
+	// partition (committed entries) and the offset they hold readers at.
+	LastStableOffset int64
+	OpenTxns         int
 }
 
 // Stats returns a copy of the counters and per-partition figures.
@@ -84,6 +88,7 @@ func (r *Reactor) Stats() (Stats, []PartitionStats) {
 			Topic: p.Topic, Partition: p.Index, Leader: p.IsLeader(), LeaderEpoch: int32(p.Term()),
 			LogEndOffset: p.Replica().NextOffset(), HighWatermark: p.HighWatermark(),
 			StartOffset: p.StartOffset(), LogBytes: ls.SizeBytes, Segments: ls.Segments,
+			LastStableOffset: p.LastStableOffset(), OpenTxns: p.OpenTxns(),
 		})
 	}
 	return s, ps

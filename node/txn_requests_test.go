@@ -85,6 +85,16 @@ func txnAuthCases(cases map[int16]authCase) {
 		req: func() kmsg.Request { return describeTxnReq("tx") }}
 	// ListTransactions filters what the client may not see (none here).
 	cases[66] = authCase{req: func() kmsg.Request { return listTxnReq() }}
+	cases[61] = authCase{needs: []string{"ALLOW READ TOPIC LITERAL t"}, denied: kerr.TopicAuthorizationFailed,
+		req: func() kmsg.Request { return describeProducersReq("t", 0) }}
+}
+
+func describeProducersReq(topic string, parts ...int32) *kmsg.DescribeProducersRequest {
+	r := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = topic, parts
+	r.Topics = append(r.Topics, rt)
+	return r
 }
 
 // txnMajorityLossCases adds the transaction APIs to the majority-loss
@@ -98,4 +108,5 @@ func txnMajorityLossCases(cases map[int16]apiCase, q, g, member string, gen int3
 	cases[28] = apiCase{txnCommitReq("tx", 1, 0, g, member, gen, q, 0, 1), none, true}
 	cases[65] = apiCase{describeTxnReq("tx"), none, false}
 	cases[66] = apiCase{listTxnReq(), none, false}
+	cases[61] = apiCase{describeProducersReq(q, 0), none, false}
 }

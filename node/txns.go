@@ -46,6 +46,8 @@ type txnCoordinators struct {
 	// markers are marker RPCs awaiting an answer, by request id.
 	markers   map[uint64]*markerCall
 	markerSeq uint64
+	// retired sums the counters of coordinators closed here (TxnStats).
+	retired txn.Stats
 }
 
 type txnShard struct {
@@ -148,6 +150,7 @@ func (r *Reactor) syncTxnShard(cp *controller.Partition) {
 
 func (r *Reactor) closeTxnShard(g uint64) {
 	if sh := r.txns.shards[g]; sh != nil {
+		addTxnStats(&r.txns.retired, sh.coord.Stats())
 		sh.coord.Close()
 		delete(r.txns.shards, g)
 	}
@@ -450,6 +453,8 @@ func expiredTxn(req kmsg.Request) kmsg.Response {
 		resp := q.ResponseKind().(*kmsg.ListTransactionsResponse)
 		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 		return resp
+	case *kmsg.DescribeProducersRequest:
+		return expiredDescribeProducers(q)
 	}
 	return nil
 }

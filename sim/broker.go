@@ -47,6 +47,8 @@ type BrokerConfig struct {
 	DiskSlow                       time.Duration
 	// Auth, when set, turns on SASL/SCRAM and the ACL authorizer (auth.go).
 	Auth *BrokerAuth
+	// Shares configures share groups (share.go; zero: Kafka's defaults).
+	Shares node.ShareConfig
 }
 
 // BrokerFactory returns the Factory that boots a broker on every node. A
@@ -76,6 +78,7 @@ func BrokerFactory(bc BrokerConfig) Factory {
 			// should see several generations in a few simulated seconds.
 			Groups: group.Config{InitialRebalanceDelay: -1,
 				ConsumerSessionTimeout: kip848Session, ConsumerHeartbeatInterval: kip848Interval},
+			Shares: bc.Shares,
 		}
 		disk := &simDisk{sched: env.Sched, rng: rand.New(rand.NewSource(env.Rand.Int63())), cfg: bc, trace: env.Tracef}
 		nenv := node.Env{

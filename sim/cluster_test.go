@@ -59,6 +59,11 @@ var regressionSeeds = []struct {
 	// record is one that never became durable).
 	{"torn-first-meta-record-stops-broker", 362},
 	{"torn-first-meta-record-stops-broker/2", 958},
+	// A share request forwarded to the group's coordinator, duplicated by
+	// the network, was served twice: the copy's session-epoch error
+	// reached the client though the first copy had applied its
+	// acknowledgements (fixed: forwards are served once).
+	{"share-forward-served-twice", 182},
 }
 
 // simOptions is the options TestSim gives a seed.

@@ -51,6 +51,9 @@ type Options struct {
 	// Topics turns on topic churn (topics.go): delete, re-create, grow.
 	Topics bool
 
+	// Share is the share-group workload (share.go).
+	Share ShareOptions
+
 	// TraceKeep is how many trace lines the Result keeps (0: the last
 	// 4,000; -1: all of them, for a replay written to a file).
 	TraceKeep int
@@ -208,6 +211,12 @@ func ChooseOptions(seed int64) Options {
 	o.TxnProducers = 1 + rng.Intn(2)
 	o.Auth = chooseAuth(seed) // its own generator
 	o.KIP848Members = rng.Intn(4)
+	// Share groups (issue 18): in 3-node clusters only (share.go says why).
+	if nodes == 3 && pick(0.7) {
+		o.Share = ShareOptions{Consumers: 2 + rng.Intn(2), DeliveryLimit: int16(2 + rng.Intn(3)),
+			Lock: time.Duration(300+rng.Intn(700)) * time.Millisecond}
+	}
+	o.Broker.Shares = o.Share.brokerShares()
 	o.Retention = chooseRetention(seed)
 	o.Bounce = rate(0.5, 0.5, 3)
 	o.Topics = chooseTopics(seed)
@@ -228,6 +237,9 @@ func (o Options) String() string {
 		f.Crash, f.PowerCut, f.Pause, f.Partition, f.Clock, f.Transfer, f.Reassign, f.Corrupt, f.Aim, f.DurMax)
 	fmt.Fprintf(&b, "link: drop=%.3f dup=%.3f reorder=%.3f delay=%v..%v; disk: sync-fail=%.4f write-fail=%.4f; buggify=%v",
 		f.Link.DropProb, f.Link.DupProb, f.Link.ReorderProb, f.Link.DelayMin, f.Link.DelayMax, f.SyncFailProb, f.WriteFailProb, f.Buggify)
+	if o.Share.Consumers > 0 {
+		fmt.Fprintf(&b, "\nshare: consumers=%d delivery-limit=%d lock=%v", o.Share.Consumers, o.Share.DeliveryLimit, o.Share.Lock)
+	}
 	if o.Auth.On {
 		fmt.Fprintf(&b, "\n%s", o.Auth)
 	}

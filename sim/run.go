@@ -169,7 +169,9 @@ type run struct {
 	sameInstant int
 	lastInstant time.Duration
 
-	txn   *txnWorkload // the transactional workload (txn.go), if any
+	txn *txnWorkload // the transactional workload (txn.go), if any
+	// share is the share-group workload (share.go), if any.
+	share *shareWork
 	ret   *retWorkload // the retention workload (retention.go), if any
 	churn *churn       // topic churn (topics.go), if any
 	// coverage counts the rare paths the run reached (coverage.go).
@@ -395,6 +397,7 @@ func (r *run) safety() {
 	}
 	r.startTxn()
 	r.startKIP848()
+	r.startShare()
 	r.startRetention()
 	r.startBounce()
 	r.startChurn()
@@ -452,6 +455,7 @@ func (r *run) liveness() {
 			r.drainedConsumers, r.o.Consumers, r.o.LivenessMax))
 	}
 	r.finishTxn()
+	r.finishShare()
 	r.finishRetention()
 	r.finishChurn()
 }

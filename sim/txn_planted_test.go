@@ -3,6 +3,8 @@
 package sim
 
 import (
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/floe-broker/floe/internal/plant"
@@ -15,3 +17,39 @@ func TestPlantedBugTxnLSOIgnoresOpen(t *testing.T) { catchPlanted(t, plant.TxnLS
 func TestPlantedBugTxnMarkerBeforeDecision(t *testing.T) {
 	catchPlanted(t, plant.TxnMarkerBeforeDecision)
 }
+
+// A read_committed Fetch that serves open transactions lets two
+// consume-transform-produce transactions each read the other's write
+// before either commits. Both then commit, so no value read is missing
+// from the final read: what catches it is the cycle check (G1c,
+// txncheck.go). The test searches the default seeds for a seed whose
+// violations include a g1c cycle.
+func TestPlantedBugTxnFetchServesOpenMakesG1c(t *testing.T) {
+	plant.Reset()
+	plant.Set(plant.TxnFetchServesOpen)
+	defer plant.Reset()
+	const workers = 2
+	for first := int64(1); first <= plantedSeedsMax; first += workers {
+		results := make([]*Result, workers)
+		var wg sync.WaitGroup
+		for i := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = Run(ChooseOptions(first + int64(i)))
+			}()
+		}
+		wg.Wait()
+		for i, res := range results {
+			for _, v := range res.Violations {
+				if strings.Contains(v, "txn g1c invalid") {
+					t.Logf("%s: g1c caught at seed %d: %s", plant.TxnFetchServesOpen, first+int64(i), v)
+					return
+				}
+			}
+		}
+	}
+	t.Fatalf("%s: no g1c cycle in %d seeds", plant.TxnFetchServesOpen, plantedSeedsMax)
+}
+
+func TestPlantedBugTxnFetchServesOpen(t *testing.T) { catchPlanted(t, plant.TxnFetchServesOpen) }

@@ -167,6 +167,7 @@ func TestBadInvocationsAreUsageErrors(t *testing.T) {
 		"produce": func(a []string) error { return produceMain(ctx, a, strings.NewReader(""), io.Discard) },
 		"consume": func(a []string) error { return consumeMain(ctx, a, io.Discard) },
 		"group":   func(a []string) error { return groupMain(a, io.Discard) },
+		"txn":     func(a []string) error { return txnMain(a, io.Discard) },
 	}
 	for _, tc := range []struct {
 		cmd  string
@@ -203,6 +204,12 @@ func TestBadInvocationsAreUsageErrors(t *testing.T) {
 		{"consume", []string{"--topic", "t", "--count", "-1"}},
 		{"consume", []string{"--topic", "t", "--format", "%q"}},
 		{"consume", []string{"--topic", "t", "--offset", "soon"}},
+		{"txn", nil},
+		{"txn", []string{"frobnicate"}},
+		{"txn", []string{"describe"}},
+		{"txn", []string{"describe-producers", "--partition", "0"}},
+		{"txn", []string{"list", "stray"}},
+		{"txn", []string{"list", "--no-such-flag"}},
 	} {
 		err := run[tc.cmd](tc.args)
 		if !errors.Is(err, errUsage) || exitCode(err) != 2 {
@@ -339,6 +346,7 @@ func TestCLIAgainstBroker(t *testing.T) {
 		t.Fatalf("group read %q then %q", first, rest)
 	}
 	checkGroupCLI(t, brokers)
+	checkConsumerGroupCLI(t, brokers)
 
 	mustTopic("alter", "cli", "--config", "cleanup.policy=compact", "--delete-config", "retention.ms", "--partitions", "3")
 	desc := mustTopic("describe", "cli")
@@ -412,4 +420,46 @@ func checkGroupCLI(t *testing.T, brokers []string) {
 	if _, err := group("describe", "g"); err == nil || err.Error() != "group g not found" {
 		t.Fatalf("describing a deleted group: %v", err)
 	}
+}
+
+// checkConsumerGroupCLI runs floe group describe on a KIP-848 group (one
+// franz-go member with the server-side assignor, consuming topic cli's two
+// partitions): DescribeGroups does not know it, ConsumerGroupDescribe does.
+func checkConsumerGroupCLI(t *testing.T, brokers []string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers[1]), kgo.ConsumerGroup("g848"), kgo.ConsumeTopics("cli"),
+		kgo.ServerSideBalancer(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out bytes.Buffer
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		cl.PollFetches(ctx)
+		cancel()
+		out.Reset()
+		err := groupMain(append([]string{"describe", "g848"}, brokers...), &out)
+		if err == nil && containsFieldsSuffix(out.String(), "cli:0,1 cli:0,1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("floe group describe g848 never showed the member owning cli:0,1: %v\n%s", err, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "PROTOCOL consumer/uniform") || !strings.Contains(out.String(), "MEMBERS 1") {
+		t.Fatalf("floe group describe g848:\n%s", out.String())
+	}
+}
+
+// containsFieldsSuffix reports whether some line of out ends with the
+// whitespace-separated fields of want.
+func containsFieldsSuffix(out, want string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasSuffix(strings.Join(strings.Fields(line), " "), want) {
+			return true
+		}
+	}
+	return false
 }

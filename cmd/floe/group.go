@@ -105,10 +105,17 @@ func groupDescribe(ctx context.Context, adm *kadm.Client, _ *groupFlags, names [
 	if err != nil {
 		return err
 	}
+	consumer := describeConsumerGroups(ctx, adm, described)
 	var firstErr error
 	for i, g := range described.Sorted() {
 		if i > 0 {
 			fmt.Fprintln(out)
+		}
+		if cg, ok := consumer[g.Group]; ok {
+			if err := printConsumerGroup(out, cg); err != nil {
+				return err
+			}
+			continue
 		}
 		if err := groupErr(g.Group, g.State, g.Err); err != nil {
 			fmt.Fprintln(out, err)
@@ -136,6 +143,70 @@ func groupDescribe(ctx context.Context, adm *kadm.Client, _ *groupFlags, names [
 		}
 	}
 	return firstErr
+}
+
+// describeConsumerGroups describes, with ConsumerGroupDescribe, the groups
+// DescribeGroups did not find: a KIP-848 group is not a classic group, and
+// DescribeGroups answers GROUP_ID_NOT_FOUND for it, as Kafka's does. Groups
+// it cannot describe either are left out (they stay not found).
+func describeConsumerGroups(ctx context.Context, adm *kadm.Client, classic kadm.DescribedGroups) map[string]kadm.DescribedConsumerGroup {
+	var missing []string
+	for _, g := range classic.Sorted() {
+		if errors.Is(g.Err, kerr.GroupIDNotFound) {
+			missing = append(missing, g.Group)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	described, _ := adm.DescribeConsumerGroups(ctx, missing...)
+	found := map[string]kadm.DescribedConsumerGroup{}
+	for name, g := range described {
+		if g.Err == nil && g.State != group.Dead.String() {
+			found[name] = g
+		}
+	}
+	return found
+}
+
+// printConsumerGroup prints a KIP-848 group: its epochs, its assignor and
+// each member's epoch, current and target assignment.
+func printConsumerGroup(out io.Writer, g kadm.DescribedConsumerGroup) error {
+	fmt.Fprintf(out, "GROUP %s  STATE %s  PROTOCOL consumer/%s  COORDINATOR %d  MEMBERS %d  EPOCH %d  ASSIGNMENT-EPOCH %d\n",
+		g.Group, g.State, orDash(g.AssignorName), g.Coordinator.NodeID, len(g.Members), g.Epoch, g.AssignmentEpoch)
+	if len(g.Members) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER-ID\tINSTANCE-ID\tCLIENT-ID\tHOST\tEPOCH\tASSIGNED\tTARGET")
+	for _, m := range g.Members {
+		inst := "-"
+		if m.InstanceID != nil {
+			inst = *m.InstanceID
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.MemberID, inst, m.ClientID, m.ClientHost, m.MemberEpoch,
+			topicsString(m.Assignment), topicsString(m.TargetAssignment))
+	}
+	return tw.Flush()
+}
+
+// topicsString renders partitions as topic:p,p,... topic:..., sorted.
+func topicsString(ts kadm.TopicsSet) string {
+	var parts []string
+	for _, t := range ts.Sorted() {
+		if len(t.Partitions) == 0 {
+			continue
+		}
+		strs := make([]string, len(t.Partitions))
+		for i, p := range t.Partitions {
+			strs[i] = fmt.Sprint(p)
+		}
+		parts = append(parts, t.Topic+":"+strings.Join(strs, ","))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
 }
 
 // assignedString renders a consumer member's assignment as

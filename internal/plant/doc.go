@@ -19,8 +19,13 @@
 //	                              before its commit decision is durable
 //	txn-lso-ignores-open          the last stable offset is not held back by
 //	                              an open transaction
+//	txn-fetch-serves-open         a read_committed Fetch reads up to the high
+//	                              watermark, open transactions included
 //	share-ack-before-durable      answer a share fetch or acknowledgement before
 //	                              its share-partition state is committed
+//	share-in-flight-archived      the persisted share-partition image stores
+//	                              acquired records as archived, so a failover
+//	                              skips them instead of redelivering them
 //	acl-allow-beats-deny          an ALLOW ACL wins over a matching DENY
 //	acl-delete-missed-by-follower a broker other than the controller's leader
 //	                              does not apply a DeleteAcls
@@ -42,9 +47,11 @@ const (
 	AckBeforeFsync        = "ack-before-fsync"
 	AuditStaleChainHead   = "audit-stale-chain-head"
 	ShareAckBeforeDurable = "share-ack-before-durable"
+	ShareInFlightArchived = "share-in-flight-archived"
 
 	TxnMarkerBeforeDecision = "txn-marker-before-decision"
 	TxnLSOIgnoresOpen       = "txn-lso-ignores-open"
+	TxnFetchServesOpen      = "txn-fetch-serves-open"
 	ACLAllowBeatsDeny       = "acl-allow-beats-deny"
 	ACLDeleteMissed         = "acl-delete-missed-by-follower"
 

@@ -46,7 +46,9 @@ type CreatePartitions struct {
 // when Replace is set, every other key is removed (the non-incremental
 // AlterConfigs API).
 type AlterConfigs struct {
-	Topic   string            `json:"topic,omitempty"`
+	Topic string `json:"topic,omitempty"`
+	Group string `json:"group,omitempty"` // a group's configs (GROUP resources) instead of a topic's
+
 	Set     map[string]string `json:"set,omitempty"`
 	Delete  []string          `json:"delete,omitempty"`
 	Replace bool              `json:"replace,omitempty"`
@@ -250,7 +252,20 @@ func (s *State) checkNewPartitions(ps []Partition, first int32) error {
 
 func (s *State) alterConfigs(a *AlterConfigs) Result {
 	var cfg map[string]string
-	if a.Topic == "" {
+	if a.Group != "" {
+		if s.GroupConfigs == nil {
+			s.GroupConfigs = map[string]map[string]string{}
+		}
+		if s.GroupConfigs[a.Group] == nil {
+			s.GroupConfigs[a.Group] = map[string]string{}
+		}
+		cfg = s.GroupConfigs[a.Group]
+		defer func() {
+			if len(cfg) == 0 {
+				delete(s.GroupConfigs, a.Group)
+			}
+		}()
+	} else if a.Topic == "" {
 		if s.BrokerConfigs == nil {
 			s.BrokerConfigs = map[string]string{}
 		}

@@ -105,6 +105,9 @@ type State struct {
 	NextGroup      uint64            `json:"next_group"`
 	NextProducerID int64             `json:"next_producer_id"`
 	BrokerConfigs  map[string]string `json:"broker_configs,omitempty"`
+	// GroupConfigs are the dynamic configs of groups (GROUP resources,
+	// share.* configs), by group name.
+	GroupConfigs map[string]map[string]string `json:"group_configs,omitempty"`
 	// ACLs and Roles: security.go.
 	ACLs  []acl.Binding    `json:"acls,omitempty"`
 	Roles map[string]*Role `json:"roles,omitempty"`

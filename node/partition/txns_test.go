@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"pgregory.net/rapid"
@@ -11,13 +12,19 @@ import (
 	"github.com/floe-broker/floe/node/records"
 )
 
+// txnBatchTs is the timestamp of txnBatch's batches: the rig's clock
+// (rig_test.go), which markers are stamped with, so a marker does not move
+// the log's time past producer.id.expiration.ms and expire the producer
+// (which would hide a missing epoch fence behind a fresh entry).
+var txnBatchTs = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+
 // txnBatch builds a transactional batch of n records.
 func txnBatch(pid int64, epoch int16, seq int32, n int) ([]byte, records.Header) {
 	recs := make([]records.Record, n)
 	for i := range recs {
 		recs[i] = records.Record{Value: []byte{byte(i), byte(seq)}}
 	}
-	b := records.Build(records.BuildOptions{BaseTimestamp: 1_700_000_000_000, Transactional: true,
+	b := records.Build(records.BuildOptions{BaseTimestamp: txnBatchTs, Transactional: true,
 		Producer: &records.Producer{ID: pid, Epoch: epoch, BaseSequence: seq}}, recs)
 	h, err := records.ParseHeader(b)
 	if err != nil {

@@ -86,12 +86,14 @@ func (m *metrics) ObserveSync(d time.Duration, plans int) {
 type reactorCollector struct {
 	b *Broker
 
-	bytesIn, recordsIn, bytesOut, badBatches, corrupt, syncRounds, expired *prometheus.Desc
-	leo, hw, start, logBytes, segments, leader                             *prometheus.Desc
-	groupLag, groupCommitted                                               *prometheus.Desc
-	auditRecords, auditDropped                                             *prometheus.Desc
-	tickStalls, tickGapMax                                                 *prometheus.Desc
-	telemetry, telemetryPushes                                             *prometheus.Desc
+	bytesIn, recordsIn, bytesOut, badBatches, corrupt, syncRounds, expired  *prometheus.Desc
+	leo, hw, start, logBytes, segments, leader                              *prometheus.Desc
+	groupLag, groupCommitted                                                *prometheus.Desc
+	auditRecords, auditDropped                                              *prometheus.Desc
+	tickStalls, tickGapMax                                                  *prometheus.Desc
+	txnStarted, txnCommitted, txnAborted, txnOpen, txnOldestAge, txnRetries *prometheus.Desc
+	lso, lsoLag, openTxns                                                   *prometheus.Desc
+	telemetry, telemetryPushes                                              *prometheus.Desc
 }
 
 func newReactorCollector(b *Broker) *reactorCollector {
@@ -122,11 +124,23 @@ func newReactorCollector(b *Broker) *reactorCollector {
 		auditDropped: prometheus.NewDesc("floe_audit_dropped_total", "Audit records dropped: a full queue, or larger than max.message.bytes.", nil, nil),
 		tickStalls:   prometheus.NewDesc("floe_reactor_stalls_total", "Reactor ticks that came more than half an election timeout after the one before: the broker did not run for that long (paused, CPU-starved), which peers read as silence.", nil, nil),
 		tickGapMax:   prometheus.NewDesc("floe_reactor_tick_gap_max_seconds", "The longest gap between two reactor ticks since start.", nil, nil),
+		txnStarted:   prometheus.NewDesc("floe_txn_started_total", "Transactions begun on the transaction coordinators this broker hosted.", nil, nil),
+		txnCommitted: prometheus.NewDesc("floe_txn_committed_total", "Transactions whose commit decision this broker's coordinators made durable.", nil, nil),
+		txnAborted: prometheus.NewDesc("floe_txn_aborted_total", "Transactions this broker's coordinators decided to abort, by cause: end (EndTxn abort), timeout (transaction.timeout.ms), fence (InitProducerId of a new instance).",
+			[]string{"cause"}, nil),
+		txnRetries:   prometheus.NewDesc("floe_txn_marker_retries_total", "Times a coordinator sent a transaction's markers again after a failure.", nil, nil),
+		txnOpen:      prometheus.NewDesc("floe_txn_open", "Transactions open (Ongoing, or decided with markers still out) on the coordinators this broker hosts.", nil, nil),
+		txnOldestAge: prometheus.NewDesc("floe_txn_oldest_open_age_seconds", "Age of the oldest open transaction on this broker's coordinators; 0 when none is open.", nil, nil),
+		lso:          prometheus.NewDesc("floe_partition_last_stable_offset", "Offset below which every transaction is decided: where read_committed readers stop.", pl, nil),
+		lsoLag:       prometheus.NewDesc("floe_partition_lso_lag", "High watermark minus last stable offset: committed records read_committed readers cannot see yet.", pl, nil),
+		openTxns:     prometheus.NewDesc("floe_partition_open_transactions", "Transactions open on the partition.", pl, nil),
 	}
 }
 
 func (c *reactorCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.badBatches, c.corrupt, c.syncRounds, c.expired, c.leo, c.hw, c.start, c.logBytes, c.segments, c.leader, c.groupLag, c.groupCommitted, c.auditRecords, c.auditDropped, c.tickStalls, c.tickGapMax, c.telemetry, c.telemetryPushes} {
+	for _, d := range []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.badBatches, c.corrupt, c.syncRounds, c.expired, c.leo, c.hw, c.start, c.logBytes, c.segments, c.leader, c.groupLag, c.groupCommitted, c.auditRecords, c.auditDropped, c.tickStalls, c.tickGapMax,
+		c.txnStarted, c.txnCommitted, c.txnAborted, c.txnOpen, c.txnOldestAge, c.txnRetries, c.lso, c.lsoLag, c.openTxns,
+		c.telemetry, c.telemetryPushes} {
 		ch <- d
 	}
 }
@@ -135,9 +149,14 @@ func (c *reactorCollector) Collect(ch chan<- prometheus.Metric) {
 	var st node.Stats
 	var ps []node.PartitionStats
 	var lags []node.GroupLag
-	if !c.b.loop.call(func() { st, ps = c.b.reactor.Stats(); lags = c.b.reactor.GroupLags() }, 5*time.Second) {
+	var ts node.TxnStats
+	if !c.b.loop.call(func() {
+		st, ps = c.b.reactor.Stats()
+		lags, ts = c.b.reactor.GroupLags(), c.b.reactor.TxnStats()
+	}, 5*time.Second) {
 		return
 	}
+	c.collectTxns(ch, ts)
 	for _, l := range lags {
 		lv := []string{l.Group, l.Topic, strconv.Itoa(int(l.Partition))}
 		ch <- prometheus.MustNewConstMetric(c.groupCommitted, prometheus.GaugeValue, float64(l.Committed), lv...)
@@ -173,10 +192,29 @@ func (c *reactorCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.start, float64(p.StartOffset))
 		gauge(c.logBytes, float64(p.LogBytes))
 		gauge(c.segments, float64(p.Segments))
+		gauge(c.lso, float64(p.LastStableOffset))
+		gauge(c.lsoLag, float64(p.HighWatermark-p.LastStableOffset))
+		gauge(c.openTxns, float64(p.OpenTxns))
 		leader := 0.0
 		if p.Leader {
 			leader = 1
 		}
 		gauge(c.leader, leader)
 	}
+}
+
+// collectTxns exports the transaction coordinators' figures.
+func (c *reactorCollector) collectTxns(ch chan<- prometheus.Metric, ts node.TxnStats) {
+	ch <- prometheus.MustNewConstMetric(c.txnStarted, prometheus.CounterValue, float64(ts.Starts))
+	ch <- prometheus.MustNewConstMetric(c.txnCommitted, prometheus.CounterValue, float64(ts.Commits))
+	ch <- prometheus.MustNewConstMetric(c.txnAborted, prometheus.CounterValue, float64(ts.AbortsByEnd), "end")
+	ch <- prometheus.MustNewConstMetric(c.txnAborted, prometheus.CounterValue, float64(ts.AbortsByTime), "timeout")
+	ch <- prometheus.MustNewConstMetric(c.txnAborted, prometheus.CounterValue, float64(ts.AbortsByFence), "fence")
+	ch <- prometheus.MustNewConstMetric(c.txnRetries, prometheus.CounterValue, float64(ts.MarkerRetries))
+	ch <- prometheus.MustNewConstMetric(c.txnOpen, prometheus.GaugeValue, float64(ts.Open))
+	age := 0.0
+	if ts.OldestStartMs >= 0 {
+		age = max(0, time.Since(time.UnixMilli(ts.OldestStartMs)).Seconds())
+	}
+	ch <- prometheus.MustNewConstMetric(c.txnOldestAge, prometheus.GaugeValue, age)
 }

@@ -2,6 +2,7 @@ package share
 
 import (
 	"errors"
+	"math/rand"
 	"time"
 )
 
@@ -41,6 +42,35 @@ type Config struct {
 	DeliveryLimit int16         // share.delivery.count.limit, >= 1
 	Lock          time.Duration // share.record.lock.duration.ms, > 0
 	MaxInFlight   int64         // group.share.partition.max.record.locks, > 0
+	Backoff       Backoff       // redelivery backoff (Floe's retry policy); zero: none
+}
+
+// Backoff is a retry policy: a record released (or whose lock expired)
+// after its n-th delivery may be acquired again only once
+// min(Max, Initial*Multiplier^(n-1)) has passed, that delay scaled by a
+// random factor in [1-Jitter, 1+Jitter] (Partition.SetRand; none without
+// one). Multiplier 1 is a fixed backoff. The delay is not persisted: after
+// a failover released records are due at once.
+type Backoff struct {
+	Initial    time.Duration
+	Max        time.Duration
+	Multiplier float64
+	Jitter     float64 // 0 to 1
+}
+
+// delay is the backoff after delivery count n, before jitter.
+func (b Backoff) delay(n int16) time.Duration {
+	if b.Initial <= 0 || n < 1 {
+		return 0
+	}
+	d := float64(b.Initial)
+	for i := int16(1); i < n && (b.Max <= 0 || d < float64(b.Max)); i++ {
+		d *= max(b.Multiplier, 1)
+	}
+	if b.Max > 0 {
+		d = min(d, float64(b.Max))
+	}
+	return time.Duration(d)
 }
 
 // DefaultConfig is Kafka's defaults.
@@ -53,6 +83,7 @@ type record struct {
 	count     int16
 	owner     string
 	lockUntil time.Duration
+	notBefore time.Duration // an Available record is not acquired before this (backoff)
 }
 
 // Partition is one share-partition. Not safe for concurrent use.
@@ -63,13 +94,34 @@ type Partition struct {
 	cfg   Config
 	start int64
 	recs  []record
+	rng   *rand.Rand // backoff jitter; nil: none
 }
+
+// SetRand gives the partition the seeded generator its backoff jitter
+// draws from (the node's, so a simulation replays).
+func (p *Partition) SetRand(rng *rand.Rand) { p.rng = rng }
 
 // New returns an empty share-partition starting at offset start (chosen
 // by share.auto.offset.reset: the log end for latest, the log start for
 // earliest).
 func New(cfg Config, start int64) *Partition {
 	return &Partition{cfg: cfg, start: start}
+}
+
+// Configure changes the partition's bounds (its group's configs changed).
+// Available records already at the new delivery limit are archived, as a
+// release at that limit would have; records held keep their locks.
+func (p *Partition) Configure(cfg Config) {
+	if cfg == p.cfg {
+		return
+	}
+	p.cfg = cfg
+	for i := range p.recs {
+		if r := &p.recs[i]; r.state == Available && r.count >= cfg.DeliveryLimit {
+			r.state = Archived
+		}
+	}
+	p.advance()
 }
 
 // Start is the share-partition start offset (SPSO).
@@ -91,20 +143,30 @@ func (p *Partition) expire(now time.Duration) {
 	for i := range p.recs {
 		r := &p.recs[i]
 		if r.state == Acquired && r.lockUntil <= now {
-			p.release(r)
+			p.release(r, now)
 		}
 	}
 	p.advance()
 }
 
-func (p *Partition) release(r *record) {
+// release makes a record Available again at now, due after the backoff
+// of its delivery count, or Archived at the delivery limit.
+func (p *Partition) release(r *record, now time.Duration) {
 	r.owner, r.lockUntil = "", 0
 	if r.count >= p.cfg.DeliveryLimit {
 		r.state = Archived
-	} else {
-		r.state = Available
+		return
 	}
+	r.state = Available
+	d := p.cfg.Backoff.delay(r.count)
+	if j := p.cfg.Backoff.Jitter; d > 0 && j > 0 && p.rng != nil {
+		d = time.Duration(float64(d) * (1 + min(j, 1)*(2*p.rng.Float64()-1)))
+	}
+	r.notBefore = now + d
 }
+
+// due reports whether a record may be acquired at now.
+func (r *record) due(now time.Duration) bool { return r.state == Available && r.notBefore <= now }
 
 // advance moves Start past finished records.
 func (p *Partition) advance() {
@@ -135,8 +197,8 @@ func (p *Partition) Trim(logStart int64) {
 // Available record, or End. The node reads the log from here.
 func (p *Partition) NextFrom(now time.Duration) int64 {
 	p.expire(now)
-	for i, r := range p.recs {
-		if r.state == Available {
+	for i := range p.recs {
+		if p.recs[i].due(now) {
 			return p.start + int64(i)
 		}
 	}
@@ -167,7 +229,7 @@ func (p *Partition) Acquire(now time.Duration, member string, readEnd int64, max
 		if got >= max || off >= readEnd {
 			return out
 		}
-		if p.recs[i].state == Available {
+		if p.recs[i].due(now) {
 			take(off, &p.recs[i])
 			got++
 		}
@@ -255,7 +317,7 @@ func (p *Partition) apply(now time.Duration, r *record, t AckType) {
 	case AckAccept:
 		r.state, r.owner, r.lockUntil = Acknowledged, "", 0
 	case AckRelease:
-		p.release(r)
+		p.release(r, now)
 	case AckRenew:
 		r.lockUntil = now + p.cfg.Lock
 	default: // AckGap, AckReject
@@ -269,7 +331,7 @@ func (p *Partition) ReleaseMember(now time.Duration, member string) {
 	p.expire(now)
 	for i := range p.recs {
 		if r := &p.recs[i]; r.state == Acquired && r.owner == member {
-			p.release(r)
+			p.release(r, now)
 		}
 	}
 	p.advance()

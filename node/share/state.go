@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/floe-broker/floe/internal/plant"
 )
 
 // Batch is a run of in-flight offsets with one persisted state and
@@ -33,6 +35,9 @@ func (p *Partition) State() State {
 		st := r.state
 		if st == Acquired {
 			st = Available
+			if plant.Enabled(plant.ShareInFlightArchived) {
+				st = Archived
+			}
 		}
 		if n := len(s.Batches); n > 0 && s.Batches[n-1].Last == off-1 && s.Batches[n-1].State == st && s.Batches[n-1].Count == r.count {
 			s.Batches[n-1].Last = off
@@ -59,7 +64,7 @@ func Restore(cfg Config, s State) (*Partition, error) {
 			r := &p.recs[off-s.Start]
 			r.state, r.count = b.State, b.Count
 			if r.state == Acquired || (r.state == Available && r.count >= cfg.DeliveryLimit) {
-				p.release(r)
+				p.release(r, 0) // due at once: backoff is not persisted
 			}
 		}
 	}

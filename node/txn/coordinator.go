@@ -51,6 +51,7 @@ type txnMeta struct {
 
 // Stats counts what the coordinator did, for metrics.
 type Stats struct {
+	Starts        int64 // transactions begun (Empty/Complete → Ongoing)
 	Commits       int64
 	AbortsByEnd   int64 // EndTxn(abort)
 	AbortsByTime  int64 // transaction.timeout.ms passed
@@ -276,6 +277,7 @@ func (c *Coordinator) AddPartitions(id string, pid int64, epoch int16, tps []Top
 	}
 	c.write(m, n, func(now time.Duration, err *kerr.Error) {
 		if err == nil && starts {
+			c.stats.Starts++
 			c.armTimeout(m, now)
 		}
 		done(err)

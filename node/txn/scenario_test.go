@@ -52,8 +52,8 @@ func TestCommitSendsMarkersThenCompletes(t *testing.T) {
 	if r := h.end("t1", pid, epoch, false); r.err != kerr.InvalidTxnState {
 		t.Fatalf("abort after commit: %v, want INVALID_TXN_STATE", r.err)
 	}
-	if h.c.Stats().Commits != 1 {
-		t.Fatalf("stats %+v", h.c.Stats())
+	if st := h.c.Stats(); st.Commits != 1 || st.Starts != 1 {
+		t.Fatalf("stats %+v, want 1 start and 1 commit", st)
 	}
 }
 

@@ -182,4 +182,67 @@ var mutations = []mutation{
 		Replacement: "",
 		Why:         "KIP-848: a partition another member owns counts as free, so it is given before its owner revoked it",
 	},
+	// Transactions (issue 16): the partition's transaction state and the
+	// transaction coordinator.
+	{
+		Name: "txn-lso-off-by-one", File: "node/partition/txns.go",
+		Original:    "lso = min(lso, o.FirstOffset)",
+		Replacement: "lso = min(lso, o.FirstOffset+1)",
+		Why:         "last stable offset: the first batch of an open transaction is below the LSO, so read_committed reads it",
+	},
+	{
+		Name: "txn-abort-not-indexed", File: "node/partition/txns.go",
+		Original:    "if m.Type == records.ControlAbort {",
+		Replacement: "if m.Type == records.ControlCommit {",
+		Why:         "aborted index: abort markers are not indexed (commits are), so read_committed shows aborted data",
+	},
+	{
+		Name: "txn-fetch-past-lso", File: "node/api_fetch.go",
+		Original:    "end = lso",
+		Replacement: "end = hw",
+		Why:         "read_committed fetch bounded by the high watermark, not the LSO: open transactions are served",
+	},
+	{
+		Name: "txn-marker-no-fence", File: "node/partition/producers.go",
+		Original:    "case epoch > e.st.Epoch:",
+		Replacement: "case epoch > e.st.Epoch+1:",
+		Why:         "epoch fence: a fencing abort marker does not raise the producer's epoch, so a zombie's later batch opens a transaction nothing closes",
+	},
+	{
+		Name: "txn-prepare-commit-not-resumed", File: "node/txn/coordinator.go",
+		Original:    "case m.state.decided():",
+		Replacement: "case m.state == PrepareAbort:",
+		Why:         "coordinator failover: a loaded PrepareCommit never gets its markers, so the transaction hangs",
+	},
+	{
+		Name: "txn-timeout-no-fence", File: "node/txn/coordinator.go",
+		Original:    "c.abort(m, true, func(*kerr.Error) {",
+		Replacement: "c.abort(m, false, func(*kerr.Error) {",
+		Why:         "epoch fence: a timed-out transaction is aborted without an epoch bump, so the quiet producer is not fenced",
+	},
+	// Share groups (KIP-932 queues, issue 18), caught by sim/share.go.
+	{
+		Name: "share-limit-off-by-one", File: "node/share/partition.go",
+		Original:    "if r.count >= p.cfg.DeliveryLimit {",
+		Replacement: "if r.count > p.cfg.DeliveryLimit {",
+		Why:         "share delivery limit: a record released at the limit is handed out once more",
+	},
+	{
+		Name: "share-count-not-bumped", File: "node/share/partition.go",
+		Original:    "r.count++",
+		Replacement: "r.count = 1",
+		Why:         "share delivery counts: a redelivery keeps its count, so poison records never reach the limit",
+	},
+	{
+		Name: "share-ack-any-member", File: "node/share/partition.go",
+		Original:    "if r.state != Acquired || r.owner != member {",
+		Replacement: "if r.state != Acquired {",
+		Why:         "share ownership: a member acknowledges a record another member holds since its own lock expired",
+	},
+	{
+		Name: "share-start-past-available", File: "node/share/partition.go",
+		Original:    "for n < len(p.recs) && (p.recs[n].state == Acknowledged || p.recs[n].state == Archived) {",
+		Replacement: "for n < len(p.recs) && p.recs[n].state != Acquired {",
+		Why:         "share start offset: the SPSO moves past released records, which are then never redelivered",
+	},
 }

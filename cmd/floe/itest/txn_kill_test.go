@@ -1,0 +1,144 @@
+package itest
+
+// Exactly-once across kill -9 (issue 16): franz-go's GroupTransactSession
+// consume-transform-produce pipeline on a 3-broker cluster while the
+// leader of the transaction's __transaction_state partition (its
+// coordinator) is killed with SIGKILL and restarted, twice, mid-stream.
+// Every transaction either completes or aborts (the session rewinds and
+// does the work again); read read_committed, the output must hold each
+// input's result exactly once, in input order per key. About 25 s;
+// skipped with -short.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestTxnPipelineKillCoordinator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills the transaction coordinator twice under a pipeline (about 25 s)")
+	}
+	bs := startCluster(t, 3)
+	createReplicated(t, bs, "eos-in", 3, 3)
+	createReplicated(t, bs, "eos-out", 3, 3)
+	in := kgoClient(t, bs[0].KafkaAddr, kgo.SeedBrokers(seeds(bs)...))
+	var recs []*kgo.Record
+	for i := range txnInputs {
+		recs = append(recs, &kgo.Record{Topic: "eos-in", Key: fmt.Appendf(nil, "k%d", i%txnKeys), Value: []byte(strconv.Itoa(i))})
+	}
+	if err := in.ProduceSync(ctxFor(t, opWaitMax), recs...).FirstErr(); err != nil {
+		t.Fatalf("produce inputs: %v", err)
+	}
+
+	const txnID = "eos-kill"
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	ctx := ctxFor(t, 4*time.Minute)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		transformThroughFaults(t, ctx, seeds(bs), txnID, &done)
+	}()
+
+	for kill := 1; kill <= 2; kill++ {
+		want := int64(kill * txnInputs / 3)
+		waitFor(t, 2*time.Minute, fmt.Sprintf("%d inputs committed before kill %d", want, kill), func() bool { return done.Load() >= want })
+		co := txnCoordinator(t, bs, txnID)
+		victim := bs[co-1]
+		victim.Kill()
+		t.Logf("kill %d: broker %d (coordinator of %s) killed at %d committed inputs", kill, co, txnID, done.Load())
+		time.Sleep(2 * time.Second)
+		victim.Restart()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	committed := consumeAll(t, bs[0].KafkaAddr, "eos-out", kgo.ReadCommitted(), txnInputs)
+	checkExactlyOnce(t, committed)
+	t.Logf("read_committed: %d records, each input exactly once", len(committed))
+}
+
+// txnCoordinator asks the cluster which broker coordinates id.
+func txnCoordinator(t *testing.T, bs []*Broker, id string) int32 {
+	t.Helper()
+	cl := kgoClient(t, bs[0].KafkaAddr, kgo.SeedBrokers(seeds(bs)...))
+	var node int32
+	waitFor(t, 30*time.Second, "the transaction coordinator of "+id, func() bool {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorType, req.CoordinatorKeys = 1, []string{id}
+		resp, err := req.RequestWith(ctxFor(t, 5*time.Second), cl)
+		if err != nil || len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
+			return false
+		}
+		node = resp.Coordinators[0].NodeID
+		return node >= 1 && int(node) <= len(bs)
+	})
+	return node
+}
+
+// transformThroughFaults copies eos-in to eos-out in transactions until
+// the committed offsets cover every input. Errors from brokers going away
+// are expected: a failed transaction is aborted (End reports it not
+// committed) and its records are polled again.
+func transformThroughFaults(t *testing.T, ctx context.Context, seeds []string, txnID string, done *atomic.Int64) {
+	s, err := kgo.NewGroupTransactSession(
+		kgo.SeedBrokers(seeds...), kgo.MetadataMinAge(50*time.Millisecond),
+		kgo.TransactionalID(txnID), kgo.TransactionTimeout(10*time.Second),
+		kgo.ConsumerGroup("eos-kill-g"), kgo.ConsumeTopics("eos-in"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DefaultProduceTopic("eos-out"),
+	)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer s.Close()
+	failures := 0
+	for done.Load() < txnInputs {
+		if ctx.Err() != nil {
+			t.Errorf("transform: %d of %d inputs committed before the deadline (%d failed transactions)", done.Load(), txnInputs, failures)
+			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		fs := s.PollRecords(pctx, 20)
+		cancel()
+		recs := fs.Records()
+		if len(recs) == 0 {
+			continue
+		}
+		if err := s.Begin(); err != nil {
+			t.Errorf("begin: %v", err)
+			return
+		}
+		var outs []*kgo.Record
+		for _, r := range recs {
+			outs = append(outs, &kgo.Record{Key: r.Key, Value: fmt.Appendf(nil, "%s/%d:%s", r.Topic, r.Partition, r.Value)})
+		}
+		pctx, cancel = context.WithTimeout(ctx, 20*time.Second)
+		if err := s.ProduceSync(pctx, outs...).FirstErr(); err != nil {
+			t.Logf("produce in a transaction: %v", err)
+		}
+		committed, err := s.End(pctx, kgo.TryCommit)
+		cancel()
+		switch {
+		case err != nil:
+			failures++
+			t.Logf("end: %v (not committed; the records come again)", err)
+		case committed:
+			done.Add(int64(len(recs)))
+		default:
+			failures++
+		}
+	}
+	t.Logf("transform: %d inputs committed, %d transactions failed or aborted", done.Load(), failures)
+}

@@ -1,0 +1,84 @@
+package share
+
+import (
+	"math/rand"
+	"testing"
+	"time"
+)
+
+// TestBackoffDelaysRedelivery: with an exponential backoff (1 s, x2, max
+// 3 s) a record released after delivery 1 is not acquired for 1 s, after
+// delivery 2 for 2 s, after delivery 3 for 3 s (the cap); records behind
+// it are acquired meanwhile. Jitter keeps the delay within its bounds.
+func TestBackoffDelaysRedelivery(t *testing.T) {
+	cfg := Config{DeliveryLimit: 10, Lock: time.Minute, MaxInFlight: 100,
+		Backoff: Backoff{Initial: time.Second, Max: 3 * time.Second, Multiplier: 2}}
+	p := New(cfg, 0)
+	now := time.Duration(0)
+	if got := p.Acquire(now, "m", 1, 10); len(got) != 1 || got[0].DeliveryCount != 1 {
+		t.Fatalf("first acquire %+v", got)
+	}
+	for n, want := range []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 3 * time.Second} {
+		if err := p.Acknowledge(now, "m", []Ack{{First: 0, Last: 0, Types: []AckType{AckRelease}}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Acquire(now+want-time.Millisecond, "m", 1, 10); len(got) != 0 {
+			t.Fatalf("after delivery %d acquired %+v %v early (backoff %v)", n+1, got, time.Millisecond, want)
+		}
+		now += want
+		if got := p.Acquire(now, "m", 1, 10); len(got) != 1 || got[0].DeliveryCount != int16(n+2) {
+			t.Fatalf("after delivery %d and its backoff %v acquired %+v", n+1, want, got)
+		}
+	}
+	// Jitter: 1 s +-50%, over many draws.
+	cfg.Backoff = Backoff{Initial: time.Second, Multiplier: 1, Jitter: 0.5}
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 200; i++ {
+		q := New(cfg, 0)
+		q.SetRand(rng)
+		q.Acquire(0, "m", 1, 1)
+		q.ReleaseMember(0, "m")
+		if got := q.Acquire(500*time.Millisecond-1, "m", 1, 1); len(got) != 0 {
+			t.Fatalf("jittered backoff under 0.5 s")
+		}
+		if got := q.Acquire(1500*time.Millisecond, "m", 1, 1); len(got) != 1 {
+			t.Fatalf("jittered backoff over 1.5 s")
+		}
+	}
+}
+
+// TestBackoffDelay: the delay per delivery count, with and without a cap.
+func TestBackoffDelay(t *testing.T) {
+	for _, c := range []struct {
+		b    Backoff
+		n    int16
+		want time.Duration
+	}{
+		{Backoff{}, 3, 0},
+		{Backoff{Initial: time.Second, Multiplier: 2}, 1, time.Second},
+		{Backoff{Initial: time.Second, Multiplier: 2}, 4, 8 * time.Second},
+		{Backoff{Initial: time.Second, Multiplier: 2, Max: 5 * time.Second}, 4, 5 * time.Second},
+		{Backoff{Initial: time.Second, Multiplier: 1}, 6, time.Second},
+		{Backoff{Initial: time.Second}, 6, time.Second},
+	} {
+		if got := c.b.delay(c.n); got != c.want {
+			t.Errorf("%+v after delivery %d: %v, want %v", c.b, c.n, got, c.want)
+		}
+	}
+}
+
+// TestBackoffNotBeforeLater: a record backing off does not hold up the
+// records behind it.
+func TestBackoffNotBeforeLater(t *testing.T) {
+	p := New(Config{DeliveryLimit: 5, Lock: time.Minute, MaxInFlight: 100, Backoff: Backoff{Initial: time.Hour, Multiplier: 1}}, 0)
+	p.Acquire(0, "m", 1, 1)
+	if err := p.Acknowledge(0, "m", []Ack{{First: 0, Last: 0, Types: []AckType{AckRelease}}}); err != nil {
+		t.Fatal(err)
+	}
+	if from := p.NextFrom(time.Second); from != 1 {
+		t.Fatalf("NextFrom %d, want 1 (offset 0 backs off)", from)
+	}
+	if got := p.Acquire(time.Second, "m", 3, 10); len(got) != 1 || got[0].First != 1 || got[0].Last != 2 {
+		t.Fatalf("acquired %+v, want 1-2", got)
+	}
+}

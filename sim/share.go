@@ -1,0 +1,704 @@
+package sim
+
+// The share-group workload (KIP-932 queues, issue 18): a producer writes
+// to the topic simshare while competing consumers of one share group join
+// (ShareGroupHeartbeat), acquire records (ShareFetch) and acknowledge each
+// one as accepted, released or rejected (ShareAcknowledge, or piggybacked
+// on the next ShareFetch), leave some unacknowledged until their lock
+// expires, and now and then crash (a new member id, the old one's records
+// held until its lock or session runs out), all under the seed's faults,
+// which move the group's coordinator (crashes, pauses, partitions, leader
+// transfers). After the heal the consumers accept everything until every
+// record below the final high watermark is finished.
+//
+// The checkers read only what clients were told (an acquisition is the
+// pair offset and delivery count a ShareFetch answered; an
+// acknowledgement counts once its answer said no error):
+//
+//   - double-delivery: one offset handed out twice with the same delivery
+//     count (each acquisition is durable before it is answered and bumps
+//     the count, so a repeat means an acquisition was lost in a failover);
+//   - redelivered-accepted / redelivered-rejected: an offset accepted or
+//     rejected at delivery count c is handed out again with a count above
+//     c (a finished record came back);
+//   - delivery-limit: a delivery count above share.delivery.count.limit;
+//   - skipped: after the liveness phase an offset below the final high
+//     watermark was never finished: not accepted or rejected (or possibly
+//     so, when the answer was lost), and never delivered up to the limit
+//     (after which it is archived).
+//
+// Which broker serves: the sim's consumers send ShareFetch and
+// ShareAcknowledge to the group's coordinator, which serves every
+// partition it holds a replica of (node/shares.go). The workload runs only
+// in 3-node clusters, where every broker holds a replica of every
+// partition (replication factor 3), so the coordinator can always serve.
+
+import (
+	"fmt"
+	"math/rand"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node"
+	"github.com/floe-broker/floe/node/records"
+)
+
+const (
+	shareTopic      = "simshare"
+	shareGroup      = "sq"
+	shareParts      = 2
+	shareHeartbeat  = 250 * time.Millisecond
+	shareFetchWait  = 100 // ms
+	shareCrashProb  = 0.02
+	shareAckPiggy   = 0.5 // chance acks ride on the next ShareFetch
+	shareAcceptProb = 0.7
+	shareReleaseP   = 0.12
+	shareRejectP    = 0.1 // the rest are left to their lock's expiry
+)
+
+// ShareOptions shape the share-group workload (zero Consumers: off).
+type ShareOptions struct {
+	Consumers     int
+	DeliveryLimit int16
+	Lock          time.Duration
+}
+
+// brokerShares is the brokers' share-group configuration for o.
+func (o ShareOptions) brokerShares() node.ShareConfig {
+	if o.Consumers == 0 {
+		return node.ShareConfig{}
+	}
+	return node.ShareConfig{AutoOffsetReset: "earliest", Lock: o.Lock, DeliveryLimit: o.DeliveryLimit,
+		SessionTimeout: 2 * o.Lock, HeartbeatInterval: shareHeartbeat}
+}
+
+// shareRec is what clients were told about one offset.
+type shareRec struct {
+	given    map[int16]bool // delivery counts it was handed out with
+	maxCount int16
+	accepted int16 // the count an acknowledged accept was made at (0: none)
+	rejected int16
+	maybe    bool // an accept or reject whose answer was lost
+	// seenAt is when the fetch that handed it out with maxCount was sent.
+	seenAt time.Duration
+}
+
+type shareWork struct {
+	r       *run
+	rng     *rand.Rand
+	ready   bool
+	topicID [16]byte
+	leaders map[int32]netx.NodeID
+	recs    [shareParts]map[int64]*shareRec
+	final   map[int32]int64 // the final high watermarks, after the heal
+	seq     int
+	limit   int16
+	// lost are the send times of fetches whose answer was lost or partly
+	// failed: each may have acquired records no client saw (a delivery
+	// that counts toward the limit).
+	lost     []time.Duration
+	finished bool
+	stats    struct{ fetched, accepted, released, rejected, redelivered, crashes int }
+}
+
+func (w *shareWork) rec(part int32, off int64) *shareRec {
+	if w.recs[part] == nil {
+		w.recs[part] = map[int64]*shareRec{}
+	}
+	sr := w.recs[part][off]
+	if sr == nil {
+		sr = &shareRec{given: map[int16]bool{}}
+		w.recs[part][off] = sr
+	}
+	return sr
+}
+
+func (w *shareWork) bad(kind, msg string) {
+	w.r.violation("checker", fmt.Sprintf("share %s invalid: %s", kind, msg))
+}
+
+// startShare starts the workload if the options ask for it.
+func (r *run) startShare() {
+	if r.o.Share.Consumers <= 0 {
+		return
+	}
+	w := &shareWork{r: r, rng: rand.New(rand.NewSource(r.o.Seed ^ 0x5a4e)), leaders: map[int32]netx.NodeID{},
+		final: map[int32]int64{}, limit: r.o.Share.DeliveryLimit}
+	r.share = w
+	w.createTopic(func() {
+		w.ready = true
+		w.produce()
+		for i := 0; i < r.o.Share.Consumers; i++ {
+			c := &shareConsumer{w: w, id: i}
+			c.restart()
+			c.step()
+		}
+	})
+}
+
+func (w *shareWork) createTopic(done func()) {
+	r := w.r
+	var try func()
+	try = func() {
+		if r.stopping {
+			return
+		}
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version, req.TimeoutMillis = 7, 5000
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = shareTopic, shareParts, int16(min(3, r.o.Nodes))
+		req.Topics = append(req.Topics, t)
+		r.kn.call(r.meta.anyNode(), req, 2*time.Second, func(resp kmsg.Response, err error) {
+			if err == nil {
+				if code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code == 0 || code == kerr.TopicAlreadyExists.Code {
+					w.metadata(func() {
+						if w.topicID == ([16]byte{}) {
+							r.w.After(100*time.Millisecond, try)
+							return
+						}
+						done()
+					})
+					return
+				}
+			}
+			r.w.After(100*time.Millisecond, try)
+		})
+	}
+	try()
+}
+
+// metadata refreshes the topic's id and leaders.
+func (w *shareWork) metadata(done func()) {
+	r := w.r
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(shareTopic)
+	req.Topics = append(req.Topics, rt)
+	r.kn.call(r.meta.anyNode(), req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		if err == nil {
+			for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+				if t.Topic == nil || *t.Topic != shareTopic || t.ErrorCode != 0 {
+					continue
+				}
+				w.topicID = t.TopicID
+				for _, p := range t.Partitions {
+					if p.Leader > 0 && p.ErrorCode == 0 {
+						w.leaders[p.Partition] = netx.NodeID(p.Leader)
+					}
+				}
+			}
+		}
+		done()
+	})
+}
+
+// produce writes 1-3 records to a random partition, acks=all, until the
+// heal; a failed write is not retried (offsets, not values, are checked).
+func (w *shareWork) produce() {
+	r := w.r
+	if r.stopping {
+		return
+	}
+	part := int32(w.rng.Intn(shareParts))
+	leader, ok := w.leaders[part]
+	if !ok {
+		w.metadata(func() { r.w.After(r.backoff(), w.produce) })
+		return
+	}
+	n := 1 + w.rng.Intn(3)
+	recs := make([]records.Record, n)
+	for i := range recs {
+		w.seq++
+		recs[i] = records.Record{Value: []byte(fmt.Sprintf("q%d", w.seq))}
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks = 9, -1
+	req.TimeoutMillis = int32((r.o.RequestTimeout * 8 / 10).Milliseconds())
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = shareTopic
+	rt.Partitions = []kmsg.ProduceRequestTopicPartition{{Partition: part,
+		Records: records.Build(records.BuildOptions{BaseTimestamp: r.w.Clock().Now().UnixMilli()}, recs)}}
+	req.Topics = append(req.Topics, rt)
+	r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		if err != nil || resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode != 0 {
+			delete(w.leaders, part)
+		}
+		r.w.After(r.think()+5*time.Millisecond, w.produce)
+	})
+}
+
+// held is a record a consumer acquired and has not acknowledged.
+type held struct {
+	part  int32
+	off   int64
+	count int16
+	ack   int8 // the acknowledgement it will get: 1 accept, 2 release, 3 reject
+}
+
+// shareConsumer is one member of the group, one request at a time.
+type shareConsumer struct {
+	w           *shareWork
+	id          int
+	inc         int // incarnation: a crash starts a new one
+	member      string
+	epoch       int32 // member epoch; 0: not joined
+	session     int32 // next share session epoch; 0: open a new one
+	coord       netx.NodeID
+	viaLeader   bool        // this incarnation fetches through partition 0's leader, as Kafka clients do
+	sessTo      netx.NodeID // the broker the share session is with
+	lastBeat    time.Duration
+	pending     []held // acknowledgements to send
+	assignment  bool
+	consecutive int // fetches in a row that returned nothing, in the drain
+}
+
+// restart begins a new incarnation: a new member id, nothing held.
+func (c *shareConsumer) restart() {
+	c.inc++
+	c.member = fmt.Sprintf("m%d-%d", c.id, c.inc)
+	c.epoch, c.session, c.pending, c.assignment = 0, 0, nil, false
+	c.viaLeader = c.w.rng.Float64() < 0.5
+}
+
+// target is the broker share requests go to: the coordinator, or the
+// leader of partition 0 (which forwards them to the coordinator); a new
+// target means a new share session.
+func (c *shareConsumer) target() netx.NodeID {
+	to := c.coord
+	if l, ok := c.w.leaders[0]; ok && c.viaLeader {
+		to = l
+	}
+	if to != c.sessTo {
+		c.sessTo, c.session = to, 0
+	}
+	return to
+}
+
+func (c *shareConsumer) then(d time.Duration) { c.w.r.w.After(d, c.step) }
+
+// step does the consumer's next request.
+func (c *shareConsumer) step() {
+	w, r := c.w, c.w.r
+	if w.finished || r.halted {
+		return
+	}
+	if !r.stopping && w.rng.Float64() < shareCrashProb {
+		w.stats.crashes++
+		r.w.Tracef("share: consumer %d crashes (member %s)", c.id, c.member)
+		c.restart()
+	}
+	switch {
+	case c.coord == 0:
+		r.meta.findCoordinator(shareGroup, func(id netx.NodeID) {
+			c.coord = id
+			c.then(r.backoff())
+		})
+	case c.epoch == 0 || !c.assignment || r.now()-c.lastBeat >= shareHeartbeat:
+		c.heartbeat()
+	case len(c.pending) > 0 && c.session != 0 && w.rng.Float64() >= shareAckPiggy:
+		c.acknowledge()
+	default:
+		c.fetch()
+	}
+}
+
+// lost handles a failed call: the coordinator may have moved.
+func (c *shareConsumer) lost(code int16) {
+	r := c.w.r
+	switch code {
+	case kerr.UnknownMemberID.Code, kerr.FencedMemberEpoch.Code:
+		c.epoch, c.session, c.pending, c.assignment = 0, 0, nil, false
+	case kerr.ShareSessionNotFound.Code, kerr.InvalidShareSessionEpoch.Code:
+		c.session = 0
+	default:
+		c.coord, c.session = 0, 0
+		delete(c.w.leaders, 0)
+		if c.viaLeader {
+			c.w.metadata(func() {})
+		}
+	}
+	c.then(r.backoff())
+}
+
+func (c *shareConsumer) heartbeat() {
+	r := c.w.r
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.Version, req.GroupID, req.MemberID, req.MemberEpoch = 1, shareGroup, c.member, c.epoch
+	if c.epoch == 0 {
+		req.SubscribedTopicNames = []string{shareTopic}
+	}
+	r.kn.call(c.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		if err != nil {
+			c.lost(-1)
+			return
+		}
+		hr := resp.(*kmsg.ShareGroupHeartbeatResponse)
+		if hr.ErrorCode != 0 {
+			c.lost(hr.ErrorCode)
+			return
+		}
+		c.epoch, c.lastBeat = hr.MemberEpoch, r.now()
+		if hr.Assignment != nil {
+			c.assignment = len(hr.Assignment.TopicPartitions) > 0
+		}
+		c.then(r.think())
+	})
+}
+
+func (c *shareConsumer) fetch() {
+	w, r := c.w, c.w.r
+	to := c.target()
+	req := kmsg.NewPtrShareFetchRequest()
+	req.Version = 1
+	req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(shareGroup), kmsg.StringPtr(c.member), c.session
+	req.MaxWaitMillis, req.MaxBytes, req.MaxRecords, req.BatchSize = shareFetchWait, 1<<20, int32(1+w.rng.Intn(6)), 6
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = w.topicID
+	sent := c.pending
+	if c.session == 0 {
+		sent = nil // a new session carries no acknowledgements
+	}
+	for part := int32(0); part < shareParts; part++ {
+		rp := kmsg.NewShareFetchRequestTopicPartition()
+		rp.Partition = part
+		for _, h := range sent {
+			if h.part == part {
+				b := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+				b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = h.off, h.off, []int8{h.ack}
+				rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, b)
+			}
+		}
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	c.pending = c.pending[len(sent):]
+	sentAt := r.now()
+	r.kn.call(to, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		if err != nil {
+			w.lost = append(w.lost, sentAt)
+			c.acked(sent, -1)
+			c.lost(-1)
+			return
+		}
+		fr := resp.(*kmsg.ShareFetchResponse)
+		if fr.ErrorCode == kerr.RequestTimedOut.Code {
+			w.lost = append(w.lost, sentAt) // a forward that got no answer
+		}
+		if fr.ErrorCode != 0 {
+			c.acked(sent, fr.ErrorCode) // nothing was applied
+			c.lost(fr.ErrorCode)
+			return
+		}
+		c.session++
+		if to != c.coord {
+			r.cover("share fetch forwarded to the coordinator")
+		}
+		got := 0
+		partFailed := false
+		codes := map[int32]int16{}
+		for _, t := range fr.Topics {
+			for _, p := range t.Partitions {
+				codes[p.Partition] = p.AcknowledgeErrorCode
+				if p.ErrorCode != 0 && !partFailed {
+					// A failed state write clears the records it acquired,
+					// but the write may still commit.
+					partFailed = true
+					w.lost = append(w.lost, sentAt)
+				}
+				if p.ErrorCode != 0 && p.AcknowledgeErrorCode == 0 {
+					// Skipped (the partition failed before its acks), or
+					// applied and written before acquiring failed: unknown.
+					codes[p.Partition] = -1
+				}
+				got += c.acquired(p.Partition, p.AcquiredRecords, sentAt)
+			}
+		}
+		c.ackedParts(sent, codes)
+		c.idle(got)
+	})
+}
+
+// idle paces the next step: at once after records, a little later after
+// an empty fetch (which already waited on the broker).
+func (c *shareConsumer) idle(got int) {
+	if got > 0 {
+		c.then(c.w.r.think())
+		return
+	}
+	c.then(c.w.r.think() + 10*time.Millisecond)
+}
+
+func (c *shareConsumer) acknowledge() {
+	r := c.w.r
+	to := c.target()
+	if c.session == 0 {
+		c.fetch() // the target moved: a new session, acks ride on its first fetch after that
+		return
+	}
+	sent := c.pending
+	c.pending = nil
+	req := kmsg.NewPtrShareAcknowledgeRequest()
+	req.Version = 1
+	req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(shareGroup), kmsg.StringPtr(c.member), c.session
+	rt := kmsg.NewShareAcknowledgeRequestTopic()
+	rt.TopicID = c.w.topicID
+	for part := int32(0); part < shareParts; part++ {
+		rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+		rp.Partition = part
+		for _, h := range sent {
+			if h.part == part {
+				b := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+				b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = h.off, h.off, []int8{h.ack}
+				rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, b)
+			}
+		}
+		if len(rp.AcknowledgementBatches) > 0 {
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+	}
+	req.Topics = append(req.Topics, rt)
+	r.kn.call(to, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		if err != nil {
+			c.acked(sent, -1)
+			c.lost(-1)
+			return
+		}
+		ar := resp.(*kmsg.ShareAcknowledgeResponse)
+		if ar.ErrorCode != 0 {
+			c.acked(sent, ar.ErrorCode)
+			c.lost(ar.ErrorCode)
+			return
+		}
+		c.session++
+		codes := map[int32]int16{}
+		for _, t := range ar.Topics {
+			for _, p := range t.Partitions {
+				codes[p.Partition] = p.ErrorCode
+			}
+		}
+		c.ackedParts(sent, codes)
+		c.then(r.think())
+	})
+}
+
+// acked records the outcome of acknowledgements: code 0 applied, -1 lost
+// (unknown), INVALID_RECORD_STATE, INVALID_REQUEST and top-level errors
+// not applied, except REQUEST_TIMED_OUT (a forward that got no answer);
+// anything else (a failed write) unknown.
+func (c *shareConsumer) acked(sent []held, code int16) {
+	for _, h := range sent {
+		c.w.ackOutcome(h, code, true)
+	}
+}
+
+// ackedParts records per-partition outcomes; a partition the answer does
+// not name has an unknown outcome.
+func (c *shareConsumer) ackedParts(sent []held, codes map[int32]int16) {
+	for _, h := range sent {
+		code, ok := codes[h.part]
+		if !ok {
+			code = -1
+		}
+		c.w.ackOutcome(h, code, false)
+	}
+}
+
+func (w *shareWork) ackOutcome(h held, code int16, topLevel bool) {
+	sr := w.rec(h.part, h.off)
+	switch {
+	case code == 0:
+		switch h.ack {
+		case 1:
+			w.stats.accepted++
+			if sr.accepted != 0 && sr.accepted != h.count {
+				w.bad("double-accept", fmt.Sprintf("%s/%d offset %d accepted at delivery %d and at %d", shareTopic, h.part, h.off, sr.accepted, h.count))
+			}
+			sr.accepted = h.count
+		case 3:
+			w.stats.rejected++
+			sr.rejected = h.count
+		default:
+			w.stats.released++
+			return
+		}
+		if sr.maxCount > h.count {
+			w.bad("redelivered-finished", fmt.Sprintf("%s/%d offset %d: an acknowledgement (type %d) at delivery %d succeeded after it was handed out again with count %d",
+				shareTopic, h.part, h.off, h.ack, h.count, sr.maxCount))
+		}
+	case topLevel && code > 0 && code != kerr.RequestTimedOut.Code, code == kerr.InvalidRecordState.Code, code == kerr.InvalidRequest.Code:
+		// Not applied.
+	default:
+		if h.ack != 2 {
+			sr.maybe = true
+		}
+	}
+}
+
+// acquired checks and keeps the records a fetch handed out; it returns
+// how many.
+func (c *shareConsumer) acquired(part int32, rs []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, sentAt time.Duration) int {
+	w, r := c.w, c.w.r
+	n := 0
+	for _, a := range rs {
+		for off := a.FirstOffset; off <= a.LastOffset; off++ {
+			n++
+			w.handedOut(part, off, a.DeliveryCount, sentAt)
+			h := held{part: part, off: off, count: a.DeliveryCount, ack: 1}
+			if !r.stopping {
+				switch x := w.rng.Float64(); {
+				case x < shareAcceptProb:
+				case x < shareAcceptProb+shareReleaseP:
+					h.ack = 2
+				case x < shareAcceptProb+shareReleaseP+shareRejectP:
+					h.ack = 3
+				default:
+					continue // left to its lock's expiry
+				}
+			}
+			c.pending = append(c.pending, h)
+		}
+	}
+	return n
+}
+
+// handedOut checks one acquisition against what clients were told before.
+func (w *shareWork) handedOut(part int32, off int64, count int16, sentAt time.Duration) {
+	w.stats.fetched++
+	sr := w.rec(part, off)
+	where := fmt.Sprintf("%s/%d offset %d", shareTopic, part, off)
+	if count < 1 || count > w.limit {
+		w.bad("delivery-limit", fmt.Sprintf("%s handed out with delivery count %d (limit %d)", where, count, w.limit))
+	}
+	if sr.given[count] {
+		w.bad("double-delivery", fmt.Sprintf("%s handed out twice with delivery count %d", where, count))
+	}
+	if sr.accepted != 0 && count > sr.accepted {
+		w.bad("redelivered-accepted", fmt.Sprintf("%s accepted at delivery %d, handed out again with count %d", where, sr.accepted, count))
+	}
+	if sr.rejected != 0 && count > sr.rejected {
+		w.bad("redelivered-rejected", fmt.Sprintf("%s rejected at delivery %d, handed out again with count %d", where, sr.rejected, count))
+	}
+	if count > 1 {
+		w.stats.redelivered++
+		w.r.cover("share record redelivered")
+	}
+	sr.given[count] = true
+	if count > sr.maxCount {
+		sr.maxCount, sr.seenAt = count, sentAt
+	}
+}
+
+// done reports whether an offset is finished as far as clients know, or
+// may be: enough fetches whose answers were lost since it was last seen
+// could have delivered it unseen up to the limit (it is then archived,
+// rightly).
+func (w *shareWork) done(part int32, off int64) bool {
+	sr := w.recs[part][off]
+	if sr == nil {
+		sr = &shareRec{}
+	}
+	if sr.accepted != 0 || sr.rejected != 0 || sr.maybe || sr.maxCount >= w.limit {
+		return true
+	}
+	lost := 0
+	for _, t := range w.lost {
+		if t >= sr.seenAt {
+			lost++
+		}
+	}
+	return lost >= int(w.limit-sr.maxCount)
+}
+
+// unfinished counts the offsets below the final high watermarks that are
+// not finished, and returns the first.
+func (w *shareWork) unfinished() (int, string) {
+	n, first := 0, ""
+	for part := int32(0); part < shareParts; part++ {
+		for off := int64(0); off < w.final[part]; off++ {
+			if !w.done(part, off) {
+				if n == 0 {
+					lost := 0
+					if sr := w.recs[part][off]; sr != nil {
+						for _, t := range w.lost {
+							if t >= sr.seenAt {
+								lost++
+							}
+						}
+					}
+					first = fmt.Sprintf("(%d fetches lost since it was last handed out) ", lost)
+				}
+				if n == 0 {
+					first += fmt.Sprintf("%s/%d offset %d (%+v)", shareTopic, part, off, w.recs[part][off])
+				}
+				n++
+			}
+		}
+	}
+	return n, first
+}
+
+// finishShare, after the heal: reads the final high watermarks, lets the
+// consumers (accepting everything now) finish every record below them,
+// and checks that none was skipped.
+func (r *run) finishShare() {
+	w := r.share
+	if w == nil || !w.ready {
+		return
+	}
+	deadline := r.now() + r.o.LivenessMax
+	for part := int32(0); part < shareParts; part++ {
+		got := false
+		for !got && r.now() < deadline && !r.halted {
+			w.highWatermark(part, func(hw int64) {
+				w.final[part], got = hw, true
+			})
+			r.runUntil(func() bool { return got }, time.Second)
+		}
+	}
+	r.runUntil(func() bool { n, _ := w.unfinished(); return n == 0 }, deadline-r.now())
+	w.finished = true
+	n, first := w.unfinished()
+	if n > 0 && !r.halted {
+		w.bad("skipped", fmt.Sprintf("%d offsets below the final high watermarks %v never finished within %v of the heal; first %s",
+			n, w.final, r.o.LivenessMax, first))
+	}
+	s := w.stats
+	r.note(fmt.Sprintf("share: %d handed out (%d redelivered), %d accepted, %d released, %d rejected, %d consumer crashes; final %v",
+		s.fetched, s.redelivered, s.accepted, s.released, s.rejected, s.crashes, w.final))
+	if s.accepted > 0 {
+		r.cover("share record accepted")
+	}
+}
+
+// highWatermark asks the partition's leader for its high watermark; done
+// is not called on failure.
+func (w *shareWork) highWatermark(part int32, done func(int64)) {
+	r := w.r
+	leader, ok := w.leaders[part]
+	if !ok {
+		w.metadata(func() {})
+		return
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version, req.ReplicaID = 4, -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = shareTopic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = part, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		if err == nil {
+			lr := resp.(*kmsg.ListOffsetsResponse)
+			if len(lr.Topics) == 1 && len(lr.Topics[0].Partitions) == 1 && lr.Topics[0].Partitions[0].ErrorCode == 0 {
+				done(lr.Topics[0].Partitions[0].Offset)
+				return
+			}
+		}
+		delete(w.leaders, part)
+	})
+}
