@@ -1,7 +1,6 @@
 package group
 
 import (
-	"container/heap"
 	"math/rand"
 	"sort"
 	"testing"
@@ -9,97 +8,18 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/coord/coordtest"
 )
 
-// fakeTimers is a deterministic timer heap driven by the test's clock.
-type fakeTimers struct {
-	q   timerQueue
-	seq uint64
-	now *time.Duration
-}
-
-type timerEntry struct {
-	at  time.Duration
-	seq uint64
-	fn  func(time.Duration)
-}
-
-type timerQueue []timerEntry
-
-func (q timerQueue) Len() int { return len(q) }
-func (q timerQueue) Less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
-	}
-	return q[i].seq < q[j].seq
-}
-func (q timerQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *timerQueue) Push(x any)   { *q = append(*q, x.(timerEntry)) }
-func (q *timerQueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return e
-}
-
-func (f *fakeTimers) After(d time.Duration, fn func(time.Duration)) {
-	f.seq++
-	heap.Push(&f.q, timerEntry{at: *f.now + max(d, 0), seq: f.seq, fn: fn})
-}
-
-// fakeLog is __consumer_offsets as the coordinator sees it. Writes commit
-// at once unless hold is set; then commitAll or failAll decides them.
-// committed keeps every committed record in order, for replay.
-type fakeLog struct {
-	hold      bool
-	queued    []pendingWrite
-	committed []Record
-	writes    int
-	now       *time.Duration
-	failWith  error // when set, every write fails with it
-}
-
-type pendingWrite struct {
-	recs []Record
-	done func(time.Duration, error)
-}
-
-func (l *fakeLog) Write(recs []Record, done func(time.Duration, error)) {
-	l.writes++
-	if l.failWith != nil {
-		done(*l.now, l.failWith)
-		return
-	}
-	if l.hold {
-		l.queued = append(l.queued, pendingWrite{recs, done})
-		return
-	}
-	l.committed = append(l.committed, recs...)
-	done(*l.now, nil)
-}
-
-func (l *fakeLog) commitAll() {
-	q := l.queued
-	l.queued = nil
-	for _, w := range q {
-		l.committed = append(l.committed, w.recs...)
-		w.done(*l.now, nil)
-	}
-}
-
-func (l *fakeLog) failAll(err error) {
-	q := l.queued
-	l.queued = nil
-	for _, w := range q {
-		w.done(*l.now, err)
-	}
-}
+// fakeLog is __consumer_offsets as the coordinator sees it (coordtest.Log).
+type fakeLog = coordtest.Log
 
 // harness drives one coordinator with a fake clock, timers and log.
 type harness struct {
 	t      *testing.T
 	now    time.Duration
-	timers *fakeTimers
+	timers *coordtest.Timers
 	log    *fakeLog
 	cfg    Config
 	c      *Coordinator
@@ -110,8 +30,8 @@ type harness struct {
 
 func newHarness(t *testing.T, cfg Config) *harness {
 	h := &harness{t: t, cfg: cfg, rand: rand.New(rand.NewSource(1))}
-	h.timers = &fakeTimers{now: &h.now}
-	h.log = &fakeLog{now: &h.now}
+	h.timers = &coordtest.Timers{Now: &h.now}
+	h.log = &fakeLog{Now: &h.now}
 	h.c = New(cfg, h.env())
 	h.c.Start(h.now)
 	return h
@@ -133,23 +53,15 @@ func (h *harness) env() Env {
 }
 
 // advance moves the clock forward by d, firing due timers in order.
-func (h *harness) advance(d time.Duration) {
-	end := h.now + d
-	for h.timers.q.Len() > 0 && h.timers.q[0].at <= end {
-		e := heap.Pop(&h.timers.q).(timerEntry)
-		h.now = e.at
-		e.fn(h.now)
-	}
-	h.now = end
-}
+func (h *harness) advance(d time.Duration) { h.timers.Advance(d) }
 
 // failover replaces the coordinator with a new one rebuilt from the
 // committed records, as a new leader of the partition would.
 func (h *harness) failover() {
 	h.c.Close()
-	h.timers.q = nil
+	h.timers.Clear()
 	h.c = New(h.cfg, h.env())
-	for _, r := range h.log.committed {
+	for _, r := range h.log.Committed {
 		if err := h.c.Replay(r.Key, r.Value); err != nil {
 			h.t.Fatalf("replay: %v", err)
 		}

@@ -153,16 +153,16 @@ func TestRandomClientsEveryRequestAnsweredOnce(t *testing.T) {
 			case 8:
 				h.advance(time.Duration(rapid.IntRange(0, 15000).Draw(rt, "ms")) * time.Millisecond)
 			case 9:
-				h.log.hold = rapid.Bool().Draw(rt, "hold")
+				h.log.Hold = rapid.Bool().Draw(rt, "hold")
 			case 10:
 				if rapid.IntRange(0, 4).Draw(rt, "fail") == 0 {
-					h.log.failAll(kerr.RequestTimedOut)
+					h.log.FailAll(kerr.RequestTimedOut)
 				} else {
-					h.log.commitAll()
+					h.log.CommitAll()
 				}
 			case 11:
 				if rapid.IntRange(0, 5).Draw(rt, "failover") == 0 {
-					h.log.commitAll()
+					h.log.CommitAll()
 					h.failover()
 				}
 			}
@@ -182,7 +182,7 @@ func TestRandomClientsEveryRequestAnsweredOnce(t *testing.T) {
 			checkInvariants(rt, h.c)
 		}
 		h.c.Close()
-		h.log.commitAll()
+		h.log.CommitAll()
 		for i, j := range joins {
 			if j.n != 1 {
 				rt.Fatalf("join %d answered %d times", i, j.n)

@@ -96,14 +96,14 @@ func TestThreeMembersJoinSyncStable(t *testing.T) {
 		t.Fatalf("state %s, want CompletingRebalance", got)
 	}
 	// Followers park until the leader's assignment is written.
-	h.log.hold = true
+	h.log.Hold = true
 	s2, s3 := h.sync("g", ids[1], 1, nil), h.sync("g", ids[2], 1, nil)
 	wantCode(t, "heartbeat during CompletingRebalance", h.heartbeat("g", ids[1], 1), nil)
 	s1 := h.sync("g", ids[0], 1, map[string]string{ids[0]: "p0", ids[1]: "p1", ids[2]: "p2"})
 	if !s1.parked() || !s2.parked() || !s3.parked() {
 		t.Fatal("a sync was answered before the assignment was written")
 	}
-	h.log.commitAll()
+	h.log.CommitAll()
 	for i, s := range []*reply[kmsg.SyncGroupResponse]{s1, s2, s3} {
 		r := s.must()
 		wantCode(t, "sync", r.ErrorCode, nil)
@@ -204,7 +204,7 @@ func TestStaticMemberRestartCausesNoRebalance(t *testing.T) {
 	h.sync("g", ids["i1"], 1, nil)
 	h.sync("g", ids["i2"], 1, nil)
 	h.sync("g", ids["i0"], 1, map[string]string{ids["i0"]: "A", ids["i1"]: "B", ids["i2"]: "C"}).must()
-	writes := h.log.writes
+	writes := h.log.Writes
 
 	// i1 restarts within its session timeout: a fresh JoinGroup with no
 	// member id. It is answered at once with the generation in force.
@@ -216,8 +216,8 @@ func TestStaticMemberRestartCausesNoRebalance(t *testing.T) {
 	if got := h.state("g"); got != "Stable" {
 		t.Fatalf("state %s after a static restart, want Stable (no rebalance)", got)
 	}
-	if h.log.writes != writes+1 {
-		t.Fatalf("%d writes for the replacement, want 1", h.log.writes-writes)
+	if h.log.Writes != writes+1 {
+		t.Fatalf("%d writes for the replacement, want 1", h.log.Writes-writes)
 	}
 	for _, inst := range []string{"i0", "i2"} {
 		wantCode(t, "other member heartbeat", h.heartbeat("g", ids[inst], 1), nil)
@@ -288,17 +288,17 @@ func TestLeaveGroup(t *testing.T) {
 	// The last member leaves: the group turns Empty in a new generation,
 	// written to the log.
 	v0.MemberID = ids[0]
-	before := len(h.log.committed)
+	before := len(h.log.Committed)
 	wantCode(t, "last leave", h.c.LeaveGroup(h.now, v0).ErrorCode, nil)
 	h.advance(time.Millisecond)
 	if got := h.state("g"); got != "Empty" {
 		t.Fatalf("state %s, want Empty", got)
 	}
-	if len(h.log.committed) != before+1 {
+	if len(h.log.Committed) != before+1 {
 		t.Fatalf("empty generation not written")
 	}
 	var v kmsg.GroupMetadataValue
-	if err := v.ReadFrom(h.log.committed[before].Value); err != nil || v.Generation != gen+1 || len(v.Members) != 0 {
+	if err := v.ReadFrom(h.log.Committed[before].Value); err != nil || v.Generation != gen+1 || len(v.Members) != 0 {
 		t.Fatalf("empty group record: gen %d, %d members, err %v", v.Generation, len(v.Members), err)
 	}
 }
@@ -345,10 +345,10 @@ func TestOffsetCommitChecks(t *testing.T) {
 
 	// A commit is answered only once written; until then a stable fetch
 	// says the offset is unstable.
-	h.log.hold = true
+	h.log.Hold = true
 	h.sync("g", ids[1], gen+1, nil)
 	h.sync("g", ids[0], gen+1, map[string]string{ids[0]: "x", ids[1]: "y"})
-	h.log.commitAll()
+	h.log.CommitAll()
 	c := h.commit("g", ids[1], gen+1, "t", 1, 50)
 	if !c.parked() {
 		t.Fatal("commit answered before it was written")
@@ -359,14 +359,14 @@ func TestOffsetCommitChecks(t *testing.T) {
 	if off, _ := h.fetch("g", "t", 1, false); off != 42 {
 		t.Fatalf("fetch during a pending commit: %d, want the previous 42", off)
 	}
-	h.log.commitAll()
+	h.log.CommitAll()
 	wantCode(t, "commit", commitCode(c.must()), nil)
 	if off, code := h.fetch("g", "t", 1, true); off != 50 || code != 0 {
 		t.Fatalf("fetch after commit: %d %v", off, kerr.ErrorForCode(code))
 	}
 	// A failed write leaves the offset as it was.
 	c = h.commit("g", ids[1], gen+1, "t", 1, 60)
-	h.log.failAll(kerr.NotLeaderForPartition)
+	h.log.FailAll(kerr.NotLeaderForPartition)
 	wantCode(t, "commit on a lost partition", commitCode(c.must()), kerr.NotCoordinator)
 	if off, _ := h.fetch("g", "t", 1, false); off != 50 {
 		t.Fatalf("offset after failed commit %d, want 50", off)
@@ -439,7 +439,7 @@ func TestDeleteGroups(t *testing.T) {
 	leave.Group, leave.MemberID = "g", ids[0]
 	h.c.LeaveGroup(h.now, leave)
 	h.advance(time.Millisecond)
-	h.log.hold = true
+	h.log.Hold = true
 	code = -1
 	h.c.DeleteGroup(h.now, "g", func(c int16) { code = c })
 	if code != -1 {
@@ -448,7 +448,7 @@ func TestDeleteGroups(t *testing.T) {
 	if got := h.state("g"); got != "Dead" {
 		t.Fatalf("state %s, want Dead", got)
 	}
-	h.log.commitAll()
+	h.log.CommitAll()
 	wantCode(t, "delete empty", code, nil)
 	h.failover()
 	if got := h.state("g"); got != "Dead" {
@@ -706,9 +706,9 @@ func TestFailedAssignmentWriteRestartsRebalance(t *testing.T) {
 	gen := j0.must().Generation
 	j1.must()
 	s1 := h.sync("g", id1, gen, nil)
-	h.log.hold = true
+	h.log.Hold = true
 	s0 := h.sync("g", id0, gen, map[string]string{id0: "x", id1: "y"})
-	h.log.failAll(kerr.RequestTimedOut)
+	h.log.FailAll(kerr.RequestTimedOut)
 	wantCode(t, "leader sync", s0.must().ErrorCode, kerr.CoordinatorNotAvailable)
 	wantCode(t, "follower sync", s1.must().ErrorCode, kerr.CoordinatorNotAvailable)
 	if got := h.state("g"); got != "PreparingRebalance" {

@@ -1,6 +1,10 @@
 package txn
 
-import "time"
+import (
+	"time"
+
+	"github.com/floe-broker/floe/node/coord"
+)
 
 // Config holds the coordinator's settings, named after Kafka's broker
 // configs.
@@ -31,31 +35,14 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Record is one record of __transaction_state. A nil Value is a tombstone.
-type Record struct {
-	Key, Value []byte
-}
-
-// Log is where a coordinator makes its state durable: its partition of
-// __transaction_state, on which the coordinator's node is the leader.
-//
-// Contract: Write appends recs as one batch (all or nothing) and calls done
-// exactly once, on the coordinator's thread, with the monotonic time then:
-// with a nil error once the batch is committed (replicated to a quorum and
-// applied), or with the error that means it will not be. done may be called
-// before Write returns. Batches commit in the order they were written.
-type Log interface {
-	Write(recs []Record, done func(now time.Duration, err error))
-}
-
-// Timers schedules the coordinator's timeouts.
-//
-// Contract: After(d, fn) runs fn once, no earlier than d from now, on the
-// coordinator's thread, passing the monotonic time then; never from inside
-// After. There is no cancellation: the coordinator ignores stale timers.
-type Timers interface {
-	After(d time.Duration, fn func(now time.Duration))
-}
+// Record, Log and Timers are coord's: a record of __transaction_state, the
+// coordinator's partition of it, and its timeouts (their contracts are in
+// node/coord).
+type (
+	Record = coord.Record
+	Log    = coord.Log
+	Timers = coord.Timers
+)
 
 // Marker is the end of one transaction, to be written to each of its
 // partitions as a control batch (commit or abort) of producer ProducerID

@@ -1,105 +1,29 @@
 package txn
 
 import (
-	"container/heap"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/coord/coordtest"
 )
 
-// fakeTimers is a deterministic timer heap driven by the test's clock.
-type fakeTimers struct {
-	q   timerQueue
-	seq uint64
-	now *time.Duration
-}
-
-type timerEntry struct {
-	at  time.Duration
-	seq uint64
-	fn  func(time.Duration)
-}
-
-type timerQueue []timerEntry
-
-func (q timerQueue) Len() int { return len(q) }
-func (q timerQueue) Less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
-	}
-	return q[i].seq < q[j].seq
-}
-func (q timerQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *timerQueue) Push(x any)   { *q = append(*q, x.(timerEntry)) }
-func (q *timerQueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return e
-}
-
-func (f *fakeTimers) After(d time.Duration, fn func(time.Duration)) {
-	f.seq++
-	heap.Push(&f.q, timerEntry{at: *f.now + max(d, 0), seq: f.seq, fn: fn})
-}
-
-// fakeLog is __transaction_state as the coordinator sees it. Writes commit
-// at once unless hold is set; then commitAll or failAll decides them.
-type fakeLog struct {
-	hold      bool
-	failWith  error
-	queued    []pendingWrite
-	committed []Record
-	now       *time.Duration
-}
-
-type pendingWrite struct {
-	recs []Record
-	done func(time.Duration, error)
-}
-
-func (l *fakeLog) Write(recs []Record, done func(time.Duration, error)) {
-	if l.failWith != nil {
-		done(*l.now, l.failWith)
-		return
-	}
-	if l.hold {
-		l.queued = append(l.queued, pendingWrite{recs, done})
-		return
-	}
-	l.committed = append(l.committed, recs...)
-	done(*l.now, nil)
-}
-
-func (l *fakeLog) commitAll() {
-	for len(l.queued) > 0 {
-		w := l.queued[0]
-		l.queued = l.queued[1:]
-		l.committed = append(l.committed, w.recs...)
-		w.done(*l.now, nil)
-	}
-}
-
-func (l *fakeLog) failAll(err error) {
-	for len(l.queued) > 0 {
-		w := l.queued[0]
-		l.queued = l.queued[1:]
-		w.done(*l.now, err)
-	}
-}
+// fakeLog is __transaction_state as the coordinator sees it
+// (coordtest.Log), with a look at its committed state.
+type fakeLog struct{ coordtest.Log }
 
 // lastState returns the state of id's last committed record (ok false if
 // none).
 func (l *fakeLog) last(id string) (kmsg.TxnMetadataValue, bool) {
-	for i := len(l.committed) - 1; i >= 0; i-- {
+	for i := len(l.Committed) - 1; i >= 0; i-- {
 		var k kmsg.TxnMetadataKey
-		if k.ReadFrom(l.committed[i].Key) != nil || k.TransactionalID != id {
+		if k.ReadFrom(l.Committed[i].Key) != nil || k.TransactionalID != id {
 			continue
 		}
 		var v kmsg.TxnMetadataValue
-		if v.ReadFrom(l.committed[i].Value) != nil {
+		if v.ReadFrom(l.Committed[i].Value) != nil {
 			return v, false
 		}
 		return v, true
@@ -170,7 +94,7 @@ func (f *fakePIDs) Next(done func(int64, error)) {
 type harness struct {
 	t       testing.TB
 	now     time.Duration
-	timers  *fakeTimers
+	timers  *coordtest.Timers
 	log     *fakeLog
 	markers *fakeMarkers
 	pids    *fakePIDs
@@ -180,8 +104,8 @@ type harness struct {
 
 func newHarness(t testing.TB, cfg Config) *harness {
 	h := &harness{t: t, cfg: cfg, pids: &fakePIDs{}}
-	h.timers = &fakeTimers{now: &h.now}
-	h.log = &fakeLog{now: &h.now}
+	h.timers = &coordtest.Timers{Now: &h.now}
+	h.log = &fakeLog{coordtest.Log{Now: &h.now}}
 	h.markers = &fakeMarkers{log: h.log, now: &h.now}
 	h.c = New(cfg, h.env())
 	h.c.Start(h.now)
@@ -197,9 +121,9 @@ func (h *harness) env() Env {
 // records, as a new leader of the partition would.
 func (h *harness) failover() {
 	h.c.Close()
-	h.log.failAll(kerr.NotLeaderForPartition)
+	h.log.FailAll(kerr.NotLeaderForPartition)
 	h.c = New(h.cfg, h.env())
-	for _, r := range h.log.committed {
+	for _, r := range h.log.Committed {
 		if err := h.c.Replay(r.Key, r.Value); err != nil {
 			h.t.Fatalf("replay: %v", err)
 		}
@@ -208,15 +132,7 @@ func (h *harness) failover() {
 }
 
 // advance moves the clock by d, firing due timers in order.
-func (h *harness) advance(d time.Duration) {
-	end := h.now + d
-	for h.timers.q.Len() > 0 && h.timers.q[0].at <= end {
-		e := heap.Pop(&h.timers.q).(timerEntry)
-		h.now = e.at
-		e.fn(h.now)
-	}
-	h.now = end
-}
+func (h *harness) advance(d time.Duration) { h.timers.Advance(d) }
 
 type initResult struct {
 	pid   int64

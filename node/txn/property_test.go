@@ -227,11 +227,11 @@ func TestCoordinatorUnderFaults(t *testing.T) {
 					}
 				})
 			case op == 7:
-				h.log.hold = rapid.Bool().Draw(rt, "hold")
+				h.log.Hold = rapid.Bool().Draw(rt, "hold")
 			case op == 8:
-				h.log.commitAll()
+				h.log.CommitAll()
 			case op == 9:
-				h.log.failAll(kerr.RequestTimedOut)
+				h.log.FailAll(kerr.RequestTimedOut)
 			case op == 10:
 				if rapid.Bool().Draw(rt, "markersFail") {
 					h.markers.failWith = kerr.NotLeaderForPartition
@@ -250,16 +250,16 @@ func TestCoordinatorUnderFaults(t *testing.T) {
 			}
 		}
 		// Heal and let everything finish.
-		h.log.hold, h.markers.failWith = false, nil
-		h.log.commitAll()
+		h.log.Hold, h.markers.failWith = false, nil
+		h.log.CommitAll()
 		h.advance(10 * time.Second)
-		h.log.commitAll()
+		h.log.CommitAll()
 		for _, id := range ids {
 			if d, ok := h.c.Describe(id); ok && (d.State == Ongoing || d.State.decided()) {
 				rt.Fatalf("%s still %v after healing", id, d.State)
 			}
 		}
-		checkLogTransitions(rt, h.log.committed)
+		checkLogTransitions(rt, h.log.Committed)
 		for _, a := range acked {
 			found := false
 			for _, sm := range h.markers.sent {

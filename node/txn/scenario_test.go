@@ -60,14 +60,14 @@ func TestCommitSendsMarkersThenCompletes(t *testing.T) {
 func TestMarkersWaitForDurableDecision(t *testing.T) {
 	h := newHarness(t, Config{})
 	pid, epoch := h.begin("t1", tp("a", 0))
-	h.log.hold = true
+	h.log.Hold = true
 	er := h.end("t1", pid, epoch, true)
 	if er.done || len(h.markers.tried) != 0 {
 		t.Fatalf("answered %v or sent %d markers before PrepareCommit committed", er.done, len(h.markers.tried))
 	}
-	h.log.commitAll()
+	h.log.CommitAll()
 	h.mustOK("end", er.err, er.done)
-	h.log.commitAll() // the CompleteCommit
+	h.log.CommitAll() // the CompleteCommit
 	if len(h.markers.sent) != 1 || !h.markers.sent[0].durable {
 		t.Fatalf("markers %+v", h.markers.sent)
 	}
@@ -79,9 +79,9 @@ func TestMarkersWaitForDurableDecision(t *testing.T) {
 func TestFailedDecisionSendsNoMarker(t *testing.T) {
 	h := newHarness(t, Config{})
 	pid, epoch := h.begin("t1", tp("a", 0))
-	h.log.hold = true
+	h.log.Hold = true
 	er := h.end("t1", pid, epoch, true)
-	h.log.failAll(kerr.NotLeaderForPartition)
+	h.log.FailAll(kerr.NotLeaderForPartition)
 	if !er.done || er.err != kerr.NotCoordinator {
 		t.Fatalf("end: %+v, want NOT_COORDINATOR", er)
 	}
@@ -222,7 +222,7 @@ func TestFailoverKeepsOngoingAndTimesItOut(t *testing.T) {
 func TestConcurrentRequestsWhileWriting(t *testing.T) {
 	h := newHarness(t, Config{})
 	ir := h.init("t1", 60000)
-	h.log.hold = true
+	h.log.Hold = true
 	a1 := h.add("t1", ir.pid, ir.epoch, tp("a", 0))
 	if r := h.add("t1", ir.pid, ir.epoch, tp("b", 0)); r.err != kerr.ConcurrentTransactions {
 		t.Fatalf("second add: %v", r.err)
@@ -233,7 +233,7 @@ func TestConcurrentRequestsWhileWriting(t *testing.T) {
 	if r := h.init("t1", 60000); r.err != kerr.ConcurrentTransactions {
 		t.Fatalf("init: %v", r.err)
 	}
-	h.log.commitAll()
+	h.log.CommitAll()
 	h.mustOK("add", a1.err, a1.done)
 }
 
