@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 
 	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/node/partition"
 	"github.com/floe-broker/floe/node/replica"
 )
 
@@ -44,6 +45,31 @@ type ReplicaView struct {
 	// by a membership change, or reopened after a repair), within one run
 	// of the broker. 0 for the controller.
 	Opening uint64
+
+	// Retention and compaction (partitions only). LogBytes is the size of
+	// the replica's segments, SegmentsRemoved and CleanerPasses the log's
+	// counters (logstore.Stats). RetentionBytes and RetentionMs are the
+	// partition's limits when its cleanup policy deletes (-1 each
+	// otherwise), and RetentionBound the last index retention would drop
+	// now (logstore.Log.RetentionBound with the limit maintain uses,
+	// Applied+1): retention must never choose an entry not yet applied.
+	LogBytes                       int64
+	SegmentsRemoved, CleanerPasses int64
+	RetentionBytes, RetentionMs    int64
+	RetentionBound                 uint64
+
+	// LeaseHeld: this member leads a partition and may serve reads under
+	// its read lease now (lease.go); LeaseTerm is the term the lease was
+	// last confirmed in (0 for none), Epoch the partition's own idea of
+	// its term (its leader epoch). A lease is honoured only in the term a
+	// quorum confirmed it in.
+	LeaseHeld        bool
+	LeaseTerm, Epoch uint64
+
+	// Compacts: the partition's cleanup policy compacts; SegmentsCleaned
+	// counts the segments the cleaner rewrote.
+	Compacts        bool
+	SegmentsCleaned int64
 }
 
 // Inspect returns a view of every Raft group on this node: the controller
@@ -67,8 +93,11 @@ func (r *Reactor) Inspect(full bool) []ReplicaView {
 		v.Fenced = r.fenced(v.Group)
 		v.HighWatermark = p.HighWatermark()
 		if s, ok := r.local[g]; ok {
-			v.Opening = s.opening
+			v.Opening, v.LeaseTerm = s.opening, s.lease.term
 		}
+		v.LeaseHeld, _ = r.leaseState(p)
+		v.Epoch, v.Compacts = p.Term(), p.Cfg.Compact
+		r.retentionView(p, &v)
 		if !full {
 			out = append(out, v)
 			continue
@@ -115,6 +144,17 @@ func (r *Reactor) TermAt(group, index uint64) (uint64, bool) {
 // at least hi must agree on it (Raft's log matching). It reads the log, so
 // call it when the run is over, not while it goes.
 func (r *Reactor) CommittedHash(group, lo, hi uint64) (uint64, error) {
+	return r.committedHash(group, lo, hi, true)
+}
+
+// CommittedTermsHash is CommittedHash of index and term only: replicas of
+// a compacted partition rewrite their entries' data each on its own
+// (logstore/compact.go), so only the entries' identity must agree.
+func (r *Reactor) CommittedTermsHash(group, lo, hi uint64) (uint64, error) {
+	return r.committedHash(group, lo, hi, false)
+}
+
+func (r *Reactor) committedHash(group, lo, hi uint64, data bool) (uint64, error) {
 	rep := r.replicaOf(group)
 	if rep == nil {
 		return 0, fmt.Errorf("node %d: no replica of group %d", r.self, group)
@@ -133,7 +173,9 @@ func (r *Reactor) CommittedHash(group, lo, hi uint64) (uint64, error) {
 			buf = binary.BigEndian.AppendUint64(buf[:0], e.Index)
 			buf = binary.BigEndian.AppendUint64(buf, e.Term)
 			h.Write(buf)
-			h.Write(e.Data)
+			if data {
+				h.Write(e.Data)
+			}
 			next = e.Index + 1
 		}
 	}
@@ -143,4 +185,18 @@ func (r *Reactor) CommittedHash(group, lo, hi uint64) (uint64, error) {
 func (r *Reactor) fenced(g uint64) bool {
 	s, ok := r.local[g]
 	return ok && s != nil && !s.fence.IsZero()
+}
+
+// retentionView fills v's retention and compaction figures.
+func (r *Reactor) retentionView(p *partition.Partition, v *ReplicaView) {
+	rep := p.Replica()
+	ls := rep.Stats()
+	v.LogBytes, v.SegmentsRemoved, v.CleanerPasses = ls.SizeBytes, ls.SegmentsRemoved, ls.Cleaner.Passes
+	v.SegmentsCleaned = ls.Cleaner.SegmentsCleaned
+	v.RetentionBytes, v.RetentionMs = -1, -1
+	if !p.Cfg.Delete || (p.Cfg.RetentionMs < 0 && p.Cfg.RetentionBytes < 0) {
+		return
+	}
+	v.RetentionBytes, v.RetentionMs = p.Cfg.RetentionBytes, p.Cfg.RetentionMs
+	v.RetentionBound = rep.RetentionBound(r.env.Clock.Now().UnixMilli(), p.Cfg.RetentionMs, p.Cfg.RetentionBytes, rep.Applied()+1)
 }

@@ -128,28 +128,44 @@ func (r *Reactor) observeReadStates(g uint64, rss []consensus.ReadState) {
 
 // leaseHeld reports whether p's leader may serve reads now.
 func (r *Reactor) leaseHeld(p *partition.Partition) bool {
+	held, expired := r.leaseState(p)
+	if held && r.buggify(bugLeaseEarlyExpiry) {
+		// BUGGIFY: the leader claims its lease has run out (refusing is
+		// always safe; buggify.go). Not in leaseState, which the white-box
+		// view reads and which must change nothing.
+		held, expired = false, true
+	}
+	if expired {
+		r.stats.LeaseRefusals++
+	}
+	return held
+}
+
+// leaseState is leaseHeld without counting: whether p's leader may serve
+// reads now, and whether it may not because its lease expired. It changes
+// nothing, so the white-box view (Inspect) reads it too.
+func (r *Reactor) leaseState(p *partition.Partition) (held, expired bool) {
 	if !p.Ready() {
-		return false
+		return false, false
 	}
 	if plant.Enabled(plant.NoReadLease) {
-		return true
+		return true, false
 	}
 	rep := p.Replica()
 	st := rep.BasicStatus()
 	if st.LeadTransferee != 0 || st.TimeoutNowSent {
 		// Handing leadership over, or did in this term: the successor's
 		// campaign ignores the followers' lease promises.
-		return false
+		return false, false
 	}
 	if len(rep.Conf().Voters) == 1 && rep.Conf().Voters[0] == r.self {
-		return true // a single voter cannot be deposed by an election
+		return true, false // a single voter cannot be deposed by an election
 	}
 	s, ok := r.local[uint64(rep.Group)]
-	if !ok || s.lease.until <= r.env.Clock.Monotonic() || r.buggify(bugLeaseEarlyExpiry) {
-		r.stats.LeaseRefusals++
-		return false
+	if !ok || s.lease.until <= r.env.Clock.Monotonic() {
+		return false, true
 	}
 	// A lease from an earlier term of this node's is no lease: it was
 	// taken before the term changed.
-	return s.lease.term == p.Term()
+	return s.lease.term == p.Term(), false
 }

@@ -1,6 +1,9 @@
 package node
 
-import "github.com/floe-broker/floe/consensus"
+import (
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/node/partition"
+)
 
 // groupState is what the reactor keeps about one local Raft group (a
 // partition replica, or the controller's) beside the replica itself. Each
@@ -36,7 +39,7 @@ func (r *Reactor) group(g uint64) *groupState {
 // The replica itself is the caller's to close.
 func (r *Reactor) dropGroup(g uint64) {
 	if p, ok := r.parts[g]; ok {
-		delete(r.byName, topicPartition{p.Topic, p.Index})
+		r.unname(p)
 	}
 	delete(r.parts, g)
 	delete(r.local, g)
@@ -52,4 +55,15 @@ func (r *Reactor) groupsWhere(f func(*groupState) bool) []uint64 {
 		}
 	}
 	return gs
+}
+
+// unname removes p from the by-name index, unless the name now belongs to
+// another partition: a topic deleted and created again may have its new
+// replica opened here before the old one is dropped (a node that was
+// behind applies both), and the new one must stay reachable by name.
+func (r *Reactor) unname(p *partition.Partition) {
+	k := topicPartition{p.Topic, p.Index}
+	if r.byName[k] == p {
+		delete(r.byName, k)
+	}
 }

@@ -44,13 +44,24 @@ type producerStamp struct {
 // encodeBatch makes one uncompressed v2 batch holding values, timestamped
 // ts (ms).
 func encodeBatch(values []string, ts int64, ps producerStamp) []byte {
+	return encodeKeyedBatch(values, nil, ts, ps)
+}
+
+// encodeKeyedBatch is encodeBatch with a key per value (nil keys: null
+// keys).
+func encodeKeyedBatch(values, keys []string, ts int64, ps producerStamp) []byte {
 	var recs []byte
 	for i, v := range values {
 		var body []byte
 		body = append(body, 0)                     // attributes
 		body = binary.AppendVarint(body, 0)        // timestamp delta
 		body = binary.AppendVarint(body, int64(i)) // offset delta
-		body = binary.AppendVarint(body, -1)       // null key
+		if keys == nil {
+			body = binary.AppendVarint(body, -1) // null key
+		} else {
+			body = binary.AppendVarint(body, int64(len(keys[i])))
+			body = append(body, keys[i]...)
+		}
 		body = binary.AppendVarint(body, int64(len(v)))
 		body = append(body, v...)
 		body = binary.AppendVarint(body, 0) // no headers

@@ -38,6 +38,13 @@ var coveragePaths = []string{
 	"group member left",
 	"coordinator killed at a commit acknowledgement",
 	"acknowledged commit read back",
+	// More of the product under test (issue 15).
+	"zombie producer epoch fenced",
+	"leader transfer bounced back",
+	"retention deleted a segment",
+	"Raft snapshot installed",
+	"topic re-created",
+	"partitions added to a topic",
 }
 
 const (

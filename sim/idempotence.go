@@ -37,6 +37,18 @@ type retrier struct {
 	// oldest first.
 	acked  map[int32][]ackedBatch
 	checks int
+
+	// Epoch bumps (KIP-360): now and then the retrier asks for the next
+	// epoch of its producer id (InitProducerId with its id and epoch), as
+	// a client does after an unknown outcome, and from then on writes at
+	// the new epoch. zombie is the epoch it left; a batch stamped with it
+	// (a zombie of the old producer, with the very sequence the new epoch
+	// expects next) must be refused INVALID_PRODUCER_EPOCH once a batch of
+	// the new epoch is acknowledged on that partition.
+	erng    *rand.Rand
+	zombie  int16 // the epoch left behind, -1 for none
+	fenced  int
+	bumping bool
 }
 
 type ackedBatch struct {
@@ -46,7 +58,8 @@ type ackedBatch struct {
 }
 
 func newRetrier(r *run, seed int64) *retrier {
-	return &retrier{r: r, rng: rand.New(rand.NewSource(seed)), pid: -1}
+	return &retrier{r: r, rng: rand.New(rand.NewSource(seed)), pid: -1,
+		erng: rand.New(rand.NewSource(seed ^ 0xe70c)), zombie: -1}
 }
 
 func (p *retrier) start() {
@@ -65,7 +78,7 @@ func (p *retrier) next() {
 
 func (p *retrier) reset() {
 	p.proc, p.pid = p.r.newProc(), -1
-	p.acked = nil
+	p.acked, p.zombie = nil, -1
 }
 
 func (p *retrier) op() {
@@ -79,6 +92,14 @@ func (p *retrier) op() {
 		return
 	}
 	part := int32(p.rng.Intn(int(r.o.Partitions)))
+	if p.zombie >= 0 && p.seq[part] > 0 && p.erng.Intn(8) == 0 {
+		p.sendZombie(part)
+		return
+	}
+	if p.erng.Intn(12) == 0 && p.epoch < 100 {
+		p.bumpEpoch()
+		return
+	}
 	if w := p.acked[part]; len(w) >= 2 && p.rng.Intn(3) == 0 {
 		p.resend(part, w[p.rng.Intn(len(w)-1)]) // not the newest: that one any window keeps
 		return
@@ -115,6 +136,83 @@ func (p *retrier) initPID() {
 			}
 		}
 		p.next()
+	})
+}
+
+// bumpEpoch asks for the producer id's next epoch (InitProducerId v4 with
+// the current id and epoch). On success every sequence starts over at 0
+// and the acknowledged batches are forgotten: resent with the old epoch
+// they would be fenced, rightly.
+func (p *retrier) bumpEpoch() {
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.Version = 4
+	req.ProducerID, req.ProducerEpoch = p.pid, p.epoch
+	req.TransactionTimeoutMillis = 60000
+	pid, old := p.pid, p.epoch
+	p.r.kn.call(p.r.meta.anyNode(), req, p.r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		if err == nil && p.pid == pid && p.epoch == old {
+			ir := resp.(*kmsg.InitProducerIDResponse)
+			if ir.ErrorCode == 0 && ir.ProducerID == pid && ir.ProducerEpoch <= old {
+				p.r.inv.fail("epoch-bump", "InitProducerId for producer %d at epoch %d answered epoch %d: a bump must give a later epoch", pid, old, ir.ProducerEpoch)
+			}
+			if ir.ErrorCode == 0 && ir.ProducerID == pid && ir.ProducerEpoch > old {
+				p.zombie, p.epoch = old, ir.ProducerEpoch
+				p.seq, p.acked = map[int32]int32{}, map[int32][]ackedBatch{}
+				p.r.cover("producer epoch bumped")
+			}
+		}
+		p.next()
+	})
+}
+
+// sendZombie writes a fresh batch stamped with the epoch the producer
+// left, carrying the sequence its new epoch expects next on part (where
+// the new epoch has an acknowledged batch): only the epoch check can
+// refuse it. Acknowledged, the old producer wrote after its fence.
+func (p *retrier) sendZombie(part int32) {
+	r := p.r
+	leader, ok := r.meta.leader(part)
+	if !ok {
+		r.meta.refresh(p.next)
+		return
+	}
+	stamp := producerStamp{pid: p.pid, epoch: p.zombie, seq: p.seq[part]}
+	r.values++
+	value := fmt.Sprintf("zombie-%d", r.values)
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9
+	req.Acks = -1
+	req.TimeoutMillis = int32((r.o.RequestTimeout * 8 / 10).Milliseconds())
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = r.topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = part
+	rp.Records = encodeBatch([]string{value}, r.w.Clock().Now().UnixMilli(), stamp)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		defer p.next()
+		if err != nil {
+			return
+		}
+		code, base := int16(kerr.UnknownServerError.Code), int64(-1)
+		for _, t := range resp.(*kmsg.ProduceResponse).Topics {
+			for _, rp := range t.Partitions {
+				if t.Topic == r.topic && rp.Partition == part {
+					code, base = rp.ErrorCode, rp.BaseOffset
+				}
+			}
+		}
+		switch {
+		case code == kerr.InvalidProducerEpoch.Code:
+			p.fenced++
+			r.cover("zombie producer epoch fenced")
+		case code == 0:
+			r.inv.fail("epoch-fence", "producer %d partition %d: a batch at epoch %d (seq %d) was acknowledged at offset %d after epoch %d had written there",
+				stamp.pid, part, stamp.epoch, stamp.seq, base, p.epoch)
+		case retriable(code):
+			r.meta.invalidate(part)
+		}
 	})
 }
 
@@ -168,5 +266,5 @@ func (p *retrier) resend(part int32, b ackedBatch) {
 }
 
 func (p *retrier) String() string {
-	return fmt.Sprintf("retrier pid %d: %d resends checked", p.pid, p.checks)
+	return fmt.Sprintf("retrier pid %d: %d resends checked, %d zombie batches fenced", p.pid, p.checks, p.fenced)
 }

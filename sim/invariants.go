@@ -86,6 +86,9 @@ type memberSeen struct {
 	leader, damaged         bool
 	commit, last            uint64
 	durTerm, durVote, durCo uint64
+	// retention and compaction (retention.go)
+	first                     uint64
+	segRemoved, cleanerPasses int64
 }
 
 func newInvariants(r *run) *invariants {
@@ -149,6 +152,7 @@ func (iv *invariants) forgetDeleted() {
 		}
 	}
 	for _, k := range gone {
+		iv.forgetGroupIfDead(k.group)
 		delete(iv.seen, k)
 		delete(iv.present, k)
 		for vk := range iv.durVotes {
@@ -208,7 +212,10 @@ func (iv *invariants) member(id netx.NodeID, inc uint64, v node.ReplicaView) {
 	k := nodeGroup{id, g}
 	prev, ok := iv.seen[k]
 	iv.r.coverView(prev, ok, v, inc)
-	now := memberSeen{inc: inc, opening: v.Opening, term: v.Term, leader: v.Leader, damaged: v.Damaged, commit: v.Commit, last: v.LastIndex, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit}
+	iv.r.retentionInvariants(id, inc, prev, ok, v)
+	iv.r.leaseInvariant(id, inc, v)
+	now := memberSeen{inc: inc, opening: v.Opening, term: v.Term, leader: v.Leader, damaged: v.Damaged, commit: v.Commit, last: v.LastIndex, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit,
+		first: v.FirstIndex, segRemoved: v.SegmentsRemoved, cleanerPasses: v.CleanerPasses}
 	iv.seen[k] = now
 	if !ok || v.Damaged || iv.damaged[id] {
 		return
@@ -274,11 +281,19 @@ func (iv *invariants) afterHeal() {
 			// still unstable on a follower).
 			lo, hi = max(lo, m.v.FirstIndex), min(hi, m.v.Commit, m.v.LastIndex)
 		}
+		compacts := false
+		for _, m := range ms {
+			compacts = compacts || m.v.Compacts // cleaner counters restart with the process
+		}
 		if hi >= lo {
 			var sums []string
 			first, differ := uint64(0), false
 			for i, m := range ms {
-				h, err := m.rc.CommittedHash(g, lo, hi)
+				hash := m.rc.CommittedHash
+				if compacts {
+					hash = m.rc.CommittedTermsHash // each replica compacts its own copy
+				}
+				h, err := hash(g, lo, hi)
 				if err != nil {
 					iv.fail("committed-prefix-unreadable", "%s on n%d: entries %d..%d: %v", m.v.Name, m.id, lo, hi, err)
 					continue
@@ -367,5 +382,34 @@ func (iv *invariants) deposedReads(h history.History) {
 	}
 	if n > 0 {
 		iv.fail("read-from-deposed-leader", "%d reads answered by a leader a later-epoch leader had replaced (first: %s)", n, first)
+	}
+}
+
+// forgetGroupIfDead forgets a group's history once no up node holds it:
+// its topic was deleted (a down node may still hold an old replica). A broker restarted
+// later may replay an older controller state and open the group again
+// from an empty log (a new group under the old id, until it applies the
+// deletion again); its terms and indexes start over and say nothing about
+// the deleted group's.
+func (iv *invariants) forgetGroupIfDead(g uint64) {
+	for _, id := range iv.r.w.IDs() {
+		if iv.present[nodeGroup{id, g}] == iv.checks {
+			return
+		}
+	}
+	for k := range iv.leaders {
+		if k.group == g {
+			delete(iv.leaders, k)
+		}
+	}
+	for k := range iv.committed {
+		if k.group == g {
+			delete(iv.committed, k)
+		}
+	}
+	for k := range iv.votes {
+		if k.group == g {
+			delete(iv.votes, k)
+		}
 	}
 }

@@ -43,6 +43,13 @@ type Options struct {
 
 	// Auth turns on SASL/SCRAM and ACLs, with the ACL workload (auth.go).
 	Auth AuthOptions
+	// Retention turns on the retention workload (retention.go).
+	Retention RetentionOptions
+	// Bounce is the rate of leader transfers bounced straight back
+	// (leasework.go), per simulated second; 0: none.
+	Bounce float64
+	// Topics turns on topic churn (topics.go): delete, re-create, grow.
+	Topics bool
 
 	// Knobs are randomized sizes (faults_more.go).
 	Knobs knobs
@@ -214,6 +221,9 @@ func ChooseOptions(seed int64) Options {
 			Lock: time.Duration(300+rng.Intn(700)) * time.Millisecond}
 	}
 	o.Broker.Shares = o.Share.brokerShares()
+	o.Retention = chooseRetention(seed)
+	o.Bounce = rate(0.5, 0.5, 3)
+	o.Topics = chooseTopics(seed)
 	chooseMore(rng, &o) // last: faults_more.go
 	return o
 }
@@ -239,6 +249,15 @@ func (o Options) String() string {
 	}
 	if o.Auth.On {
 		fmt.Fprintf(&b, "\n%s", o.Auth)
+	}
+	if o.Bounce > 0 {
+		fmt.Fprintf(&b, "\nbounced transfers/s: %.2f", o.Bounce)
+	}
+	if o.Topics {
+		fmt.Fprintf(&b, "\ntopic churn: %s deleted, re-created and grown", churnTopic)
+	}
+	if o.Retention.On {
+		fmt.Fprintf(&b, "\n%s", o.Retention)
 	}
 	return b.String()
 }

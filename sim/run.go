@@ -176,6 +176,8 @@ type run struct {
 	txn *txnWorkload // the transactional workload (txn.go), if any
 	// share is the share-group workload (share.go), if any.
 	share *shareWork
+	ret   *retWorkload // the retention workload (retention.go), if any
+	churn *churn       // topic churn (topics.go), if any
 	// coverage counts the rare paths the run reached (coverage.go).
 	coverage map[string]int
 
@@ -407,6 +409,9 @@ func (r *run) safety() {
 	r.startTxn()
 	r.startKIP848()
 	r.startShare()
+	r.startRetention()
+	r.startBounce()
+	r.startChurn()
 	if r.auth != nil {
 		r.auth.start()
 	}
@@ -462,6 +467,8 @@ func (r *run) liveness() {
 	}
 	r.finishTxn()
 	r.finishShare()
+	r.finishRetention()
+	r.finishChurn()
 }
 
 // probe writes to partition part until a write is acknowledged (or the

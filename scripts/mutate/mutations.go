@@ -60,8 +60,8 @@ var mutations = []mutation{
 	// Read fencing.
 	{
 		Name: "lease-any-term", File: "node/lease.go",
-		Original:    "return s.lease.term == p.Term()",
-		Replacement: "return true",
+		Original:    "return s.lease.term == p.Term(), false",
+		Replacement: "return true, false",
 		Why:         "read fencing: a lease confirmed in an earlier term is still honoured",
 	},
 	{
@@ -129,6 +129,32 @@ var mutations = []mutation{
 		Original:    "if !s.sealed || s.last >= limitIndex || s.last > snapIndex || s.empty() {",
 		Replacement: "if !s.sealed || s.last > snapIndex || s.empty() {",
 		Why:         "retention bounds: segments not yet applied (past the limit index) are deleted",
+	},
+	{
+		Name: "retention-bytes-off-by-one", File: "logstore/retention_bound.go",
+		Original:    "bySize := retentionBytes >= 0 && total-s.size >= retentionBytes",
+		Replacement: "bySize := retentionBytes >= 0 && total >= retentionBytes",
+		Why:         "retention bounds: retention.bytes counts the segment it deletes, so the log drops below the limit",
+	},
+	{
+		Name: "retention-time-cutoff-sign", File: "logstore/retention_bound.go",
+		Original:    "cutoffMs := nowMs - retentionMs",
+		Replacement: "cutoffMs := nowMs + retentionMs",
+		Why:         "retention bounds: segments younger than retention.ms are deleted",
+	},
+	// Raft snapshots.
+	{
+		Name: "snapshot-install-keeps-commit", File: "consensus/log.go",
+		Original:    "l.committed = s.Meta.Index",
+		Replacement: "_ = s.Meta.Index",
+		Why:         "Raft snapshots: installing a snapshot does not advance the commit index to it",
+	},
+	// Idempotence: producer epochs.
+	{
+		Name: "epoch-bump-same-epoch", File: "node/api_init_producer_id.go",
+		Original:    "resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1",
+		Replacement: "resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch",
+		Why:         "idempotence: InitProducerId with an id and epoch answers the same epoch, so a zombie of the old producer is not fenced",
 	},
 	// Authorization (ACLs, issue 17).
 	{
