@@ -16,6 +16,11 @@ type Client struct {
 	// Prepared is what Prepare computed for this request off the reactor,
 	// or nil (the reactor then does that work itself).
 	Prepared *Prepared
+	// AnswerMade, if set, is called when the handler makes an answer
+	// that then leaves late (the answer-delayed BUGGIFY site; simulation
+	// only), so a checker can look at the broker as it was when the
+	// answer was made, not when it left.
+	AnswerMade func()
 }
 
 // APIRange is one advertised API version range.
@@ -49,7 +54,12 @@ func (r *Reactor) HandleRequest(c Client, req kmsg.Request, respond func(kmsg.Re
 		// The answer, once made, leaves late (a slow network): the
 		// request counts as answered when the handler answers.
 		send := p.respond
-		p.respond = func(resp kmsg.Response) { r.answerMaybeLate(bugAnswerDelayed, resp, send) }
+		p.respond = func(resp kmsg.Response) {
+			if c.AnswerMade != nil {
+				c.AnswerMade()
+			}
+			r.answerMaybeLate(bugAnswerDelayed, resp, send)
+		}
 	}
 	a.serve(r, c, req, p.answer)
 	if !p.answered {

@@ -121,6 +121,16 @@ func (k *kafkaNet) deliver(id netx.NodeID, session uint64, user string, wire kms
 			return
 		}
 		cl := node.Client{ConnID: conn, ClientID: "sim"}
+		// A read's verdict is taken when the broker makes its answer:
+		// an answer made under a lease and delayed on its way out
+		// (BUGGIFY answer-delayed) was not served by a deposed leader,
+		// whoever leads when it leaves.
+		var made, madeProbed bool
+		cl.AnswerMade = func() {
+			if !made {
+				made, madeProbed = true, probe != nil && probe()
+			}
+		}
 		if b.auth != nil && user != "" {
 			p, ok := b.auth.principal(session)
 			if !ok { // this incarnation never authenticated the session: closed
@@ -138,7 +148,10 @@ func (k *kafkaNet) deliver(id netx.NodeID, session uint64, user string, wire kms
 				k.w.After(lat, func() { finish(nil, errNoResponse, false) })
 				return
 			}
-			probed := probe != nil && probe()
+			probed := madeProbed
+			if !made {
+				probed = probe != nil && probe()
+			}
 			if k.faults.dropResponse() {
 				return // lost on the way back: the client's timeout ends the call
 			}
