@@ -25,6 +25,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -81,6 +82,13 @@ type kip848Member struct {
 	pos   map[int32]int64 // next offset to commit, per owned partition with a fetched start
 	coord netx.NodeID
 	lease time.Duration // owns its partitions until then
+	// claim is how long the checker counts the member as owning its
+	// partitions: the lease in the coordinator's time. The coordinator
+	// times the session and the revocation on its own clock, which may
+	// run fast (clock drift, up to maxRate), so in true time it may fence
+	// the member and move its partitions that much sooner, as Kafka's
+	// protocol allows (the fenced member is a zombie its epoch fences).
+	claim time.Duration
 	// revokeBy bounds the lease while a revocation is unacknowledged: the
 	// coordinator fences a member that does not acknowledge within its
 	// rebalance timeout of the heartbeat that asked (0: none pending).
@@ -112,7 +120,7 @@ func (w *kip848Workload) newMember() *kip848Member {
 func (w *kip848Workload) holder(m *kip848Member, p int32) *kip848Member {
 	now := w.r.now()
 	for _, o := range w.members {
-		if o != m && o.owned[p] && now < o.lease {
+		if o != m && o.owned[p] && now < o.claim {
 			return o
 		}
 	}
@@ -282,6 +290,11 @@ func (m *kip848Member) answered(epoch int32, sent time.Duration, hr *kmsg.Consum
 			r.cover(covKIP848Assigned)
 		}
 	}
+	k := m.w.maxRate()
+	m.claim = sent + time.Duration(float64(kip848Session)/k)
+	if m.revokeBy != 0 {
+		m.claim = min(m.claim, m.revokeBy-kip848Rebalance+time.Duration(float64(kip848Rebalance)/k))
+	}
 	m.beats++
 	if missing := m.unpositioned(); len(missing) > 0 {
 		m.fetch(missing)
@@ -408,4 +421,18 @@ func (m *kip848Member) commit() {
 		}
 		m.heartbeat(m.epoch)
 	})
+}
+
+// maxRate is the fastest a node's clock may run against true time in this
+// run (faults_more.go drift): 1 without drift.
+func (w *kip848Workload) maxRate() float64 {
+	mo := w.r.o.Faults.More
+	switch {
+	case mo.Drift <= 0:
+		return 1
+	case mo.DriftUnsafe:
+		return 2.5
+	default:
+		return math.Sqrt(mo.DriftRatio)
+	}
 }
