@@ -31,11 +31,7 @@ func serveAlterShareGroupOffsets(r *Reactor, c Client, kreq kmsg.Request, respon
 		resp.ErrorCode = err.Code
 		respond(resp)
 	}
-	if !az.group(req.GroupID, kmsg.ACLOperationRead) {
-		fail(errGroupAuth)
-		return
-	}
-	sh, err := r.shareShardFor(req.GroupID)
+	sh, err := r.authorizedShareShard(az, req.GroupID, kmsg.ACLOperationRead)
 	if err != nil {
 		fail(err)
 		return

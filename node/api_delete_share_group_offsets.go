@@ -31,11 +31,7 @@ func serveDeleteShareGroupOffsets(r *Reactor, c Client, kreq kmsg.Request, respo
 		resp.ErrorCode = err.Code
 		respond(resp)
 	}
-	if !az.group(req.GroupID, kmsg.ACLOperationDelete) {
-		fail(errGroupAuth)
-		return
-	}
-	sh, err := r.shareShardFor(req.GroupID)
+	sh, err := r.authorizedShareShard(az, req.GroupID, kmsg.ACLOperationDelete)
 	if err != nil {
 		fail(err)
 		return

@@ -30,11 +30,7 @@ func serveShareGroupHeartbeat(r *Reactor, c Client, kreq kmsg.Request, respond f
 		resp.ErrorCode = err.Code
 		respond(resp)
 	}
-	if !az.group(req.GroupID, kmsg.ACLOperationRead) {
-		fail(errGroupAuth)
-		return
-	}
-	sh, kerrr := r.shareShardFor(req.GroupID)
+	sh, kerrr := r.authorizedShareShard(az, req.GroupID, kmsg.ACLOperationRead)
 	if kerrr != nil {
 		fail(kerrr)
 		return

@@ -162,6 +162,16 @@ func keyLess(a, b share.Key) bool {
 	return a.Partition < b.Partition
 }
 
+// authorizedShareShard is how a request about one share group begins: op
+// on the group (GROUP_AUTHORIZATION_FAILED), then the shard coordinating
+// it here (shareShardFor's errors).
+func (r *Reactor) authorizedShareShard(az *authz, name string, op kmsg.ACLOperation) (*shareShard, *kerr.Error) {
+	if !az.group(name, op) {
+		return nil, errGroupAuth
+	}
+	return r.shareShardFor(name)
+}
+
 // shareShardFor returns the share state of group's coordinator, loading
 // it when this broker became the offsets partition's ready leader since,
 // or the error a request gets.
