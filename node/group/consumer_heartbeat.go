@@ -99,7 +99,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(now time.Duration, cl Client, req *
 		return
 	}
 	resp.MemberID = kmsg.StringPtr(req.MemberID)
-	resp.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval.Milliseconds())
+	resp.HeartbeatIntervalMillis = int32(c.consumerTimeouts(req.Group).HeartbeatInterval.Milliseconds())
 	if m == nil { // left
 		resp.MemberEpoch = req.MemberEpoch
 	} else {
@@ -513,10 +513,20 @@ func (c *Coordinator) responseAssignment(as assignment, byName map[string]TopicI
 	return &out
 }
 
-// touchConsumer moves a member's session deadline to now plus the session
-// timeout.
+// consumerTimeouts returns a consumer group's timeouts: its own group
+// configs over the broker's.
+func (c *Coordinator) consumerTimeouts(group string) ConsumerTimeouts {
+	var t ConsumerTimeouts
+	if c.env.ConsumerTimeouts != nil {
+		t = c.env.ConsumerTimeouts(group)
+	}
+	return c.cfg.consumerTimeouts(t)
+}
+
+// touchConsumer moves a member's session deadline to now plus the group's
+// session timeout.
 func (c *Coordinator) touchConsumer(g *group, m *cmember, now time.Duration) {
-	m.deadline = now + c.cfg.ConsumerSessionTimeout
+	m.deadline = now + c.consumerTimeouts(g.name).Session
 	c.armConsumerTimer(g, m, now)
 }
 
