@@ -119,7 +119,9 @@ func (b *testBroker) client(t *testing.T, user, pass string, opts ...kgo.Opt) *k
 	addr := b.kafka
 	var d net.Dialer
 	base := []kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(3), kgo.RetryTimeout(10 * time.Second),
-		kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) { return d.DialContext(ctx, network, addr) })}
+		kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		})}
 	if user != "" {
 		base = append(base, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
 	}
