@@ -155,6 +155,8 @@ func (s *Server) loadGroup(r *http.Request, sess *session, name string) (*groupD
 
 var errNoGroup = errors.New("no such group")
 
+func isNoGroup(err error) bool { return errors.Is(err, errNoGroup) }
+
 // group shows a group's members, assignment, lag per partition and lag
 // chart, and the offset reset form. ?partial=1 renders only the lag part
 // (the page's script refreshes it).

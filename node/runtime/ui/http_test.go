@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/floe-broker/floe/node/runtime/ui"
 )
@@ -143,6 +144,32 @@ func TestHTTPPlaintext(t *testing.T) {
 	}
 	if code, body := br.get("/api/groups/g0/lag"); code != http.StatusOK || !strings.Contains(body, `"total_lag":1`) {
 		t.Fatalf("lag after reset to earliest: %d %s", code, body)
+	}
+
+	// A share group: listed with the group type, its page shows the member.
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "jobs"); err != nil {
+		t.Fatalf("create jobs: %v", err)
+	}
+	share := b.client(t, "", "", kgo.ShareGroup("sg1"), kgo.ConsumeTopics("jobs"), kgo.FetchMaxWait(200*time.Millisecond))
+	pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
+	share.PollFetches(pctx) // joins the group
+	pcancel()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		_, body := br.get("/groups")
+		if strings.Contains(body, `href="/share-groups/sg1"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("share group sg1 never listed:\n%.2000s", body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, body := br.get("/share-groups/sg1"); code != http.StatusOK || !strings.Contains(body, `id="share-members">1<`) {
+		t.Fatalf("share group page: %d\n%.2000s", code, body)
+	}
+	if code, _ := br.get("/share-groups/nosuch"); code != http.StatusNotFound {
+		t.Fatalf("missing share group: %d, want 404", code)
 	}
 
 	// Delete needs the name typed again.

@@ -98,6 +98,7 @@ func New(cfg Config) *Server {
 	s.route("GET /groups/{group}", s.group)
 	s.route("POST /groups/{group}/reset", s.resetOffsets)
 	s.route("GET /api/groups/{group}/lag", s.groupLagJSON)
+	s.route("GET /share-groups/{group}", s.shareGroup)
 	s.route("GET /acls", s.acls)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, nil, http.StatusNotFound, "no such page: "+r.URL.Path)
