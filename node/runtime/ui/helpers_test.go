@@ -3,6 +3,7 @@ package ui_test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509/pkix"
 	"io"
 	"log/slog"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/floe-broker/floe/internal/pki"
 	"github.com/floe-broker/floe/node"
 	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/group"
@@ -43,6 +45,7 @@ type testBroker struct {
 type brokerOpts struct {
 	secure bool              // SASL_PLAINTEXT with SCRAM and PLAIN, the ACL authorizer, User:admin a super user
 	users  map[string]string // bootstrap users (secure only)
+	tls    bool              // with secure: SASL_SSL, and a PLAINTEXT listener beside it
 }
 
 func startBroker(t *testing.T, o brokerOpts) *testBroker {
@@ -53,6 +56,13 @@ func startBroker(t *testing.T, o brokerOpts) *testBroker {
 	if o.secure {
 		listener = runtime.ProtocolSASLPlaintext
 		opts.Listeners = []runtime.Listener{{Name: listener, Protocol: runtime.ProtocolSASLPlaintext, Addr: "127.0.0.1:0"}}
+		if o.tls {
+			listener = runtime.ProtocolSASLSSL
+			opts.Listeners = []runtime.Listener{
+				{Name: runtime.ProtocolPlaintext, Protocol: runtime.ProtocolPlaintext, Addr: freeAddr(t)},
+				{Name: listener, Protocol: runtime.ProtocolSASLSSL, Addr: "127.0.0.1:0"}}
+			opts.Security.TLS = serverCert(t)
+		}
 		opts.Security.SASLMechanisms = []string{sasl.ScramSHA256, sasl.Plain}
 		opts.Security.AuthFailureDelay, opts.Security.AuthFailureDelayMax = time.Millisecond, 10*time.Millisecond
 		opts.Node.Security = node.SecurityConfig{Authorizer: "acl", SuperUsers: []string{"User:admin"}}
@@ -72,6 +82,39 @@ func startBroker(t *testing.T, o brokerOpts) *testBroker {
 	tb := &testBroker{Broker: b, kafka: b.ListenerAddr(listener)}
 	waitReady(t, tb)
 	return tb
+}
+
+// freeAddr is a loopback address with a port free a moment ago (two
+// listeners may not both say port 0).
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// serverCert writes a CA and a server certificate for 127.0.0.1.
+func serverCert(t *testing.T) runtime.TLSFiles {
+	dir := t.TempDir()
+	ca, err := pki.NewCA("test-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ca.Issue(pki.Leaf{Subject: pkix.Name{CommonName: "broker"}, Hosts: []string{"127.0.0.1"}, Server: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, err := p.Write(dir, "broker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile, err := ca.WriteCA(dir, "ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runtime.TLSFiles{CertFile: cert, KeyFile: key, CAFile: caFile}
 }
 
 func scramUser(t *testing.T, name, pass string) controller.User {

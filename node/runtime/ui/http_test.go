@@ -294,3 +294,26 @@ func setupACLs(t *testing.T, b *testBroker) {
 		}
 	}
 }
+
+// TestHTTPSASLSSL: beside a PLAINTEXT listener, the UI picks the SASL_SSL
+// one (so it asks for a login), verifies the broker's certificate against
+// the CA file, and works through it.
+func TestHTTPSASLSSL(t *testing.T) {
+	b := startBroker(t, brokerOpts{secure: true, tls: true, users: map[string]string{"admin": "admin-secret"}})
+	br := newBrowser(t, b.ui())
+	if code, _ := br.get("/"); code != http.StatusSeeOther {
+		t.Fatalf("GET / logged out: %d, want the login (the SASL_SSL listener)", code)
+	}
+	_, page := br.get("/login")
+	if code, _, body := br.post("/login", url.Values{"csrf": {csrf(t, page)}, "user": {"admin"}, "password": {"admin-secret"}}); code != http.StatusSeeOther {
+		t.Fatalf("login over SASL_SSL: %d %.800s", code, body)
+	}
+	_, page = br.get("/topics")
+	code, _, body := br.post("/topics", url.Values{"csrf": {csrf(t, page)}, "name": {"tls-topic"}, "partitions": {"1"}, "replication": {"1"}})
+	if code != http.StatusSeeOther {
+		t.Fatalf("create over SASL_SSL: %d %.800s", code, body)
+	}
+	if code, body := br.get("/topics/tls-topic"); code != http.StatusOK || !strings.Contains(body, "partitions-table") {
+		t.Fatalf("topic over SASL_SSL: %d", code)
+	}
+}
