@@ -77,6 +77,11 @@ func TestHTTPPlaintext(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, "Topic created.") || strings.Count(body, "<tr") < 3 {
 		t.Fatalf("topic page: %d\n%.2000s", code, body)
 	}
+	// Sizes come from DescribeLogDirs: shown, or the page says why not.
+	if !strings.Contains(body, `id="sizes-note"`) && !strings.Contains(body, " B</td>") {
+		t.Fatalf("topic page shows neither sizes nor why not:\n%.3000s", body)
+	}
+	t.Logf("sizes: %s", between(body, `id="sizes-note">`, "</p>"))
 
 	// Configure, then see the value.
 	if code, _, body := br.post("/topics/orders/config", url.Values{"csrf": {token}, "key": {"retention.ms"}, "value": {"123456"}, "op": {"set"}}); code != http.StatusSeeOther {
@@ -316,4 +321,16 @@ func TestHTTPSASLSSL(t *testing.T) {
 	if code, body := br.get("/topics/tls-topic"); code != http.StatusOK || !strings.Contains(body, "partitions-table") {
 		t.Fatalf("topic over SASL_SSL: %d", code)
 	}
+}
+
+func between(s, from, to string) string {
+	i := strings.Index(s, from)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(from):]
+	if j := strings.Index(s, to); j >= 0 {
+		return s[:j]
+	}
+	return s
 }

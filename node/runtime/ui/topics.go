@@ -8,8 +8,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 type topicRow struct {
@@ -155,6 +157,7 @@ type partitionRow struct {
 	Replicas, ISR  []int32
 	Start, End     int64
 	Messages       int64
+	Size           string // the leader replica's log bytes, "" unknown
 	UnderReplicate bool
 	Err            string
 }
@@ -170,6 +173,7 @@ type topicData struct {
 	Partitions []partitionRow
 	Configs    []configRow
 	ConfigErr  string
+	SizesErr   string // why sizes are not shown (DescribeLogDirs failed)
 }
 
 // topic shows one topic: partitions with leader, replicas, ISR and
@@ -231,6 +235,7 @@ func (s *Server) renderTopic(w http.ResponseWriter, r *http.Request, sess *sessi
 			}
 			d.Partitions = append(d.Partitions, row)
 		}
+		d.SizesErr = addSizes(ctx, adm, name, d.Partitions)
 		rcs, err := adm.DescribeTopicConfigs(ctx, name)
 		if err == nil {
 			var rc kadm.ResourceConfig
@@ -334,4 +339,50 @@ func (s *Server) alterTopicConfig(w http.ResponseWriter, r *http.Request, sess *
 		return
 	}
 	http.Redirect(w, r, "/topics/"+url.PathEscape(name)+"?configured=1", http.StatusSeeOther)
+}
+
+// addSizes fills each partition's size from DescribeLogDirs (the leader's
+// replica), or says why it cannot: the API needs DESCRIBE on the cluster
+// and a broker that serves it.
+func addSizes(ctx context.Context, adm *kadm.Client, topic string, rows []partitionRow) string {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if vs, err := adm.ApiVersions(ctx); err == nil {
+		for _, v := range vs {
+			if _, ok := v.KeyMaxVersion(kmsg.DescribeLogDirs.Int16()); v.Err == nil && !ok {
+				return fmt.Sprintf("broker %d does not serve DescribeLogDirs", v.NodeID)
+			}
+		}
+	}
+	set := kadm.TopicsSet{}
+	for _, r := range rows {
+		set.Add(topic, r.Partition)
+	}
+	dirs, err := adm.DescribeAllLogDirs(ctx, set)
+	if err != nil {
+		_, msg := classify(err)
+		return msg
+	}
+	for i, r := range rows {
+		if bd, ok := dirs[r.Leader]; ok {
+			if p, ok := bd.LookupPartition(topic, r.Partition); ok {
+				rows[i].Size = humanBytes(p.Size)
+			}
+		}
+	}
+	return ""
+}
+
+// humanBytes formats a byte count with binary units.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
