@@ -31,7 +31,8 @@ func TestHTTPPlaintext(t *testing.T) {
 		t.Fatalf("security headers missing: %v", hdr)
 	}
 	cookie := hdr.Get("Set-Cookie")
-	if !strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Strict") {
+	_, port, _ := strings.Cut(b.AdminAddr(), ":")
+	if !strings.HasPrefix(cookie, "floe_ui_"+port+"=") || !strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Strict") {
 		t.Fatalf("session cookie %q: want HttpOnly and SameSite=Strict", cookie)
 	}
 	if code, _ := br.get("/static/style.css"); code != http.StatusOK {
@@ -272,6 +273,34 @@ func TestHTTPSecure(t *testing.T) {
 	clk.add(61 * time.Second) // ...idleness ends it
 	if code, _ := br2.get("/"); code != http.StatusSeeOther {
 		t.Fatalf("idle session: %d, want a redirect to the login", code)
+	}
+
+	// A login the broker stops taking ends the session.
+	br3 := newBrowser(t, b.ui())
+	_, page = br3.get("/login")
+	if code, _, _ := br3.post("/login", url.Values{"csrf": {csrf(t, page)}, "user": {"alice"}, "password": {"alice-secret"}}); code != http.StatusSeeOther {
+		t.Fatalf("alice logs in again: %d", code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	adm := kadm.NewClient(b.client(t, "admin", "admin-secret"))
+	res, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "alice", Mechanism: kadm.ScramSha256}, {User: "alice", Mechanism: kadm.ScramSha512}}, nil)
+	if err != nil || res.AllFailed() {
+		t.Fatalf("delete alice: %v %+v", err, res)
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		code, body := br3.get("/topics")
+		if code == http.StatusUnauthorized && strings.Contains(body, "log in again") {
+			break
+		}
+		if code != http.StatusOK || time.Now().After(deadline) {
+			t.Fatalf("alice deleted, /topics: %d %.600s", code, body)
+		}
+		time.Sleep(50 * time.Millisecond) // the deletion reaches the broker's applied metadata
+	}
+	if code, _ := br3.get("/topics"); code != http.StatusSeeOther {
+		t.Fatalf("after a refused login: %d, want a redirect to the login", code)
 	}
 }
 

@@ -206,6 +206,12 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, sess *session, sta
 // failErr answers a Kafka or validation error with the status it maps to.
 func (s *Server) failErr(w http.ResponseWriter, r *http.Request, sess *session, what string, err error) {
 	status, msg := classify(err)
+	if status == http.StatusUnauthorized && sess != nil && s.cfg.SASLMechanism != "" {
+		// The broker no longer takes this login (password changed, user
+		// deleted): end the session, so the next page asks again.
+		s.sessions.drop(w, r, sess)
+		msg += "; log in again"
+	}
 	s.fail(w, r, sess, status, what+": "+msg)
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,7 +14,7 @@ import (
 )
 
 const (
-	cookieName = "floe_ui"
+	cookiePrefix = "floe_ui"
 	// sessionsMax caps live sessions: a flood of GET /login cannot grow
 	// memory without bound.
 	sessionsMax = 10000
@@ -52,7 +53,7 @@ func randomToken() string {
 // get returns the request's live session, or nil. An expired session is
 // removed.
 func (ss *sessions) get(r *http.Request) *session {
-	c, err := r.Cookie(cookieName)
+	c, err := r.Cookie(cookieName(r))
 	if err != nil || c.Value == "" {
 		return nil
 	}
@@ -93,9 +94,20 @@ func (ss *sessions) create(w http.ResponseWriter, r *http.Request, user, pass st
 	}
 	ss.byID[s.id] = s
 	ss.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.id, Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: s.id, Path: "/", HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int(ss.max / time.Second)})
 	return s
+}
+
+// cookieName has the port in it: browsers keep cookies per host, not per
+// port, and brokers on one host (make cluster) must not log each other's
+// users out.
+func cookieName(r *http.Request) string {
+	_, port, err := net.SplitHostPort(r.Host)
+	if err != nil || port == "" || strings.Trim(port, "0123456789") != "" {
+		return cookiePrefix
+	}
+	return cookiePrefix + "_" + port
 }
 
 // drop ends a session and clears its cookie.
@@ -105,7 +117,7 @@ func (ss *sessions) drop(w http.ResponseWriter, r *http.Request, s *session) {
 		delete(ss.byID, s.id)
 		ss.mu.Unlock()
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: "", Path: "/", HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 }
 
