@@ -3,7 +3,8 @@ package ui_test
 // Browser tests: headless Chromium (Debian's chromium package), driven by
 // chromedp, walks the UI's main flows against an in-process broker. Each
 // flow saves a screenshot in FLOE_UI_ARTIFACTS (default: the test's temp
-// dir); FLOE_UI_DOCS_IMG=1 also copies them to docs/img/ui-*.png.
+// dir); FLOE_UI_DOCS_IMG=1 also copies those docs/operations.md shows to
+// docs/img/.
 
 import (
 	"context"
@@ -169,12 +170,16 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot %s", path)
-	if os.Getenv("FLOE_UI_DOCS_IMG") == "1" {
+	if os.Getenv("FLOE_UI_DOCS_IMG") == "1" && docsImages[name] {
 		if err := os.WriteFile(filepath.Join("..", "..", "..", "docs", "img", name+".png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
+
+// docsImages are the screenshots docs/operations.md shows.
+var docsImages = map[string]bool{"ui-overview": true, "ui-topic": true, "ui-produce": true, "ui-browse": true,
+	"ui-group-lag": true, "ui-acl-denied": true}
 
 func artifactDir(t *testing.T) string {
 	if d := os.Getenv("FLOE_UI_ARTIFACTS"); d != "" {
