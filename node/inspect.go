@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"slices"
 
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/node/partition"
@@ -76,40 +77,68 @@ type ReplicaView struct {
 // first, then partitions by group id. Name and StateHash are filled only
 // when full (they cost an allocation and a checkpoint encoding each).
 func (r *Reactor) Inspect(full bool) []ReplicaView {
-	var out []ReplicaView
+	var in Inspector
+	return in.Inspect(r, nil, full)
+}
+
+// Inspector is Inspect for a caller that looks often (the simulator's
+// invariants look at every node at every simulated instant): it reuses
+// its scratch space and appends to the caller's slice, so a look
+// allocates nothing once the buffers have grown. The zero value is ready;
+// an Inspector may look at any Reactor, one look at a time.
+type Inspector struct {
+	groups []uint64 // scratch: the partitions' group ids, sorted
+}
+
+// Inspect returns dst[:0] with Reactor.Inspect(full)'s views appended, in
+// the same order.
+func (in *Inspector) Inspect(r *Reactor, dst []ReplicaView, full bool) []ReplicaView {
+	out := dst[:0]
+	if n := len(r.parts) + 1; cap(out) < n {
+		out = make([]ReplicaView, 0, n)
+	}
 	if r.ctl != nil && r.ctl.rep != nil {
-		v := viewOf(r.ctl.rep)
+		out = append(out, viewOf(r.ctl.rep))
+		v := &out[len(out)-1]
 		v.Fenced = r.fenced(v.Group)
 		v.Name, v.HighWatermark = "controller", -1
-		out = append(out, v)
 	}
-	for _, g := range sortedKeys(r.parts) {
+	in.groups = in.groups[:0]
+	for g := range r.parts { //floe:unordered sorted below
+		in.groups = append(in.groups, g)
+	}
+	slices.Sort(in.groups)
+	for _, g := range in.groups {
 		p := r.parts[g]
 		rep := p.Replica()
 		if rep == nil {
 			continue
 		}
-		v := viewOf(rep)
-		v.Fenced = r.fenced(v.Group)
-		v.HighWatermark = p.HighWatermark()
-		if s, ok := r.local[g]; ok {
-			v.Opening, v.LeaseTerm = s.opening, s.lease.term
-		}
-		v.LeaseHeld, _ = r.leaseState(p)
-		v.Epoch, v.Compacts = p.Term(), p.Cfg.Compact
-		r.retentionView(p, &v)
-		if !full {
-			out = append(out, v)
-			continue
-		}
-		v.Name = fmt.Sprintf("%s-%d", p.Topic, p.Index)
-		h := fnv.New64a()
-		h.Write(p.Checkpoint())
-		h.Write(binary.BigEndian.AppendUint64(nil, uint64(v.HighWatermark)))
-		v.StateHash = h.Sum64()
-		out = append(out, v)
+		out = append(out, viewOf(rep))
+		r.partitionView(p, &out[len(out)-1], full)
 	}
 	return out
+}
+
+// partitionView fills the partition's part of v, which viewOf began.
+func (r *Reactor) partitionView(p *partition.Partition, v *ReplicaView, full bool) {
+	g := v.Group
+	v.Fenced = r.fenced(g)
+	v.HighWatermark = p.HighWatermark()
+	if s, ok := r.local[g]; ok {
+		v.Opening, v.LeaseTerm = s.opening, s.lease.term
+	}
+	v.LeaseHeld, _ = r.leaseState(p)
+	v.Epoch, v.Compacts = p.Term(), p.Cfg.Compact
+	r.retentionView(p, v)
+	if !full {
+		return
+	}
+	v.Name = fmt.Sprintf("%s-%d", p.Topic, p.Index)
+	h := fnv.New64a()
+	h.Write(p.Checkpoint())
+	h.Write(binary.BigEndian.AppendUint64(nil, uint64(v.HighWatermark)))
+	v.StateHash = h.Sum64()
 }
 
 func viewOf(rep *replica.Replica) ReplicaView {

@@ -49,6 +49,7 @@ var coveragePaths = []string{
 
 const (
 	covNewLeader       = "leader elected in a new term"
+	covLeaderSeen      = covNewLeader + "@" // views showing a leader (not a row)
 	covTruncated       = "uncommitted suffix truncated"
 	covFencedVote      = "vote fence in force"
 	covRepaired        = "damaged replica repaired from peers"
@@ -69,20 +70,12 @@ func (r *run) cover(name string) {
 // coverView counts what one member's view shows against the last one
 // (called by the invariants on every observation).
 func (r *run) coverView(prev memberSeen, hadPrev bool, v node.ReplicaView, inc uint64) {
-	if v.Leader {
-		r.cover(covNewLeader + "@") // distinct (group, term) counted in coverLeader
-	}
-	if v.Fenced {
-		r.cover(covFencedVote)
-	}
+	r.coverSteady(&v)
 	if v.Damaged && (!hadPrev || !prev.damaged) {
 		r.cover(covCorruptRead)
 	}
 	if hadPrev && prev.inc == inc && prev.damaged && !v.Damaged {
 		r.cover(covRepaired)
-	}
-	if v.FirstIndex > 1 {
-		r.cover(covSnapshot)
 	}
 	if !hadPrev {
 		return
@@ -92,6 +85,21 @@ func (r *run) coverView(prev memberSeen, hadPrev bool, v node.ReplicaView, inc u
 	}
 	if prev.inc != inc && v.Commit >= prev.durCo && prev.durCo > 0 {
 		r.cover(covRestartCaughtUp)
+	}
+}
+
+// coverSteady counts what one view shows on its own, without the last
+// one: a check that skips an unchanged view counts these again
+// (invariants.look).
+func (r *run) coverSteady(v *node.ReplicaView) {
+	if v.Leader {
+		r.cover(covLeaderSeen) // distinct (group, term) counted in coverStats
+	}
+	if v.Fenced {
+		r.cover(covFencedVote)
+	}
+	if v.FirstIndex > 1 {
+		r.cover(covSnapshot)
 	}
 }
 
@@ -105,7 +113,7 @@ func (r *run) coverStats() {
 		s, _ := b.R.Stats()
 		r.coverN(covLeaseRefused, int(s.LeaseRefusals))
 	}
-	delete(r.coverage, covNewLeader+"@")
+	delete(r.coverage, covLeaderSeen)
 	r.coverN(covNewLeader, len(r.inv.leaders))
 }
 
