@@ -84,10 +84,14 @@ func (r *Reactor) Inspect(full bool) []ReplicaView {
 // Inspector is Inspect for a caller that looks often (the simulator's
 // invariants look at every node at every simulated instant): it reuses
 // its scratch space and appends to the caller's slice, so a look
-// allocates nothing once the buffers have grown. The zero value is ready;
-// an Inspector may look at any Reactor, one look at a time.
+// allocates nothing once the buffers have grown, and it can bring its
+// last look up to date when the Reactor ran nothing since (Refresh). The
+// zero value is ready.
 type Inspector struct {
 	groups []uint64 // scratch: the partitions' group ids, sorted
+	// parts: the partition of each view of the last look (nil for the
+	// controller), for Refresh.
+	parts []*partition.Partition
 }
 
 // Inspect returns dst[:0] with Reactor.Inspect(full)'s views appended, in
@@ -97,7 +101,9 @@ func (in *Inspector) Inspect(r *Reactor, dst []ReplicaView, full bool) []Replica
 	if n := len(r.parts) + 1; cap(out) < n {
 		out = make([]ReplicaView, 0, n)
 	}
+	in.parts = in.parts[:0]
 	if r.ctl != nil && r.ctl.rep != nil {
+		in.parts = append(in.parts, nil)
 		out = append(out, viewOf(r.ctl.rep))
 		v := &out[len(out)-1]
 		v.Fenced = r.fenced(v.Group)
@@ -114,10 +120,29 @@ func (in *Inspector) Inspect(r *Reactor, dst []ReplicaView, full bool) []Replica
 		if rep == nil {
 			continue
 		}
+		in.parts = append(in.parts, p)
 		out = append(out, viewOf(rep))
 		r.partitionView(p, &out[len(out)-1], full)
 	}
 	return out
+}
+
+// Refresh brings views, a copy of what this Inspector's last Inspect(r,
+// _, false) returned, up to r's clock, for a Reactor none of whose code
+// ran since that look (no request, message, timer or disk completion):
+// its memory is as it was then, so of each view only the fields Inspect
+// computes from the clock can differ, LeaseHeld (the lease's deadline)
+// and RetentionBound (retention.ms against the wall clock), and Refresh
+// recomputes exactly those, as Inspect would.
+func (in *Inspector) Refresh(r *Reactor, views []ReplicaView) {
+	for i, p := range in.parts {
+		if p == nil {
+			continue
+		}
+		v := &views[i]
+		v.LeaseHeld, _ = r.leaseState(p)
+		r.retentionView(p, v)
+	}
 }
 
 // partitionView fills the partition's part of v, which viewOf began.

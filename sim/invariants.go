@@ -60,7 +60,6 @@ type invariants struct {
 	// looks: per node, its views at the last check that saw it up, so a
 	// check runs the member checks only on views that changed (look).
 	looks map[netx.NodeID]*nodeLook
-	insp  node.Inspector
 	// regrouped: nodes of this check whose set of groups may differ from
 	// the last check's (forgetDeleted looks only at these).
 	regrouped []netx.NodeID
@@ -73,13 +72,17 @@ type invariants struct {
 	// reported: invariant kinds already reported (one line each).
 	reported map[string]int
 	failures uint64 // calls of fail, reported or counted
-	checks   uint64
+	// quietLooks counts the looks checkRefreshed compared.
+	quietLooks int
+	checks     uint64
 }
 
 // nodeLook is what the invariants keep of one node between checks.
 type nodeLook struct {
 	checked       uint64 // the last check that saw the node up
 	inc           uint64
+	ran           uint64 // World.Ran at that check
+	insp          node.Inspector
 	damaged, lies bool // iv.damaged and the lying fsync, at that check
 	views         []node.ReplicaView
 	failed        []bool // per view: its member checks called fail
@@ -177,7 +180,19 @@ func (iv *invariants) look(id netx.NodeID, rc *node.Reactor) {
 	inc := iv.r.w.Incarnation(id)
 	damaged, lies := iv.damaged[id], iv.r.nem.more.lies(id)
 	steady := nl.checked == iv.checks-1 && nl.inc == inc && nl.damaged == damaged && nl.lies == lies
-	cur := iv.insp.Inspect(rc, nl.spare, false)
+	ran := iv.r.w.Ran(id)
+	var cur []node.ReplicaView
+	if steady && ran == nl.ran {
+		// Nothing ran on the node since the last check: its views are
+		// those, but for what they read from its clock.
+		cur = append(nl.spare[:0], nl.views...)
+		nl.insp.Refresh(rc, cur)
+		if iv.r.o.checkQuiet {
+			iv.checkRefreshed(id, rc, cur)
+		}
+	} else {
+		cur = nl.insp.Inspect(rc, nl.spare, false)
+	}
 	failed := nl.spareFailed[:0]
 	sameGroups := steady && len(cur) == len(nl.views)
 	for i := range cur {
@@ -196,9 +211,19 @@ func (iv *invariants) look(id netx.NodeID, rc *node.Reactor) {
 	}
 	nl.spare, nl.views = nl.views, cur
 	nl.spareFailed, nl.failed = nl.failed, failed
-	nl.checked, nl.inc, nl.damaged, nl.lies = iv.checks, inc, damaged, lies
+	nl.checked, nl.inc, nl.ran, nl.damaged, nl.lies = iv.checks, inc, ran, damaged, lies
 	if !sameGroups {
 		iv.regrouped = append(iv.regrouped, id)
+	}
+}
+
+// checkRefreshed fails the run if a refreshed look at a quiet node
+// differs from a full one (Options.checkQuiet).
+func (iv *invariants) checkRefreshed(id netx.NodeID, rc *node.Reactor, refreshed []node.ReplicaView) {
+	iv.quietLooks++
+	full := rc.Inspect(false)
+	if !slices.Equal(full, refreshed) {
+		iv.fail("refreshed-view-differs", "n%d: a node that ran nothing since the last check: refreshed views %+v, inspected %+v", id, refreshed, full)
 	}
 }
 
@@ -403,6 +428,9 @@ func (iv *invariants) afterHeal() {
 	}
 	iv.committedEntries()
 	iv.r.w.Tracef("invariants: %d checks, violations %v", iv.checks, iv.reported)
+	if iv.r.o.checkQuiet {
+		iv.r.w.Tracef("invariants: %d refreshed looks compared with full ones", iv.quietLooks)
+	}
 }
 
 func byGroupIDs[V any](m map[uint64]V) []uint64 {

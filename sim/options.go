@@ -59,6 +59,11 @@ type Options struct {
 	// TraceKeep is how many trace lines the Result keeps (0: the last
 	// 4,000; -1: all of them, for a replay written to a file).
 	TraceKeep int
+
+	// checkQuiet makes the invariants inspect in full every node they
+	// would have refreshed (invariants.look) and fail the run where the
+	// two views differ (a test of the shortcut).
+	checkQuiet bool
 }
 
 // CorruptRate is the rate of the corruption fault when a run forces it on
