@@ -127,22 +127,20 @@ func (in *Inspector) Inspect(r *Reactor, dst []ReplicaView, full bool) []Replica
 	return out
 }
 
-// Refresh brings views, a copy of what this Inspector's last Inspect(r,
-// _, false) returned, up to r's clock, for a Reactor none of whose code
-// ran since that look (no request, message, timer or disk completion):
-// its memory is as it was then, so of each view only the fields Inspect
+// RefreshView brings v, a copy of view i of what this Inspector's last
+// Inspect(r, _, false) returned, up to r's clock, for a Reactor none of
+// whose code ran since that look (no request, message, timer or disk
+// completion): its memory is as it was then, so only the fields Inspect
 // computes from the clock can differ, LeaseHeld (the lease's deadline)
-// and RetentionBound (retention.ms against the wall clock), and Refresh
-// recomputes exactly those, as Inspect would.
-func (in *Inspector) Refresh(r *Reactor, views []ReplicaView) {
-	for i, p := range in.parts {
-		if p == nil {
-			continue
-		}
-		v := &views[i]
-		v.LeaseHeld, _ = r.leaseState(p)
-		r.retentionView(p, v)
+// and RetentionBound (retention.ms against the wall clock), and
+// RefreshView recomputes exactly those, as Inspect would.
+func (in *Inspector) RefreshView(r *Reactor, i int, v *ReplicaView) {
+	p := in.parts[i]
+	if p == nil {
+		return // the controller: no lease, no retention
 	}
+	v.LeaseHeld, _ = r.leaseState(p)
+	v.RetentionBound = r.retentionBound(p)
 }
 
 // partitionView fills the partition's part of v, which viewOf began.
@@ -243,14 +241,27 @@ func (r *Reactor) fenced(g uint64) bool {
 
 // retentionView fills v's retention and compaction figures.
 func (r *Reactor) retentionView(p *partition.Partition, v *ReplicaView) {
-	rep := p.Replica()
-	ls := rep.Stats()
+	ls := p.Replica().Stats()
 	v.LogBytes, v.SegmentsRemoved, v.CleanerPasses = ls.SizeBytes, ls.SegmentsRemoved, ls.Cleaner.Passes
 	v.SegmentsCleaned = ls.Cleaner.SegmentsCleaned
 	v.RetentionBytes, v.RetentionMs = -1, -1
-	if !p.Cfg.Delete || (p.Cfg.RetentionMs < 0 && p.Cfg.RetentionBytes < 0) {
-		return
+	if retains(p) {
+		v.RetentionBytes, v.RetentionMs = p.Cfg.RetentionBytes, p.Cfg.RetentionMs
 	}
-	v.RetentionBytes, v.RetentionMs = p.Cfg.RetentionBytes, p.Cfg.RetentionMs
-	v.RetentionBound = rep.RetentionBound(r.env.Clock.Now().UnixMilli(), p.Cfg.RetentionMs, p.Cfg.RetentionBytes, rep.Applied()+1)
+	v.RetentionBound = r.retentionBound(p)
+}
+
+// retains: the partition's cleanup policy deletes, with a limit.
+func retains(p *partition.Partition) bool {
+	return p.Cfg.Delete && (p.Cfg.RetentionMs >= 0 || p.Cfg.RetentionBytes >= 0)
+}
+
+// retentionBound is the last index retention would drop now (0 if none
+// or the partition does not retain), with the limit maintain uses.
+func (r *Reactor) retentionBound(p *partition.Partition) uint64 {
+	if !retains(p) {
+		return 0
+	}
+	rep := p.Replica()
+	return rep.RetentionBound(r.env.Clock.Now().UnixMilli(), p.Cfg.RetentionMs, p.Cfg.RetentionBytes, rep.Applied()+1)
 }

@@ -159,7 +159,9 @@ func (iv *invariants) observe() {
 	iv.forgetDeleted()
 }
 
-// look checks one up node's groups. A view equal to the one the previous
+// look checks one up node's groups: a node that ran no code since the
+// previous check (World.Ran) is not inspected again, only refreshed
+// (lookQuiet); another is inspected (lookChanged). A view equal to the one the previous
 // check saw of the same member, in the same incarnation, with the node's
 // damage and lying-fsync marks unchanged, and whose checks then called no
 // fail, is not checked again: member would find exactly what it found
@@ -181,18 +183,17 @@ func (iv *invariants) look(id netx.NodeID, rc *node.Reactor) {
 	damaged, lies := iv.damaged[id], iv.r.nem.more.lies(id)
 	steady := nl.checked == iv.checks-1 && nl.inc == inc && nl.damaged == damaged && nl.lies == lies
 	ran := iv.r.w.Ran(id)
-	var cur []node.ReplicaView
 	if steady && ran == nl.ran {
-		// Nothing ran on the node since the last check: its views are
-		// those, but for what they read from its clock.
-		cur = append(nl.spare[:0], nl.views...)
-		nl.insp.Refresh(rc, cur)
-		if iv.r.o.checkQuiet {
-			iv.checkRefreshed(id, rc, cur)
-		}
+		iv.lookQuiet(id, rc, nl, inc)
 	} else {
-		cur = nl.insp.Inspect(rc, nl.spare, false)
+		iv.lookChanged(id, rc, nl, inc, steady)
 	}
+	nl.checked, nl.inc, nl.ran, nl.damaged, nl.lies = iv.checks, inc, ran, damaged, lies
+}
+
+// lookChanged inspects a node that ran code since the last check.
+func (iv *invariants) lookChanged(id netx.NodeID, rc *node.Reactor, nl *nodeLook, inc uint64, steady bool) {
+	cur := nl.insp.Inspect(rc, nl.spare, false)
 	failed := nl.spareFailed[:0]
 	sameGroups := steady && len(cur) == len(nl.views)
 	for i := range cur {
@@ -211,9 +212,30 @@ func (iv *invariants) look(id netx.NodeID, rc *node.Reactor) {
 	}
 	nl.spare, nl.views = nl.views, cur
 	nl.spareFailed, nl.failed = nl.failed, failed
-	nl.checked, nl.inc, nl.ran, nl.damaged, nl.lies = iv.checks, inc, ran, damaged, lies
 	if !sameGroups {
 		iv.regrouped = append(iv.regrouped, id)
+	}
+}
+
+// lookQuiet looks at a node that ran nothing since the last check: its
+// views are those, but for what they read from its clock
+// (node.Inspector.RefreshView), so a view is unchanged when those fields
+// are.
+func (iv *invariants) lookQuiet(id netx.NodeID, rc *node.Reactor, nl *nodeLook, inc uint64) {
+	for i := range nl.views {
+		old := &nl.views[i]
+		v := *old
+		nl.insp.RefreshView(rc, i, &v)
+		if v.LeaseHeld == old.LeaseHeld && v.RetentionBound == old.RetentionBound && !nl.failed[i] {
+			iv.r.coverSteady(old)
+			continue
+		}
+		before := iv.failures
+		iv.member(id, inc, v)
+		*old, nl.failed[i] = v, iv.failures != before
+	}
+	if iv.r.o.checkQuiet {
+		iv.checkRefreshed(id, rc, nl.views)
 	}
 }
 

@@ -180,6 +180,9 @@ type run struct {
 	churn *churn       // topic churn (topics.go), if any
 	// coverage counts the rare paths the run reached (coverage.go).
 	coverage map[string]int
+	// fencedViews and snapshotViews count views showing a vote fence and
+	// a log behind a snapshot (coverSteady).
+	fencedViews, snapshotViews int
 
 	corruptedFiles []string
 	violations     []string
