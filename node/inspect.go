@@ -71,6 +71,10 @@ type ReplicaView struct {
 	// counts the segments the cleaner rewrote.
 	Compacts        bool
 	SegmentsCleaned int64
+
+	// ProducerExpiryMs is the producer.id.expiration.ms the partition's
+	// applied producer table uses (0 for the controller).
+	ProducerExpiryMs int64
 }
 
 // Inspect returns a view of every Raft group on this node: the controller
@@ -153,6 +157,7 @@ func (r *Reactor) partitionView(p *partition.Partition, v *ReplicaView, full boo
 	}
 	v.LeaseHeld, _ = r.leaseState(p)
 	v.Epoch, v.Compacts = p.Term(), p.Cfg.Compact
+	v.ProducerExpiryMs = p.ProducerExpiration()
 	r.retentionView(p, v)
 	if !full {
 		return

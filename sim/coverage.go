@@ -43,6 +43,8 @@ var coveragePaths = []string{
 	"leader transfer bounced back",
 	"retention deleted a segment",
 	"Raft snapshot installed",
+	covExpiredAccepted,
+	covKeptRefused,
 	"topic re-created",
 	"partitions added to a topic",
 }
@@ -56,6 +58,8 @@ const (
 	covLeaseRefused    = "read refused: lease expired"
 	covRestartCaughtUp = "restarted member recovered its durable commit"
 	covSnapshot        = "log compacted behind a snapshot"
+	covExpiredAccepted = "expired producer id accepted at any sequence"
+	covKeptRefused     = "unexpired producer id refused a sequence gap"
 )
 
 // cover counts one reach of the named path.

@@ -45,6 +45,8 @@ type Options struct {
 	Auth AuthOptions
 	// Retention turns on the retention workload (retention.go).
 	Retention RetentionOptions
+	// Expiry turns on the producer-id expiry workload (expiry.go).
+	Expiry ExpiryOptions
 	// Bounce is the rate of leader transfers bounced straight back
 	// (leasework.go), per simulated second; 0: none.
 	Bounce float64
@@ -227,6 +229,7 @@ func ChooseOptions(seed int64) Options {
 	}
 	o.Broker.Shares = o.Share.brokerShares()
 	o.Retention = chooseRetention(seed)
+	o.Expiry = chooseExpiry(seed)
 	o.Bounce = rate(0.5, 0.5, 3)
 	o.Topics = chooseTopics(seed)
 	chooseMore(rng, &o) // last: faults_more.go
@@ -263,6 +266,9 @@ func (o Options) String() string {
 	}
 	if o.Retention.On {
 		fmt.Fprintf(&b, "\n%s", o.Retention)
+	}
+	if o.Expiry.On {
+		fmt.Fprintf(&b, "\n%s", o.Expiry)
 	}
 	return b.String()
 }
