@@ -45,6 +45,8 @@ var coveragePaths = []string{
 	"Raft snapshot installed",
 	covExpiredAccepted,
 	covKeptRefused,
+	covCtlCompacted,
+	covCtlSnapInstalled,
 	"topic re-created",
 	"partitions added to a topic",
 }
@@ -60,6 +62,9 @@ const (
 	covSnapshot        = "log compacted behind a snapshot"
 	covExpiredAccepted = "expired producer id accepted at any sequence"
 	covKeptRefused     = "unexpired producer id refused a sequence gap"
+	// The controller's own (ControllerSnapshotEntries, faults_more.go).
+	covCtlCompacted     = "controller log compacted behind a snapshot"
+	covCtlSnapInstalled = "controller snapshot installed on a lagging member"
 )
 
 // cover counts one reach of the named path.
@@ -88,6 +93,13 @@ func (r *run) coverView(prev memberSeen, hadPrev bool, v node.ReplicaView, inc u
 	}
 	if prev.inc != inc && v.Commit >= prev.durCo && prev.durCo > 0 {
 		r.cover(covRestartCaughtUp)
+	}
+	if v.HighWatermark == -1 && prev.inc == inc && v.FirstIndex > prev.first { // the controller
+		if v.FirstIndex > prev.last+1 {
+			r.cover(covCtlSnapInstalled)
+		} else {
+			r.cover(covCtlCompacted)
+		}
 	}
 }
 

@@ -270,5 +270,8 @@ func (o Options) String() string {
 	if o.Expiry.On {
 		fmt.Fprintf(&b, "\n%s", o.Expiry)
 	}
+	if n := o.Broker.CtlSnapshotEntries; n > 0 {
+		fmt.Fprintf(&b, "\ncontroller snapshot every %d entries", n)
+	}
 	return b.String()
 }
