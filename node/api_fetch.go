@@ -47,6 +47,16 @@ type fetchWait struct {
 	respond func(kmsg.Response)
 	done    bool
 	timer   clock.TimerID // the max wait
+	trace   *Trace        // the request's trace, or nil (trace.go)
+	stage   int           // its park stage
+}
+
+// answerParked ends the park stage of a traced fetch and sends resp.
+func (r *Reactor) answerParked(fw *fetchWait, resp kmsg.Response) {
+	if fw.trace != nil {
+		fw.trace.end(fw.stage, r.env.Clock.Now())
+	}
+	fw.respond(resp)
 }
 
 func serveFetch(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
@@ -64,7 +74,10 @@ func serveFetch(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Respo
 		respond(resp)
 		return
 	}
-	fw := &fetchWait{req: req, respond: respond, denied: denied}
+	fw := &fetchWait{req: req, respond: respond, denied: denied, trace: c.Trace}
+	if c.Trace != nil {
+		fw.stage = c.Trace.begin(StagePark, "", -1, r.env.Clock.Now())
+	}
 	r.fetches = append(r.fetches, fw)
 	// On the reactor's deadline queue, so the max wait answers before the
 	// request's deadline (deadline.go), due at the same instant.
@@ -80,7 +93,7 @@ func (r *Reactor) finishFetch(fw *fetchWait) {
 	fw.done = true
 	resp, n, _ := r.evalFetch(fw.req, fw.denied)
 	r.stats.BytesOut += int64(n)
-	fw.respond(resp)
+	r.answerParked(fw, resp)
 	r.dropDoneFetches()
 }
 
@@ -98,7 +111,7 @@ func (r *Reactor) wakeFetches() {
 			fw.done = true
 			r.cancelTimer(fw.timer)
 			r.stats.BytesOut += int64(n)
-			fw.respond(resp)
+			r.answerParked(fw, resp)
 		}
 	}
 	r.dropDoneFetches()
