@@ -307,6 +307,14 @@ func (b *Broker) closeEarly() {
 type handler struct{ b *Broker }
 
 func (h handler) Serve(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg.Response)) {
+	h.b.loop.post(h.task(c, req, respond))
+}
+
+// task returns the event that serves req on the reactor. With tracing on
+// and the request sampled, the span starts here, off the reactor, and the
+// event only adds a clock read and the core's stage timings; with tracing
+// off the event is the bare HandleRequest call.
+func (h handler) task(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg.Response)) func() {
 	client := node.Client{ConnID: c.ID, ClientID: c.ClientID, Remote: c.Remote, Prepared: node.Prepare(req),
 		Principal: c.Principal, Listener: c.Listener}
 	testPrincipal(c, &client)
@@ -314,14 +322,13 @@ func (h handler) Serve(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg.Re
 		if rt := h.b.tracer.start(c, req); rt != nil {
 			client.Trace = &rt.core
 			respond = rt.respond(respond)
-			h.b.loop.post(func() {
+			return func() {
 				rt.begin()
 				h.b.reactor.HandleRequest(client, req, respond)
-			})
-			return
+			}
 		}
 	}
-	h.b.loop.post(func() { h.b.reactor.HandleRequest(client, req, respond) })
+	return func() { h.b.reactor.HandleRequest(client, req, respond) }
 }
 
 func kafkaVersions() []kafka.ApiRange {

@@ -77,7 +77,7 @@ func waitReady(t *testing.T, b *Broker) {
 
 // client talks Kafka to b whatever address the metadata advertises (the
 // node's default 127.0.0.1:9092, not the port the test bound).
-func client(t *testing.T, b *Broker) *kgo.Client {
+func client(t testing.TB, b *Broker) *kgo.Client {
 	t.Helper()
 	addr := b.KafkaAddr()
 	var d net.Dialer
