@@ -242,6 +242,8 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 	if !res.Duplicate {
 		r.stats.BytesIn += int64(len(data))
 		r.stats.RecordsIn += int64(h.RecordCount)
+		p.Traffic.BytesIn += int64(len(data))
+		p.Traffic.RecordsIn += int64(h.RecordCount)
 	}
 	if req.Acks != -1 && !res.Duplicate {
 		sp.BaseOffset = res.BaseOffset

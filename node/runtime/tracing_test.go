@@ -169,17 +169,8 @@ func TestTracingProduceSpanTree(t *testing.T) {
 
 func consumerAtEnd(t *testing.T, b *Broker, topic string) *kgo.Client {
 	t.Helper()
-	addr := b.KafkaAddr()
-	var d net.Dialer
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(300*time.Millisecond),
-		kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, network, addr)
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cl
+	return client(t, b, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()),
+		kgo.FetchMaxWait(300*time.Millisecond))
 }
 
 func checkProduceTree(t *testing.T, spans []*tracepb.Span, traceID, parentID string) {
