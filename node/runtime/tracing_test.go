@@ -17,6 +17,7 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/floe-broker/floe/node"
@@ -341,4 +342,74 @@ func TestParseTracingEnv(t *testing.T) {
 	if err != nil || !strings.Contains(s.Description(), "0.25") {
 		t.Errorf("sampler %v (%v), want a ratio of 0.25", s, err)
 	}
+}
+
+// grpcReceiver is a minimal OTLP/gRPC trace receiver.
+type grpcReceiver struct {
+	collectortrace.UnimplementedTraceServiceServer
+	mu    sync.Mutex
+	names []string
+}
+
+func (g *grpcReceiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				g.names = append(g.names, s.Name)
+			}
+		}
+	}
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// OTEL_EXPORTER_OTLP_PROTOCOL=grpc sends the spans over OTLP/gRPC.
+func TestTracingOverGRPC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real broker")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := &grpcReceiver{}
+	srv := grpc.NewServer()
+	collectortrace.RegisterTraceServiceServer(srv, recv)
+	go srv.Serve(ln)
+	defer srv.Stop()
+	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
+	b := startBroker(t, t.TempDir())
+	shut := false
+	defer func() {
+		if !shut {
+			_ = b.Shutdown(context.Background())
+		}
+	}()
+	waitReady(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	cl := client(t, b)
+	_, err = kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "g")
+	if err == nil {
+		err = cl.ProduceSync(ctx, &kgo.Record{Topic: "g", Value: []byte("v")}).FirstErr()
+	}
+	cl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	shut = true
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	for _, n := range recv.names {
+		if n == "kafka Produce" {
+			return
+		}
+	}
+	t.Errorf("no kafka Produce span over gRPC; got %v", recv.names)
 }
