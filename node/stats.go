@@ -1,6 +1,7 @@
 package node
 
 import (
+	"sort"
 	"time"
 
 	"github.com/floe-broker/floe/node/partition"
@@ -165,4 +166,24 @@ func (r *Reactor) replicaCounts(p *partition.Partition) (int, int) {
 		return replicas, -1
 	}
 	return replicas, len(r.activeVoters(p.Replica()))
+}
+
+// GroupMembers is one group's member count, on its coordinator.
+type GroupMembers struct {
+	Group   string
+	Members int
+}
+
+// GroupMembers lists the groups this broker coordinates with their
+// member counts, sorted by group.
+func (r *Reactor) GroupMembers() []GroupMembers {
+	var out []GroupMembers
+	for _, c := range r.localCoordinators() {
+		for _, g := range c.ListGroups(nil) {
+			_, n := c.GroupState(g.Group)
+			out = append(out, GroupMembers{Group: g.Group, Members: n})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return out
 }

@@ -161,15 +161,16 @@ func (c *reactorCollector) Collect(ch chan<- prometheus.Metric) {
 	var lags []node.GroupLag
 	var ts node.TxnStats
 	var cs node.ClusterStats
+	var members []node.GroupMembers
 	if !c.b.loop.call(func() {
 		st, ps = c.b.reactor.Stats()
 		lags, ts = c.b.reactor.GroupLags(), c.b.reactor.TxnStats()
-		cs = c.b.reactor.ClusterStats()
+		cs, members = c.b.reactor.ClusterStats(), c.b.reactor.GroupMembers()
 	}, 5*time.Second) {
 		return
 	}
 	c.collectTxns(ch, ts)
-	c.parts.collect(ch, st, ps, lags, cs)
+	c.parts.collect(ch, st, ps, lags, cs, members)
 	for _, l := range lags {
 		lv := []string{l.Group, l.Topic, strconv.Itoa(int(l.Partition))}
 		ch <- prometheus.MustNewConstMetric(c.groupCommitted, prometheus.GaugeValue, float64(l.Committed), lv...)

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -139,7 +140,16 @@ func TestDashboardMetricsExist(t *testing.T) {
 		t.Fatalf("commit: %v %v", err, resp.Error())
 	}
 
+	// The commit created __consumer_offsets: wait for its partitions'
+	// leaders, so the figures below are of a settled cluster.
 	fams := scrape(t, b)
+	for v, _ := value(fams["floe_partitions_leaderless"], nil); v != 0; v, _ = value(fams["floe_partitions_leaderless"], nil) {
+		if ctx.Err() != nil {
+			t.Fatalf("%v partitions still leaderless", v)
+		}
+		time.Sleep(20 * time.Millisecond)
+		fams = scrape(t, b)
+	}
 	exprs := dashboardQueries(t)
 	seen := map[string]bool{}
 	for _, e := range exprs {
@@ -183,6 +193,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 		{"kafka_consumergroup_current_offset", grp, 3},
 		{"kafka_consumergroup_lag", grp, 2},
 		{"kafka_consumergroup_lag_sum", map[string]string{"consumergroup": "dash-group", "topic": "dash"}, 2},
+		{"kafka_consumergroup_members", map[string]string{"consumergroup": "dash-group"}, 0},
 		{"kafka_topic_partitions", map[string]string{"topic": "dash"}, 2},
 		{"kafka_brokers", nil, 1},
 		{"floe_partitions_under_replicated", nil, 0},

@@ -30,6 +30,7 @@ type partitionCollector struct {
 	kBrokers, kTopicPartitions, kCurrent, kOldest, kLeader   *prometheus.Desc
 	kReplicas, kISR, kUnderReplicated                        *prometheus.Desc
 	kGroupCurrent, kGroupCurrentSum, kGroupLag, kGroupLagSum *prometheus.Desc
+	kGroupMembers                                            *prometheus.Desc
 }
 
 func newPartitionCollector(self int32) *partitionCollector {
@@ -74,6 +75,8 @@ func newPartitionCollector(self int32) *partitionCollector {
 			"kafka_exporter name: the group's committed offsets summed over the topic's partitions.", "consumergroup", "topic"),
 		kGroupLag: d("kafka_consumergroup_lag",
 			"kafka_exporter name: high watermark minus the group's committed offset (coordinator only).", gl...),
+		kGroupMembers: d("kafka_consumergroup_members",
+			"kafka_exporter name: members of the group (coordinator only).", "consumergroup"),
 		kGroupLagSum: d("kafka_consumergroup_lag_sum",
 			"kafka_exporter name: the group's lag summed over the topic's partitions.", "consumergroup", "topic"),
 	}
@@ -83,11 +86,12 @@ func (c *partitionCollector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.recordsOut, c.term, c.replicas, c.inSync, c.underReplicated,
 		c.underReplicatedCount, c.leaderless, c.brokers, c.elections, c.leaderChanges, c.won, c.controlTerm,
 		c.kBrokers, c.kTopicPartitions, c.kCurrent, c.kOldest, c.kLeader, c.kReplicas, c.kISR, c.kUnderReplicated,
-		c.kGroupCurrent, c.kGroupCurrentSum, c.kGroupLag, c.kGroupLagSum}
+		c.kGroupCurrent, c.kGroupCurrentSum, c.kGroupLag, c.kGroupLagSum, c.kGroupMembers}
 }
 
 // collect exports one snapshot; the reactorCollector took it.
-func (c *partitionCollector) collect(ch chan<- prometheus.Metric, st node.Stats, ps []node.PartitionStats, lags []node.GroupLag, cs node.ClusterStats) {
+func (c *partitionCollector) collect(ch chan<- prometheus.Metric, st node.Stats, ps []node.PartitionStats, lags []node.GroupLag,
+	cs node.ClusterStats, members []node.GroupMembers) {
 	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
 	}
@@ -135,6 +139,9 @@ func (c *partitionCollector) collect(ch chan<- prometheus.Metric, st node.Stats,
 	}
 	gauge(c.underReplicatedCount, float64(under))
 	c.collectGroups(gauge, lags)
+	for _, m := range members {
+		gauge(c.kGroupMembers, float64(m.Members), m.Group)
+	}
 }
 
 // collectGroups exports the coordinators' group offsets and lag under
