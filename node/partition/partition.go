@@ -51,6 +51,16 @@ type Partition struct {
 	nextOffset int64
 
 	waiters []waiter
+
+	// Traffic counts what clients wrote to and read from this replica
+	// since it opened here (the broker's per-partition metrics).
+	Traffic Traffic
+}
+
+// Traffic is a partition's client traffic: batch bytes and records
+// appended by produce requests, and returned by fetch requests.
+type Traffic struct {
+	BytesIn, RecordsIn, BytesOut, RecordsOut int64
 }
 
 // waiter is an acks=all produce (or a duplicate of one) waiting for its
