@@ -282,8 +282,11 @@ func (iv *invariants) forgetDeleted() {
 	for _, k := range gone {
 		delete(iv.seen, k)
 	}
+	// A deleted group's terms, commits and votes are not forgotten: a
+	// broker that opens it again (a restart replaying the controller log
+	// from before the deletion) starts from its tombstone, at the old term
+	// and vote (node/tombstone.go), so they still hold.
 	for _, k := range gone {
-		iv.forgetGroupIfDead(k.group)
 		for vk := range iv.durVotes {
 			if vk.node == k.node && vk.group == k.group {
 				delete(iv.durVotes, vk)
@@ -514,34 +517,5 @@ func (iv *invariants) deposedReads(h history.History) {
 	}
 	if n > 0 {
 		iv.fail("read-from-deposed-leader", "%d reads answered by a leader a later-epoch leader had replaced (first: %s)", n, first)
-	}
-}
-
-// forgetGroupIfDead forgets a group's history once no up node holds it:
-// its topic was deleted (a down node may still hold an old replica). A broker restarted
-// later may replay an older controller state and open the group again
-// from an empty log (a new group under the old id, until it applies the
-// deletion again); its terms and indexes start over and say nothing about
-// the deleted group's.
-func (iv *invariants) forgetGroupIfDead(g uint64) {
-	for _, id := range iv.r.w.IDs() {
-		if iv.present(id, g) {
-			return
-		}
-	}
-	for k := range iv.leaders {
-		if k.group == g {
-			delete(iv.leaders, k)
-		}
-	}
-	for k := range iv.committed {
-		if k.group == g {
-			delete(iv.committed, k)
-		}
-	}
-	for k := range iv.votes {
-		if k.group == g {
-			delete(iv.votes, k)
-		}
 	}
 }

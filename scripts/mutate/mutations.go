@@ -96,6 +96,19 @@ var mutations = []mutation{
 		Replacement: "case epoch < st.Epoch-1:",
 		Why:         "idempotence: a producer fenced by a newer epoch may still write",
 	},
+	// Producer-id expiry (producer.id.expiration.ms; sim/expiry.go).
+	{
+		Name: "producer-never-expires", File: "node/partition/producers.go",
+		Original:    "return lastMs <= nowMs-t.expirationMs",
+		Replacement: "return false",
+		Why:         "producer-id expiry: producer state grows without bound; a producer back after the window is refused",
+	},
+	{
+		Name: "producer-expires-early", File: "node/partition/producers.go",
+		Original:    "return lastMs <= nowMs-t.expirationMs",
+		Replacement: "return lastMs <= nowMs-t.expirationMs/4",
+		Why:         "producer-id expiry: a live producer's sequence state is dropped inside the window, so a gap is accepted",
+	},
 	// Group generations.
 	{
 		Name: "generation-fence-one-way", File: "node/group/offsets.go",
