@@ -43,6 +43,9 @@ func (r *Reactor) onTick() {
 		r.driveReassignments()
 		r.evacuate()
 	}
+	if r.ticks%balancerTicks == 0 {
+		r.runBalancer()
+	}
 	if r.ticks%balanceTicks == 0 || r.buggify(bugBalanceLeadersEarly) {
 		r.balanceLeaders()
 	}

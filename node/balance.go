@@ -1,0 +1,136 @@
+package node
+
+import (
+	"slices"
+
+	"github.com/floe-broker/floe/internal/plant"
+	"github.com/floe-broker/floe/node/controller"
+)
+
+// Continuous balancing (issue 23): the controller's leader asks the
+// planner (node/controller/balance.go) for the next moves every
+// balancerTicks, and proposes them as controller commands. A replica move
+// is a Reassign that the partition's leader walks like any other
+// (reassign.go); a leader move is a Prefer, which balanceLeaders carries
+// out at its next round. Config.Balancer turns it on (cmd/floe: on by
+// default; a library Config's zero value leaves it off).
+//
+// A broker is alive for the planner when the controller's leader heard
+// from it within the last election timeout (its controller-group progress
+// is recently active, check-quorum resets the mark each timeout); a new
+// controller leader waits two election timeouts before it plans, so the
+// marks it reads are its own. A balancer move whose destination stops
+// being alive is cancelled: the walk would wait for a learner that cannot
+// catch up, holding one of the bounded move slots.
+
+// balancerTicks is how often (in ticks) the controller leader plans.
+const balancerTicks = 20
+
+// balancerMovesMaxDefault bounds the replica moves in flight at once when
+// Config.BalancerMovesMax is 0.
+const balancerMovesMaxDefault = 4
+
+// balancerState is the controller leader's balancing in progress.
+type balancerState struct {
+	proposing int    // balancer commands proposed and not yet applied
+	term      uint64 // the controller term the leader's wait began in
+	since     uint64 // the tick that term was first seen
+	// Moves and LeaderMoves count the balancer's commands the controller
+	// accepted, proposed by this broker (metrics).
+	moves, leaderMoves uint64
+}
+
+func (r *Reactor) balancerMovesMax() int {
+	if r.cfg.BalancerMovesMax > 0 {
+		return r.cfg.BalancerMovesMax
+	}
+	return balancerMovesMaxDefault
+}
+
+// runBalancer plans and proposes the next balancing moves when this node
+// leads the controller.
+func (r *Reactor) runBalancer() {
+	b := &r.bal
+	if r.cfg.Balancer == controller.BalanceOff || r.controllerLeader() != r.self {
+		return
+	}
+	if b.term != r.ctl.term {
+		b.term, b.since = r.ctl.term, r.ticks
+	}
+	if r.ticks-b.since < uint64(2*r.cfg.ElectionTicks) || b.proposing > 0 {
+		return
+	}
+	alive := r.controllerAlive()
+	isAlive := func(id int32) bool { return alive[uint64(id)] }
+	if r.cancelStuckMoves(isAlive) {
+		return
+	}
+	movesMax := r.balancerMovesMax()
+	if plant.Enabled(plant.BalancerIgnoresBound) {
+		movesMax = 1 << 20 // planted bug: every move at once
+	}
+	in := r.ctl.state.BalanceInput(isAlive, movesMax)
+	for _, m := range controller.Plan(in) {
+		leader := m.Leader()
+		b.proposing++
+		r.env.Logf("node %d: balancer: %s", r.self, m)
+		r.propose(m.Command(), func(res controller.Result) {
+			b.proposing--
+			switch {
+			case res.Err != nil:
+			case leader:
+				b.leaderMoves++
+			default:
+				b.moves++
+			}
+		})
+	}
+}
+
+// controllerAlive returns the brokers the controller leader heard from
+// within the last election timeout (itself included).
+func (r *Reactor) controllerAlive() map[uint64]bool {
+	alive := map[uint64]bool{r.self: true}
+	for _, pr := range r.ctl.rep.Status().Progress {
+		if pr.RecentActive {
+			alive[pr.ID] = true
+		}
+	}
+	return alive
+}
+
+// cancelStuckMoves cancels the balancer's moves whose target holds a
+// broker that is not alive; it reports whether it proposed any.
+func (r *Reactor) cancelStuckMoves(alive func(int32) bool) bool {
+	st := r.ctl.state
+	cancelled := false
+	for _, name := range st.TopicNames() {
+		for _, p := range st.Topics[name].Partitions {
+			if !p.BalancerMove || p.Target == nil || !slices.ContainsFunc(p.Target, func(id int32) bool { return !alive(id) }) {
+				continue
+			}
+			r.bal.proposing++
+			cancelled = true
+			r.env.Logf("node %d: balancer: cancel %s/%d to %v (a target broker is down)", r.self, name, p.Index, p.Target)
+			r.propose(&controller.Command{Reassign: &controller.Reassign{Topic: name, Partition: p.Index}}, func(controller.Result) {
+				r.bal.proposing--
+			})
+		}
+	}
+	return cancelled
+}
+
+// BalancerStats are the balancer's figures on this broker.
+type BalancerStats struct {
+	// Moves and LeaderMoves count the replica and leader moves this
+	// broker's balancer proposed and the controller accepted.
+	Moves, LeaderMoves uint64
+	// InFlight counts the balancer's replica moves in flight in the
+	// metadata this broker holds (any controller leader's).
+	InFlight int
+}
+
+// BalancerStats returns the balancer's figures.
+func (r *Reactor) BalancerStats() BalancerStats {
+	return BalancerStats{Moves: r.bal.moves, LeaderMoves: r.bal.leaderMoves, InFlight: r.ctl.state.BalancerMovesInFlight()}
+}
