@@ -60,7 +60,16 @@ func (r *Reactor) runBalancer() {
 	if r.ticks-b.since < uint64(2*r.cfg.ElectionTicks) || b.proposing > 0 {
 		return
 	}
-	alive := r.controllerAlive()
+	status := r.ctl.rep.Status()
+	if status.Applied < status.Commit {
+		return // plan from everything committed, a deposed leader's last proposals included
+	}
+	alive := map[uint64]bool{r.self: true}
+	for _, pr := range status.Progress {
+		if pr.RecentActive {
+			alive[pr.ID] = true
+		}
+	}
 	isAlive := func(id int32) bool { return alive[uint64(id)] }
 	if r.cancelStuckMoves(isAlive) {
 		return
@@ -74,7 +83,7 @@ func (r *Reactor) runBalancer() {
 		leader := m.Leader()
 		b.proposing++
 		r.env.Logf("node %d: balancer: %s", r.self, m)
-		r.propose(m.Command(), func(res controller.Result) {
+		r.propose(m.Command(movesMax), func(res controller.Result) {
 			b.proposing--
 			switch {
 			case res.Err != nil:
@@ -85,18 +94,6 @@ func (r *Reactor) runBalancer() {
 			}
 		})
 	}
-}
-
-// controllerAlive returns the brokers the controller leader heard from
-// within the last election timeout (itself included).
-func (r *Reactor) controllerAlive() map[uint64]bool {
-	alive := map[uint64]bool{r.self: true}
-	for _, pr := range r.ctl.rep.Status().Progress {
-		if pr.RecentActive {
-			alive[pr.ID] = true
-		}
-	}
-	return alive
 }
 
 // cancelStuckMoves cancels the balancer's moves whose target holds a

@@ -37,13 +37,14 @@ func (s *State) prefer(c *Prefer) Result {
 }
 
 // checkBalancerMove refuses a balancer's move planned from a state that is
-// gone: the partition is no longer settled at epoch, or a target broker
-// was decommissioned since.
-func (s *State) checkBalancerMove(p *Partition, epoch int32, target []int32) error {
-	if !p.Settled() || p.ReassignEpoch != epoch {
+// gone: the partition is no longer settled at the epoch planned from, a
+// target broker was decommissioned since, or the bound on moves in flight
+// is reached.
+func (s *State) checkBalancerMove(p *Partition, r *Reassign) error {
+	if !p.Settled() || p.ReassignEpoch != r.IfEpoch || s.reassignmentsInFlight() >= r.MovesMax {
 		return kerr.ReassignmentInProgress
 	}
-	for _, id := range target {
+	for _, id := range r.Target {
 		if s.decommissioned(id) {
 			return kerr.InvalidReplicaAssignment
 		}
@@ -54,6 +55,20 @@ func (s *State) checkBalancerMove(p *Partition, epoch int32, target []int32) err
 func (s *State) decommissioned(id int32) bool {
 	b, ok := s.Brokers[id]
 	return ok && b.Decommissioned
+}
+
+// reassignmentsInFlight counts the partitions not settled (a reassignment
+// in flight or being walked back), as the planner does.
+func (s *State) reassignmentsInFlight() int {
+	n := 0
+	for _, name := range s.TopicNames() {
+		for _, p := range s.Topics[name].Partitions {
+			if !p.Settled() {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // BalancerMovesInFlight counts the partitions whose reassignment in flight
@@ -70,10 +85,11 @@ func (s *State) BalancerMovesInFlight() int {
 	return n
 }
 
-// Command returns the controller command that carries out m.
-func (m Move) Command() *Command {
+// Command returns the controller command that carries out m, planned
+// with movesMax as the bound on moves in flight.
+func (m Move) Command(movesMax int) *Command {
 	if m.Leader() {
 		return &Command{Prefer: &Prefer{Topic: m.Topic, Partition: m.Partition, Leader: m.To, Epoch: m.Epoch}}
 	}
-	return &Command{Reassign: &Reassign{Topic: m.Topic, Partition: m.Partition, Target: slices.Clone(m.Target), Balancer: true, IfEpoch: m.Epoch}}
+	return &Command{Reassign: &Reassign{Topic: m.Topic, Partition: m.Partition, Target: slices.Clone(m.Target), Balancer: true, IfEpoch: m.Epoch, MovesMax: movesMax}}
 }

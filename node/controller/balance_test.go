@@ -355,7 +355,7 @@ func TestBalanceJoin(t *testing.T) {
 			break
 		}
 		for _, mv := range moves {
-			if res := s.Apply(mv.Command()); res.Err != nil {
+			if res := s.Apply(mv.Command(3)); res.Err != nil {
 				t.Fatalf("round %d: %v: %v", round, mv, res.Err)
 			}
 			if !mv.Leader() {
@@ -402,7 +402,7 @@ func TestBalancerCommandsRefuseStaleState(t *testing.T) {
 	}
 	before := string(s.Snapshot())
 	for _, c := range []*Command{
-		{Reassign: &Reassign{Topic: "t", Target: []int32{4, 2, 3}, Balancer: true, IfEpoch: 0}},
+		{Reassign: &Reassign{Topic: "t", Target: []int32{4, 2, 3}, Balancer: true, IfEpoch: 0, MovesMax: 5}},
 		{Prefer: &Prefer{Topic: "t", Leader: 2, Epoch: 0}},
 		{Prefer: &Prefer{Topic: "t", Leader: 2, Epoch: 1}},
 		{Prefer: &Prefer{Topic: "nope", Leader: 2}},
@@ -417,7 +417,9 @@ func TestBalancerCommandsRefuseStaleState(t *testing.T) {
 	s.Apply(&Command{Decommission: &id})
 	before = string(s.Snapshot())
 	for _, c := range []*Command{
-		{Reassign: &Reassign{Topic: "t", Target: []int32{3, 2, 4}, Balancer: true, IfEpoch: 2}},
+		{Reassign: &Reassign{Topic: "t", Target: []int32{3, 2, 4}, Balancer: true, IfEpoch: 2, MovesMax: 5}},
+		{Reassign: &Reassign{Topic: "t", Target: []int32{1, 2, 3}, Balancer: true, IfEpoch: 2}}, // bound 0
+		{Reassign: &Reassign{Topic: "t", Target: []int32{1, 2, 3}, Balancer: true, IfEpoch: 2, MovesMax: -1}},
 		{Prefer: &Prefer{Topic: "t", Leader: 3, Epoch: 2}},
 		{Prefer: &Prefer{Topic: "t", Leader: 3, Epoch: 2}},
 	} {

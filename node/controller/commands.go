@@ -73,9 +73,12 @@ type Reassign struct {
 	// refused unless the partition is settled at reassignment epoch
 	// IfEpoch (the state the balancer planned from) and every target
 	// broker is still in service, so it never overrides an operator's move
-	// that got in first.
+	// that got in first; and unless fewer than MovesMax reassignments
+	// are in flight, so the balancer's bound holds whatever raced with
+	// its plan (a deposed controller leader's proposal resent, say).
 	Balancer bool  `json:"balancer,omitempty"`
 	IfEpoch  int32 `json:"if_epoch,omitempty"`
+	MovesMax int   `json:"moves_max,omitempty"`
 }
 
 // SetReplicas records the replica set a partition's Raft group now has
@@ -331,7 +334,7 @@ func (s *State) reassign(r *Reassign) Result {
 		return Result{Err: err}
 	}
 	if r.Balancer {
-		if err := s.checkBalancerMove(p, r.IfEpoch, r.Target); err != nil {
+		if err := s.checkBalancerMove(p, r); err != nil {
 			return Result{Err: err}
 		}
 	}
