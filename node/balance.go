@@ -129,5 +129,18 @@ type BalancerStats struct {
 
 // BalancerStats returns the balancer's figures.
 func (r *Reactor) BalancerStats() BalancerStats {
-	return BalancerStats{Moves: r.bal.moves, LeaderMoves: r.bal.leaderMoves, InFlight: r.ctl.state.BalancerMovesInFlight()}
+	s := BalancerStats{Moves: r.bal.moves, LeaderMoves: r.bal.leaderMoves}
+	if st, ok := r.MetadataIfOpen(); ok {
+		s.InFlight = st.BalancerMovesInFlight()
+	}
+	return s
+}
+
+// MetadataIfOpen returns the applied metadata, or false while the
+// controller replica is not open yet (a broker still starting).
+func (r *Reactor) MetadataIfOpen() (*controller.State, bool) {
+	if r.ctl == nil || r.ctl.state == nil {
+		return nil, false
+	}
+	return r.ctl.state, true
 }

@@ -45,6 +45,7 @@ var coveragePaths = []string{
 	"Raft snapshot installed",
 	"topic re-created",
 	"partitions added to a topic",
+	covBalancerMove, // issue 23 (balance.go)
 }
 
 const (

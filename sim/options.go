@@ -50,6 +50,8 @@ type Options struct {
 	Bounce float64
 	// Topics turns on topic churn (topics.go): delete, re-create, grow.
 	Topics bool
+	// Balance turns on the controller's balancer (balance.go).
+	Balance BalanceOptions
 
 	// Knobs are randomized sizes (faults_more.go).
 	Knobs knobs
@@ -224,7 +226,9 @@ func ChooseOptions(seed int64) Options {
 	o.Retention = chooseRetention(seed)
 	o.Bounce = rate(0.5, 0.5, 3)
 	o.Topics = chooseTopics(seed)
-	chooseMore(rng, &o) // last: faults_more.go
+	chooseMore(rng, &o)             // last: faults_more.go
+	o.Balance = chooseBalance(seed) // its own generator
+	o.Broker.Balance = o.Balance
 	return o
 }
 
@@ -258,6 +262,9 @@ func (o Options) String() string {
 	}
 	if o.Retention.On {
 		fmt.Fprintf(&b, "\n%s", o.Retention)
+	}
+	if o.Balance.On {
+		fmt.Fprintf(&b, "\n%s", o.Balance)
 	}
 	return b.String()
 }
