@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -449,4 +450,44 @@ func TestParseBalanceMode(t *testing.T) {
 		}
 	}
 	_ = fmt.Sprint(kerr.ReassignmentInProgress)
+}
+
+// TestDecommissionRefusedWhenReplicasCannotMove: decommissioning the last
+// broker of a rack that a partition needs, or a broker whose replicas have
+// nowhere to go, gets a clear error and changes nothing.
+func TestDecommissionRefusedWhenReplicasCannotMove(t *testing.T) {
+	s := NewState("c")
+	for id, rack := range []string{"r1", "r2", "r3", "r1"} {
+		s.Apply(&Command{RegisterBroker: &Broker{ID: int32(id + 1), Rack: rack}})
+	}
+	s.Apply(&Command{CreateTopic: &Topic{Name: "t", Partitions: []Partition{{Index: 0, Replicas: []int32{1, 2, 3}}}}})
+	before := string(s.Snapshot())
+	three := int32(3)
+	res := s.Apply(&Command{Decommission: &three})
+	var ce *Error
+	if res.Err == nil || !errorsAs(res.Err, &ce) || !strings.Contains(ce.Message, `last broker in service in rack "r3"`) {
+		t.Fatalf("decommission of r3's only broker: %v", res.Err)
+	}
+	if string(s.Snapshot()) != before {
+		t.Fatal("a refused decommission changed the state")
+	}
+	one := int32(1)
+	if res := s.Apply(&Command{Decommission: &one}); res.Err != nil {
+		t.Fatalf("decommission of broker 1, whose rack has broker 4: %v", res.Err)
+	}
+	// Racks gone: three brokers left in service for three replicas.
+	s2 := NewState("c")
+	for id := int32(1); id <= 3; id++ {
+		s2.Apply(&Command{RegisterBroker: &Broker{ID: id}})
+	}
+	s2.Apply(&Command{CreateTopic: &Topic{Name: "t", Partitions: []Partition{{Index: 0, Replicas: []int32{1, 2, 3}}}}})
+	if res := s2.Apply(&Command{Decommission: &one}); res.Err == nil || !strings.Contains(res.Err.Error(), "no other broker in service") {
+		t.Fatalf("decommission with nowhere to move: %v", res.Err)
+	}
+}
+
+func errorsAs(err error, target **Error) bool {
+	e, ok := err.(*Error)
+	*target = e
+	return ok
 }

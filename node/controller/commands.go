@@ -142,6 +142,11 @@ func (s *State) Apply(c *Command) Result {
 		if !ok {
 			return Result{Err: kerr.BrokerNotAvailable}
 		}
+		if !b.Decommissioned {
+			if err := s.checkDecommission(b.ID); err != nil {
+				return Result{Err: err}
+			}
+		}
 		b.Decommissioned = true
 	case c.CreateTopic != nil:
 		return s.createTopic(c.CreateTopic)
