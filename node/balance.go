@@ -16,10 +16,12 @@ import (
 // default; a library Config's zero value leaves it off).
 //
 // A broker is alive for the planner when the controller's leader heard
-// from it within the last election timeout (its controller-group progress
-// is recently active, check-quorum resets the mark each timeout); a new
+// from it within the last two election timeouts: every tick the leader
+// notes the members whose controller-group progress is recently active
+// (check-quorum clears that mark each election timeout, so the mark alone,
+// read just after a clearing, would call every peer dead). A new
 // controller leader waits two election timeouts before it plans, so the
-// marks it reads are its own. A balancer move whose destination stops
+// notes it reads are its own. A balancer move whose destination stops
 // being alive is cancelled: the walk would wait for a learner that cannot
 // catch up, holding one of the bounded move slots.
 
@@ -35,6 +37,9 @@ type balancerState struct {
 	proposing int    // balancer commands proposed and not yet applied
 	term      uint64 // the controller term the leader's wait began in
 	since     uint64 // the tick that term was first seen
+	// heard is, per controller member, the last tick this leader saw its
+	// progress recently active.
+	heard map[uint64]uint64
 	// Moves and LeaderMoves count the balancer's commands the controller
 	// accepted, proposed by this broker (metrics).
 	moves, leaderMoves uint64
@@ -47,30 +52,40 @@ func (r *Reactor) balancerMovesMax() int {
 	return balancerMovesMaxDefault
 }
 
-// runBalancer plans and proposes the next balancing moves when this node
-// leads the controller.
-func (r *Reactor) runBalancer() {
+// balancerTick notes which brokers the controller leader hears from, and
+// every balancerTicks plans and proposes the next balancing moves.
+func (r *Reactor) balancerTick() {
 	b := &r.bal
 	if r.cfg.Balancer == controller.BalanceOff || r.controllerLeader() != r.self {
 		return
 	}
-	if b.term != r.ctl.term {
-		b.term, b.since = r.ctl.term, r.ticks
-	}
-	if r.ticks-b.since < uint64(2*r.cfg.ElectionTicks) || b.proposing > 0 {
-		return
+	if b.term != r.ctl.term || b.heard == nil {
+		b.term, b.since, b.heard = r.ctl.term, r.ticks, map[uint64]uint64{}
 	}
 	status := r.ctl.rep.Status()
+	for _, pr := range status.Progress {
+		if pr.RecentActive || pr.ID == r.self {
+			b.heard[pr.ID] = r.ticks
+		}
+	}
+	if r.ticks%balancerTicks != 0 || r.ticks-b.since < uint64(2*r.cfg.ElectionTicks) || b.proposing > 0 {
+		return
+	}
 	if status.Applied < status.Commit {
 		return // plan from everything committed, a deposed leader's last proposals included
 	}
-	alive := map[uint64]bool{r.self: true}
-	for _, pr := range status.Progress {
-		if pr.RecentActive {
-			alive[pr.ID] = true
-		}
+	window := uint64(2 * r.cfg.ElectionTicks)
+	isAlive := func(id int32) bool {
+		t, ok := b.heard[uint64(id)]
+		return ok && r.ticks-t <= window
 	}
-	isAlive := func(id int32) bool { return alive[uint64(id)] }
+	r.runBalancer(isAlive)
+}
+
+// runBalancer cancels the balancer's moves stuck on a silent broker, or
+// else plans and proposes the next moves.
+func (r *Reactor) runBalancer(isAlive func(int32) bool) {
+	b := &r.bal
 	if r.cancelStuckMoves(isAlive) {
 		return
 	}
