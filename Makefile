@@ -40,7 +40,8 @@ run: build
 ## test: everything CI checks, in order of cost.
 test: deps lint unit planted
 
-# deps installs the tools tests shell out to. kcat (librdkafka's CLI) drives
+# deps installs the tools tests shell out to. chromium (headless) runs the
+# web UI's browser tests (node/runtime/ui). kcat (librdkafka's CLI) drives
 # the real-client tests, as do Debian's python3-confluent-kafka (librdkafka
 # again) and python3-kafka (kafka-python, with the snappy, lz4 and zstd
 # modules its codecs need), which install for /usr/bin/python3.
@@ -55,6 +56,10 @@ deps:
 	@command -v gcc >/dev/null 2>&1 || { \
 		echo "deps: installing gcc (cgo: confluent-kafka-go links its bundled librdkafka)"; \
 		$(APT_INSTALL) gcc || { $(SUDO) apt-get update -q && $(APT_INSTALL) gcc; }; \
+	}
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "deps: installing chromium (headless, for the web UI's browser tests)"; \
+		$(APT_INSTALL) chromium || { $(SUDO) apt-get update -q && $(APT_INSTALL) chromium; }; \
 	}
 	@/usr/bin/python3 -c 'import confluent_kafka, kafka, snappy, lz4, zstandard' >/dev/null 2>&1 || { \
 		echo "deps: installing $(PY_DEPS)"; \
