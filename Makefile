@@ -16,7 +16,7 @@ APT_INSTALL  := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q
 .DEFAULT_GOAL := help
 # Order matters in `make test` (cheap checks first), so never run in parallel.
 .NOTPARALLEL:
-.PHONY: help build run test deps lint fmt-check vet floelint unit planted \
+.PHONY: help build run test deps lint fmt-check vet floelint mutations-apply unit planted \
 	sim mutate bench jepsen cluster cluster-stop docker-image fuzz clean
 
 help:
@@ -66,7 +66,7 @@ deps:
 		$(APT_INSTALL) $(PY_DEPS) || { $(SUDO) apt-get update -q && $(APT_INSTALL) $(PY_DEPS); }; \
 	}
 
-lint: fmt-check vet floelint
+lint: fmt-check vet floelint mutations-apply
 
 fmt-check:
 	@files="$$($(GOFMT) -l .)"; \
@@ -79,6 +79,11 @@ vet:
 # internal/lint/core.go.
 floelint:
 	$(GO) run ./cmd/floelint ./...
+
+# mutations-apply checks that every mutation of `make mutate` still finds
+# its line, so a refactor cannot silently retire one.
+mutations-apply:
+	@$(GO) run ./scripts/mutate -list >/dev/null
 
 unit:
 	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...

@@ -365,6 +365,10 @@ func (p *Partition) WaitCommit(index, term uint64, base int64, done func(err err
 	p.waiters[i] = w
 }
 
+// ProducerExpiration is the producer.id.expiration.ms the applied
+// producer table uses (what the log has set, EntryProducerExpiry).
+func (p *Partition) ProducerExpiration() int64 { return p.applied.Expiration() }
+
 // SyncProducerExpiry, on the leader, proposes the topic's
 // producer.id.expiration.ms (Cfg) as an EntryProducerExpiry if the log's
 // setting differs. The node calls it now and then; a change of the topic

@@ -66,8 +66,8 @@ var mutations = []mutation{
 	},
 	{
 		Name: "lease-too-long", File: "node/lease.go",
-		Original:    "const leaseMargin = 0.8",
-		Replacement: "const leaseMargin = 3",
+		Original:    "return time.Duration(float64(r.cfg.TickInterval) * float64(r.cfg.ElectionTicks-1) * r.cfg.LeaseMargin)",
+		Replacement: "return time.Duration(float64(r.cfg.TickInterval) * float64(r.cfg.ElectionTicks-1) * 3)",
 		Why:         "read fencing: the lease outlives the followers' promise",
 	},
 	// Offsets and the high watermark.
