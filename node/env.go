@@ -120,6 +120,11 @@ type Config struct {
 	// credentials already derived (never the passwords). They are applied
 	// once in the cluster's life (users.go).
 	BootstrapUsers []controller.User
+	// Balancer is what the controller's leader evens out between brokers
+	// (balance.go); the zero value is off (cmd/floe turns it on).
+	Balancer controller.BalanceMode
+	// BalancerMovesMax bounds the replica moves in flight at once (0: 4).
+	BalancerMovesMax int
 }
 
 // withDefaults fills unset fields.

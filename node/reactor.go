@@ -28,6 +28,7 @@ type Reactor struct {
 
 	host *consensus.Host
 	ctl  *ctlGroup
+	bal  balancerState // the controller leader's balancing (balance.go)
 
 	parts  map[uint64]*partition.Partition // by Raft group
 	byName map[topicPartition]*partition.Partition

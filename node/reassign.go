@@ -275,14 +275,29 @@ func (r *Reactor) evacuate() {
 	}
 }
 
+// replacement picks the eligible broker with the fewest replicas, among
+// those on a rack the partition's kept replicas (in current or chosen and
+// not decommissioned) do not use when
+// there is one, so evacuation keeps the partition's rack spread as the
+// balancer does (decommissioning a broker whose replicas cannot keep it is
+// refused: controller.checkDecommission).
 func (r *Reactor) replacement(current, chosen []int32, load map[int32]int) int32 {
+	st := r.ctl.state
+	used := map[string]bool{}
+	for _, id := range append(slices.Clone(current), chosen...) {
+		if b, ok := st.Brokers[id]; ok && !b.Decommissioned {
+			used[b.Rack] = true
+		}
+	}
 	var best int32
-	for _, id := range r.ctl.state.BrokerIDs() {
+	bestNew := false
+	for _, id := range st.BrokerIDs() {
 		if r.isDecommissioned(id) || slices.Contains(current, id) || slices.Contains(chosen, id) {
 			continue
 		}
-		if best == 0 || load[id] < load[best] {
-			best = id
+		isNew := !used[st.Brokers[id].Rack]
+		if best == 0 || (isNew && !bestNew) || (isNew == bestNew && load[id] < load[best]) {
+			best, bestNew = id, isNew
 		}
 	}
 	return best

@@ -43,7 +43,14 @@ func (r *Reactor) onTick() {
 		r.driveReassignments()
 		r.evacuate()
 	}
-	if r.ticks%balanceTicks == 0 || r.buggify(bugBalanceLeadersEarly) {
+	r.balancerTick()
+	// Twice, half an election timeout apart: a leader's check-quorum
+	// clears its followers' recently-active marks once per election
+	// timeout, and a group whose clearing falls on the very tick of a
+	// single check would never see its preferred replica as live (the
+	// partitions created together share that phase, so a whole broker's
+	// leaderships stayed put in TestClusterBalancerJoin).
+	if phase := r.ticks % balanceTicks; phase == 0 || phase == uint64(max(1, r.cfg.ElectionTicks/2)) || r.buggify(bugBalanceLeadersEarly) {
 		r.balanceLeaders()
 	}
 	r.expireLeaderWaits()

@@ -56,6 +56,8 @@ type BrokerConfig struct {
 	Sites *siteCounter
 	// Shares configures share groups (share.go; zero: Kafka's defaults).
 	Shares node.ShareConfig
+	// Balance turns on the controller's balancer (balance.go).
+	Balance BalanceOptions
 }
 
 // BrokerFactory returns the Factory that boots a broker on every node. A
@@ -101,6 +103,7 @@ func BrokerFactory(bc BrokerConfig) Factory {
 			OnBuggify: bc.Sites.hook(),
 		}
 		cfg.LeaseMargin = bc.LeaseMargin
+		bc.configureBalance(int(env.ID), &cfg.Balancer, &cfg.BalancerMovesMax, &cfg.Rack)
 		cfg.ControllerSnapshotEntries = bc.CtlSnapshotEntries
 		if bc.Auth != nil {
 			bc.Auth.configure(&cfg)

@@ -49,6 +49,7 @@ var coveragePaths = []string{
 	covCtlSnapInstalled,
 	"topic re-created",
 	"partitions added to a topic",
+	covBalancerMove, // issue 23 (balance.go)
 }
 
 const (

@@ -52,6 +52,8 @@ type Options struct {
 	Bounce float64
 	// Topics turns on topic churn (topics.go): delete, re-create, grow.
 	Topics bool
+	// Balance turns on the controller's balancer (balance.go).
+	Balance BalanceOptions
 
 	// Knobs are randomized sizes (faults_more.go).
 	Knobs knobs
@@ -232,7 +234,9 @@ func ChooseOptions(seed int64) Options {
 	o.Expiry = chooseExpiry(seed)
 	o.Bounce = rate(0.5, 0.5, 3)
 	o.Topics = chooseTopics(seed)
-	chooseMore(rng, &o) // last: faults_more.go
+	chooseMore(rng, &o)             // last: faults_more.go
+	o.Balance = chooseBalance(seed) // its own generator
+	o.Broker.Balance = o.Balance
 	return o
 }
 
@@ -272,6 +276,9 @@ func (o Options) String() string {
 	}
 	if n := o.Broker.CtlSnapshotEntries; n > 0 {
 		fmt.Fprintf(&b, "\ncontroller snapshot every %d entries", n)
+	}
+	if o.Balance.On {
+		fmt.Fprintf(&b, "\n%s", o.Balance)
 	}
 	return b.String()
 }

@@ -138,8 +138,10 @@ type run struct {
 	rng  *rand.Rand // the workload's choices
 	kn   *kafkaNet
 	meta *metaCache
-	rec  *history.Recorder
-	nem  *nemesis
+	// balance is what the balancer checks remember (balance.go).
+	balance balanceSeen
+	rec     *history.Recorder
+	nem     *nemesis
 	// auth is the ACL workload of a run with authentication (authwork.go).
 	auth *aclWork
 	inv  *invariants // white-box checks (invariants.go)
@@ -226,6 +228,7 @@ func (r *run) exhausted() bool {
 	if now := r.now(); now != r.lastInstant {
 		r.lastInstant, r.sameInstant = now, 0
 		r.inv.observe()
+		r.observeBalance()
 	}
 	r.sameInstant++
 	switch {
@@ -331,6 +334,9 @@ func Run(o Options) *Result {
 		if !r.halted {
 			r.liveness()
 		}
+		if !r.halted {
+			r.awaitBalance()
+		}
 		if r.auth != nil && !r.halted {
 			r.auth.final()
 		}
@@ -377,6 +383,9 @@ func (r *run) setup() bool {
 	}
 	if !r.waitLeaders(30 * time.Second) {
 		r.violation("liveness", "a healthy cluster's new topic has no leader for every partition within 30s")
+		return false
+	}
+	if !r.createSkewed() {
 		return false
 	}
 	w.Tracef("setup done: topic %s has %d partitions with leaders", r.topic, r.o.Partitions)

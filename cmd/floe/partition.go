@@ -202,6 +202,9 @@ func runBroker(args []string) error {
 			return err
 		}
 		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			if resp.ErrorMessage != nil && *resp.ErrorMessage != "" {
+				return fmt.Errorf("%s (%s)", *resp.ErrorMessage, kerr.ErrorForCode(resp.ErrorCode).(*kerr.Error).Message)
+			}
 			return fmt.Errorf("broker %d: %v", id, err)
 		}
 		fmt.Printf("broker %d: decommissioning; its replicas move away (watch with floe partition list)\n", id)

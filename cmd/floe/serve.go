@@ -36,6 +36,8 @@ func runServe(args []string) error {
 	peers := fs.String("peers", "", "initial controller voters: `1@host:port,2@host:port,...`")
 	join := fs.String("join", "", "raft address of a running broker, to join its cluster")
 	rack := fs.String("rack", "", "rack (failure domain) of this broker")
+	balancer := fs.String("balancer", "count", "continuous balancing by the controller's leader: off, or count (replicas, then preferred leaders, per broker); load (bytes on disk) is not built yet")
+	balancerMoves := fs.Int("balancer-moves", 4, "most reassignments in flight at once for the balancer to start another (>= 1)")
 	autoCreate := fs.Bool("auto-create-topics", true, "create unknown topics on Metadata requests")
 	partitions := fs.Int("default-partitions", 1, "partitions of auto-created topics")
 	replication := fs.Int("default-replication-factor", 0, "replication factor of new topics (0: min(3, brokers))")
@@ -79,6 +81,13 @@ func runServe(args []string) error {
 			return err
 		}
 	}
+	balanceMode, err := controller.ParseBalanceMode(*balancer)
+	if err != nil {
+		return err
+	}
+	if *balancerMoves < 1 || *balancerMoves > 1000 {
+		return fmt.Errorf("--balancer-moves must be between 1 and 1000, got %d", *balancerMoves)
+	}
 	peerList, err := parsePeers(*peers)
 	if err != nil {
 		return fmt.Errorf("--peers: %v", err)
@@ -104,6 +113,7 @@ func runServe(args []string) error {
 			DefaultPartitions: int32(*partitions), DefaultReplication: int16(*replication),
 			OffsetsTopicPartitions: int32(*offsetsPartitions), Groups: groupCfg(), Security: secCfg,
 			Shares: shareCfg(), Telemetry: telemetryCfg(),
+			Balancer: balanceMode, BalancerMovesMax: *balancerMoves,
 		},
 	}
 	b, err := runtime.Start(opts)

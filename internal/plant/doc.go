@@ -37,6 +37,8 @@
 //	no-generation-fence           OffsetCommit ignores the member's generation
 //	consumer-assign-before-revoke a KIP-848 member is given its whole target
 //	                              before other members revoked those partitions
+//	balancer-ignores-bound        the balancer proposes every move it finds at
+//	                              once, past its bound on moves in flight
 package plant
 
 // Bug names.
@@ -63,4 +65,6 @@ const (
 	NoGenerationFence            = "no-generation-fence"
 	// ConsumerAssignBeforeRevoke: node/group/consumer_heartbeat.go.
 	ConsumerAssignBeforeRevoke = "consumer-assign-before-revoke"
+	// BalancerIgnoresBound: node/balance.go.
+	BalancerIgnoresBound = "balancer-ignores-bound"
 )

@@ -33,6 +33,7 @@ type Command struct {
 	ChangeRole       *RoleChange       `json:"change_role,omitempty"`
 	AlterUser        *AlterUser        `json:"alter_user,omitempty"`
 	BootstrapUsers   *BootstrapUsers   `json:"bootstrap_users,omitempty"`
+	Prefer           *Prefer           `json:"prefer,omitempty"`
 }
 
 // CreatePartitions adds partitions (already placed) to a topic.
@@ -68,6 +69,16 @@ type Reassign struct {
 	Topic     string  `json:"topic"`
 	Partition int32   `json:"partition"`
 	Target    []int32 `json:"target"`
+	// Balancer marks a move the balancer proposed (balance.go): it is
+	// refused unless the partition is settled at reassignment epoch
+	// IfEpoch (the state the balancer planned from) and every target
+	// broker is still in service, so it never overrides an operator's move
+	// that got in first; and unless fewer than MovesMax reassignments
+	// are in flight, so the balancer's bound holds whatever raced with
+	// its plan (a deposed controller leader's proposal resent, say).
+	Balancer bool  `json:"balancer,omitempty"`
+	IfEpoch  int32 `json:"if_epoch,omitempty"`
+	MovesMax int   `json:"moves_max,omitempty"`
 }
 
 // SetReplicas records the replica set a partition's Raft group now has
@@ -131,6 +142,11 @@ func (s *State) Apply(c *Command) Result {
 		if !ok {
 			return Result{Err: kerr.BrokerNotAvailable}
 		}
+		if !b.Decommissioned {
+			if err := s.checkDecommission(b.ID); err != nil {
+				return Result{Err: err}
+			}
+		}
 		b.Decommissioned = true
 	case c.CreateTopic != nil:
 		return s.createTopic(c.CreateTopic)
@@ -174,6 +190,8 @@ func (s *State) Apply(c *Command) Result {
 		return s.alterUser(c.AlterUser)
 	case c.BootstrapUsers != nil:
 		return s.bootstrapUsers(c.BootstrapUsers)
+	case c.Prefer != nil:
+		return s.prefer(c.Prefer)
 	default:
 		return Result{Err: kerr.InvalidRequest}
 	}
@@ -312,6 +330,7 @@ func (s *State) reassign(r *Reassign) Result {
 			return Result{Err: kerr.NoReassignmentInProgress}
 		}
 		p.Target = nil
+		p.BalancerMove = false
 		p.Unsettled = true
 		p.ReassignEpoch++
 		return Result{}
@@ -319,11 +338,18 @@ func (s *State) reassign(r *Reassign) Result {
 	if err := s.checkReplicaList(r.Target); err != nil {
 		return Result{Err: err}
 	}
+	if r.Balancer {
+		if err := s.checkBalancerMove(p, r); err != nil {
+			return Result{Err: err}
+		}
+	}
 	hadTarget := p.Target != nil
+	p.BalancerMove = r.Balancer
 	p.Target = append([]int32(nil), r.Target...)
 	if sameSet(p.Target, p.Replicas) {
 		// Back to where it is: a cancellation if a walk was under way.
 		p.Target = nil
+		p.BalancerMove = false
 		if hadTarget {
 			p.Unsettled = true
 			p.ReassignEpoch++
@@ -355,6 +381,7 @@ func (s *State) setReplicas(sr *SetReplicas) Result {
 	p.Moved = true
 	if sameSet(p.Replicas, p.Target) {
 		p.Target = nil
+		p.BalancerMove = false
 	}
 	if p.Target == nil {
 		p.Unsettled = false

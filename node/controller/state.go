@@ -80,6 +80,9 @@ type Partition struct {
 	// membership is Replicas again. Until then a broker outside Replicas
 	// may still be a member of the group, and must keep its replica.
 	Unsettled bool `json:"unsettled,omitempty"`
+	// BalancerMove is set while Target is a move the balancer proposed
+	// (balance.go), not an operator's.
+	BalancerMove bool `json:"balancer_move,omitempty"`
 }
 
 // Settled reports whether Replicas is the group's committed membership as

@@ -100,6 +100,7 @@ type reactorCollector struct {
 	txnStarted, txnCommitted, txnAborted, txnOpen, txnOldestAge, txnRetries *prometheus.Desc
 	lso, lsoLag, openTxns                                                   *prometheus.Desc
 	telemetry, telemetryPushes                                              *prometheus.Desc
+	balancerMoves, balancerInFlight                                         *prometheus.Desc
 }
 
 func newReactorCollector(b *Broker) *reactorCollector {
@@ -141,13 +142,16 @@ func newReactorCollector(b *Broker) *reactorCollector {
 		lso:          prometheus.NewDesc("floe_partition_last_stable_offset", "Offset below which every transaction is decided: where read_committed readers stop.", pl, nil),
 		lsoLag:       prometheus.NewDesc("floe_partition_lso_lag", "High watermark minus last stable offset: committed records read_committed readers cannot see yet.", pl, nil),
 		openTxns:     prometheus.NewDesc("floe_partition_open_transactions", "Transactions open on the partition.", pl, nil),
+		balancerMoves: prometheus.NewDesc("floe_balancer_moves_total", "Balancing moves this broker proposed as the controller's leader and the controller accepted, by kind: replica (a reassignment) or leader (a preferred-leader change).",
+			[]string{"kind"}, nil),
+		balancerInFlight: prometheus.NewDesc("floe_balancer_moves_in_flight", "Reassignments in flight that the balancer started (from this broker's copy of the metadata).", nil, nil),
 	}
 }
 
 func (c *reactorCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.badBatches, c.corrupt, c.syncRounds, c.expired, c.leo, c.hw, c.start, c.logBytes, c.segments, c.leader, c.groupLag, c.groupCommitted, c.auditRecords, c.auditDropped, c.tickStalls, c.tickGapMax,
 		c.txnStarted, c.txnCommitted, c.txnAborted, c.txnOpen, c.txnOldestAge, c.txnRetries, c.lso, c.lsoLag, c.openTxns,
-		c.telemetry, c.telemetryPushes} {
+		c.telemetry, c.telemetryPushes, c.balancerMoves, c.balancerInFlight} {
 		ch <- d
 	}
 	for _, d := range c.parts.descs() {
@@ -162,8 +166,10 @@ func (c *reactorCollector) Collect(ch chan<- prometheus.Metric) {
 	var ts node.TxnStats
 	var cs node.ClusterStats
 	var members []node.GroupMembers
+	var bs node.BalancerStats
 	if !c.b.loop.call(func() {
 		st, ps = c.b.reactor.Stats()
+		bs = c.b.reactor.BalancerStats()
 		lags, ts = c.b.reactor.GroupLags(), c.b.reactor.TxnStats()
 		cs, members = c.b.reactor.ClusterStats(), c.b.reactor.GroupMembers()
 	}, 5*time.Second) {
@@ -171,6 +177,9 @@ func (c *reactorCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.collectTxns(ch, ts)
 	c.parts.collect(ch, st, ps, lags, cs, members)
+	ch <- prometheus.MustNewConstMetric(c.balancerMoves, prometheus.CounterValue, float64(bs.Moves), "replica")
+	ch <- prometheus.MustNewConstMetric(c.balancerMoves, prometheus.CounterValue, float64(bs.LeaderMoves), "leader")
+	ch <- prometheus.MustNewConstMetric(c.balancerInFlight, prometheus.GaugeValue, float64(bs.InFlight))
 	for _, l := range lags {
 		lv := []string{l.Group, l.Topic, strconv.Itoa(int(l.Partition))}
 		ch <- prometheus.MustNewConstMetric(c.groupCommitted, prometheus.GaugeValue, float64(l.Committed), lv...)

@@ -258,4 +258,17 @@ var mutations = []mutation{
 		Replacement: "for n < len(p.recs) && p.recs[n].state != Acquired {",
 		Why:         "share start offset: the SPSO moves past released records, which are then never redelivered",
 	},
+	// The controller's balancer (issue 23), caught by sim/balance.go.
+	{
+		Name: "balancer-ignores-racks", File: "node/controller/balance.go",
+		Original:    "if RackSpread(target, b.rack) < RackSpread(p.Replicas, b.rack) {",
+		Replacement: "if false {",
+		Why:         "rack spread: a balancer move puts two replicas of a partition in one rack when the racks allow otherwise",
+	},
+	{
+		Name: "balancer-leaders-flap", File: "node/controller/balance.go",
+		Original:    "if b.leaders[src]-b.leaders[dst] < 2 {",
+		Replacement: "if b.leaders[src]-b.leaders[dst] < 1 {",
+		Why:         "hysteresis: a difference of one preferred leadership is moved back and forth forever",
+	},
 }

@@ -1,0 +1,253 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node/controller"
+)
+
+// The balancer under the usual checkers (issue 23). In a seed that draws
+// it, every broker runs the controller's continuous balancer
+// (node/balance.go) with a small bound on moves in flight, and setup
+// creates balanceTopic with every replica on brokers 1, 2 and 3, broker 1
+// preferred: a 5-node cluster must move replicas onto brokers 4 and 5, a
+// 3-node one must move preferred leaders off broker 1. The brokers of a
+// 5-node cluster sit on three racks (r1: 1, 4; r2: 2, 5; r3: 3), so rack
+// spread constrains the moves: broker 3, alone on r3, keeps a replica of
+// every partition of three replicas. Nemesis reassignments and the
+// decommission fault (membership.go) unbalance the cluster further, and
+// the balancer's walks run under every other fault.
+//
+// What is checked, at every observation, in every up broker's metadata:
+//
+//   - balancer-bound: no more than MovesMax reassignments the balancer
+//     started are in flight;
+//   - balancer-rack-spread: a move the balancer started never leaves a
+//     partition's replicas on fewer racks than before.
+//
+// Coverage: "balancer move completed" counts the balancer's replica moves
+// whose walk the controller recorded as done (the partition settled on
+// the move's target).
+
+// balanceTopic is the topic setup places off balance.
+const balanceTopic = "skew"
+
+// balancePartitions is how many partitions it has.
+const balancePartitions = 3
+
+const covBalancerMove = "balancer move completed"
+
+// BalanceOptions turn the balancer on in a run.
+type BalanceOptions struct {
+	On       bool
+	MovesMax int // the brokers' bound on moves in flight
+}
+
+func (b BalanceOptions) String() string {
+	return fmt.Sprintf("balancer: count, moves in flight <= %d, topic %s on brokers 1-3", b.MovesMax, balanceTopic)
+}
+
+// chooseBalance draws the balancer knob with its own generator, so the
+// draws before it stay what each seed chose.
+func chooseBalance(seed int64) BalanceOptions {
+	rng := rand.New(rand.NewSource(seed ^ 0xba1a5ce))
+	if rng.Intn(2) == 0 {
+		return BalanceOptions{}
+	}
+	return BalanceOptions{On: true, MovesMax: 1 + rng.Intn(2)}
+}
+
+// WithBalancer returns o with the balancer on.
+func (o Options) WithBalancer() Options {
+	if !o.Balance.On {
+		o.Balance = BalanceOptions{On: true, MovesMax: 1}
+	}
+	o.Broker.Balance = o.Balance
+	return o
+}
+
+// simRack is broker id's rack in a balancing 5-node cluster ("" otherwise).
+func simRack(bc BrokerConfig, id int) string {
+	if !bc.Balance.On || bc.Nodes < 5 {
+		return ""
+	}
+	return []string{"r1", "r2", "r3"}[(id-1)%3]
+}
+
+// configureBalance sets a broker's balancer from the run's knob.
+func (bc BrokerConfig) configureBalance(id int, mode *controller.BalanceMode, movesMax *int, rack *string) {
+	if !bc.Balance.On {
+		return
+	}
+	*mode, *movesMax, *rack = controller.BalanceCount, bc.Balance.MovesMax, simRack(bc, id)
+}
+
+// createSkewed creates balanceTopic with every replica on brokers 1-3.
+func (r *run) createSkewed() bool {
+	if !r.o.Balance.On {
+		return true
+	}
+	created := false
+	var create func()
+	create = func() {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version, req.TimeoutMillis = 7, 5000
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = balanceTopic, -1, -1
+		for p := int32(0); p < balancePartitions; p++ {
+			a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			a.Partition, a.Replicas = p, []int32{1, 2, 3}
+			t.ReplicaAssignment = append(t.ReplicaAssignment, a)
+		}
+		req.Topics = append(req.Topics, t)
+		r.kn.call(r.meta.anyNode(), req, 6*time.Second, func(resp kmsg.Response, err error) {
+			if err == nil {
+				code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode
+				if code == 0 || code == kerr.TopicAlreadyExists.Code {
+					created = true
+					return
+				}
+				r.w.Tracef("create %s: %v", balanceTopic, kerr.ErrorForCode(code))
+			}
+			r.w.After(100*time.Millisecond, create)
+		})
+	}
+	create()
+	if !r.runUntil(func() bool { return created }, 30*time.Second) {
+		r.violation("liveness", "a healthy cluster did not create the "+balanceTopic+" topic within 30s")
+		return false
+	}
+	return true
+}
+
+// balanceSeen is what the balancer checks remember.
+type balanceSeen struct {
+	// started: per partition, the balancer's move last seen in flight,
+	// by the reassignment epoch it started at.
+	started map[string]balanceMove
+	done    map[string]bool // moves counted as completed, by key
+}
+
+type balanceMove struct {
+	epoch  int32
+	target []int32
+}
+
+// observeBalance checks the balancer's moves in every up broker's
+// metadata and counts the completed ones.
+func (r *run) observeBalance() {
+	if !r.o.Balance.On {
+		return
+	}
+	bs := &r.balance
+	if bs.started == nil {
+		bs.started, bs.done = map[string]balanceMove{}, map[string]bool{}
+	}
+	for _, id := range r.w.IDs() {
+		rc := r.inv.broker(id)
+		if rc == nil {
+			continue
+		}
+		st, ok := rc.MetadataIfOpen()
+		if !ok {
+			continue
+		}
+		racks := map[int32]string{}
+		for _, bid := range st.BrokerIDs() {
+			racks[bid] = st.Brokers[bid].Rack
+		}
+		inFlight := 0
+		for _, name := range st.TopicNames() {
+			for _, p := range st.Topics[name].Partitions {
+				r.observeBalancePartition(id, name, p, racks, &inFlight)
+			}
+		}
+		if inFlight > r.o.Balance.MovesMax {
+			r.inv.fail("balancer-bound", "n%d's metadata has %d balancer moves in flight, bound %d", id, inFlight, r.o.Balance.MovesMax)
+		}
+	}
+}
+
+func (r *run) observeBalancePartition(id netx.NodeID, topic string, p controller.Partition, racks map[int32]string, inFlight *int) {
+	bs := &r.balance
+	key := fmt.Sprintf("%s/%d", topic, p.Index)
+	if p.BalancerMove && p.Target != nil {
+		*inFlight++
+		if controller.RackSpread(p.Target, racks) < controller.RackSpread(p.Replicas, racks) {
+			r.inv.fail("balancer-rack-spread", "n%v: %s moves from %v to %v, fewer racks (%v)", id, key, p.Replicas, p.Target, racks)
+		}
+		if m, ok := bs.started[key]; !ok || p.ReassignEpoch > m.epoch {
+			bs.started[key] = balanceMove{epoch: p.ReassignEpoch, target: slices.Clone(p.Target)}
+		}
+		return
+	}
+	m, ok := bs.started[key]
+	if !ok || p.ReassignEpoch != m.epoch+1 || !p.Settled() || !sameMembers(p.Replicas, m.target) {
+		return
+	}
+	done := fmt.Sprintf("%s@%d", key, m.epoch)
+	if !bs.done[done] {
+		bs.done[done] = true
+		r.cover(covBalancerMove)
+	}
+}
+
+func sameMembers(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// balanceRestMax bounds how long after the final reads the balancer has
+// to bring a healed cluster to rest.
+const balanceRestMax = 30 * time.Second
+
+// awaitBalance is the balancer's liveness check: once the cluster has
+// healed, within balanceRestMax every partition is settled and the planner
+// finds nothing to move in the metadata of every up broker (every broker
+// up: the nemesis restarted them all).
+func (r *run) awaitBalance() {
+	if !r.o.Balance.On {
+		return
+	}
+	atRest := func() bool {
+		for _, id := range r.w.IDs() {
+			rc := r.inv.broker(id)
+			if rc == nil {
+				return false
+			}
+			st, ok := rc.MetadataIfOpen()
+			if !ok {
+				return false
+			}
+			in := st.BalanceInput(func(int32) bool { return true }, r.o.Balance.MovesMax)
+			for _, p := range in.Partitions {
+				if !p.Settled {
+					return false
+				}
+			}
+			if len(controller.Plan(in)) > 0 {
+				return false
+			}
+		}
+		return true
+	}
+	if !r.runUntil(atRest, balanceRestMax) && !r.halted {
+		r.violation("liveness", fmt.Sprintf("the balancer did not bring the healed cluster to rest within %v", balanceRestMax))
+		return
+	}
+	r.w.Tracef("balancer at rest")
+}

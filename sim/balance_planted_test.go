@@ -1,0 +1,16 @@
+//go:build floe_bugs
+
+package sim
+
+import (
+	"testing"
+
+	"github.com/floe-broker/floe/internal/plant"
+)
+
+// The balancer's planted bug (issue 23): it proposes every move it finds
+// at once, past its bound on moves in flight; the balancer-bound
+// invariant (balance.go) must catch it within the default seeds.
+func TestPlantedBugBalancerIgnoresBound(t *testing.T) {
+	catchPlanted(t, plant.BalancerIgnoresBound)
+}
