@@ -16,7 +16,33 @@ const (
 	Acquired     RecordState = 1
 	Acknowledged RecordState = 2
 	Archived     RecordState = 4
+	// DeadLettering is Floe's (Kafka has no such state): the record is
+	// to be copied to the group's dead-letter topic. It is persisted, is
+	// never acquired, and holds Start until the node has the copy
+	// committed and calls DeadLettered (then it is Archived).
+	DeadLettering RecordState = 8
 )
+
+// Reason is why a record is dead-lettered.
+type Reason int8
+
+// The reasons, as persisted.
+const (
+	ReasonNone          Reason = 0
+	ReasonRejected      Reason = 1 // a consumer rejected it
+	ReasonDeliveryLimit Reason = 2 // it reached share.delivery.count.limit
+)
+
+// String is the reason as the dead-letter copy's header names it.
+func (r Reason) String() string {
+	switch r {
+	case ReasonRejected:
+		return "rejected"
+	case ReasonDeliveryLimit:
+		return "delivery-limit"
+	}
+	return "none"
+}
 
 // AckType is an acknowledgement type, as numbered on the wire.
 type AckType int8
@@ -43,6 +69,9 @@ type Config struct {
 	Lock          time.Duration // share.record.lock.duration.ms, > 0
 	MaxInFlight   int64         // group.share.partition.max.record.locks, > 0
 	Backoff       Backoff       // redelivery backoff (Floe's retry policy); zero: none
+	// DeadLetter: the group has a dead-letter topic, so a rejected record
+	// or one at the delivery limit becomes DeadLettering, not Archived.
+	DeadLetter bool
 }
 
 // Backoff is a retry policy: a record released (or whose lock expired)
@@ -80,6 +109,7 @@ func DefaultConfig() Config {
 
 type record struct {
 	state     RecordState
+	reason    Reason // DeadLettering only
 	count     int16
 	owner     string
 	lockUntil time.Duration
@@ -95,6 +125,7 @@ type Partition struct {
 	start int64
 	recs  []record
 	rng   *rand.Rand // backoff jitter; nil: none
+	dlq   Producer   // the dead-letter copies' idempotent producer; PID < 0: none yet
 }
 
 // SetRand gives the partition the seeded generator its backoff jitter
@@ -105,7 +136,7 @@ func (p *Partition) SetRand(rng *rand.Rand) { p.rng = rng }
 // by share.auto.offset.reset: the log end for latest, the log start for
 // earliest).
 func New(cfg Config, start int64) *Partition {
-	return &Partition{cfg: cfg, start: start}
+	return &Partition{cfg: cfg, start: start, dlq: Producer{PID: -1}}
 }
 
 // Configure changes the partition's bounds (its group's configs changed).
@@ -117,11 +148,26 @@ func (p *Partition) Configure(cfg Config) {
 	}
 	p.cfg = cfg
 	for i := range p.recs {
-		if r := &p.recs[i]; r.state == Available && r.count >= cfg.DeliveryLimit {
-			r.state = Archived
+		r := &p.recs[i]
+		switch {
+		case r.state == Available && r.count >= cfg.DeliveryLimit:
+			p.finish(r, ReasonDeliveryLimit)
+		case r.state == DeadLettering && !cfg.DeadLetter:
+			r.state, r.reason = Archived, ReasonNone // the group's dead-letter topic was unset
 		}
 	}
 	p.advance()
+}
+
+// finish ends a record that failed: DeadLettering for why when the group
+// has a dead-letter topic, else Archived.
+func (p *Partition) finish(r *record, why Reason) {
+	r.owner, r.lockUntil = "", 0
+	if p.cfg.DeadLetter {
+		r.state, r.reason = DeadLettering, why
+		return
+	}
+	r.state = Archived
 }
 
 // Start is the share-partition start offset (SPSO).
@@ -154,7 +200,7 @@ func (p *Partition) expire(now time.Duration) {
 func (p *Partition) release(r *record, now time.Duration) {
 	r.owner, r.lockUntil = "", 0
 	if r.count >= p.cfg.DeliveryLimit {
-		r.state = Archived
+		p.finish(r, ReasonDeliveryLimit)
 		return
 	}
 	r.state = Available
@@ -320,7 +366,9 @@ func (p *Partition) apply(now time.Duration, r *record, t AckType) {
 		p.release(r, now)
 	case AckRenew:
 		r.lockUntil = now + p.cfg.Lock
-	default: // AckGap, AckReject
+	case AckReject:
+		p.finish(r, ReasonRejected)
+	default: // AckGap: no record there (compacted away, or a control batch)
 		r.state, r.owner, r.lockUntil = Archived, "", 0
 	}
 }
@@ -344,6 +392,7 @@ type Record struct {
 	DeliveryCount int16
 	Owner         string
 	LockUntil     time.Duration
+	Reason        Reason // DeadLettering only
 }
 
 // InFlight returns the records in [Start, End) as of the last call (it
@@ -351,7 +400,66 @@ type Record struct {
 func (p *Partition) InFlight() []Record {
 	out := make([]Record, len(p.recs))
 	for i, r := range p.recs {
-		out[i] = Record{Offset: p.start + int64(i), State: r.state, DeliveryCount: r.count, Owner: r.owner, LockUntil: r.lockUntil}
+		out[i] = Record{Offset: p.start + int64(i), State: r.state, DeliveryCount: r.count, Owner: r.owner, LockUntil: r.lockUntil, Reason: r.reason}
 	}
 	return out
+}
+
+// Producer is the idempotent producer a share-partition's dead-letter
+// copies are written under: PID from the controller, Seq the sequence of
+// the next copy (the count of copies written since PID was taken). It is
+// part of the persisted image, so a coordinator that takes over re-sends
+// an unconfirmed copy under the same PID and sequence and the dead-letter
+// partition drops it as a duplicate.
+type Producer struct {
+	PID int64 `json:"pid"`
+	Seq int32 `json:"seq"`
+}
+
+// DeadLetter is a record waiting to be copied to the dead-letter topic.
+type DeadLetter struct {
+	Offset        int64
+	DeliveryCount int16
+	Reason        Reason
+}
+
+// NextDeadLetter returns the lowest DeadLettering record at now (locks
+// that ran out are expired first, so a record at the delivery limit whose
+// lock lapsed is found), if any.
+func (p *Partition) NextDeadLetter(now time.Duration) (DeadLetter, bool) {
+	p.expire(now)
+	for i, r := range p.recs {
+		if r.state == DeadLettering {
+			return DeadLetter{Offset: p.start + int64(i), DeliveryCount: r.count, Reason: r.reason}, true
+		}
+	}
+	return DeadLetter{}, false
+}
+
+// DeadLetterProducer returns the producer of the dead-letter copies (PID
+// < 0: none taken yet).
+func (p *Partition) DeadLetterProducer() Producer { return p.dlq }
+
+// SetDeadLetterProducer starts a new producer for the copies (a fresh PID,
+// sequence 0): the first copy, or after the dead-letter partition refused
+// the old one's sequence.
+func (p *Partition) SetDeadLetterProducer(pid int64) { p.dlq = Producer{PID: pid} }
+
+// ErrNotDeadLettering is DeadLettered's error for an offset that is not
+// waiting for its copy.
+var ErrNotDeadLettering = errors.New("share: record is not dead-lettering")
+
+// DeadLettered archives the DeadLettering record at off, whose copy is
+// committed in the dead-letter topic under the producer's current
+// sequence, and moves the sequence on. Anything else is an error and
+// changes nothing.
+func (p *Partition) DeadLettered(off int64) error {
+	if off < p.start || off >= p.End() || p.recs[off-p.start].state != DeadLettering {
+		return ErrNotDeadLettering
+	}
+	r := &p.recs[off-p.start]
+	r.state, r.reason = Archived, ReasonNone
+	p.dlq.Seq++
+	p.advance()
+	return nil
 }
