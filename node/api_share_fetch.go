@@ -352,5 +352,6 @@ func (f *shareFetch) finish(respond func(kmsg.Response)) {
 			f.resp.Topics[i].Partitions = append(f.resp.Topics[i].Partitions, *f.out[k])
 		}
 		respond(f.resp)
+		r.pumpDeadLetters(f.sh) // a rejection, or a record at the limit, may owe a dead-letter copy
 	})
 }

@@ -65,6 +65,9 @@ type ShareConfig struct {
 	// Backoff is the redelivery backoff (Floe's retry policy, the group
 	// configs floe.share.retry.backoff.*; share_configs.go); zero: none.
 	Backoff share.Backoff
+	// DeadLetterTopic is errors.deadletterqueue.topic.name (share_dlq.go);
+	// empty: rejected and over-limit records are archived, not copied.
+	DeadLetterTopic string
 }
 
 func (c ShareConfig) withDefaults() ShareConfig {
@@ -94,7 +97,8 @@ func (c ShareConfig) withDefaults() ShareConfig {
 }
 
 func (c ShareConfig) partition() share.Config {
-	return share.Config{DeliveryLimit: c.DeliveryLimit, Lock: c.Lock, MaxInFlight: c.MaxInFlight, Backoff: c.Backoff}
+	return share.Config{DeliveryLimit: c.DeliveryLimit, Lock: c.Lock, MaxInFlight: c.MaxInFlight, Backoff: c.Backoff,
+		DeadLetter: c.DeadLetterTopic != ""}
 }
 
 func (c ShareConfig) group() share.GroupConfig {
@@ -109,6 +113,9 @@ type shareCoordinators struct {
 	// forwards are this broker's share requests passed to other
 	// brokers' coordinators (share_forward.go).
 	forwards shareForwards
+	// dlq are the dead-letter copies this broker makes as coordinator
+	// (share_dlq.go).
+	dlq dlqState
 }
 
 // shareShard is the share state of one offsets partition, loaded in term.

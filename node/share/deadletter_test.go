@@ -34,17 +34,17 @@ func TestDeadLetterRejectAndLimit(t *testing.T) {
 		t.Fatalf("start %d moved past a record whose copy is owed", p.Start())
 	}
 	p.SetDeadLetterProducer(7)
-	if err := p.DeadLettered(0); err != nil {
+	if err := p.DeadLettered(0, true); err != nil {
 		t.Fatal(err)
 	}
 	dl, ok = p.NextDeadLetter(now)
 	if !ok || dl != (DeadLetter{Offset: 1, DeliveryCount: 3, Reason: ReasonDeliveryLimit}) {
 		t.Fatalf("second dead letter %+v %v", dl, ok)
 	}
-	if err := p.DeadLettered(0); !errors.Is(err, ErrNotDeadLettering) {
+	if err := p.DeadLettered(0, true); !errors.Is(err, ErrNotDeadLettering) {
 		t.Fatalf("archived twice: %v", err)
 	}
-	if err := p.DeadLettered(1); err != nil {
+	if err := p.DeadLettered(1, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := p.NextDeadLetter(now); ok || p.Start() != 3 || p.DeadLetterProducer() != (Producer{PID: 7, Seq: 2}) {

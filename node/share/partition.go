@@ -449,17 +449,20 @@ func (p *Partition) SetDeadLetterProducer(pid int64) { p.dlq = Producer{PID: pid
 // waiting for its copy.
 var ErrNotDeadLettering = errors.New("share: record is not dead-lettering")
 
-// DeadLettered archives the DeadLettering record at off, whose copy is
-// committed in the dead-letter topic under the producer's current
-// sequence, and moves the sequence on. Anything else is an error and
-// changes nothing.
-func (p *Partition) DeadLettered(off int64) error {
+// DeadLettered archives the DeadLettering record at off. copied: its copy
+// is committed in the dead-letter topic under the producer's current
+// sequence, which moves on; otherwise it is archived uncopied (there was
+// nothing to copy, or the copy was refused for good). Anything else is an
+// error and changes nothing.
+func (p *Partition) DeadLettered(off int64, copied bool) error {
 	if off < p.start || off >= p.End() || p.recs[off-p.start].state != DeadLettering {
 		return ErrNotDeadLettering
 	}
 	r := &p.recs[off-p.start]
 	r.state, r.reason = Archived, ReasonNone
-	p.dlq.Seq++
+	if copied {
+		p.dlq.Seq++
+	}
 	p.advance()
 	return nil
 }
