@@ -114,6 +114,7 @@ type record struct {
 	owner     string
 	lockUntil time.Duration
 	notBefore time.Duration // an Available record is not acquired before this (backoff)
+	since     time.Duration // an Acquired record's acquisition time (for the age metric)
 }
 
 // Partition is one share-partition. Not safe for concurrent use.
@@ -261,7 +262,7 @@ func (p *Partition) Acquire(now time.Duration, member string, readEnd int64, max
 	p.expire(now)
 	var out []Range
 	take := func(off int64, r *record) {
-		r.state, r.owner, r.lockUntil = Acquired, member, now+p.cfg.Lock
+		r.state, r.owner, r.lockUntil, r.since = Acquired, member, now+p.cfg.Lock, now
 		r.count++
 		if n := len(out); n > 0 && out[n-1].Last == off-1 && out[n-1].DeliveryCount == r.count {
 			out[n-1].Last = off
@@ -392,7 +393,8 @@ type Record struct {
 	DeliveryCount int16
 	Owner         string
 	LockUntil     time.Duration
-	Reason        Reason // DeadLettering only
+	Reason        Reason        // DeadLettering only
+	AcquiredAt    time.Duration // Acquired only
 }
 
 // InFlight returns the records in [Start, End) as of the last call (it
@@ -401,6 +403,9 @@ func (p *Partition) InFlight() []Record {
 	out := make([]Record, len(p.recs))
 	for i, r := range p.recs {
 		out[i] = Record{Offset: p.start + int64(i), State: r.state, DeliveryCount: r.count, Owner: r.owner, LockUntil: r.lockUntil, Reason: r.reason}
+		if r.state == Acquired {
+			out[i].AcquiredAt = r.since
+		}
 	}
 	return out
 }
