@@ -278,6 +278,7 @@ func (f *shareFetch) acquireOne(t *controller.Topic, k share.Key, maxRecords, bu
 		return
 	}
 	f.dirty[k] = true
+	r.shares.counters.countAcquired(k.Group, ranges)
 	out := f.part(k, t.ID)
 	for _, rg := range ranges {
 		*maxRecords -= int(rg.Last - rg.First + 1)

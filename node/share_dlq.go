@@ -42,7 +42,7 @@ package node
 // not answer, copies wait (retried every dlqResend) and the records hold
 // the share-partition's start offset. A copy the dead-letter partition
 // refuses for good (larger than its max.message.bytes) is archived
-// uncopied, logged and counted (ShareDeadLetterDropped), so one record
+// uncopied, logged and counted (ShareGroupStats.DeadLetterDropped), so one record
 // cannot stall the queue. A record no longer in the source log (deleted
 // by retention first) is archived uncopied when the share-partition's
 // start is trimmed (share.Partition.Trim), as any record there.
@@ -105,10 +105,6 @@ type dlqState struct {
 	seq     uint64                      // copy ids
 	waiting map[uint64]func(code int16) // by copy id: the sender's handler of the answer
 	copies  map[*shareShard]map[share.Key]*dlqCopy
-	// copied counts the dead letters this broker copied and archived,
-	// dropped those archived uncopied because the dead-letter partition
-	// refused them for good.
-	copied, dropped uint64
 }
 
 // pumpDeadLetters starts the next copy of every share-partition of sh
@@ -344,7 +340,7 @@ func (r *Reactor) deadLetterAnswered(sh *shareShard, k share.Key, c *dlqCopy, co
 	case kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code, kerr.InvalidRecord.Code, kerr.CorruptMessage.Code:
 		r.env.Logf("node %d: dead letter %s-%d@%d cannot be written to %s (%s): archived uncopied", r.self,
 			k.Topic, k.Partition, c.off, c.topic, errName(code))
-		r.shares.dlq.dropped++
+		r.shares.counters.of(k.Group).DeadLetterDropped++
 		r.archiveDeadLetter(sh, k, c.off, false)
 	default:
 		r.dlqWait(c.id, func(code int16) { r.deadLetterAnswered(sh, k, c, code) })
@@ -379,7 +375,7 @@ func (r *Reactor) archiveDeadLetter(sh *shareShard, k share.Key, off int64, copi
 		}
 		if err == nil {
 			if copied {
-				r.shares.dlq.copied++
+				r.shares.counters.of(k.Group).DeadLettered++
 			}
 			r.pumpDeadLetters(sh)
 		}

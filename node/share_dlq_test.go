@@ -1,6 +1,7 @@
 package node
 
 import (
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -184,6 +185,10 @@ func TestShareDeadLetterRejectAndLimit(t *testing.T) {
 	}
 	if sp := sh.parts[share.Key{Group: "sg", Topic: "q", Partition: 0}]; sp.Start() != 3 || sp.DeadLetterProducer().Seq != 2 {
 		t.Fatalf("share-partition start %d producer %+v, want start 3 and 2 copies", sp.Start(), sp.DeadLetterProducer())
+	}
+	want := []ShareGroupStats{{Group: "sg", Acquired: 4, Redelivered: 1, Acks: [5]uint64{0, 1, 2, 1, 0}, DeadLettered: 2}}
+	if got := c.nodes[1].r.ShareStats(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("share stats\n got %+v\nwant %+v", got, want)
 	}
 }
 

@@ -116,6 +116,9 @@ type shareCoordinators struct {
 	// dlq are the dead-letter copies this broker makes as coordinator
 	// (share_dlq.go).
 	dlq dlqState
+	// counters are the share groups' counters, for metrics
+	// (share_stats.go).
+	counters shareCounters
 }
 
 // shareShard is the share state of one offsets partition, loaded in term.
@@ -431,6 +434,7 @@ func (r *Reactor) shareAcks(sh *shareShard, k share.Key, member string, batches 
 		}
 		return kerr.InvalidRecordState.Code, false
 	}
+	r.shares.counters.countAcks(k.Group, batches)
 	for _, b := range batches {
 		for _, t := range b.Types {
 			if t != share.AckRenew {

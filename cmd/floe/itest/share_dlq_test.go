@@ -101,4 +101,15 @@ func TestShareGroupDeadLetterTopic(t *testing.T) {
 	if accepted["v0"] != 1 || accepted["v3"] != 1 {
 		t.Errorf("accepted %v, want v0 and v3 once each", accepted)
 	}
+	// The share metrics: 4 records handed out plus v2 again (count 2),
+	// one reject, two releases, two accepts, two dead letters.
+	m := scrapeMetrics(t, b)
+	wantMetric(t, m, `floe_share_records_acquired_total{group="billing"}`, 5)
+	wantMetric(t, m, `floe_share_records_redelivered_total{group="billing"}`, 1)
+	wantMetric(t, m, `floe_share_acknowledgements_total{group="billing",type="reject"}`, 1)
+	wantMetric(t, m, `floe_share_acknowledgements_total{group="billing",type="release"}`, 2)
+	wantMetric(t, m, `floe_share_acknowledgements_total{group="billing",type="accept"}`, 2)
+	wantMetric(t, m, `floe_share_dead_lettered_total{group="billing"}`, 2)
+	wantMetric(t, m, `floe_share_dead_letters_pending{group="billing"}`, 0)
+	wantMetric(t, m, `floe_share_records_in_flight{group="billing"}`, 0)
 }
