@@ -17,20 +17,23 @@ package node
 // dead-letters) and copies it again.
 //
 // Duplicates: the copies of one share-partition are written as an
-// idempotent producer whose id and next sequence are part of the
-// persisted state (taken from the controller and written before the first
-// copy). A copy sent again, by this coordinator after a lost answer or by
-// the next one after a failover, carries the same producer id and
-// sequence, and the dead-letter partition's producer table (rebuilt from
-// its log on every replica) answers it as a duplicate. A duplicate copy
-// can still appear when the dead-letter partition refuses the sequence
-// (it forgot the producer: producer.id.expiration.ms passed, or its
-// records were deleted) and the coordinator starts over with a new
-// producer id while its last copy's fate is unknown; and a copy whose
-// record's state write is lost in a failover before it reached the log
-// as DeadLettering (a lock that lapsed at the limit) is made again under
-// the sequence that was persisted, which dedups it. So at least once,
-// and in practice once.
+// idempotent producer whose id, next sequence and pending record (the one
+// the copy under that sequence is for) are part of the persisted state:
+// the id is taken from the controller and written before the first copy,
+// the pending record written before each copy is sent. A copy sent again,
+// by this coordinator after a lost answer or by the next one after a
+// failover, is the same record under the same producer id and sequence,
+// and the dead-letter partition's producer table (rebuilt from its log on
+// every replica) answers it as a duplicate. Without the pending record a
+// new coordinator could copy a different record (the lowest waiting one)
+// under a sequence its predecessor had used, and the partition would drop
+// that copy as a duplicate: a lost dead letter (simulator seed 68 found
+// it). A duplicate copy can still appear when the dead-letter partition
+// refuses the sequence (it forgot the producer: producer.id.expiration.ms
+// passed, or its records were deleted) and the coordinator starts over
+// with a new producer id while its last copy's fate is unknown, or when
+// the log's start passes the pending record. So at least once, and in
+// practice once.
 //
 // The copy keeps the record's key, value and headers, and adds headers
 // (dlqHeader*) naming the source topic, partition and offset, the group,
@@ -59,6 +62,7 @@ import (
 	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/internal/wire"
 	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/partition"
 	"github.com/floe-broker/floe/node/records"
 	"github.com/floe-broker/floe/node/share"
@@ -143,8 +147,22 @@ func (r *Reactor) dlqCopies(sh *shareShard) map[share.Key]*dlqCopy {
 }
 
 // shareDLQTick drops the copies of replaced shards and pumps the current
-// ones.
+// ones. When some group has a dead-letter topic it first loads the share
+// state of every offsets partition this broker leads (shards are
+// otherwise loaded by the first share request): a coordinator that took
+// over must finish the copies its predecessor began even if no member
+// comes back.
 func (r *Reactor) shareDLQTick() {
+	if r.anyDeadLetterTopic() {
+		if t := r.offsetsTopic(); t != nil {
+			for i := range t.Partitions {
+				cp := &t.Partitions[i]
+				if p, ok := r.parts[cp.Group]; ok && p.Ready() && r.leaseHeld(p) {
+					_, _ = r.loadShareShard(cp, p) // a failed load is tried again next tick
+				}
+			}
+		}
+	}
 	d := &r.shares.dlq
 	for sh := range d.copies { //floe:unordered deleting stale entries; order is invisible
 		if r.shares.shards[sh.raftGroup] != sh {
@@ -159,8 +177,10 @@ func (r *Reactor) shareDLQTick() {
 	}
 }
 
-// startDeadLetter begins the copy of k's lowest dead letter, if it owes
-// one: creating the topic or taking a producer id first when need be.
+// startDeadLetter begins the copy of k's next dead letter, if it owes
+// one: creating the topic or taking a producer id first when need be, and
+// persisting which record the copy under the current sequence is for
+// before sending it (share.Producer says why).
 func (r *Reactor) startDeadLetter(sh *shareShard, k share.Key, cfg ShareConfig) {
 	sp := sh.parts[k]
 	sp.Configure(cfg.partition())
@@ -203,6 +223,33 @@ func (r *Reactor) startDeadLetter(sh *shareShard, k share.Key, cfg ShareConfig) 
 		r.archiveDeadLetter(sh, k, dl.Offset, false)
 		return
 	}
+	c := r.buildDeadLetter(sp, k, t, dl, rec)
+	copies[k] = c
+	if sp.DeadLetterProducer().Pending == dl.Offset {
+		r.sendDeadLetterFirst(sh, k, c)
+		return
+	}
+	if err := sp.BeginDeadLetter(dl.Offset); err != nil {
+		delete(copies, k)
+		return
+	}
+	c.busy = true
+	r.writeShareStates(sh, []share.Key{k}, func(err error) {
+		if copies[k] != c {
+			return
+		}
+		if err != nil || r.shares.shards[sh.raftGroup] != sh {
+			delete(copies, k)
+			return
+		}
+		c.busy = false
+		r.sendDeadLetterFirst(sh, k, c)
+	})
+}
+
+// buildDeadLetter makes the copy of dead letter dl (record rec of k) for
+// its dead-letter partition, under the producer's current sequence.
+func (r *Reactor) buildDeadLetter(sp *share.Partition, k share.Key, t *controller.Topic, dl share.DeadLetter, rec records.Record) *dlqCopy {
 	dest := &t.Partitions[int(k.Partition)%len(t.Partitions)]
 	prod := sp.DeadLetterProducer()
 	now := r.env.Clock.Now().UnixMilli()
@@ -218,11 +265,15 @@ func (r *Reactor) startDeadLetter(sh *shareShard, k share.Key, cfg ShareConfig) 
 	batch := records.Build(records.BuildOptions{Codec: records.CodecNone, BaseTimestamp: now,
 		Producer: &records.Producer{ID: prod.PID, BaseSequence: prod.Seq}}, []records.Record{rec})
 	r.shares.dlq.seq++
-	c := &dlqCopy{off: dl.Offset, id: r.shares.dlq.seq, group: dest.Group, topic: t.Name, batch: batch}
-	copies[k] = c
+	return &dlqCopy{off: dl.Offset, id: r.shares.dlq.seq, group: dest.Group, topic: t.Name, batch: batch}
+}
+
+// sendDeadLetterFirst sends copy c of k for the first time and waits for
+// its answer.
+func (r *Reactor) sendDeadLetterFirst(sh *shareShard, k share.Key, c *dlqCopy) {
 	if plant.Enabled(plant.ShareDLQArchiveBeforeCopy) {
 		r.sendDeadLetter(c)
-		r.archiveDeadLetter(sh, k, dl.Offset, true) // not waiting for the copy to commit
+		r.archiveDeadLetter(sh, k, c.off, true) // not waiting for the copy to commit
 		return
 	}
 	r.dlqWait(c.id, func(code int16) { r.deadLetterAnswered(sh, k, c, code) })
@@ -463,4 +514,14 @@ func (r *Reactor) dlqAppend(m dlqAppendMsg, answer func(code int16)) {
 		}
 	})
 	r.queueProcess()
+}
+
+// anyDeadLetterTopic reports whether some group has a dead-letter topic.
+func (r *Reactor) anyDeadLetterTopic() bool {
+	for _, g := range sortedKeys(r.ctl.state.GroupConfigs) {
+		if r.ctl.state.GroupConfigs[g][dlqTopicConfig] != "" {
+			return true
+		}
+	}
+	return r.cfg.Shares.DeadLetterTopic != ""
 }

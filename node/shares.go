@@ -198,6 +198,13 @@ func (r *Reactor) shareShardFor(name string) (*shareShard, *kerr.Error) {
 	if !p.Ready() || r.buggify(bugShareCoordinatorLoading) {
 		return nil, kerr.CoordinatorLoadInProgress
 	}
+	return r.loadShareShard(cp, p)
+}
+
+// loadShareShard returns the share state of the offsets partition cp
+// (p, its ready led replica here), replaying its committed records when
+// this term has none loaded yet.
+func (r *Reactor) loadShareShard(cp *controller.Partition, p *partition.Partition) (*shareShard, *kerr.Error) {
 	if r.shares.shards == nil {
 		r.shares.shards = map[uint64]*shareShard{}
 	}

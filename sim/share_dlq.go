@@ -298,8 +298,13 @@ func (w *shareWork) checkDLQRecords(recs []dlqRec) {
 		}
 		k := [2]int64{int64(s.part), s.off}
 		seen[k]++
-		if _, ok := owed[k]; !ok && len(unowed) < 5 {
-			unowed = append(unowed, fmt.Sprintf("%d/%d %s@%d", s.part, s.off, s.reason, s.count))
+		if _, ok := owed[k]; !ok && len(unowed) < 3 {
+			sr := w.recs[s.part][s.off]
+			if sr == nil {
+				sr = &shareRec{}
+			}
+			unowed = append(unowed, fmt.Sprintf("%d/%d %s@%d (seen: max count %d, accepted %d, rejected %d, maybe %v)",
+				s.part, s.off, s.reason, s.count, sr.maxCount, sr.accepted, sr.rejected, sr.maybe))
 		}
 		where := fmt.Sprintf("%s/%d offset %d (dead-lettered as %s at count %d)", shareTopic, s.part, s.off, s.reason, s.count)
 		sr := w.recs[s.part][s.off]

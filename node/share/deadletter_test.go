@@ -34,6 +34,15 @@ func TestDeadLetterRejectAndLimit(t *testing.T) {
 		t.Fatalf("start %d moved past a record whose copy is owed", p.Start())
 	}
 	p.SetDeadLetterProducer(7)
+	if err := p.DeadLettered(0, true); !errors.Is(err, ErrNotDeadLettering) {
+		t.Fatalf("archived as copied before its copy was begun: %v", err)
+	}
+	if err := p.BeginDeadLetter(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.BeginDeadLetter(1); !errors.Is(err, ErrNotDeadLettering) {
+		t.Fatalf("a second copy begun while one is pending: %v", err)
+	}
 	if err := p.DeadLettered(0, true); err != nil {
 		t.Fatal(err)
 	}
@@ -44,47 +53,62 @@ func TestDeadLetterRejectAndLimit(t *testing.T) {
 	if err := p.DeadLettered(0, true); !errors.Is(err, ErrNotDeadLettering) {
 		t.Fatalf("archived twice: %v", err)
 	}
+	if err := p.BeginDeadLetter(1); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.DeadLettered(1, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := p.NextDeadLetter(now); ok || p.Start() != 3 || p.DeadLetterProducer() != (Producer{PID: 7, Seq: 2}) {
+	if _, ok := p.NextDeadLetter(now); ok || p.Start() != 3 || p.DeadLetterProducer() != (Producer{PID: 7, Seq: 2, Pending: -1}) {
 		t.Fatalf("after both copies: start %d producer %+v", p.Start(), p.DeadLetterProducer())
 	}
 }
 
-// The persisted image keeps dead letters, their reasons and the producer,
-// and a record at the limit whose expiry was never written is
-// dead-lettered on restore; without a dead-letter topic (unset since)
-// both are archived.
+// The persisted image keeps dead letters, their reasons and the producer
+// with its pending copy, and a record at the limit whose expiry was never
+// written is dead-lettered on restore. After a restore the pending record
+// is copied next, though a lower one waits too (its sequence may have been
+// used for it). A restore or Configure without a dead-letter topic (a
+// broker whose metadata lags) keeps the waiting records.
 func TestDeadLetterSurvivesRestore(t *testing.T) {
 	p := New(cfgDLQ(), 0)
 	p.SetDeadLetterProducer(4)
 	p.Acquire(0, "a", 2, 2)
-	if err := p.Acknowledge(0, "a", []Ack{{0, 0, []AckType{AckReject}}}); err != nil {
+	if err := p.Acknowledge(0, "a", []Ack{{0, 1, []AckType{AckReject}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.BeginDeadLetter(1); err != nil {
 		t.Fatal(err)
 	}
 	st := p.State()
-	st.Batches = append(st.Batches[:1], Batch{First: 1, Last: 1, State: Available, Count: 3}) // at the limit
-	q, err := Restore(cfgDLQ(), st)
+	st.End = 3
+	st.Batches = append(st.Batches, Batch{First: 2, Last: 2, State: Available, Count: 3}) // at the limit
+	q, err := Restore(cfgDLQ(), DecodeStateMust(t, EncodeState(st)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Record{{Offset: 0, State: DeadLettering, DeliveryCount: 1, Reason: ReasonRejected},
-		{Offset: 1, State: DeadLettering, DeliveryCount: 3, Reason: ReasonDeliveryLimit}}
-	if got := q.InFlight(); !reflect.DeepEqual(got, want) || q.DeadLetterProducer() != (Producer{PID: 4}) {
+		{Offset: 1, State: DeadLettering, DeliveryCount: 1, Reason: ReasonRejected},
+		{Offset: 2, State: DeadLettering, DeliveryCount: 3, Reason: ReasonDeliveryLimit}}
+	if got := q.InFlight(); !reflect.DeepEqual(got, want) || q.DeadLetterProducer() != (Producer{PID: 4, Pending: 1}) {
 		t.Fatalf("restored %+v producer %+v", got, q.DeadLetterProducer())
 	}
-	off, err := Restore(cfg3(), st)
+	if dl, ok := q.NextDeadLetter(0); !ok || dl.Offset != 1 {
+		t.Fatalf("next dead letter after restore %+v, want the pending offset 1", dl)
+	}
+	lag, err := Restore(cfg3(), st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off.Start() != 2 {
-		t.Fatalf("without a dead-letter topic: start %d, in flight %+v", off.Start(), off.InFlight())
-	}
-	// Unsetting the topic on a live partition archives the waiting records too.
 	q.Configure(cfg3())
-	if q.Start() != 2 {
-		t.Fatalf("after unsetting: start %d", q.Start())
+	if lag.Start() != 0 || q.Start() != 0 {
+		t.Fatalf("without a dead-letter topic the waiting records went: starts %d and %d", lag.Start(), q.Start())
+	}
+	// The log's start passes the pending record: its sequence may be used,
+	// so the producer is dropped.
+	q.Trim(2)
+	if _, ok := q.NextDeadLetter(0); !ok || q.DeadLetterProducer().PID != -1 {
+		t.Fatalf("after trimming the pending record: producer %+v", q.DeadLetterProducer())
 	}
 }
 

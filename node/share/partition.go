@@ -137,12 +137,15 @@ func (p *Partition) SetRand(rng *rand.Rand) { p.rng = rng }
 // by share.auto.offset.reset: the log end for latest, the log start for
 // earliest).
 func New(cfg Config, start int64) *Partition {
-	return &Partition{cfg: cfg, start: start, dlq: Producer{PID: -1}}
+	return &Partition{cfg: cfg, start: start, dlq: noProducer}
 }
 
 // Configure changes the partition's bounds (its group's configs changed).
-// Available records already at the new delivery limit are archived, as a
-// release at that limit would have; records held keep their locks.
+// Available records already at the new delivery limit are archived (or
+// dead-lettered), as a release at that limit would have; records held
+// keep their locks. Records waiting for their dead-letter copy keep
+// waiting even when cfg has no dead-letter topic: a broker whose metadata
+// lags may not know it yet, and archiving them would lose them.
 func (p *Partition) Configure(cfg Config) {
 	if cfg == p.cfg {
 		return
@@ -150,11 +153,8 @@ func (p *Partition) Configure(cfg Config) {
 	p.cfg = cfg
 	for i := range p.recs {
 		r := &p.recs[i]
-		switch {
-		case r.state == Available && r.count >= cfg.DeliveryLimit:
+		if r.state == Available && r.count >= cfg.DeliveryLimit {
 			p.finish(r, ReasonDeliveryLimit)
-		case r.state == DeadLettering && !cfg.DeadLetter:
-			r.state, r.reason = Archived, ReasonNone // the group's dead-letter topic was unset
 		}
 	}
 	p.advance()
@@ -412,14 +412,21 @@ func (p *Partition) InFlight() []Record {
 
 // Producer is the idempotent producer a share-partition's dead-letter
 // copies are written under: PID from the controller, Seq the sequence of
-// the next copy (the count of copies written since PID was taken). It is
-// part of the persisted image, so a coordinator that takes over re-sends
-// an unconfirmed copy under the same PID and sequence and the dead-letter
-// partition drops it as a duplicate.
+// the next copy (the count of copies written since PID was taken), and
+// Pending the offset the copy under Seq is for (-1: none yet). It is part
+// of the persisted image, Pending written before its copy is sent, so a
+// coordinator that takes over re-sends that same record under the same
+// PID and sequence, which the dead-letter partition drops as a duplicate
+// if the first copy got there. (Without Pending, a new coordinator could
+// send another record under a sequence already used, and the partition
+// would drop that record as a duplicate: lost.)
 type Producer struct {
-	PID int64 `json:"pid"`
-	Seq int32 `json:"seq"`
+	PID     int64 `json:"pid"`
+	Seq     int32 `json:"seq"`
+	Pending int64 `json:"pending"`
 }
+
+var noProducer = Producer{PID: -1, Pending: -1}
 
 // DeadLetter is a record waiting to be copied to the dead-letter topic.
 type DeadLetter struct {
@@ -428,11 +435,21 @@ type DeadLetter struct {
 	Reason        Reason
 }
 
-// NextDeadLetter returns the lowest DeadLettering record at now (locks
-// that ran out are expired first, so a record at the delivery limit whose
-// lock lapsed is found), if any.
+// NextDeadLetter returns the record to copy next at now (locks that ran
+// out are expired first, so a record at the delivery limit whose lock
+// lapsed is found): the pending one if there is one, else the lowest
+// DeadLettering record. A pending record that is no longer waiting (the
+// log's start passed it) leaves its sequence possibly used: the producer
+// is dropped, so the node takes a new one.
 func (p *Partition) NextDeadLetter(now time.Duration) (DeadLetter, bool) {
 	p.expire(now)
+	if off := p.dlq.Pending; off >= 0 {
+		if off >= p.start && off < p.End() && p.recs[off-p.start].state == DeadLettering {
+			r := p.recs[off-p.start]
+			return DeadLetter{Offset: off, DeliveryCount: r.count, Reason: r.reason}, true
+		}
+		p.dlq = noProducer
+	}
 	for i, r := range p.recs {
 		if r.state == DeadLettering {
 			return DeadLetter{Offset: p.start + int64(i), DeliveryCount: r.count, Reason: r.reason}, true
@@ -446,27 +463,41 @@ func (p *Partition) NextDeadLetter(now time.Duration) (DeadLetter, bool) {
 func (p *Partition) DeadLetterProducer() Producer { return p.dlq }
 
 // SetDeadLetterProducer starts a new producer for the copies (a fresh PID,
-// sequence 0): the first copy, or after the dead-letter partition refused
-// the old one's sequence.
-func (p *Partition) SetDeadLetterProducer(pid int64) { p.dlq = Producer{PID: pid} }
+// sequence 0, nothing pending): the first copy, or after the dead-letter
+// partition refused the old one's sequence.
+func (p *Partition) SetDeadLetterProducer(pid int64) { p.dlq = Producer{PID: pid, Pending: -1} }
 
-// ErrNotDeadLettering is DeadLettered's error for an offset that is not
-// waiting for its copy.
+// ErrNotDeadLettering is the error of BeginDeadLetter and DeadLettered for
+// an offset that is not waiting for its copy (or not the pending one).
 var ErrNotDeadLettering = errors.New("share: record is not dead-lettering")
 
-// DeadLettered archives the DeadLettering record at off. copied: its copy
-// is committed in the dead-letter topic under the producer's current
-// sequence, which moves on; otherwise it is archived uncopied (there was
-// nothing to copy, or the copy was refused for good). Anything else is an
-// error and changes nothing.
+// BeginDeadLetter makes the DeadLettering record at off the pending copy
+// (under the producer's current sequence). The node persists this before
+// sending the copy.
+func (p *Partition) BeginDeadLetter(off int64) error {
+	if p.dlq.PID < 0 || p.dlq.Pending >= 0 || off < p.start || off >= p.End() || p.recs[off-p.start].state != DeadLettering {
+		return ErrNotDeadLettering
+	}
+	p.dlq.Pending = off
+	return nil
+}
+
+// DeadLettered archives the DeadLettering record at off. copied: it is
+// the pending record and its copy is committed in the dead-letter topic,
+// so the sequence moves on; otherwise it is archived uncopied (nothing to
+// copy, or the copy was refused for good, its sequence not used).
+// Anything else is an error and changes nothing.
 func (p *Partition) DeadLettered(off int64, copied bool) error {
-	if off < p.start || off >= p.End() || p.recs[off-p.start].state != DeadLettering {
+	if off < p.start || off >= p.End() || p.recs[off-p.start].state != DeadLettering || (copied && p.dlq.Pending != off) {
 		return ErrNotDeadLettering
 	}
 	r := &p.recs[off-p.start]
 	r.state, r.reason = Archived, ReasonNone
 	if copied {
 		p.dlq.Seq++
+	}
+	if p.dlq.Pending == off {
+		p.dlq.Pending = -1
 	}
 	p.advance()
 	return nil

@@ -200,6 +200,9 @@ func runProperty(t *testing.T, seed int64) {
 		DeadLetter: seed%2 == 0}
 	base := int64(rng.Intn(5))
 	p := New(cfg, base)
+	if cfg.DeadLetter {
+		p.SetDeadLetterProducer(1)
+	}
 	m := &model{cfg: cfg, base: base, recs: map[int64]*record{}, end: base}
 	members := []string{"a", "b", "c"}
 	var now time.Duration
@@ -282,6 +285,9 @@ func runProperty(t *testing.T, seed int64) {
 				t.Fatalf("step %d: next dead letter %+v %v, model %+v %v", step, got, ok, want, wok)
 			}
 			if ok {
+				if err := p.BeginDeadLetter(got.Offset); err != nil {
+					t.Fatalf("step %d: begin: %v", step, err)
+				}
 				if err := p.DeadLettered(got.Offset, true); err != nil {
 					t.Fatalf("step %d: %v", step, err)
 				}

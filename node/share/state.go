@@ -61,12 +61,13 @@ func (p *Partition) State() State {
 // records at the delivery limit are archived, or dead-lettered when cfg
 // has a dead-letter topic (their last lock expired or was released
 // before the failover, and that was not written). DeadLettering records
-// stay so, their copy still owed, unless cfg has no dead-letter topic.
+// stay so, their copy still owed, whatever cfg says (a broker whose
+// metadata lags may not know the group's dead-letter topic yet).
 func Restore(cfg Config, s State) (*Partition, error) {
 	if s.End < s.Start {
 		return nil, fmt.Errorf("share: state end %d below start %d", s.End, s.Start)
 	}
-	p := &Partition{cfg: cfg, start: s.Start, recs: make([]record, s.End-s.Start), dlq: Producer{PID: -1}}
+	p := &Partition{cfg: cfg, start: s.Start, recs: make([]record, s.End-s.Start), dlq: noProducer}
 	if s.DeadLetter != nil {
 		p.dlq = *s.DeadLetter
 	}
@@ -80,10 +81,8 @@ func Restore(cfg Config, s State) (*Partition, error) {
 			switch {
 			case r.state == Acquired || (r.state == Available && r.count >= cfg.DeliveryLimit):
 				p.release(r, 0) // due at once: backoff is not persisted
-			case r.state == DeadLettering && cfg.DeadLetter:
-				r.reason = b.Reason
 			case r.state == DeadLettering:
-				r.state = Archived // the group's dead-letter topic was unset
+				r.reason = b.Reason
 			}
 		}
 	}
