@@ -61,7 +61,7 @@ const (
 	// send, that a consumer stalls for 1.5 locks first: its records are
 	// then redelivered to others, and its late acknowledgements must be
 	// refused (a member acknowledging records another member acquired).
-	shareSlowAckP = 0.01
+	shareSlowAckP = 0.05
 )
 
 // ShareOptions shape the share-group workload (zero Consumers: off).
