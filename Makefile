@@ -16,7 +16,7 @@ APT_INSTALL  := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q
 .DEFAULT_GOAL := help
 # Order matters in `make test` (cheap checks first), so never run in parallel.
 .NOTPARALLEL:
-.PHONY: help build run test deps lint fmt-check vet floelint unit planted \
+.PHONY: help build run test deps lint fmt-check vet floelint mutations-apply unit planted \
 	sim mutate bench jepsen cluster cluster-stop docker-image fuzz clean
 
 help:
@@ -40,7 +40,8 @@ run: build
 ## test: everything CI checks, in order of cost.
 test: deps lint unit planted
 
-# deps installs the tools tests shell out to. kcat (librdkafka's CLI) drives
+# deps installs the tools tests shell out to. chromium (headless) runs the
+# web UI's browser tests (node/runtime/ui). kcat (librdkafka's CLI) drives
 # the real-client tests, as do Debian's python3-confluent-kafka (librdkafka
 # again) and python3-kafka (kafka-python, with the snappy, lz4 and zstd
 # modules its codecs need), which install for /usr/bin/python3.
@@ -56,12 +57,16 @@ deps:
 		echo "deps: installing gcc (cgo: confluent-kafka-go links its bundled librdkafka)"; \
 		$(APT_INSTALL) gcc || { $(SUDO) apt-get update -q && $(APT_INSTALL) gcc; }; \
 	}
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "deps: installing chromium (headless, for the web UI's browser tests)"; \
+		$(APT_INSTALL) chromium || { $(SUDO) apt-get update -q && $(APT_INSTALL) chromium; }; \
+	}
 	@/usr/bin/python3 -c 'import confluent_kafka, kafka, snappy, lz4, zstandard' >/dev/null 2>&1 || { \
 		echo "deps: installing $(PY_DEPS)"; \
 		$(APT_INSTALL) $(PY_DEPS) || { $(SUDO) apt-get update -q && $(APT_INSTALL) $(PY_DEPS); }; \
 	}
 
-lint: fmt-check vet floelint
+lint: fmt-check vet floelint mutations-apply
 
 fmt-check:
 	@files="$$($(GOFMT) -l .)"; \
@@ -74,6 +79,11 @@ vet:
 # internal/lint/core.go.
 floelint:
 	$(GO) run ./cmd/floelint ./...
+
+# mutations-apply checks that every mutation of `make mutate` still finds
+# its line, so a refactor cannot silently retire one.
+mutations-apply:
+	@$(GO) run ./scripts/mutate -list >/dev/null
 
 unit:
 	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...

@@ -47,6 +47,16 @@ type fetchWait struct {
 	respond func(kmsg.Response)
 	done    bool
 	timer   clock.TimerID // the max wait
+	trace   *Trace        // the request's trace, or nil (trace.go)
+	stage   int           // its park stage
+}
+
+// answerParked ends the park stage of a traced fetch and sends resp.
+func (r *Reactor) answerParked(fw *fetchWait, resp kmsg.Response) {
+	if fw.trace != nil {
+		fw.trace.end(fw.stage, r.env.Clock.Now())
+	}
+	fw.respond(resp)
 }
 
 func serveFetch(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
@@ -60,11 +70,14 @@ func serveFetch(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Respo
 	}
 	resp, n, failed := r.evalFetch(req, denied)
 	if failed || n >= int(req.MinBytes) || req.MaxWaitMillis <= 0 {
-		r.stats.BytesOut += int64(n)
+		r.countFetched(resp, n)
 		respond(resp)
 		return
 	}
-	fw := &fetchWait{req: req, respond: respond, denied: denied}
+	fw := &fetchWait{req: req, respond: respond, denied: denied, trace: c.Trace}
+	if c.Trace != nil {
+		fw.stage = c.Trace.begin(StagePark, "", -1, r.env.Clock.Now())
+	}
 	r.fetches = append(r.fetches, fw)
 	// On the reactor's deadline queue, so the max wait answers before the
 	// request's deadline (deadline.go), due at the same instant.
@@ -79,9 +92,45 @@ func serveFetch(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Respo
 func (r *Reactor) finishFetch(fw *fetchWait) {
 	fw.done = true
 	resp, n, _ := r.evalFetch(fw.req, fw.denied)
-	r.stats.BytesOut += int64(n)
-	fw.respond(resp)
+	r.countFetched(resp, n)
+	r.answerParked(fw, resp)
 	r.dropDoneFetches()
+}
+
+// countFetched adds a fetch response that is being sent, n bytes of
+// batches, to the broker's and its partitions' traffic.
+func (r *Reactor) countFetched(resp *kmsg.FetchResponse, n int) {
+	r.stats.BytesOut += int64(n)
+	if n == 0 {
+		return
+	}
+	for _, t := range resp.Topics {
+		for _, sp := range t.Partitions {
+			if len(sp.RecordBatches) == 0 {
+				continue
+			}
+			if p, ok := r.byName[topicPartition{t.Topic, sp.Partition}]; ok {
+				p.Traffic.BytesOut += int64(len(sp.RecordBatches))
+				p.Traffic.RecordsOut += recordsIn(sp.RecordBatches)
+			}
+		}
+	}
+}
+
+// recordsIn counts the records of the batches in data, from their
+// headers; a truncated last batch (a fetch may end mid-batch) is not
+// counted.
+func recordsIn(data []byte) int64 {
+	var n int64
+	for len(data) > 0 {
+		h, err := records.ParseHeader(data)
+		if err != nil || h.Size() > len(data) {
+			break
+		}
+		n += int64(h.RecordCount)
+		data = data[h.Size():]
+	}
+	return n
 }
 
 // wakeFetches answers parked fetches whose partitions now have enough data.
@@ -97,8 +146,8 @@ func (r *Reactor) wakeFetches() {
 		if failed || n >= int(fw.req.MinBytes) {
 			fw.done = true
 			r.cancelTimer(fw.timer)
-			r.stats.BytesOut += int64(n)
-			fw.respond(resp)
+			r.countFetched(resp, n)
+			r.answerParked(fw, resp)
 		}
 	}
 	r.dropDoneFetches()

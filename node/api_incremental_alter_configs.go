@@ -42,7 +42,11 @@ func (r *Reactor) planIncrementalResource(rr kmsg.IncrementalAlterConfigsRequest
 		return r.planRoleChange(rr)
 	}
 	if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
-		return configCommand(planGroupConfigs(rr))
+		cmd, err := planGroupConfigs(rr)
+		if err == nil && cmd != nil {
+			err = r.checkConsumerGroupConfigs(cmd) // consumer_group_configs.go
+		}
+		return configCommand(cmd, err)
 	}
 	return configCommand(r.planIncrementalConfigs(rr))
 }

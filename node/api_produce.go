@@ -101,7 +101,7 @@ func serveProduce(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Res
 				continue
 			}
 			pre, ok := c.Prepared.batch(ti, pi)
-			r.produceOne(req, rt.Topic, rp.Records, sp, pr, now, pre, ok)
+			r.produceOne(req, rt.Topic, rp.Records, sp, pr, now, pre, ok, c.Trace)
 		}
 	}
 	pr.remaining--
@@ -187,7 +187,7 @@ func (r *Reactor) leaderHint(topic string, partition int32) (int32, int32, bool)
 const pendingOffset = -2
 
 func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte, sp *kmsg.ProduceResponseTopicPartition,
-	pr *producing, now time.Time, pre preparedBatch, prepared bool) {
+	pr *producing, now time.Time, pre preparedBatch, prepared bool, tr *Trace) {
 	fail := func(err error) { sp.ErrorCode, sp.ErrorMessage = errParts(err) }
 	if req.Version < 3 {
 		fail(kerr.UnsupportedVersion)
@@ -209,22 +209,25 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 		r.hintLeader(pr.resp, pr.listener, topic, sp)
 		return
 	}
-	h, err := validateProduce(data, p.Cfg, pre, prepared)
+	stage := -1
+	if tr != nil {
+		stage = tr.begin(StageValidate, topic, sp.Partition, r.env.Clock.Now())
+	}
+	h, err := r.checkProduce(req, topic, data, p, pre, prepared)
+	if tr != nil {
+		tr.end(stage, r.env.Clock.Now())
+	}
 	if err != nil {
-		r.stats.BadBatches++
 		fail(err)
 		return
 	}
-	if err := r.checkTxnProduce(req.TransactionID, topic, sp.Partition, p, h); err != nil {
-		fail(err)
-		return
-	}
-	if req.Acks == -1 && (p.Cfg.MinInsyncReplicas > 1 && len(r.activeVoters(p.Replica())) < p.Cfg.MinInsyncReplicas ||
-		r.buggify(bugProduceNotEnoughReplicas)) {
-		fail(kerr.NotEnoughReplicas)
-		return
+	if tr != nil {
+		stage = tr.begin(StageAppend, topic, sp.Partition, r.env.Clock.Now())
 	}
 	res, err := p.Append(data, h, now)
+	if tr != nil {
+		tr.end(stage, r.env.Clock.Now())
+	}
 	if err != nil {
 		fail(err)
 		if errors.Is(err, kerr.NotLeaderForPartition) {
@@ -239,6 +242,8 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 	if !res.Duplicate {
 		r.stats.BytesIn += int64(len(data))
 		r.stats.RecordsIn += int64(h.RecordCount)
+		p.Traffic.BytesIn += int64(len(data))
+		p.Traffic.RecordsIn += int64(h.RecordCount)
 	}
 	if req.Acks != -1 && !res.Duplicate {
 		sp.BaseOffset = res.BaseOffset
@@ -247,9 +252,15 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 	sp.BaseOffset = pendingOffset
 	pr.remaining++
 	base := res.BaseOffset
+	if tr != nil {
+		stage = r.traceCommitWait(tr, topic, sp.Partition, !res.Duplicate)
+	}
 	p.WaitCommit(res.Index, res.Term, base, func(err error) {
 		if pr.done {
 			return
+		}
+		if tr != nil {
+			tr.end(stage, r.env.Clock.Now())
 		}
 		if err == nil && r.buggify(bugProduceLostAnswer) {
 			err = kerr.RequestTimedOut // BUGGIFY: a lost answer (buggify.go)
@@ -265,6 +276,38 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 			pr.finish()
 		}
 	})
+}
+
+// checkProduce runs every check a batch must pass before its append:
+// well-formed and accepted by the topic, allowed by the producer's
+// transaction, and enough replicas for acks=all.
+func (r *Reactor) checkProduce(req *kmsg.ProduceRequest, topic string, data []byte, p *partition.Partition,
+	pre preparedBatch, prepared bool) (records.Header, error) {
+	h, err := validateProduce(data, p.Cfg, pre, prepared)
+	if err != nil {
+		r.stats.BadBatches++
+		return h, err
+	}
+	if err := r.checkTxnProduce(req.TransactionID, topic, p.Index, p, h); err != nil {
+		return h, err
+	}
+	if req.Acks == -1 && (p.Cfg.MinInsyncReplicas > 1 && len(r.activeVoters(p.Replica())) < p.Cfg.MinInsyncReplicas ||
+		r.buggify(bugProduceNotEnoughReplicas)) {
+		return h, kerr.NotEnoughReplicas
+	}
+	return h, nil
+}
+
+// traceCommitWait opens a traced produce's quorum-wait stage and returns
+// its index; written (a new entry, not a duplicate's wait) also queues an
+// fsync stage for the next round of fsyncs (trace.go).
+func (r *Reactor) traceCommitWait(tr *Trace, topic string, partition int32, written bool) int {
+	now := r.env.Clock.Now()
+	if written {
+		i := tr.begin(StageFsync, topic, partition, time.Time{})
+		r.traceSync.waiting = append(r.traceSync.waiting, traceSync{tr, i})
+	}
+	return tr.begin(StageQuorum, topic, partition, now)
 }
 
 // validateProduce checks that data is exactly one well-formed batch that

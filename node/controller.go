@@ -78,8 +78,12 @@ func (c *ctlGroup) Apply(e consensus.Entry) {
 // maybeSnapshot records the metadata at the applied index as the log's
 // snapshot point and drops the log prefix before it.
 func (c *ctlGroup) maybeSnapshot() {
+	every := ctlSnapshotEvery
+	if n := c.r.cfg.ControllerSnapshotEntries; n > 0 {
+		every = n
+	}
 	early := c.sinceSnap > 0 && c.r.buggify(bugControllerSnapshotEarly)
-	if c.sinceSnap < ctlSnapshotEvery && !early || c.rep.Busy() {
+	if c.sinceSnap < every && !early || c.rep.Busy() {
 		return
 	}
 	idx := c.rep.Applied()

@@ -133,6 +133,8 @@ func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, e
 		Known:      r.partitionExists,
 		TxnLog:     &offsetsLog{r: r, group: uint64(g), term: term},
 		Topics:     r.consumerTopics,
+
+		ConsumerTimeouts: r.consumerGroupTimeouts,
 	})
 	skipped := 0
 	err := replayBatches(p, func(h records.Header, b []byte) error {

@@ -21,6 +21,9 @@ type Client struct {
 	// only), so a checker can look at the broker as it was when the
 	// answer was made, not when it left.
 	AnswerMade func()
+	// Trace, when the runtime traces this request, collects its stage
+	// timings (trace.go); nil otherwise.
+	Trace *Trace
 }
 
 // APIRange is one advertised API version range.

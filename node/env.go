@@ -91,6 +91,10 @@ type Config struct {
 	// uses (lease.go): the leases stay safe while no clock runs more than
 	// 1/LeaseMargin times as fast as another's. 0 means 0.8; at most 0.9.
 	LeaseMargin float64
+	// ControllerSnapshotEntries is how many applied controller entries
+	// pass between snapshots of the metadata (0: ctlSnapshotEvery). Tests
+	// set it small so that snapshots and log compaction happen.
+	ControllerSnapshotEntries int
 
 	AutoCreateTopics       bool
 	DefaultPartitions      int32

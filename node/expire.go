@@ -101,7 +101,7 @@ func expiredAnswer(r *Reactor, req kmsg.Request) kmsg.Response {
 		// A fetch naming a topic its client may not read is answered at
 		// once (api_fetch.go), so one that waited has none.
 		resp, n, _ := r.evalFetch(q, nil)
-		r.stats.BytesOut += int64(n)
+		r.countFetched(resp, n)
 		return resp
 	case *kmsg.ListOffsetsRequest:
 		return expiredListOffsets(q)

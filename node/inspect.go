@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"slices"
 
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/node/partition"
@@ -70,46 +71,102 @@ type ReplicaView struct {
 	// counts the segments the cleaner rewrote.
 	Compacts        bool
 	SegmentsCleaned int64
+
+	// ProducerExpiryMs is the producer.id.expiration.ms the partition's
+	// applied producer table uses (0 for the controller).
+	ProducerExpiryMs int64
 }
 
 // Inspect returns a view of every Raft group on this node: the controller
 // first, then partitions by group id. Name and StateHash are filled only
 // when full (they cost an allocation and a checkpoint encoding each).
 func (r *Reactor) Inspect(full bool) []ReplicaView {
-	var out []ReplicaView
+	var in Inspector
+	return in.Inspect(r, nil, full)
+}
+
+// Inspector is Inspect for a caller that looks often (the simulator's
+// invariants look at every node at every simulated instant): it reuses
+// its scratch space and appends to the caller's slice, so a look
+// allocates nothing once the buffers have grown, and it can bring its
+// last look up to date when the Reactor ran nothing since (Refresh). The
+// zero value is ready.
+type Inspector struct {
+	groups []uint64 // scratch: the partitions' group ids, sorted
+	// parts: the partition of each view of the last look (nil for the
+	// controller), for Refresh.
+	parts []*partition.Partition
+}
+
+// Inspect returns dst[:0] with Reactor.Inspect(full)'s views appended, in
+// the same order.
+func (in *Inspector) Inspect(r *Reactor, dst []ReplicaView, full bool) []ReplicaView {
+	out := dst[:0]
+	if n := len(r.parts) + 1; cap(out) < n {
+		out = make([]ReplicaView, 0, n)
+	}
+	in.parts = in.parts[:0]
 	if r.ctl != nil && r.ctl.rep != nil {
-		v := viewOf(r.ctl.rep)
+		in.parts = append(in.parts, nil)
+		out = append(out, viewOf(r.ctl.rep))
+		v := &out[len(out)-1]
 		v.Fenced = r.fenced(v.Group)
 		v.Name, v.HighWatermark = "controller", -1
-		out = append(out, v)
 	}
-	for _, g := range sortedKeys(r.parts) {
+	in.groups = in.groups[:0]
+	for g := range r.parts { //floe:unordered sorted below
+		in.groups = append(in.groups, g)
+	}
+	slices.Sort(in.groups)
+	for _, g := range in.groups {
 		p := r.parts[g]
 		rep := p.Replica()
 		if rep == nil {
 			continue
 		}
-		v := viewOf(rep)
-		v.Fenced = r.fenced(v.Group)
-		v.HighWatermark = p.HighWatermark()
-		if s, ok := r.local[g]; ok {
-			v.Opening, v.LeaseTerm = s.opening, s.lease.term
-		}
-		v.LeaseHeld, _ = r.leaseState(p)
-		v.Epoch, v.Compacts = p.Term(), p.Cfg.Compact
-		r.retentionView(p, &v)
-		if !full {
-			out = append(out, v)
-			continue
-		}
-		v.Name = fmt.Sprintf("%s-%d", p.Topic, p.Index)
-		h := fnv.New64a()
-		h.Write(p.Checkpoint())
-		h.Write(binary.BigEndian.AppendUint64(nil, uint64(v.HighWatermark)))
-		v.StateHash = h.Sum64()
-		out = append(out, v)
+		in.parts = append(in.parts, p)
+		out = append(out, viewOf(rep))
+		r.partitionView(p, &out[len(out)-1], full)
 	}
 	return out
+}
+
+// RefreshView brings v, a copy of view i of what this Inspector's last
+// Inspect(r, _, false) returned, up to r's clock, for a Reactor none of
+// whose code ran since that look (no request, message, timer or disk
+// completion): its memory is as it was then, so only the fields Inspect
+// computes from the clock can differ, LeaseHeld (the lease's deadline)
+// and RetentionBound (retention.ms against the wall clock), and
+// RefreshView recomputes exactly those, as Inspect would.
+func (in *Inspector) RefreshView(r *Reactor, i int, v *ReplicaView) {
+	p := in.parts[i]
+	if p == nil {
+		return // the controller: no lease, no retention
+	}
+	v.LeaseHeld, _ = r.leaseState(p)
+	v.RetentionBound = r.retentionBound(p)
+}
+
+// partitionView fills the partition's part of v, which viewOf began.
+func (r *Reactor) partitionView(p *partition.Partition, v *ReplicaView, full bool) {
+	g := v.Group
+	v.Fenced = r.fenced(g)
+	v.HighWatermark = p.HighWatermark()
+	if s, ok := r.local[g]; ok {
+		v.Opening, v.LeaseTerm = s.opening, s.lease.term
+	}
+	v.LeaseHeld, _ = r.leaseState(p)
+	v.Epoch, v.Compacts = p.Term(), p.Cfg.Compact
+	v.ProducerExpiryMs = p.ProducerExpiration()
+	r.retentionView(p, v)
+	if !full {
+		return
+	}
+	v.Name = fmt.Sprintf("%s-%d", p.Topic, p.Index)
+	h := fnv.New64a()
+	h.Write(p.Checkpoint())
+	h.Write(binary.BigEndian.AppendUint64(nil, uint64(v.HighWatermark)))
+	v.StateHash = h.Sum64()
 }
 
 func viewOf(rep *replica.Replica) ReplicaView {
@@ -189,14 +246,27 @@ func (r *Reactor) fenced(g uint64) bool {
 
 // retentionView fills v's retention and compaction figures.
 func (r *Reactor) retentionView(p *partition.Partition, v *ReplicaView) {
-	rep := p.Replica()
-	ls := rep.Stats()
+	ls := p.Replica().Stats()
 	v.LogBytes, v.SegmentsRemoved, v.CleanerPasses = ls.SizeBytes, ls.SegmentsRemoved, ls.Cleaner.Passes
 	v.SegmentsCleaned = ls.Cleaner.SegmentsCleaned
 	v.RetentionBytes, v.RetentionMs = -1, -1
-	if !p.Cfg.Delete || (p.Cfg.RetentionMs < 0 && p.Cfg.RetentionBytes < 0) {
-		return
+	if retains(p) {
+		v.RetentionBytes, v.RetentionMs = p.Cfg.RetentionBytes, p.Cfg.RetentionMs
 	}
-	v.RetentionBytes, v.RetentionMs = p.Cfg.RetentionBytes, p.Cfg.RetentionMs
-	v.RetentionBound = rep.RetentionBound(r.env.Clock.Now().UnixMilli(), p.Cfg.RetentionMs, p.Cfg.RetentionBytes, rep.Applied()+1)
+	v.RetentionBound = r.retentionBound(p)
+}
+
+// retains: the partition's cleanup policy deletes, with a limit.
+func retains(p *partition.Partition) bool {
+	return p.Cfg.Delete && (p.Cfg.RetentionMs >= 0 || p.Cfg.RetentionBytes >= 0)
+}
+
+// retentionBound is the last index retention would drop now (0 if none
+// or the partition does not retain), with the limit maintain uses.
+func (r *Reactor) retentionBound(p *partition.Partition) uint64 {
+	if !retains(p) {
+		return 0
+	}
+	rep := p.Replica()
+	return rep.RetentionBound(r.env.Clock.Now().UnixMilli(), p.Cfg.RetentionMs, p.Cfg.RetentionBytes, rep.Applied()+1)
 }

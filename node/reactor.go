@@ -39,6 +39,7 @@ type Reactor struct {
 	syncing   bool
 	syncBatch []*replica.Replica
 	waiting   []*replica.Replica
+	traceSync traceSyncs // traced produces' fsync stages (trace.go)
 
 	processQueued bool
 	stopped       bool

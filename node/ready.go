@@ -116,6 +116,9 @@ func (r *Reactor) startSync() {
 	}
 	r.syncing = true
 	r.syncBatch = batch
+	if len(r.traceSync.waiting) > 0 {
+		r.traceSync.roundStarted(r.env.Clock.Now())
+	}
 	r.stats.SyncRounds++
 	r.env.Disk.Sync(plans, func(err error) {
 		for i, p := range plans {
@@ -136,6 +139,9 @@ func (r *Reactor) syncDone(err error) {
 	batch := r.syncBatch
 	r.syncBatch = nil
 	r.syncing = false
+	if len(r.traceSync.round) > 0 {
+		r.traceSync.roundDone(r.env.Clock.Now())
+	}
 	for _, rep := range batch {
 		r.complete(rep.Group, rep)
 		if r.stopped {

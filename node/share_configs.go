@@ -1,7 +1,8 @@
 package node
 
-// Group configs (GROUP config resources, type 32, KIP-932/KIP-1240): the
-// share settings of one share group, set with IncrementalAlterConfigs and
+// Group configs (GROUP config resources, type 32, KIP-848/KIP-932/KIP-1240):
+// the consumer timeouts of one consumer group (consumer_group_configs.go)
+// and the share settings of one share group, set with IncrementalAlterConfigs and
 // read with DescribeConfigs, kept by the controller (State.GroupConfigs)
 // so every broker applies the same. A group without a setting uses the
 // broker's (ShareConfig, from its flags).
@@ -38,6 +39,7 @@ package node
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +58,8 @@ type groupConfigDef struct {
 }
 
 var groupConfigDefs = []groupConfigDef{
+	{consumerSessionConfig, kmsg.ConfigTypeInt, "How long a consumer group member may go without a heartbeat (consumer_group_configs.go).", intIn(1, math.MaxInt32)},
+	{consumerIntervalConfig, kmsg.ConfigTypeInt, "The heartbeat interval consumer group members are told to use.", intIn(1, math.MaxInt32)},
 	{"share.auto.offset.reset", kmsg.ConfigTypeString, "Where a share-partition the group never read starts: latest or earliest.", oneOf("latest", "earliest")},
 	{"share.isolation.level", kmsg.ConfigTypeString, "read_committed acquires only below the last stable offset; aborted records are not archived (not done).", oneOf("read_uncommitted", "read_committed")},
 	{"share.record.lock.duration.ms", kmsg.ConfigTypeInt, "How long a consumer holds the records it acquired.", intIn(1000, 3600000)},
@@ -167,7 +171,10 @@ func planGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResource) (*controll
 func (r *Reactor) describeGroupConfigs(rr kmsg.DescribeConfigsRequestResource, req *kmsg.DescribeConfigsRequest, sr *kmsg.DescribeConfigsResponseResource) {
 	set := r.ctl.state.GroupConfigs[rr.ResourceName]
 	def := r.cfg.Shares.withDefaults()
+	gc := r.groupConfig().WithDefaults()
 	static := map[string]string{
+		consumerSessionConfig:                 strconv.FormatInt(gc.ConsumerSessionTimeout.Milliseconds(), 10),
+		consumerIntervalConfig:                strconv.FormatInt(gc.ConsumerHeartbeatInterval.Milliseconds(), 10),
 		"share.auto.offset.reset":             def.AutoOffsetReset,
 		"share.isolation.level":               "read_uncommitted",
 		"share.record.lock.duration.ms":       strconv.FormatInt(def.Lock.Milliseconds(), 10),

@@ -1,6 +1,11 @@
 package node
 
-import "time"
+import (
+	"sort"
+	"time"
+
+	"github.com/floe-broker/floe/node/partition"
+)
 
 // Stats are a broker's counters, read on the reactor (the admin endpoint
 // asks the reactor for a copy).
@@ -42,7 +47,17 @@ type Stats struct {
 	// the pushes taken.
 	Telemetry       []TelemetryMetric
 	TelemetryPushes uint64
-	lastTickAt      time.Duration // monotonic time of the last tick
+	// Raft, over every group with a replica here (the controller's
+	// too): RaftElections counts the elections this broker's replicas
+	// started (each a new term as candidate), RaftLeaderChanges the
+	// times a replica here learnt of a new leader, RaftLeadershipsWon
+	// the times one became leader. ControllerTerm is the controller
+	// group's term as this broker knows it.
+	RaftElections      uint64
+	RaftLeaderChanges  uint64
+	RaftLeadershipsWon uint64
+	ControllerTerm     uint64
+	lastTickAt         time.Duration // monotonic time of the last tick
 }
 
 // noteTick records a tick at monotonic time now, counting a stall when it
@@ -73,11 +88,52 @@ type PartitionStats struct {
 	// partition (committed entries) and the offset they hold readers at.
 	LastStableOffset int64
 	OpenTxns         int
+	// Replicas is the partition's replica count in the metadata; InSync,
+	// on the leader, the voters Raft heard from within an election
+	// timeout (the ISR Metadata reports), -1 elsewhere.
+	Replicas int
+	InSync   int
+	Traffic  partition.Traffic
+}
+
+// ClusterStats is the cluster as this broker's copy of the metadata
+// describes it (the same on every caught-up broker).
+type ClusterStats struct {
+	Brokers int // registered brokers
+	// Topics lists each topic's partition count, by name.
+	Topics []TopicPartitions
+	// Leaderless counts partitions with no leader known: no replica has
+	// reported one, or (for replicas here) Raft knows none past the grace
+	// after opening (what Metadata answers LEADER_NOT_AVAILABLE for).
+	Leaderless int
+}
+
+// TopicPartitions is one topic's partition count.
+type TopicPartitions struct {
+	Topic      string
+	Partitions int
+}
+
+// ClusterStats describes the cluster from the metadata.
+func (r *Reactor) ClusterStats() ClusterStats {
+	st := r.ctl.state
+	cs := ClusterStats{Brokers: len(st.Brokers)}
+	for _, name := range sortedKeys(st.Topics) {
+		t := st.Topics[name]
+		cs.Topics = append(cs.Topics, TopicPartitions{Topic: name, Partitions: len(t.Partitions)})
+		for i := range t.Partitions {
+			if id, _ := r.partitionLeader(&t.Partitions[i]); id <= 0 {
+				cs.Leaderless++
+			}
+		}
+	}
+	return cs
 }
 
 // Stats returns a copy of the counters and per-partition figures.
 func (r *Reactor) Stats() (Stats, []PartitionStats) {
 	s := r.stats
+	s.ControllerTerm = r.ctl.term
 	s.Telemetry, s.TelemetryPushes = r.telemetry.metrics(), r.telemetry.pushes
 	s.Requests = map[int16]uint64{}
 	for _, k := range sortedKeys(r.stats.Requests) {
@@ -87,7 +143,9 @@ func (r *Reactor) Stats() (Stats, []PartitionStats) {
 	for _, g := range sortedKeys(r.parts) {
 		p := r.parts[g]
 		ls := p.Replica().Stats()
+		replicas, inSync := r.replicaCounts(p)
 		ps = append(ps, PartitionStats{
+			Replicas: replicas, InSync: inSync, Traffic: p.Traffic,
 			Topic: p.Topic, Partition: p.Index, Leader: p.IsLeader(), LeaderEpoch: int32(p.Term()),
 			LogEndOffset: p.Replica().NextOffset(), HighWatermark: p.HighWatermark(),
 			StartOffset: p.StartOffset(), LogBytes: ls.SizeBytes, Segments: ls.Segments,
@@ -95,4 +153,37 @@ func (r *Reactor) Stats() (Stats, []PartitionStats) {
 		})
 	}
 	return s, ps
+}
+
+// replicaCounts returns p's replica count in the metadata and, on its
+// leader, how many voters are in sync (-1 elsewhere).
+func (r *Reactor) replicaCounts(p *partition.Partition) (int, int) {
+	replicas := 0
+	if t := r.ctl.state.Topics[p.Topic]; t != nil && int(p.Index) < len(t.Partitions) {
+		replicas = len(t.Partitions[p.Index].Replicas)
+	}
+	if !p.IsLeader() {
+		return replicas, -1
+	}
+	return replicas, len(r.activeVoters(p.Replica()))
+}
+
+// GroupMembers is one group's member count, on its coordinator.
+type GroupMembers struct {
+	Group   string
+	Members int
+}
+
+// GroupMembers lists the groups this broker coordinates with their
+// member counts, sorted by group.
+func (r *Reactor) GroupMembers() []GroupMembers {
+	var out []GroupMembers
+	for _, c := range r.localCoordinators() {
+		for _, g := range c.ListGroups(nil) {
+			_, n := c.GroupState(g.Group)
+			out = append(out, GroupMembers{Group: g.Group, Members: n})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return out
 }

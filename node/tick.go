@@ -56,6 +56,7 @@ func (r *Reactor) observeRole(g uint64, rep *replica.Replica) {
 	st := rep.BasicStatus()
 	isLeader := st.RaftState == consensus.StateLeader
 	if g == controller.ControllerGroup {
+		r.countRole(st, r.ctl.lead, r.ctl.term, r.ctl.lead == r.self)
 		r.ctl.lead, r.ctl.term = st.Lead, st.Term
 		return
 	}
@@ -66,9 +67,24 @@ func (r *Reactor) observeRole(g uint64, rep *replica.Replica) {
 	if p.Leader() == st.Lead && p.IsLeader() == isLeader && p.Term() == st.Term {
 		return
 	}
+	r.countRole(st, p.Leader(), p.Term(), p.IsLeader())
 	p.RoleChanged(st.Lead, isLeader, st.Term)
 	if isLeader {
 		r.reports.leaders[g] = controller.LeaderReport{Group: g, Leader: int32(r.self), Epoch: int32(st.Term)}
+	}
+}
+
+// countRole counts, for the Raft metrics, what changed in a group's role
+// since it was last observed (lead, term, wasLeader).
+func (r *Reactor) countRole(st consensus.Status, lead, term uint64, wasLeader bool) {
+	if st.RaftState == consensus.StateCandidate && st.Term != term {
+		r.stats.RaftElections++
+	}
+	if st.Lead != 0 && st.Lead != lead {
+		r.stats.RaftLeaderChanges++
+	}
+	if st.RaftState == consensus.StateLeader && !wasLeader {
+		r.stats.RaftLeadershipsWon++
 	}
 }
 

@@ -49,6 +49,9 @@ type BrokerConfig struct {
 	Auth *BrokerAuth
 	// LeaseMargin is node.Config.LeaseMargin (0: the default).
 	LeaseMargin float64
+	// CtlSnapshotEntries is node.Config.ControllerSnapshotEntries (0: the
+	// default, 1024).
+	CtlSnapshotEntries int
 	// Sites is told every BUGGIFY site that fires (node.Env.OnBuggify).
 	Sites *siteCounter
 	// Shares configures share groups (share.go; zero: Kafka's defaults).
@@ -98,6 +101,7 @@ func BrokerFactory(bc BrokerConfig) Factory {
 			OnBuggify: bc.Sites.hook(),
 		}
 		cfg.LeaseMargin = bc.LeaseMargin
+		cfg.ControllerSnapshotEntries = bc.CtlSnapshotEntries
 		if bc.Auth != nil {
 			bc.Auth.configure(&cfg)
 		}

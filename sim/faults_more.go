@@ -102,6 +102,12 @@ func chooseMore(rng *rand.Rand, o *Options) {
 		o.Knobs.SegmentBytes = []int{2048, 4096, 65536}[rng.Intn(3)]
 		o.Knobs.FetchBytes = []int32{256, 2048, 8192}[rng.Intn(3)]
 	}
+	// A small controller snapshot limit in a third of the seeds, so the
+	// metadata log is compacted and lagging members are sent snapshots
+	// (drawn from its own generator: the draws above stay as they were).
+	if srng := rand.New(rand.NewSource(o.Seed ^ 0x5a47)); srng.Intn(3) == 0 {
+		o.Broker.CtlSnapshotEntries = 8 + srng.Intn(57)
+	}
 	m := &o.Faults.More
 	m.Drift = rate(0.4, 0.3, 2)
 	m.DriftRatio = driftRatio(o.Broker.LeaseMargin)

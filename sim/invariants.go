@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/floe-broker/floe/jepsen/history"
+	"slices"
 	"sort"
 	"strings"
 
@@ -54,10 +55,14 @@ type invariants struct {
 	// so across incarnations only durable votes are compared (durVotes).
 	votes    map[nodeGroupTerm]uint64
 	durVotes map[nodeGroupTerm]uint64
-	// seen: (node, group) -> what was last observed, at which check.
+	// seen: (node, group) -> what was last observed.
 	seen map[nodeGroup]memberSeen
-	// present: (node, group) -> the last check that saw the replica.
-	present map[nodeGroup]uint64
+	// looks: per node, its views at the last check that saw it up, so a
+	// check runs the member checks only on views that changed (look).
+	looks map[netx.NodeID]*nodeLook
+	// regrouped: nodes of this check whose set of groups may differ from
+	// the last check's (forgetDeleted looks only at these).
+	regrouped []netx.NodeID
 	// committed: (group, index) -> the term of the entry a member held
 	// there while its commit index covered it.
 	committed map[groupTerm]uint64
@@ -66,7 +71,24 @@ type invariants struct {
 	damagedSeen int
 	// reported: invariant kinds already reported (one line each).
 	reported map[string]int
-	checks   uint64
+	failures uint64 // calls of fail, reported or counted
+	// quietLooks counts the looks checkRefreshed compared.
+	quietLooks int
+	checks     uint64
+}
+
+// nodeLook is what the invariants keep of one node between checks.
+type nodeLook struct {
+	checked       uint64 // the last check that saw the node up
+	inc           uint64
+	ran           uint64 // World.Ran at that check
+	insp          node.Inspector
+	damaged, lies bool // iv.damaged and the lying fsync, at that check
+	views         []node.ReplicaView
+	failed        []bool // per view: its member checks called fail
+	// spare and spareFailed are the buffers the next check fills.
+	spare       []node.ReplicaView
+	spareFailed []bool
 }
 
 type groupTerm struct{ group, term uint64 }
@@ -93,12 +115,13 @@ type memberSeen struct {
 
 func newInvariants(r *run) *invariants {
 	return &invariants{r: r, leaders: map[groupTerm]netx.NodeID{}, votes: map[nodeGroupTerm]uint64{}, durVotes: map[nodeGroupTerm]uint64{}, committed: map[groupTerm]uint64{},
-		seen: map[nodeGroup]memberSeen{}, present: map[nodeGroup]uint64{}, damaged: map[netx.NodeID]bool{}, reported: map[string]int{}}
+		seen: map[nodeGroup]memberSeen{}, looks: map[netx.NodeID]*nodeLook{}, damaged: map[netx.NodeID]bool{}, reported: map[string]int{}}
 }
 
 // fail records a violated invariant: the first of each kind as a violation
 // (so the seed fails with its replay command), later ones counted.
 func (iv *invariants) fail(kind, format string, args ...any) {
+	iv.failures++
 	iv.reported[kind]++
 	if iv.reported[kind] > 1 {
 		return
@@ -127,34 +150,143 @@ func (iv *invariants) noteDamage() {
 func (iv *invariants) observe() {
 	iv.checks++
 	iv.noteDamage()
+	iv.regrouped = iv.regrouped[:0]
 	for _, id := range iv.r.w.IDs() {
-		rc := iv.broker(id)
-		if rc == nil {
-			continue
-		}
-		inc := iv.r.w.Incarnation(id)
-		for _, v := range rc.Inspect(false) {
-			iv.present[nodeGroup{id, v.Group}] = iv.checks
-			iv.member(id, inc, v)
+		if rc := iv.broker(id); rc != nil {
+			iv.look(id, rc)
 		}
 	}
 	iv.forgetDeleted()
 }
 
+// look checks one up node's groups: a node that ran no code since the
+// previous check (World.Ran) is not inspected again, only refreshed
+// (lookQuiet); another is inspected (lookChanged). A view equal to the one the previous
+// check saw of the same member, in the same incarnation, with the node's
+// damage and lying-fsync marks unchanged, and whose checks then called no
+// fail, is not checked again: member would find exactly what it found
+// then. Its inputs are the view, the previous memberSeen (built from that
+// same view) and the leaders, votes, durVotes and committed entries it
+// recorded or matched then, which only forgetGroupIfDead and
+// forgetDeleted remove, and only for a group or member absent from some
+// check, while this member was present in both. So every comparison
+// comes out as before, no fail is called, and seen is rewritten with the
+// value it holds. Only the per-view coverage counts (coverSteady) change,
+// and those are counted again.
+func (iv *invariants) look(id netx.NodeID, rc *node.Reactor) {
+	nl := iv.looks[id]
+	if nl == nil {
+		nl = &nodeLook{}
+		iv.looks[id] = nl
+	}
+	inc := iv.r.w.Incarnation(id)
+	damaged, lies := iv.damaged[id], iv.r.nem.more.lies(id)
+	steady := nl.checked == iv.checks-1 && nl.inc == inc && nl.damaged == damaged && nl.lies == lies
+	ran := iv.r.w.Ran(id)
+	if steady && ran == nl.ran {
+		iv.lookQuiet(id, rc, nl, inc)
+	} else {
+		iv.lookChanged(id, rc, nl, inc, steady)
+	}
+	nl.checked, nl.inc, nl.ran, nl.damaged, nl.lies = iv.checks, inc, ran, damaged, lies
+}
+
+// lookChanged inspects a node that ran code since the last check.
+func (iv *invariants) lookChanged(id netx.NodeID, rc *node.Reactor, nl *nodeLook, inc uint64, steady bool) {
+	cur := nl.insp.Inspect(rc, nl.spare, false)
+	failed := nl.spareFailed[:0]
+	sameGroups := steady && len(cur) == len(nl.views)
+	for i := range cur {
+		v := &cur[i]
+		if steady && i < len(nl.views) && *v == nl.views[i] && !nl.failed[i] {
+			iv.r.coverSteady(v)
+			failed = append(failed, false)
+			continue
+		}
+		if i >= len(nl.views) || nl.views[i].Group != v.Group {
+			sameGroups = false
+		}
+		before := iv.failures
+		iv.member(id, inc, *v)
+		failed = append(failed, iv.failures != before)
+	}
+	nl.spare, nl.views = nl.views, cur
+	nl.spareFailed, nl.failed = nl.failed, failed
+	if !sameGroups {
+		iv.regrouped = append(iv.regrouped, id)
+	}
+}
+
+// lookQuiet looks at a node that ran nothing since the last check: its
+// views are those, but for what they read from its clock
+// (node.Inspector.RefreshView), so a view is unchanged when those fields
+// are.
+func (iv *invariants) lookQuiet(id netx.NodeID, rc *node.Reactor, nl *nodeLook, inc uint64) {
+	for i := range nl.views {
+		old := &nl.views[i]
+		v := *old
+		nl.insp.RefreshView(rc, i, &v)
+		if v.LeaseHeld == old.LeaseHeld && v.RetentionBound == old.RetentionBound && !nl.failed[i] {
+			iv.r.coverSteady(old)
+			continue
+		}
+		before := iv.failures
+		iv.member(id, inc, v)
+		*old, nl.failed[i] = v, iv.failures != before
+	}
+	if iv.r.o.checkQuiet {
+		iv.checkRefreshed(id, rc, nl.views)
+	}
+}
+
+// checkRefreshed fails the run if a refreshed look at a quiet node
+// differs from a full one (Options.checkQuiet).
+func (iv *invariants) checkRefreshed(id netx.NodeID, rc *node.Reactor, refreshed []node.ReplicaView) {
+	iv.quietLooks++
+	full := rc.Inspect(false)
+	if !slices.Equal(full, refreshed) {
+		iv.fail("refreshed-view-differs", "n%d: a node that ran nothing since the last check: refreshed views %+v, inspected %+v", id, refreshed, full)
+	}
+}
+
+// present reports whether this check saw node id up holding group g.
+func (iv *invariants) present(id netx.NodeID, g uint64) bool {
+	nl := iv.looks[id]
+	if nl == nil || nl.checked != iv.checks {
+		return false
+	}
+	for i := range nl.views {
+		if nl.views[i].Group == g {
+			return true
+		}
+	}
+	return false
+}
+
 // forgetDeleted forgets the replicas an up node no longer holds (a
 // membership change removed them): one added back later starts from an
-// empty log, term 0, with no vote, and is a new member.
+// empty log, term 0, with no vote, and is a new member. Only a node whose
+// groups may have changed since the previous check can have lost one: a
+// node seen then and now with the same groups had its seen entries
+// pruned to those groups at the previous check.
 func (iv *invariants) forgetDeleted() {
+	if len(iv.regrouped) == 0 {
+		return
+	}
 	var gone []nodeGroup
 	for k := range iv.seen {
-		if iv.present[k] != iv.checks && iv.broker(k.node) != nil {
+		if slices.Contains(iv.regrouped, k.node) && !iv.present(k.node, k.group) {
 			gone = append(gone, k)
 		}
 	}
 	for _, k := range gone {
-		iv.forgetGroupIfDead(k.group)
 		delete(iv.seen, k)
-		delete(iv.present, k)
+	}
+	// A deleted group's terms, commits and votes are not forgotten: a
+	// broker that opens it again (a restart replaying the controller log
+	// from before the deletion) starts from its tombstone, at the old term
+	// and vote (node/tombstone.go), so they still hold.
+	for _, k := range gone {
 		for vk := range iv.durVotes {
 			if vk.node == k.node && vk.group == k.group {
 				delete(iv.durVotes, vk)
@@ -321,6 +453,9 @@ func (iv *invariants) afterHeal() {
 	}
 	iv.committedEntries()
 	iv.r.w.Tracef("invariants: %d checks, violations %v", iv.checks, iv.reported)
+	if iv.r.o.checkQuiet {
+		iv.r.w.Tracef("invariants: %d refreshed looks compared with full ones", iv.quietLooks)
+	}
 }
 
 func byGroupIDs[V any](m map[uint64]V) []uint64 {
@@ -382,34 +517,5 @@ func (iv *invariants) deposedReads(h history.History) {
 	}
 	if n > 0 {
 		iv.fail("read-from-deposed-leader", "%d reads answered by a leader a later-epoch leader had replaced (first: %s)", n, first)
-	}
-}
-
-// forgetGroupIfDead forgets a group's history once no up node holds it:
-// its topic was deleted (a down node may still hold an old replica). A broker restarted
-// later may replay an older controller state and open the group again
-// from an empty log (a new group under the old id, until it applies the
-// deletion again); its terms and indexes start over and say nothing about
-// the deleted group's.
-func (iv *invariants) forgetGroupIfDead(g uint64) {
-	for _, id := range iv.r.w.IDs() {
-		if iv.present[nodeGroup{id, g}] == iv.checks {
-			return
-		}
-	}
-	for k := range iv.leaders {
-		if k.group == g {
-			delete(iv.leaders, k)
-		}
-	}
-	for k := range iv.committed {
-		if k.group == g {
-			delete(iv.committed, k)
-		}
-	}
-	for k := range iv.votes {
-		if k.group == g {
-			delete(iv.votes, k)
-		}
 	}
 }

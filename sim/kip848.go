@@ -5,7 +5,8 @@ package sim
 // partitions of the sim topic they are assigned, give up the ones a
 // response drops at once, fetch each new partition's committed offset and
 // commit their positions with their member epoch. Now and then a member
-// leaves, or crashes (stops without a word). One operation per member at
+// leaves (it releases its partitions, then sends the leave, as Kafka's
+// consumer does), or crashes (stops without a word). One operation per member at
 // a time, as a real consumer that commits before it acknowledges a
 // revocation.
 //
@@ -142,7 +143,7 @@ func (m *kip848Member) step() {
 		m.replace()
 		return
 	case m.epoch > 0 && n == 1:
-		m.heartbeat(-1)
+		m.leave()
 		return
 	case m.epoch > 0 && len(m.owned) > 0 && n < 35:
 		m.commit()
@@ -189,23 +190,32 @@ func (m *kip848Member) withCoordinator(fn func()) {
 	})
 }
 
+// leave closes the member as a Kafka consumer does: it releases its
+// partitions before it sends the leave heartbeat (epoch -1), and does not
+// wait for the answer (the Java client's leaveGroup runs
+// onPartitionsRevoked and clears its assignment first, and sends the
+// leave best effort). The coordinator frees the partitions as it takes
+// the leave, without asking the member again, so a member that kept them
+// until an answer that may be lost would hold them while another member
+// is given them (campaign seed 900020). Whatever becomes of the leave,
+// this process is done and a new member takes its place.
+func (m *kip848Member) leave() {
+	r := m.w.r
+	m.drop("it leaves")
+	m.lease, m.claim, m.revokeBy = 0, 0, 0
+	if m.coord == 0 {
+		m.replace()
+		return
+	}
+	req := m.heartbeatRequest(-1)
+	r.kn.callAt(m.coord, req, r.o.RequestTimeout, nil, func(kmsg.Response, error, bool) {})
+	m.replace()
+}
+
 func (m *kip848Member) heartbeat(epoch int32) {
 	m.withCoordinator(func() {
 		r := m.w.r
-		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-		req.Version = 1
-		req.Group, req.MemberID, req.MemberEpoch = kip848Group, m.id, epoch
-		req.RebalanceTimeoutMillis = int32(kip848Rebalance / time.Millisecond)
-		if epoch == 0 {
-			req.SubscribedTopicNames = []string{r.topic}
-		} else {
-			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-			if m.w.knownID && len(m.owned) > 0 {
-				t := kmsg.NewConsumerGroupHeartbeatRequestTopic()
-				t.TopicID, t.Partitions = m.w.topicID, ownedParts(m.owned)
-				req.Topics = append(req.Topics, t)
-			}
-		}
+		req := m.heartbeatRequest(epoch)
 		sent := r.now()
 		r.kn.callAt(m.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
 			if err != nil {
@@ -217,6 +227,26 @@ func (m *kip848Member) heartbeat(epoch int32) {
 			m.answered(epoch, sent, hr)
 		})
 	})
+}
+
+// heartbeatRequest is the member's heartbeat at epoch, reporting what it
+// owns.
+func (m *kip848Member) heartbeatRequest(epoch int32) *kmsg.ConsumerGroupHeartbeatRequest {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch = kip848Group, m.id, epoch
+	req.RebalanceTimeoutMillis = int32(kip848Rebalance / time.Millisecond)
+	if epoch == 0 {
+		req.SubscribedTopicNames = []string{m.w.r.topic}
+		return req
+	}
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if m.w.knownID && len(m.owned) > 0 {
+		t := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+		t.TopicID, t.Partitions = m.w.topicID, ownedParts(m.owned)
+		req.Topics = append(req.Topics, t)
+	}
+	return req
 }
 
 func (m *kip848Member) answered(epoch int32, sent time.Duration, hr *kmsg.ConsumerGroupHeartbeatResponse) {
@@ -234,11 +264,6 @@ func (m *kip848Member) answered(epoch int32, sent time.Duration, hr *kmsg.Consum
 			m.coord = 0
 		}
 		m.again(r.backoff())
-		return
-	}
-	if epoch == -1 {
-		m.drop("it left")
-		m.replace()
 		return
 	}
 	if sent+kip848Session <= r.now() {

@@ -45,6 +45,8 @@ type Options struct {
 	Auth AuthOptions
 	// Retention turns on the retention workload (retention.go).
 	Retention RetentionOptions
+	// Expiry turns on the producer-id expiry workload (expiry.go).
+	Expiry ExpiryOptions
 	// Bounce is the rate of leader transfers bounced straight back
 	// (leasework.go), per simulated second; 0: none.
 	Bounce float64
@@ -59,6 +61,11 @@ type Options struct {
 	// TraceKeep is how many trace lines the Result keeps (0: the last
 	// 4,000; -1: all of them, for a replay written to a file).
 	TraceKeep int
+
+	// checkQuiet makes the invariants inspect in full every node they
+	// would have refreshed (invariants.look) and fail the run where the
+	// two views differ (a test of the shortcut).
+	checkQuiet bool
 }
 
 // CorruptRate is the rate of the corruption fault when a run forces it on
@@ -222,6 +229,7 @@ func ChooseOptions(seed int64) Options {
 	}
 	o.Broker.Shares = o.Share.brokerShares()
 	o.Retention = chooseRetention(seed)
+	o.Expiry = chooseExpiry(seed)
 	o.Bounce = rate(0.5, 0.5, 3)
 	o.Topics = chooseTopics(seed)
 	chooseMore(rng, &o) // last: faults_more.go
@@ -258,6 +266,12 @@ func (o Options) String() string {
 	}
 	if o.Retention.On {
 		fmt.Fprintf(&b, "\n%s", o.Retention)
+	}
+	if o.Expiry.On {
+		fmt.Fprintf(&b, "\n%s", o.Expiry)
+	}
+	if n := o.Broker.CtlSnapshotEntries; n > 0 {
+		fmt.Fprintf(&b, "\ncontroller snapshot every %d entries", n)
 	}
 	return b.String()
 }

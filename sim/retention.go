@@ -130,39 +130,12 @@ func (r *run) startRetention() {
 }
 
 func (w *retWorkload) create(done func()) {
-	r := w.r
-	var try func()
-	try = func() {
-		if r.stopping {
-			r.active--
-			return
-		}
-		req := kmsg.NewPtrCreateTopicsRequest()
-		req.Version, req.TimeoutMillis = 7, 5000
-		t := kmsg.NewCreateTopicsRequestTopic()
-		t.Topic, t.NumPartitions, t.ReplicationFactor = retTopic, 1, int16(min(3, r.o.Nodes))
-		configs := [][2]string{{"segment.bytes", fmt.Sprint(w.o.SegmentBytes)},
-			{"retention.bytes", fmt.Sprint(w.o.Bytes)}, {"retention.ms", fmt.Sprint(w.o.Ms)}}
-		if w.o.Compact {
-			configs = [][2]string{{"segment.bytes", fmt.Sprint(w.o.SegmentBytes)}, {"cleanup.policy", "compact"}}
-		}
-		for _, c := range configs {
-			cc := kmsg.NewCreateTopicsRequestTopicConfig()
-			cc.Name, cc.Value = c[0], kmsg.StringPtr(c[1])
-			t.Configs = append(t.Configs, cc)
-		}
-		req.Topics = append(req.Topics, t)
-		r.kn.call(r.meta.anyNode(), req, 6*time.Second, func(resp kmsg.Response, err error) {
-			if err == nil {
-				if code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code == 0 || code == kerr.TopicAlreadyExists.Code {
-					done()
-					return
-				}
-			}
-			r.w.After(100*time.Millisecond, try)
-		})
+	configs := [][2]string{{"segment.bytes", fmt.Sprint(w.o.SegmentBytes)},
+		{"retention.bytes", fmt.Sprint(w.o.Bytes)}, {"retention.ms", fmt.Sprint(w.o.Ms)}}
+	if w.o.Compact {
+		configs = [][2]string{{"segment.bytes", fmt.Sprint(w.o.SegmentBytes)}, {"cleanup.policy", "compact"}}
 	}
-	try()
+	w.r.createTopic(retTopic, configs, done)
 }
 
 // withLeader calls then with the partition's believed leader, asking for

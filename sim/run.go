@@ -177,9 +177,13 @@ type run struct {
 	// share is the share-group workload (share.go), if any.
 	share *shareWork
 	ret   *retWorkload // the retention workload (retention.go), if any
+	exp   *expWorkload // the producer-id expiry workload (expiry.go), if any
 	churn *churn       // topic churn (topics.go), if any
 	// coverage counts the rare paths the run reached (coverage.go).
 	coverage map[string]int
+	// fencedViews and snapshotViews count views showing a vote fence and
+	// a log behind a snapshot (coverSteady).
+	fencedViews, snapshotViews int
 
 	corruptedFiles []string
 	violations     []string
@@ -410,6 +414,7 @@ func (r *run) safety() {
 	r.startKIP848()
 	r.startShare()
 	r.startRetention()
+	r.startExpiry()
 	r.startBounce()
 	r.startChurn()
 	if r.auth != nil {
@@ -468,6 +473,7 @@ func (r *run) liveness() {
 	r.finishTxn()
 	r.finishShare()
 	r.finishRetention()
+	r.finishExpiry()
 	r.finishChurn()
 }
 

@@ -1,9 +1,11 @@
 package group
 
 import (
-	"github.com/floe-broker/floe/node/coord"
+	"fmt"
 	"math/rand"
 	"time"
+
+	"github.com/floe-broker/floe/node/coord"
 )
 
 // Config holds the coordinator's settings, named after Kafka's broker
@@ -36,6 +38,54 @@ type Config struct {
 	ConsumerHeartbeatInterval time.Duration
 	ConsumerAssignors         []string
 	ConsumerMaxSize           int
+	// The bounds of a group's own timeouts (CheckConsumerTimeouts), Kafka's
+	// group.consumer.min/max.session.timeout.ms and
+	// group.consumer.min/max.heartbeat.interval.ms. Unset: Kafka's
+	// defaults, widened to hold the broker's own timeouts.
+	ConsumerSessionTimeoutMin    time.Duration
+	ConsumerSessionTimeoutMax    time.Duration
+	ConsumerHeartbeatIntervalMin time.Duration
+	ConsumerHeartbeatIntervalMax time.Duration
+}
+
+// ConsumerTimeouts are one consumer group's own session timeout and
+// heartbeat interval: Kafka's group configs consumer.session.timeout.ms
+// and consumer.heartbeat.interval.ms. A zero field means the broker's
+// (Config).
+type ConsumerTimeouts struct {
+	Session           time.Duration
+	HeartbeatInterval time.Duration
+}
+
+// consumerTimeouts fills t's unset fields with the broker's values.
+func (c Config) consumerTimeouts(t ConsumerTimeouts) ConsumerTimeouts {
+	if t.Session <= 0 {
+		t.Session = c.ConsumerSessionTimeout
+	}
+	if t.HeartbeatInterval <= 0 {
+		t.HeartbeatInterval = c.ConsumerHeartbeatInterval
+	}
+	return t
+}
+
+// CheckConsumerTimeouts checks a group's timeouts (unset fields: the
+// broker's) as Kafka's GroupConfig.validate does: each within its bounds,
+// and the session longer than the heartbeat interval. c must have its
+// defaults (WithDefaults).
+func (c Config) CheckConsumerTimeouts(t ConsumerTimeouts) error {
+	t = c.consumerTimeouts(t)
+	switch {
+	case t.Session < c.ConsumerSessionTimeoutMin || t.Session > c.ConsumerSessionTimeoutMax:
+		return fmt.Errorf("consumer.session.timeout.ms must be from %d to %d",
+			c.ConsumerSessionTimeoutMin.Milliseconds(), c.ConsumerSessionTimeoutMax.Milliseconds())
+	case t.HeartbeatInterval < c.ConsumerHeartbeatIntervalMin || t.HeartbeatInterval > c.ConsumerHeartbeatIntervalMax:
+		return fmt.Errorf("consumer.heartbeat.interval.ms must be from %d to %d",
+			c.ConsumerHeartbeatIntervalMin.Milliseconds(), c.ConsumerHeartbeatIntervalMax.Milliseconds())
+	case t.Session <= t.HeartbeatInterval:
+		return fmt.Errorf("consumer.session.timeout.ms (%d) must be greater than consumer.heartbeat.interval.ms (%d)",
+			t.Session.Milliseconds(), t.HeartbeatInterval.Milliseconds())
+	}
+	return nil
 }
 
 // Kafka's defaults.
@@ -48,7 +98,24 @@ const (
 
 	ConsumerSessionTimeoutDefault    = 45 * time.Second
 	ConsumerHeartbeatIntervalDefault = 5 * time.Second
+
+	ConsumerSessionTimeoutMinDefault    = 45 * time.Second
+	ConsumerSessionTimeoutMaxDefault    = 60 * time.Second
+	ConsumerHeartbeatIntervalMinDefault = 5 * time.Second
+	ConsumerHeartbeatIntervalMaxDefault = 15 * time.Second
 )
+
+// bound returns v, or def widened to hold want when v is unset.
+func bound(v, def, want time.Duration, lower bool) time.Duration {
+	switch {
+	case v > 0:
+		return v
+	case lower:
+		return min(def, want)
+	default:
+		return max(def, want)
+	}
+}
 
 // WithDefaults fills unset fields with Kafka's defaults.
 func (c Config) WithDefaults() Config {
@@ -76,6 +143,10 @@ func (c Config) WithDefaults() Config {
 	if c.ConsumerHeartbeatInterval == 0 {
 		c.ConsumerHeartbeatInterval = ConsumerHeartbeatIntervalDefault
 	}
+	c.ConsumerSessionTimeoutMin = bound(c.ConsumerSessionTimeoutMin, ConsumerSessionTimeoutMinDefault, c.ConsumerSessionTimeout, true)
+	c.ConsumerSessionTimeoutMax = bound(c.ConsumerSessionTimeoutMax, ConsumerSessionTimeoutMaxDefault, c.ConsumerSessionTimeout, false)
+	c.ConsumerHeartbeatIntervalMin = bound(c.ConsumerHeartbeatIntervalMin, ConsumerHeartbeatIntervalMinDefault, c.ConsumerHeartbeatInterval, true)
+	c.ConsumerHeartbeatIntervalMax = bound(c.ConsumerHeartbeatIntervalMax, ConsumerHeartbeatIntervalMaxDefault, c.ConsumerHeartbeatInterval, false)
 	var known []string
 	for _, a := range c.ConsumerAssignors {
 		if a == AssignorUniform || a == AssignorRange {
@@ -117,4 +188,9 @@ type Env struct {
 	// Topics lists the topics consumer groups may subscribe to, sorted by
 	// name, for server-side assignment (consumer.go); nil means none.
 	Topics func() []TopicInfo
+	// ConsumerTimeouts returns a consumer group's own timeouts (its group
+	// configs, checked with Config.CheckConsumerTimeouts); nil, or a zero
+	// field, means the broker's. A change applies to a member from its
+	// next heartbeat.
+	ConsumerTimeouts func(group string) ConsumerTimeouts
 }

@@ -98,11 +98,14 @@ type consumerGroup struct {
 	// exists, at the last heartbeat: a change bumps the epoch.
 	Metadata map[string]int32 `json:"metadata,omitempty"`
 
-	// committed is the last durable image (nil before the first write
-	// commits): a failed write puts the group back to it.
+	// committed is the last durable image (for a group no write of which
+	// has committed yet, the empty image): a failed write puts the group
+	// back to it once no write is in flight (writeConsumer).
 	committed []byte
 	// writing counts this group's writes in flight.
 	writing int
+	// failed marks a write that failed while others were in flight.
+	failed bool
 }
 
 func newConsumerGroup() *consumerGroup {

@@ -70,10 +70,6 @@ func (c *Coordinator) ConsumerGroupHeartbeat(now time.Duration, cl Client, req *
 		fail(kerr.GroupIDNotFound, "the group is a classic group with members")
 		return
 	}
-	if g != nil && g.cons != nil && g.cons.writing == 0 {
-		// nothing in flight: the image to fall back to is the current one
-		g.cons.committed = encodeConsumerGroup(g.cons)
-	}
 	created := false
 	if g == nil {
 		g = newGroup(req.Group)
@@ -84,6 +80,11 @@ func (c *Coordinator) ConsumerGroupHeartbeat(now time.Duration, cl Client, req *
 	converted := false
 	if g.cons == nil {
 		g.cons, g.protocolType, converted = newConsumerGroup(), "consumer", true
+	}
+	if g.cons.writing == 0 {
+		// nothing in flight: the image to fall back to is the current one
+		// (for a new group, the empty one)
+		g.cons.committed = encodeConsumerGroup(g.cons)
 	}
 	before := encodeConsumerGroup(g.cons)
 	m, e, msg := c.heartbeatMember(g, a, now)
@@ -98,7 +99,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(now time.Duration, cl Client, req *
 		return
 	}
 	resp.MemberID = kmsg.StringPtr(req.MemberID)
-	resp.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval.Milliseconds())
+	resp.HeartbeatIntervalMillis = int32(c.consumerTimeouts(req.Group).HeartbeatInterval.Milliseconds())
 	if m == nil { // left
 		resp.MemberEpoch = req.MemberEpoch
 	} else {
@@ -131,8 +132,16 @@ func (c *Coordinator) ConsumerGroupHeartbeat(now time.Duration, cl Client, req *
 	})
 }
 
-// writeConsumer writes a consumer group's records; on failure the group
-// goes back to its last durable image.
+// writeConsumer writes a consumer group's records (the last is the
+// group's whole image). After a failure the group goes back to its last
+// committed image, but only once none of its writes is in flight: each
+// write holds every change made before it, so a later write may still
+// commit the failed one's change (an append refused at once while an
+// earlier write is in flight, or an earlier one refused while a later one
+// commits), and going back at the first failure would leave the group's
+// memory behind its log. Meanwhile the group goes on from its current
+// state; what a failed write's request was told (an error) stays true
+// either way, as the client retries.
 func (c *Coordinator) writeConsumer(g *group, recs []Record, done func(code int16)) {
 	cg := g.cons
 	cg.writing++
@@ -142,13 +151,26 @@ func (c *Coordinator) writeConsumer(g *group, recs []Record, done func(code int1
 		code := storeErrorCode(err, kerr.UnknownServerError)
 		if code == 0 {
 			cg.committed = value
-		} else if g.cons == cg && cg.committed != nil {
-			if back, derr := decodeConsumerGroup(cg.committed); derr == nil {
-				c.restoreConsumer(g, back, now)
-			}
+		} else {
+			cg.failed = true
+		}
+		if cg.writing == 0 && cg.failed {
+			cg.failed = false
+			c.backToCommitted(g, cg, now)
 		}
 		done(code)
 	})
+}
+
+// backToCommitted puts the group back to its last committed image, unless
+// it is there already (or was replaced meanwhile).
+func (c *Coordinator) backToCommitted(g *group, cg *consumerGroup, now time.Duration) {
+	if g.cons != cg || cg.committed == nil || string(encodeConsumerGroup(cg)) == string(cg.committed) {
+		return
+	}
+	if back, err := decodeConsumerGroup(cg.committed); err == nil {
+		c.restoreConsumer(g, back, now)
+	}
 }
 
 // restoreConsumer puts a decoded image in place of a group's state, with
@@ -491,10 +513,20 @@ func (c *Coordinator) responseAssignment(as assignment, byName map[string]TopicI
 	return &out
 }
 
-// touchConsumer moves a member's session deadline to now plus the session
-// timeout.
+// consumerTimeouts returns a consumer group's timeouts: its own group
+// configs over the broker's.
+func (c *Coordinator) consumerTimeouts(group string) ConsumerTimeouts {
+	var t ConsumerTimeouts
+	if c.env.ConsumerTimeouts != nil {
+		t = c.env.ConsumerTimeouts(group)
+	}
+	return c.cfg.consumerTimeouts(t)
+}
+
+// touchConsumer moves a member's session deadline to now plus the group's
+// session timeout.
 func (c *Coordinator) touchConsumer(g *group, m *cmember, now time.Duration) {
-	m.deadline = now + c.cfg.ConsumerSessionTimeout
+	m.deadline = now + c.consumerTimeouts(g.name).Session
 	c.armConsumerTimer(g, m, now)
 }
 

@@ -57,6 +57,13 @@ func (h *harness) topicName(id [16]byte) string {
 // cgHeartbeat sends one heartbeat for cl (reporting what it owns) and
 // applies the answer to it. It returns the response.
 func (h *harness) cgHeartbeat(group string, cl *cclient, mutate func(*kmsg.ConsumerGroupHeartbeatRequest)) *kmsg.ConsumerGroupHeartbeatResponse {
+	r := h.cgSend(group, cl, mutate)
+	return h.cgApply(cl, r.must())
+}
+
+// cgSend sends one heartbeat for cl and returns its reply, which may be
+// parked behind a held write.
+func (h *harness) cgSend(group string, cl *cclient, mutate func(*kmsg.ConsumerGroupHeartbeatRequest)) *reply[kmsg.ConsumerGroupHeartbeatResponse] {
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	req.Version = 1
 	req.Group, req.MemberID, req.MemberEpoch = group, cl.id, cl.epoch
@@ -79,10 +86,14 @@ func (h *harness) cgHeartbeat(group string, cl *cclient, mutate func(*kmsg.Consu
 	if mutate != nil {
 		mutate(req)
 	}
-	r := &reply[kmsg.ConsumerGroupHeartbeatResponse]{t: h.t, label: "ConsumerGroupHeartbeat"}
+	r := &reply[kmsg.ConsumerGroupHeartbeatResponse]{t: h.t, label: "ConsumerGroupHeartbeat " + cl.id}
 	h.c.ConsumerGroupHeartbeat(h.now, Client{ID: "c", Host: "h"}, req, r.set)
-	resp := r.must()
 	cl.lastHB = h.now
+	return r
+}
+
+// cgApply applies a heartbeat's answer to cl, as the client would.
+func (h *harness) cgApply(cl *cclient, resp *kmsg.ConsumerGroupHeartbeatResponse) *kmsg.ConsumerGroupHeartbeatResponse {
 	switch resp.ErrorCode {
 	case 0:
 		cl.epoch = resp.MemberEpoch

@@ -26,6 +26,8 @@ type harness struct {
 	known  map[string]int32 // topic → partitions; nil: everything exists
 	topics []TopicInfo      // what consumer groups may subscribe to
 	rand   *rand.Rand       // shared across failovers, as the node's is
+	// timeouts are consumer groups' own timeouts (their group configs)
+	timeouts map[string]ConsumerTimeouts
 }
 
 func newHarness(t *testing.T, cfg Config) *harness {
@@ -48,7 +50,8 @@ func (h *harness) env() Env {
 			n, ok := h.known[topic]
 			return ok && p >= 0 && p < n
 		},
-		Topics: func() []TopicInfo { return h.topics },
+		Topics:           func() []TopicInfo { return h.topics },
+		ConsumerTimeouts: func(group string) ConsumerTimeouts { return h.timeouts[group] },
 	}
 }
 

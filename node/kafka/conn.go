@@ -48,8 +48,11 @@ type conn struct {
 	failReason string    // why the last SASL step failed (safe to show)
 
 	// Writer-owned.
-	wbuf  []byte
-	ready []*slot
+	wbuf []byte
+	// written holds the responses buffered but not yet flushed that want
+	// to hear when they leave (WrittenNotifier); writer goroutine only.
+	written []WrittenNotifier
+	ready   []*slot
 
 	inflight chan struct{} // one token per request read and not yet written
 	pending  atomic.Int32  // requests read and not yet written
@@ -433,6 +436,7 @@ func (c *conn) wakeWriter() {
 
 func (c *conn) writeLoop() {
 	defer c.exit()
+	defer c.notifyWritten(ErrConnClosed) // whatever is left was never flushed
 	defer c.recoverPanic("writer")
 	for {
 		ready, drained := c.readyHead()
@@ -440,10 +444,12 @@ func (c *conn) writeLoop() {
 			if c.bw.Buffered() > 0 {
 				c.armWriteDeadline()
 				if err := c.bw.Flush(); err != nil {
+					c.notifyWritten(err)
 					c.abort(ReasonWriteError)
 					return
 				}
 			}
+			c.notifyWritten(nil)
 			if drained {
 				c.abort(c.readerReason())
 				return
@@ -458,10 +464,14 @@ func (c *conn) writeLoop() {
 		written, reason := c.writeSlots(ready)
 		c.pop(written)
 		if reason != "" {
+			var err error = ErrConnClosed
 			if reason == ReasonHandler {
 				c.armWriteDeadline()
-				_ = c.bw.Flush()
+				if err = c.bw.Flush(); err != nil {
+					err = ErrConnClosed
+				}
 			}
+			c.notifyWritten(err)
 			c.abort(reason)
 			return
 		}
@@ -525,6 +535,9 @@ func (c *conn) writeSlots(ready []*slot) (int, CloseReason) {
 			if _, err := c.bw.Write(buf); err != nil {
 				return i, ReasonWriteError
 			}
+			if wn, ok := resp.(WrittenNotifier); ok {
+				c.written = append(c.written, wn)
+			}
 			c.srv.cfg.Observer.ObserveRequest(sl.key, sl.version, sl.bytesIn, len(buf), time.Since(sl.start), false)
 		}
 	}
@@ -587,6 +600,16 @@ func (c *conn) recoverPanic(where string) {
 	}
 }
 
+// notifyWritten tells the flushed (err nil) or lost responses that wanted
+// to know.
+func (c *conn) notifyWritten(err error) {
+	for i, wn := range c.written {
+		wn.Written(err)
+		c.written[i] = nil
+	}
+	c.written = c.written[:0]
+}
+
 // exit runs as each goroutine ends; the second one finishes the connection.
 func (c *conn) exit() {
 	if c.exits.Add(1) < 2 {
@@ -599,6 +622,12 @@ func (c *conn) exit() {
 	c.mu.Unlock()
 	for _, sl := range unanswered {
 		c.srv.cfg.Observer.ObserveRequest(sl.key, sl.version, sl.bytesIn, 0, time.Since(sl.start), true)
+		c.mu.Lock()
+		resp := sl.resp
+		c.mu.Unlock()
+		if wn, ok := resp.(WrittenNotifier); ok {
+			wn.Written(ErrConnClosed)
+		}
 	}
 	c.srv.cfg.Observer.ObserveConnClose(reason)
 	c.srv.connDone(c)

@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"errors"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -65,6 +67,22 @@ type ConnInfo struct {
 	// SASL; "User:ANONYMOUS" when neither.
 	Principal string
 }
+
+// WrittenNotifier is a response that wants to hear when it left. The
+// server calls Written once, from the connection's writer goroutine: with
+// nil after the bytes were flushed to the socket, or with the error that
+// closed the connection before they were. A handler that does not care
+// passes plain responses; the runtime's tracer wraps them (to time the
+// response write). The server encodes the wrapped response through the
+// interface's methods, so a wrapper must delegate them.
+type WrittenNotifier interface {
+	kmsg.Response
+	Written(err error)
+}
+
+// ErrConnClosed is what WrittenNotifier.Written hears when the connection
+// closed before the response was written.
+var ErrConnClosed = errors.New("kafka: connection closed before the response was written")
 
 // CloseConnection, passed to respond, closes the connection after every
 // earlier response is written. No response is written for the request.

@@ -51,6 +51,16 @@ type Partition struct {
 	nextOffset int64
 
 	waiters []waiter
+
+	// Traffic counts what clients wrote to and read from this replica
+	// since it opened here (the broker's per-partition metrics).
+	Traffic Traffic
+}
+
+// Traffic is a partition's client traffic: batch bytes and records
+// appended by produce requests, and returned by fetch requests.
+type Traffic struct {
+	BytesIn, RecordsIn, BytesOut, RecordsOut int64
 }
 
 // waiter is an acks=all produce (or a duplicate of one) waiting for its
@@ -364,6 +374,10 @@ func (p *Partition) WaitCommit(index, term uint64, base int64, done func(err err
 	copy(p.waiters[i+1:], p.waiters[i:])
 	p.waiters[i] = w
 }
+
+// ProducerExpiration is the producer.id.expiration.ms the applied
+// producer table uses (what the log has set, EntryProducerExpiry).
+func (p *Partition) ProducerExpiration() int64 { return p.applied.Expiration() }
 
 // SyncProducerExpiry, on the leader, proposes the topic's
 // producer.id.expiration.ms (Cfg) as an EntryProducerExpiry if the log's

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/floe-broker/floe/node/runtime/ui"
 )
 
 // adminServer (HTTPS with Security.AdminTLS) serves /metrics (Prometheus), /debug/pprof, /healthz (the
@@ -45,6 +47,7 @@ func startAdmin(addr string, b *Broker, tc *tls.Config) (*adminServer, error) {
 		}
 		w.Write([]byte("ok\n"))
 	})
+	mux.Handle("/", ui.New(b.uiConfig())) // the web UI (package ui): every path the others do not claim
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		var ready bool
 		var why string

@@ -46,6 +46,11 @@ func newMetrics() *metrics {
 		Name: "floe_fsync_round_logs", Help: "Logs synced in one group-commit round.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 12),
 	})
+	// Every advertised API starts with 0 errors, so an error-rate query
+	// has series before the first error (rather than no data).
+	for _, v := range node.Versions() {
+		m.errors.WithLabelValues(apiName(v.Key))
+	}
 	m.reg.MustRegister(m.requests, m.errors, m.latency, m.netBytesIn, m.netBytesOut, m.conns, m.fsync, m.fsyncPlans)
 	return m
 }
@@ -84,7 +89,8 @@ func (m *metrics) ObserveSync(d time.Duration, plans int) {
 
 // reactorCollector exports the reactor's own figures at scrape time.
 type reactorCollector struct {
-	b *Broker
+	b     *Broker
+	parts *partitionCollector // per-partition and kafka_exporter series (metrics_partitions.go)
 
 	bytesIn, recordsIn, bytesOut, badBatches, corrupt, syncRounds, expired  *prometheus.Desc
 	leo, hw, start, logBytes, segments, leader                              *prometheus.Desc
@@ -100,6 +106,7 @@ func newReactorCollector(b *Broker) *reactorCollector {
 	pl := []string{"topic", "partition"}
 	return &reactorCollector{
 		b:          b,
+		parts:      newPartitionCollector(b.opts.Node.NodeID),
 		bytesIn:    prometheus.NewDesc("floe_produce_bytes_total", "Record batch bytes appended by produce requests.", nil, nil),
 		recordsIn:  prometheus.NewDesc("floe_produce_records_total", "Records appended by produce requests.", nil, nil),
 		bytesOut:   prometheus.NewDesc("floe_fetch_bytes_total", "Record batch bytes returned by fetch requests.", nil, nil),
@@ -143,6 +150,9 @@ func (c *reactorCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.telemetry, c.telemetryPushes} {
 		ch <- d
 	}
+	for _, d := range c.parts.descs() {
+		ch <- d
+	}
 }
 
 func (c *reactorCollector) Collect(ch chan<- prometheus.Metric) {
@@ -150,13 +160,17 @@ func (c *reactorCollector) Collect(ch chan<- prometheus.Metric) {
 	var ps []node.PartitionStats
 	var lags []node.GroupLag
 	var ts node.TxnStats
+	var cs node.ClusterStats
+	var members []node.GroupMembers
 	if !c.b.loop.call(func() {
 		st, ps = c.b.reactor.Stats()
 		lags, ts = c.b.reactor.GroupLags(), c.b.reactor.TxnStats()
+		cs, members = c.b.reactor.ClusterStats(), c.b.reactor.GroupMembers()
 	}, 5*time.Second) {
 		return
 	}
 	c.collectTxns(ch, ts)
+	c.parts.collect(ch, st, ps, lags, cs, members)
 	for _, l := range lags {
 		lv := []string{l.Group, l.Topic, strconv.Itoa(int(l.Partition))}
 		ch <- prometheus.MustNewConstMetric(c.groupCommitted, prometheus.GaugeValue, float64(l.Committed), lv...)

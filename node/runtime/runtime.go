@@ -61,6 +61,7 @@ type Broker struct {
 	sec     *security
 	admin   *adminServer
 	metrics *metrics
+	tracer  *tracer // nil when tracing is off (tracing.go)
 	lock    *os.File
 	audit   *auditFile
 
@@ -85,6 +86,10 @@ func Start(opts Options) (*Broker, error) {
 	}
 	b := &Broker{opts: opts, log: opts.Logger, loop: newLoop(), lock: lock, fatalErr: make(chan error, 1)}
 	b.metrics = newMetrics()
+	if b.tracer, err = newTracer(os.Getenv, opts.Node.NodeID); err != nil {
+		_ = unlockDir(lock)
+		return nil, err
+	}
 	b.disk = newDisk(b.loop.post, b.metrics)
 	if len(opts.Listeners) == 0 {
 		opts.Listeners = []Listener{{Name: ProtocolPlaintext, Protocol: ProtocolPlaintext, Addr: opts.KafkaAddr}}
@@ -242,6 +247,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if b.admin != nil {
 		b.admin.close()
 	}
+	tctx, cancel := context.WithTimeout(context.Background(), tracerShutdownTimeout)
+	errs = append(errs, b.tracer.shutdown(tctx))
+	cancel()
 	b.loop.call(b.reactor.Stop, time.Minute)
 	b.loop.stop()
 	b.disk.stop()
@@ -288,6 +296,9 @@ func (b *Broker) closeEarly() {
 		k.Close()
 	}
 	_ = b.audit.close()
+	tctx, cancel := context.WithTimeout(context.Background(), tracerShutdownTimeout)
+	_ = b.tracer.shutdown(tctx)
+	cancel()
 	_ = unlockDir(b.lock)
 }
 
@@ -296,10 +307,28 @@ func (b *Broker) closeEarly() {
 type handler struct{ b *Broker }
 
 func (h handler) Serve(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg.Response)) {
+	h.b.loop.post(h.task(c, req, respond))
+}
+
+// task returns the event that serves req on the reactor. With tracing on
+// and the request sampled, the span starts here, off the reactor, and the
+// event only adds a clock read and the core's stage timings; with tracing
+// off the event is the bare HandleRequest call.
+func (h handler) task(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg.Response)) func() {
 	client := node.Client{ConnID: c.ID, ClientID: c.ClientID, Remote: c.Remote, Prepared: node.Prepare(req),
 		Principal: c.Principal, Listener: c.Listener}
 	testPrincipal(c, &client)
-	h.b.loop.post(func() { h.b.reactor.HandleRequest(client, req, respond) })
+	if h.b.tracer != nil {
+		if rt := h.b.tracer.start(c, req); rt != nil {
+			client.Trace = &rt.core
+			respond = rt.respond(respond)
+			return func() {
+				rt.begin()
+				h.b.reactor.HandleRequest(client, req, respond)
+			}
+		}
+	}
+	return func() { h.b.reactor.HandleRequest(client, req, respond) }
 }
 
 func kafkaVersions() []kafka.ApiRange {

@@ -66,8 +66,8 @@ var mutations = []mutation{
 	},
 	{
 		Name: "lease-too-long", File: "node/lease.go",
-		Original:    "const leaseMargin = 0.8",
-		Replacement: "const leaseMargin = 3",
+		Original:    "return time.Duration(float64(r.cfg.TickInterval) * float64(r.cfg.ElectionTicks-1) * r.cfg.LeaseMargin)",
+		Replacement: "return time.Duration(float64(r.cfg.TickInterval) * float64(r.cfg.ElectionTicks-1) * 3)",
 		Why:         "read fencing: the lease outlives the followers' promise",
 	},
 	// Offsets and the high watermark.
@@ -95,6 +95,19 @@ var mutations = []mutation{
 		Original:    "case epoch < st.Epoch:",
 		Replacement: "case epoch < st.Epoch-1:",
 		Why:         "idempotence: a producer fenced by a newer epoch may still write",
+	},
+	// Producer-id expiry (producer.id.expiration.ms; sim/expiry.go).
+	{
+		Name: "producer-never-expires", File: "node/partition/producers.go",
+		Original:    "return lastMs <= nowMs-t.expirationMs",
+		Replacement: "return false",
+		Why:         "producer-id expiry: producer state grows without bound; a producer back after the window is refused",
+	},
+	{
+		Name: "producer-expires-early", File: "node/partition/producers.go",
+		Original:    "return lastMs <= nowMs-t.expirationMs",
+		Replacement: "return lastMs <= nowMs-t.expirationMs/4",
+		Why:         "producer-id expiry: a live producer's sequence state is dropped inside the window, so a gap is accepted",
 	},
 	// Group generations.
 	{

@@ -49,6 +49,7 @@ func (w *World) Stop(id netx.NodeID) {
 	}
 	w.Tracef("fault stop n%d.%d", id, h.inc)
 	if h.inst != nil {
+		h.ran++
 		h.inst.Stop()
 	}
 	h.down()

@@ -31,6 +31,9 @@ type host struct {
 	// the events that came due while paused.
 	paused bool
 	held   []heldEvent
+	// ran counts the times instance code ran on the host: boots and
+	// events (World.Ran).
+	ran uint64
 }
 
 // heldEvent is an event that came due while its node was paused.
@@ -63,6 +66,7 @@ func (h *host) boot() {
 		env.Buggify = h.w.childRand()
 	}
 	h.w.trace.add(h.w.clock.Monotonic(), "n%d.%d boot", h.id, inc)
+	h.ran++
 	h.inst = h.w.factory(env)
 }
 
@@ -107,6 +111,7 @@ func (h *host) run(inc uint64, what string, fn func()) {
 		h.held = append(h.held, heldEvent{inc, what, fn})
 	default:
 		h.w.trace.add(now, "n%d.%d %s", h.id, inc, what)
+		h.ran++
 		fn()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -23,8 +24,10 @@ import (
 //	0.010000000 world | fault crash n2.1    a fault, or a world-level line
 type tracer struct {
 	// lines are the last lines added: all of them, or at least keep when
-	// keep > 0 (older ones are dropped in bulk).
-	lines []string
+	// keep > 0 (older ones are dropped in bulk, and their buffers reused:
+	// a run adds a line per event, so the tracer allocates nothing once
+	// it has 2*keep lines).
+	lines [][]byte
 	keep  int
 	total int
 	// sum hashes every line followed by "\n", as it is added.
@@ -34,19 +37,41 @@ type tracer struct {
 func newTracer(keep int) tracer { return tracer{sum: sha256.New(), keep: keep} }
 
 func (t *tracer) add(at time.Duration, format string, args ...any) {
-	line := fmtTime(at) + " " + fmt.Sprintf(format, args...)
 	if t.keep > 0 && len(t.lines) >= 2*t.keep {
-		t.lines = append(t.lines[:0:0], t.lines[len(t.lines)-t.keep:]...)
+		// Keep the last keep lines; the dropped lines' buffers go after
+		// them, to be written over.
+		n := len(t.lines) - t.keep
+		tail := slices.Clone(t.lines[:n])
+		copy(t.lines, t.lines[n:])
+		copy(t.lines[t.keep:], tail)
+		t.lines = t.lines[:t.keep]
 	}
+	var line []byte
+	if n := len(t.lines); n < cap(t.lines) {
+		line = t.lines[:n+1][n][:0] // a dropped line's buffer
+	}
+	line = appendTime(line, at)
+	line = append(line, ' ')
+	line = fmt.Appendf(line, format, args...)
 	t.lines = append(t.lines, line)
 	t.total++
-	t.sum.Write([]byte(line))
+	t.sum.Write(line)
 	t.sum.Write([]byte{'\n'})
 }
 
-// fmtTime formats a simulated time as seconds.nanoseconds.
-func fmtTime(d time.Duration) string {
-	return fmt.Sprintf("%d.%09d", d/time.Second, d%time.Second)
+// appendTime appends a simulated time as seconds.nanoseconds, fixed
+// width after the point ("%d.%09d", without fmt's cost per line).
+func appendTime(b []byte, d time.Duration) []byte {
+	if d < 0 {
+		return fmt.Appendf(b, "%d.%09d", d/time.Second, d%time.Second)
+	}
+	b = strconv.AppendInt(b, int64(d/time.Second), 10)
+	b = append(b, '.')
+	ns := int64(d % time.Second)
+	for div := int64(100_000_000); div > 0; div /= 10 {
+		b = append(b, byte('0'+ns/div%10))
+	}
+	return b
 }
 
 // Tracef adds a world-level line to the trace: test drivers use it to mark
@@ -57,7 +82,13 @@ func (w *World) Tracef(format string, args ...any) {
 
 // Trace returns a copy of the trace lines kept so far (all of them unless
 // Config.TraceKeep bounds them).
-func (w *World) Trace() []string { return slices.Clone(w.trace.lines) }
+func (w *World) Trace() []string {
+	out := make([]string, len(w.trace.lines))
+	for i, l := range w.trace.lines {
+		out[i] = string(l)
+	}
+	return out
+}
 
 // TraceHash returns the SHA-256 of the trace so far, in hex.
 func (w *World) TraceHash() string { return hex.EncodeToString(w.trace.sum.Sum(nil)) }

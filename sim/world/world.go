@@ -229,6 +229,19 @@ func (w *World) Incarnation(id netx.NodeID) uint64 {
 	return 0
 }
 
+// Ran counts the times the World ran code of node id's instances: boots,
+// stops, and every event, delivery and Call that reached a running
+// instance. Instance code runs only there (an Instance has no goroutines
+// or timers of its own), so while Ran stays the same the instance's memory
+// stays as it was, unless the caller itself changed it through Instance;
+// what the instance computes from its clock may still change.
+func (w *World) Ran(id netx.NodeID) uint64 {
+	if h := w.host(id); h != nil {
+		return h.ran
+	}
+	return 0
+}
+
 // Instance returns node id's current instance, or nil while it is down.
 func (w *World) Instance(id netx.NodeID) Instance {
 	if h := w.host(id); h != nil {

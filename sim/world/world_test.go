@@ -239,3 +239,14 @@ func TestAddNodeJoinsTheNetwork(t *testing.T) {
 		t.Fatalf("n3 after a crash and restart: incarnation %d, up %v", w.Incarnation(3), w.Up(3))
 	}
 }
+
+// The trace's time prefix is "%d.%09d" of seconds and nanoseconds, as
+// traces of earlier builds have it (their hashes stay comparable).
+func TestAppendTimeFormat(t *testing.T) {
+	for _, d := range []time.Duration{0, 1, 999, time.Millisecond, time.Second - 1, time.Second, 3*time.Second + 7, 612*time.Second + 123456789} {
+		want := fmt.Sprintf("%d.%09d", d/time.Second, d%time.Second)
+		if got := string(appendTime([]byte("x"), d)); got != "x"+want {
+			t.Errorf("appendTime(%v) = %q, want %q", d, got, "x"+want)
+		}
+	}
+}

@@ -64,8 +64,8 @@ func (q *timerQueue) Pop() any {
 }
 
 // Log is a coord.Log. Writes commit at once, unless FailWith is set (then
-// each fails with it) or Hold is (then they queue until CommitAll or
-// FailAll). Committed keeps every committed record in order, for replay.
+// each fails with it, at once) or Hold is (then they queue until
+// CommitAll, FailAll, CommitNext or FailNext). Committed keeps every committed record in order, for replay.
 type Log struct {
 	Now       *time.Duration
 	Hold      bool
@@ -104,6 +104,32 @@ func (l *Log) CommitAll() {
 		l.Committed = append(l.Committed, w.Recs...)
 		w.Done(*l.Now, nil)
 	}
+}
+
+// CommitNext commits the oldest queued write; it reports whether there
+// was one.
+func (l *Log) CommitNext() bool {
+	if len(l.Queued) == 0 {
+		return false
+	}
+	w := l.Queued[0]
+	l.Queued = l.Queued[1:]
+	l.Committed = append(l.Committed, w.Recs...)
+	w.Done(*l.Now, nil)
+	return true
+}
+
+// FailNext fails the oldest queued write with err, as a write refused
+// before it was appended: the writes queued after it may still commit.
+// It reports whether there was one.
+func (l *Log) FailNext(err error) bool {
+	if len(l.Queued) == 0 {
+		return false
+	}
+	w := l.Queued[0]
+	l.Queued = l.Queued[1:]
+	w.Done(*l.Now, err)
+	return true
 }
 
 // FailAll fails the queued writes with err, in order, and those their

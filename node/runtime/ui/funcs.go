@@ -1,0 +1,30 @@
+package ui
+
+import (
+	"fmt"
+	"html/template"
+	"net/url"
+	"strings"
+)
+
+var funcs = template.FuncMap{
+	"ids":     ids,
+	"pathesc": url.PathEscape,
+	"list":    func(xs ...string) []string { return xs },
+}
+
+// ids formats replica lists: [1 2 3] as "1, 2, 3".
+func ids(xs []int32) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
