@@ -21,8 +21,9 @@ package node
 // duplicate is answered with its original offset once that is committed.
 // Transactional batches (docs/transactions.md) need the request's
 // transactional id; the first one of a transaction on a partition must
-// follow AddPartitionsToTxn (checked with the coordinator when it is on
-// this broker: INVALID_TXN_STATE otherwise), and a producer with a
+// follow AddPartitionsToTxn (checked with the coordinator, on
+// whichever broker it is on: INVALID_TXN_STATE otherwise; txn_verify.go),
+// and a producer with a
 // transaction open on the partition may not write outside it
 // (INVALID_TXN_STATE).
 //
@@ -215,10 +216,31 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 		fail(err)
 		return
 	}
-	if err := r.checkTxnProduce(req.TransactionID, topic, sp.Partition, p, h); err != nil {
-		fail(err)
-		return
-	}
+	// A transactional batch that opens its transaction here may wait for
+	// the coordinator's word (txn_verify.go); the request waits with it.
+	sp.BaseOffset = pendingOffset
+	pr.remaining++
+	r.verifyTxnProduce(req.TransactionID, p, h, func(err error) {
+		if pr.done && req.Acks != 0 {
+			return // answered already (timed out): nothing is appended
+		}
+		sp.BaseOffset = -1
+		if err != nil {
+			fail(err)
+		} else {
+			r.appendOne(req, topic, data, sp, pr, now, p, h)
+			r.queueProcess() // a verified append may run outside the request's turn
+		}
+		if pr.remaining--; pr.remaining == 0 {
+			pr.finish()
+		}
+	})
+}
+
+// appendOne appends a validated batch to p, the partition's leader.
+func (r *Reactor) appendOne(req *kmsg.ProduceRequest, topic string, data []byte, sp *kmsg.ProduceResponseTopicPartition,
+	pr *producing, now time.Time, p *partition.Partition, h records.Header) {
+	fail := func(err error) { sp.ErrorCode, sp.ErrorMessage = errParts(err) }
 	if req.Acks == -1 && (p.Cfg.MinInsyncReplicas > 1 && len(r.activeVoters(p.Replica())) < p.Cfg.MinInsyncReplicas ||
 		r.buggify(bugProduceNotEnoughReplicas)) {
 		fail(kerr.NotEnoughReplicas)
