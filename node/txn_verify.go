@@ -43,6 +43,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/internal/wire"
 	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/partition"
@@ -119,6 +120,10 @@ func (r *Reactor) verifyTxnProduce(txnID *string, p *partition.Partition, h reco
 	lead, err := r.txnCoordinatorBroker(*txnID)
 	if err != nil {
 		cont(err)
+		return
+	}
+	if plant.Enabled(plant.TxnVerifySkipped) {
+		cont(nil) // the hole this file closes
 		return
 	}
 	r.sendVerify(lead, key, *txnID, h.ProducerEpoch, tp, p.Term(), cont)

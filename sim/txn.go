@@ -27,6 +27,25 @@ package sim
 //     and process-order dependencies among committed transactions means
 //     one read another's write before it committed (txncheck.go).
 //
+// Two misbehaving producers test the fences (docs/transactions.md):
+//
+//   - a zombie (txnZombieProb of the transactions on 2+ partitions) adds
+//     and writes its first partitions, then goes quiet for longer than its
+//     transaction timeout, so the coordinator aborts the transaction and
+//     fences its epoch, and then carries on as if nothing happened: adds
+//     the remaining partitions (as clients add each partition before its
+//     first write), writes them and commits. Every step after the pause
+//     must be refused (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH); a
+//     coordinator that aborted without the epoch bump would start a new
+//     transaction at the same epoch, commit the second half alone, and the
+//     checker would find the first half's values missing (lost write);
+//   - a stray write (txnStrayProb of the transactions on 2+ partitions):
+//     one partition is written without having been added; the partition's
+//     leader must refuse it (INVALID_TXN_STATE, KIP-890 part 1), or the
+//     transaction commits without that partition's marker: its values are
+//     missing (lost write) or the partition's last stable offset stays
+//     behind (liveness).
+//
 // Not checked here: transactional offsets (TxnOffsetCommit).
 
 import (
@@ -48,6 +67,8 @@ const (
 	txnAbortProb  = 0.25
 	txnReadProb   = 0.5 // a read after each write of a transaction
 	txnReadBack   = 16  // how far below the last stable offset it reads
+	txnZombieProb = 0.15
+	txnStrayProb  = 0.1
 )
 
 type txnOutcome uint8
@@ -281,13 +302,46 @@ func (p *txnProducer) begin() {
 	}
 	p.cur = t
 	w.txns = append(w.txns, t)
+	all := sortedParts(t.values)
+	deadline := r.now() + r.o.OpTimeout
+	switch x := r.rng.Float64(); {
+	case len(all) >= 2 && x < txnZombieProb:
+		// The zombie: the first partitions, a pause past the timeout,
+		// then the rest.
+		split := 1 + r.rng.Intn(len(all)-1)
+		pause := time.Duration(txnTimeoutMs+r.rng.Intn(1500)) * time.Millisecond
+		p.add(all[:split], func() {
+			p.produce(all[:split], 0, deadline, func() {
+				r.w.After(pause, func() {
+					p.add(all[split:], func() { p.produce(all[split:], 0, r.now()+r.o.OpTimeout, p.finish) })
+				})
+			})
+		})
+	case len(all) >= 2 && x < txnZombieProb+txnStrayProb:
+		// A stray write: one partition is never added.
+		stray := r.rng.Intn(len(all))
+		added := append(append([]int32(nil), all[:stray]...), all[stray+1:]...)
+		p.add(added, func() { p.produce(all, 0, deadline, p.finish) })
+	default:
+		p.add(all, func() { p.produce(all, 0, deadline, p.finish) })
+	}
+}
+
+// finish ends the current transaction once its writes are done: a commit,
+// or an abort (txnAbortProb).
+func (p *txnProducer) finish() {
+	p.then(func() { p.end(p.w.r.rng.Float64() >= txnAbortProb) })
+}
+
+// add adds parts to the current transaction, then calls next; on an error
+// the transaction is aborted.
+func (p *txnProducer) add(parts []int32, next func()) {
+	r := p.w.r
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch = 3, p.id, p.pid, p.epoch
 	rt := kmsg.NewAddPartitionsToTxnRequestTopic()
 	rt.Topic = txnTopic
-	for _, pt := range parts {
-		rt.Partitions = append(rt.Partitions, int32(pt))
-	}
+	rt.Partitions = append(rt.Partitions, parts...)
 	req.Topics = append(req.Topics, rt)
 	r.kn.call(p.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		code := kerr.UnknownServerError.Code
@@ -302,12 +356,12 @@ func (p *txnProducer) begin() {
 			}
 		}
 		if code != 0 {
-			// Unknown whether the partitions were added: nothing was
-			// produced, so abort (or let the re-init abort it).
+			// Unknown whether the partitions were added: abort (or
+			// let the re-init abort it).
 			p.end(false)
 			return
 		}
-		p.produce(sortedParts(t.values), 0, r.now()+r.o.OpTimeout)
+		next()
 	})
 }
 
@@ -320,12 +374,12 @@ func sortedParts(m map[int32][]string) []int32 {
 	return out
 }
 
-// produce writes the transaction's batch to parts[i], then the next; a
-// failure ends the transaction with an abort.
-func (p *txnProducer) produce(parts []int32, i int, deadline time.Duration) {
+// produce writes the transaction's batch to parts[i], then the next, then
+// calls done; a failure ends the transaction with an abort.
+func (p *txnProducer) produce(parts []int32, i int, deadline time.Duration, done func()) {
 	w, r := p.w, p.w.r
 	if i == len(parts) {
-		p.then(func() { p.end(r.rng.Float64() >= txnAbortProb) })
+		done()
 		return
 	}
 	if r.now() >= deadline {
@@ -334,7 +388,7 @@ func (p *txnProducer) produce(parts []int32, i int, deadline time.Duration) {
 		return
 	}
 	part := parts[i]
-	retry := func() { r.w.After(r.backoff(), func() { p.produce(parts, i, deadline) }) }
+	retry := func() { r.w.After(r.backoff(), func() { p.produce(parts, i, deadline, done) }) }
 	w.leader(part, func(leader netx.NodeID) {
 		if leader == 0 {
 			retry()
@@ -363,7 +417,7 @@ func (p *txnProducer) produce(parts []int32, i int, deadline time.Duration) {
 			switch {
 			case code == 0:
 				p.seq[part] += int32(len(vals))
-				p.readThen(func() { p.produce(parts, i+1, deadline) })
+				p.readThen(func() { p.produce(parts, i+1, deadline, done) })
 			case err != nil || retriable(code):
 				delete(w.leaders, part)
 				retry() // the same batch, the same sequence: idempotent
