@@ -30,6 +30,12 @@ package node
 // coordinator vouched for has ended, and a batch appended now would open a
 // new one nobody added. Its waiters get INVALID_TXN_STATE.
 //
+// TxnOffsetCommit is verified the same way (api_txn_offset_commit.go): the
+// group's __consumer_offsets partition must have been added to the
+// transaction (AddOffsetsToTxn) before the first transactional offsets are
+// written there, or they would stay pending, and the partition's
+// transaction open, for good.
+//
 // Errors the produce gets: the coordinator's INVALID_TXN_STATE (partition
 // not added, or no transaction ongoing); INVALID_PRODUCER_EPOCH for a
 // fenced epoch or a producer id the coordinator does not know (produce has
@@ -98,26 +104,34 @@ func (r *Reactor) verifyTxnProduce(txnID *string, p *partition.Partition, h reco
 		cont(withMessage(kerr.InvalidRecord, "a transactional batch needs a transactional id and a producer id"))
 		return
 	}
-	key := verifyKey{uint64(p.Replica().Group), h.ProducerID}
+	r.verifyTxnPartition(*txnID, p, h.ProducerID, h.ProducerEpoch, cont)
+}
+
+// verifyTxnPartition calls cont with nil once the coordinator of txnID
+// said p is part of producer pid's ongoing transaction at epoch, or when a
+// transaction of pid is open on p already (counting entries not yet
+// committed); else with the error (produceVerifyError's).
+func (r *Reactor) verifyTxnPartition(txnID string, p *partition.Partition, pid int64, epoch int16, cont func(error)) {
+	key := verifyKey{uint64(p.Replica().Group), pid}
 	v := &r.txns.verify
 	if call := v.byKey[key]; call != nil {
-		if call.epoch != h.ProducerEpoch {
+		if call.epoch != epoch {
 			cont(withMessage(kerr.NotEnoughReplicas, "another epoch of the producer is being verified"))
 			return
 		}
 		call.waiters = append(call.waiters, cont) // after the first batch, in order
 		return
 	}
-	if p.PendingOpen(h.ProducerID) {
+	if p.PendingOpen(pid) {
 		cont(nil)
 		return
 	}
 	tp := txn.TopicPartition{Topic: p.Topic, Partition: p.Index}
-	if co, err := r.txnCoordinatorFor(*txnID); err == nil {
-		cont(verifyAnswer(co.Verify(*txnID, h.ProducerID, h.ProducerEpoch, []txn.TopicPartition{tp})))
+	if co, err := r.txnCoordinatorFor(txnID); err == nil {
+		cont(verifyAnswer(co.Verify(txnID, pid, epoch, []txn.TopicPartition{tp})))
 		return
 	}
-	lead, err := r.txnCoordinatorBroker(*txnID)
+	lead, err := r.txnCoordinatorBroker(txnID)
 	if err != nil {
 		cont(err)
 		return
@@ -126,7 +140,7 @@ func (r *Reactor) verifyTxnProduce(txnID *string, p *partition.Partition, h reco
 		cont(nil) // the hole this file closes
 		return
 	}
-	r.sendVerify(lead, key, *txnID, h.ProducerEpoch, tp, p.Term(), cont)
+	r.sendVerify(lead, key, txnID, epoch, tp, p.Term(), cont)
 }
 
 // verifyAnswer maps a coordinator's verification to the produce's error.

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -162,5 +163,81 @@ func TestTxnVerifyAcrossBrokers(t *testing.T) {
 	end(pid2, epoch2, true)
 	if !c.runUntil(10*time.Second, func() bool { return stable(p) && stable(q) }) {
 		t.Fatal("the last transaction did not close")
+	}
+}
+
+// TxnOffsetCommit is verified too: offsets sent to a transaction that never
+// added the group (AddOffsetsToTxn) are refused, instead of staying pending
+// on the group's __consumer_offsets partition in a transaction no marker
+// closes. The group's coordinator and the transaction's are different
+// brokers, so the verification goes by RPC.
+func TestTxnOffsetCommitVerified(t *testing.T) {
+	c := newCluster(t, 3, 19)
+	c.waitReady()
+	createTopic(t, c, 1, "w", 1, 3, nil)
+	waitLeaders(t, c, "w", 1)
+	const id = "ox"
+	initCode := func(r kmsg.Response) int16 { return r.(*kmsg.InitProducerIDResponse).ErrorCode }
+	ir := txnCall(t, c, 1, id, func() kmsg.Request {
+		r := kmsg.NewPtrInitProducerIDRequest()
+		r.Version, r.TransactionalID, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch = 4, kmsg.StringPtr(id), 60000, -1, -1
+		return r
+	}, initCode).(*kmsg.InitProducerIDResponse)
+	if ir.ErrorCode != 0 {
+		t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
+	}
+	pid, epoch := ir.ProducerID, ir.ProducerEpoch
+	co := findTxnCoordinator(t, c, 1, id)
+	name := ""
+	for i := 0; i < 20 && name == ""; i++ {
+		if g := fmt.Sprintf("g%d", i); findCoordinator(t, c, 1, g) != co {
+			name = g
+		}
+	}
+	if name == "" {
+		t.Fatalf("every group is coordinated by the transaction's coordinator (node %d)", co)
+	}
+	commitCode := func(r kmsg.Response) int16 {
+		return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	commit := func(off int64) int16 {
+		resp, _ := groupCall(t, c, 1, name, func() kmsg.Request { return txnCommitReq(id, pid, epoch, name, "", -1, "w", 0, off) }, commitCode)
+		return commitCode(resp)
+	}
+	stableFetch := func() kmsg.Request {
+		req := fetchReq(name, "w", 0)().(*kmsg.OffsetFetchRequest)
+		req.RequireStable = true
+		return req
+	}
+	fetched := func() kmsg.Response {
+		resp, _ := groupCall(t, c, 1, name, stableFetch, fetchRespCode)
+		return resp
+	}
+
+	if code := commit(5); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("offsets of a transaction that never added group %s: %v, want INVALID_TXN_STATE", name, kerr.ErrorForCode(code))
+	}
+	if resp := fetched(); fetchRespCode(resp) != 0 || fetchedOffset(resp) != -1 {
+		t.Fatalf("after the refused offsets: code %v offset %d, want no offset and nothing pending",
+			kerr.ErrorForCode(fetchRespCode(resp)), fetchedOffset(resp))
+	}
+
+	addCode := func(r kmsg.Response) int16 { return r.(*kmsg.AddOffsetsToTxnResponse).ErrorCode }
+	if code := addCode(txnCall(t, c, 1, id, func() kmsg.Request { return addOffsetsReq(id, pid, epoch, name) }, addCode)); code != 0 {
+		t.Fatalf("add offsets: %v", kerr.ErrorForCode(code))
+	}
+	if code := commit(7); code != 0 {
+		t.Fatalf("offsets after AddOffsetsToTxn: %v", kerr.ErrorForCode(code))
+	}
+	endCode := func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }
+	if code := endCode(txnCall(t, c, 1, id, func() kmsg.Request { return endTxnReq(id, pid, epoch, true) }, endCode)); code != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
+	}
+	ok := c.runUntil(10*time.Second, func() bool {
+		resp := fetched()
+		return fetchRespCode(resp) == 0 && fetchedOffset(resp) == 7
+	})
+	if !ok {
+		t.Fatal("the committed transaction's offset never became the group's")
 	}
 }
