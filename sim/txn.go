@@ -30,8 +30,8 @@ package sim
 // Two misbehaving producers test the fences (docs/transactions.md):
 //
 //   - a zombie (txnZombieProb of the transactions on 2+ partitions) adds
-//     and writes its first partitions, then goes quiet for longer than its
-//     transaction timeout, so the coordinator aborts the transaction and
+//     and writes its first partitions, then goes quiet for a little longer
+//     than its transaction timeout, so the coordinator aborts the transaction and
 //     fences its epoch, and then carries on as if nothing happened: adds
 //     the remaining partitions (as clients add each partition before its
 //     first write), writes them and commits. Every step after the pause
@@ -67,7 +67,7 @@ const (
 	txnAbortProb  = 0.25
 	txnReadProb   = 0.5 // a read after each write of a transaction
 	txnReadBack   = 16  // how far below the last stable offset it reads
-	txnZombieProb = 0.15
+	txnZombieProb = 0.3
 	txnStrayProb  = 0.1
 )
 
@@ -308,12 +308,14 @@ func (p *txnProducer) begin() {
 	case len(all) >= 2 && x < txnZombieProb:
 		// The zombie: the first partitions, a pause past the timeout,
 		// then the rest.
+		// It commits: it believes its transaction is whole.
 		split := 1 + r.rng.Intn(len(all)-1)
-		pause := time.Duration(txnTimeoutMs+r.rng.Intn(1500)) * time.Millisecond
+		pause := time.Duration(txnTimeoutMs+100+r.rng.Intn(500)) * time.Millisecond
+		commit := func() { p.then(func() { p.end(true) }) }
 		p.add(all[:split], func() {
 			p.produce(all[:split], 0, deadline, func() {
 				r.w.After(pause, func() {
-					p.add(all[split:], func() { p.produce(all[split:], 0, r.now()+r.o.OpTimeout, p.finish) })
+					p.add(all[split:], func() { p.produce(all[split:], 0, r.now()+r.o.OpTimeout, commit) })
 				})
 			})
 		})
