@@ -246,7 +246,8 @@ func (r *Reactor) refreshConfig(t *controller.Topic, p *controller.Partition) {
 // reapDoomed deletes the local replicas of partitions no longer placed here
 // (deleted topics, finished reassignments) once no Ready is in flight and
 // the membership change that removed them is committed (removalCommitted),
-// leaving a tombstone of their Raft state (tombstone.go).
+// leaving a tombstone of their Raft state (tombstone.go), also for a
+// deleted topic.
 func (r *Reactor) reapDoomed() {
 	for _, g := range sortedKeys(r.doomed) {
 		p, ok := r.parts[g]
@@ -259,12 +260,13 @@ func (r *Reactor) reapDoomed() {
 			continue
 		}
 		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)
-		if _, _, ok := r.ctl.state.PartitionByGroup(g); ok {
-			// Remember the Raft state for a later return (tombstone.go).
-			if err := writeTombstone(r.env.FS, dir, rep, r.group(g).fence); err != nil {
-				r.env.Logf("node %d: tombstone %s: %v", r.self, dir, err)
-				continue
-			}
+		// Remember the Raft state for a later return (tombstone.go): a
+		// reassignment may place the partition here again, and a deleted
+		// topic's group is opened again when a restart replays the
+		// controller log from a commit index older than the deletion.
+		if err := writeTombstone(r.env.FS, dir, rep, r.group(g).fence); err != nil {
+			r.env.Logf("node %d: tombstone %s: %v", r.self, dir, err)
+			continue
 		}
 		st := rep.Status()
 		r.env.Logf("node %d: deleting its replica of %s-%d (group %d: term %d vote %d applied %d last %d conf %v learners %v)",

@@ -40,15 +40,14 @@ import (
 // Invariant: every shard's coordinator is open and its partition was a
 // ready leader in shard.term when last reconciled.
 type groupCoordinators struct {
-	shards   map[uint64]*coordShard // by Raft group of the offsets partition
-	creating bool                   // a CreateTopic for __consumer_offsets is in flight
+	shardSet[*group.Coordinator]      // by Raft group of the offsets partition (shards.go)
+	creating                     bool // a CreateTopic for __consumer_offsets is in flight
 }
 
-// coordShard is the coordinator of one offsets partition.
-type coordShard struct {
-	index int32
-	term  uint64
-	coord *group.Coordinator
+// groupHooks build a group coordinator by replaying its partition and
+// close it.
+func (r *Reactor) groupHooks() shardHooks[*group.Coordinator] {
+	return shardHooks[*group.Coordinator]{load: r.loadCoordinator, close: (*group.Coordinator).Close}
 }
 
 // offsetsTopic returns __consumer_offsets, or nil before it exists.
@@ -96,21 +95,8 @@ func (r *Reactor) coordinatorFor(name string) (*group.Coordinator, *kerr.Error) 
 	if t == nil || len(t.Partitions) == 0 {
 		return nil, kerr.NotCoordinator
 	}
-	cp, p, errV := r.coordinatingPartition(t, group.PartitionFor(name, int32(len(t.Partitions))))
-	if errV != nil {
-		return nil, errV
-	}
-	if sh := r.groups.shards[cp.Group]; sh == nil || sh.term != p.Term() {
-		r.syncShard(cp)
-	}
-	sh := r.groups.shards[cp.Group]
-	if sh == nil || r.buggify(bugGroupCoordinatorLoading) {
-		return nil, kerr.CoordinatorLoadInProgress
-	}
-	if r.buggify(bugGroupNotCoordinator) {
-		return nil, kerr.NotCoordinator
-	}
-	return sh.coord, nil
+	return r.groups.lookup(r, t, group.PartitionFor(name, int32(len(t.Partitions))), r.groupHooks(),
+		bugGroupCoordinatorLoading, bugGroupNotCoordinator)
 }
 
 // coordinatingPartition returns partition index of internal topic t (a
@@ -131,56 +117,7 @@ func (r *Reactor) coordinatingPartition(t *controller.Topic, index int32) (*cont
 // syncCoordinators opens, rebuilds and closes coordinators to match which
 // offsets partitions this node leads now.
 func (r *Reactor) syncCoordinators() {
-	if r.groups.shards == nil {
-		r.groups.shards = map[uint64]*coordShard{}
-	}
-	t := r.offsetsTopic()
-	want := map[uint64]bool{}
-	if t != nil {
-		for i := range t.Partitions {
-			want[t.Partitions[i].Group] = true
-			r.syncShard(&t.Partitions[i])
-		}
-	}
-	for _, g := range sortedKeys(r.groups.shards) {
-		if !want[g] {
-			r.closeShard(g)
-		}
-	}
-}
-
-// syncShard reconciles the coordinator of one offsets partition.
-func (r *Reactor) syncShard(cp *controller.Partition) {
-	if r.groups.shards == nil {
-		r.groups.shards = map[uint64]*coordShard{}
-	}
-	p, ok := r.parts[cp.Group]
-	sh := r.groups.shards[cp.Group]
-	if !ok || !p.Ready() {
-		if sh != nil {
-			r.closeShard(cp.Group)
-		}
-		return
-	}
-	if sh != nil && sh.term == p.Term() {
-		return
-	}
-	if sh != nil {
-		r.closeShard(cp.Group)
-	}
-	coord, err := r.loadCoordinator(p)
-	if err != nil {
-		r.env.Logf("node %d: load %s-%d: %v", r.self, p.Topic, p.Index, err)
-		return // retried on the next tick; requests get COORDINATOR_LOAD_IN_PROGRESS
-	}
-	r.groups.shards[cp.Group] = &coordShard{index: cp.Index, term: p.Term(), coord: coord}
-}
-
-func (r *Reactor) closeShard(g uint64) {
-	if sh := r.groups.shards[g]; sh != nil {
-		sh.coord.Close()
-		delete(r.groups.shards, g)
-	}
+	r.groups.sync(r, r.offsetsTopic(), r.groupHooks())
 }
 
 // loadCoordinator builds a coordinator from the partition's committed
@@ -376,7 +313,7 @@ func (r *Reactor) GroupLags() []GroupLag {
 // localCoordinators returns the open coordinators, in partition order (for
 // ListGroups, which asks each).
 func (r *Reactor) localCoordinators() []*group.Coordinator {
-	shards := make([]*coordShard, 0, len(r.groups.shards))
+	shards := make([]*shard[*group.Coordinator], 0, len(r.groups.shards))
 	for _, g := range sortedKeys(r.groups.shards) {
 		shards = append(shards, r.groups.shards[g])
 	}
@@ -395,5 +332,5 @@ func (r *Reactor) groupsAfterApply(g uint64) {
 	if !ok || t.Name != group.OffsetsTopic {
 		return
 	}
-	r.syncShard(cp)
+	r.groups.syncOne(r, cp, r.groupHooks())
 }

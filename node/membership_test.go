@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/logstore"
@@ -248,5 +249,56 @@ func TestTombstoneKeepsTheLogEndOfEveryIncarnation(t *testing.T) {
 	caught := nextTombstone(second, true, logstore.HardState{Term: 6, Vote: 3}, consensus.VoteFence{Index: 900, Term: 6})
 	if caught.LastIndex != 900 || caught.LastTerm != 6 || caught.Term != 6 || caught.Vote != 3 {
 		t.Fatalf("caught-up tombstone %+v", caught)
+	}
+}
+
+// A broker that applied a topic's deletion and deleted its replica may,
+// after a restart, replay its controller log from a commit index that
+// reached the disk before the deletion did, and open the deleted topic's
+// group again before it applies the deletion a second time (seeds 66, 107
+// and 165 of the topic-churn workload). The replica re-created then must
+// start where the deleted one stopped, as a re-added replica does: on the
+// old code it started blank at the bootstrap term with no vote, and could
+// vote a second time in a term it had voted in (trace of seed 107: group
+// 19 of node 1 deleted at term 2 vote 1, re-opened, deleted again at term 1
+// vote 0).
+func TestDeletedTopicReopenedByStaleReplayRemembersItsRaftState(t *testing.T) {
+	c := newCluster(t, 3, 33)
+	c.waitReady()
+	createTopic(t, c, 1, "gone", 1, 3, nil)
+	waitLeaders(t, c, "gone", 1)
+	n3 := c.nodes[3]
+	stale := *n3.r.Metadata().Topics["gone"]
+	stale.Partitions = slices.Clone(stale.Partitions)
+	g := stale.Partitions[0].Group
+	var hs logstore.HardState
+	var last uint64
+	if !c.runUntil(10*time.Second, func() bool {
+		p, ok := n3.r.parts[g]
+		if !ok {
+			return false
+		}
+		hs, last = p.Replica().HardState(), p.Replica().LastIndex()
+		return hs.Term >= 2 && hs.Vote != 0
+	}) {
+		t.Fatalf("broker 3's replica never voted in a term past the bootstrap: %+v", hs)
+	}
+	if resp := c.request(1, deleteTopicsReq(5, "gone")).(*kmsg.DeleteTopicsResponse); resp.Topics[0].ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(resp.Topics[0].ErrorCode))
+	}
+	if !c.runUntil(10*time.Second, func() bool { _, held := n3.r.parts[g]; return !held }) {
+		t.Fatal("broker 3 never deleted its replica of the deleted topic")
+	}
+	// The stale replay: the deleted topic's metadata, applied again.
+	if err := n3.r.ensurePartition(&stale, &stale.Partitions[0]); err != nil {
+		t.Fatal(err)
+	}
+	rep := n3.r.parts[g].Replica()
+	if got := rep.HardState(); got.Term < hs.Term || (got.Term == hs.Term && got.Vote != hs.Vote) {
+		t.Fatalf("re-opened replica of a deleted topic starts at term %d vote %d; the deleted one was at term %d vote %d",
+			got.Term, got.Vote, hs.Term, hs.Vote)
+	}
+	if f := rep.VoteFence(); f.Index < last {
+		t.Fatalf("re-opened replica's vote fence %v is below the deleted replica's log end %d", f, last)
 	}
 }

@@ -41,8 +41,8 @@ import (
 // Invariant: every shard's coordinator is open and its partition was a
 // ready leader in shard.term when last reconciled.
 type txnCoordinators struct {
-	shards   map[uint64]*txnShard // by Raft group of the __transaction_state partition
-	creating bool                 // a CreateTopic for __transaction_state is in flight
+	shardSet[*txn.Coordinator]      // by Raft group of the __transaction_state partition (shards.go)
+	creating                   bool // a CreateTopic for __transaction_state is in flight
 	// markers are marker RPCs awaiting an answer, by request id.
 	markers   map[uint64]*markerCall
 	markerSeq uint64
@@ -51,12 +51,6 @@ type txnCoordinators struct {
 	// verify holds this broker's verification calls as a partition
 	// leader (txn_verify.go).
 	verify txnVerifier
-}
-
-type txnShard struct {
-	index int32
-	term  uint64
-	coord *txn.Coordinator
 }
 
 // markerCall is a marker sent to another broker.
@@ -84,39 +78,23 @@ func (r *Reactor) txnCoordinatorFor(id string) (*txn.Coordinator, *kerr.Error) {
 	if t == nil || len(t.Partitions) == 0 {
 		return nil, kerr.NotCoordinator
 	}
-	cp, p, errV := r.coordinatingPartition(t, txn.PartitionFor(id, int32(len(t.Partitions))))
-	if errV != nil {
-		return nil, errV
-	}
-	if sh := r.txns.shards[cp.Group]; sh == nil || sh.term != p.Term() {
-		r.syncTxnShard(cp)
-	}
-	sh := r.txns.shards[cp.Group]
-	if sh == nil || r.buggify(bugTxnCoordinatorLoading) {
-		return nil, kerr.CoordinatorLoadInProgress
-	}
-	if r.buggify(bugTxnNotCoordinator) {
-		return nil, kerr.NotCoordinator
-	}
-	return sh.coord, nil
+	return r.txns.lookup(r, t, txn.PartitionFor(id, int32(len(t.Partitions))), r.txnHooks(),
+		bugTxnCoordinatorLoading, bugTxnNotCoordinator)
+}
+
+// txnHooks build a transaction coordinator by replaying its partition and
+// close it, keeping its counters (TxnStats).
+func (r *Reactor) txnHooks() shardHooks[*txn.Coordinator] {
+	return shardHooks[*txn.Coordinator]{load: r.loadTxnCoordinator, close: func(c *txn.Coordinator) {
+		addTxnStats(&r.txns.retired, c.Stats())
+		c.Close()
+	}}
 }
 
 // txnsSync opens, rebuilds and closes transaction coordinators to match
 // which __transaction_state partitions this node leads now.
 func (r *Reactor) txnsSync() {
-	t := r.txnTopic()
-	want := map[uint64]bool{}
-	if t != nil {
-		for i := range t.Partitions {
-			want[t.Partitions[i].Group] = true
-			r.syncTxnShard(&t.Partitions[i])
-		}
-	}
-	for _, g := range sortedKeys(r.txns.shards) {
-		if !want[g] {
-			r.closeTxnShard(g)
-		}
-	}
+	r.txns.sync(r, r.txnTopic(), r.txnHooks())
 }
 
 // txnsAfterApply reconciles the coordinator of g when g is a partition of
@@ -124,41 +102,7 @@ func (r *Reactor) txnsSync() {
 func (r *Reactor) txnsAfterApply(g uint64) {
 	t, cp, ok := r.ctl.state.PartitionByGroup(g)
 	if ok && t.Name == txn.StateTopic {
-		r.syncTxnShard(cp)
-	}
-}
-
-func (r *Reactor) syncTxnShard(cp *controller.Partition) {
-	if r.txns.shards == nil {
-		r.txns.shards = map[uint64]*txnShard{}
-	}
-	p, ok := r.parts[cp.Group]
-	sh := r.txns.shards[cp.Group]
-	if !ok || !p.Ready() {
-		if sh != nil {
-			r.closeTxnShard(cp.Group)
-		}
-		return
-	}
-	if sh != nil && sh.term == p.Term() {
-		return
-	}
-	if sh != nil {
-		r.closeTxnShard(cp.Group)
-	}
-	coord, err := r.loadTxnCoordinator(p)
-	if err != nil {
-		r.env.Logf("node %d: load %s-%d: %v", r.self, p.Topic, p.Index, err)
-		return
-	}
-	r.txns.shards[cp.Group] = &txnShard{index: cp.Index, term: p.Term(), coord: coord}
-}
-
-func (r *Reactor) closeTxnShard(g uint64) {
-	if sh := r.txns.shards[g]; sh != nil {
-		addTxnStats(&r.txns.retired, sh.coord.Stats())
-		sh.coord.Close()
-		delete(r.txns.shards, g)
+		r.txns.syncOne(r, cp, r.txnHooks())
 	}
 }
 
