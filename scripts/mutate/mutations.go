@@ -219,13 +219,19 @@ var mutations = []mutation{
 		Name: "txn-marker-no-fence", File: "node/partition/producers.go",
 		Original:    "case epoch > e.st.Epoch:",
 		Replacement: "case epoch > e.st.Epoch+1:",
-		Why:         "epoch fence: a fencing abort marker does not raise the producer's epoch, so a zombie's later batch opens a transaction nothing closes",
+		Why:         "epoch fence: a fencing abort marker does not raise the producer's epoch; since KIP-890 part 1 verification (txn_verify.go) refuses the fenced epoch's next first batch anyway, no simulator history tells it apart (equivalent end to end; node/partition's unit tests catch it)",
 	},
 	{
 		Name: "txn-prepare-commit-not-resumed", File: "node/txn/coordinator.go",
 		Original:    "case m.state.decided():",
 		Replacement: "case m.state == PrepareAbort:",
 		Why:         "coordinator failover: a loaded PrepareCommit never gets its markers, so the transaction hangs",
+	},
+	{
+		Name: "txn-verify-skipped", File: "node/txn_verify.go",
+		Original:    "if p.PendingOpen(pid) {",
+		Replacement: "if p.PendingOpen(pid) || pid >= 0 {",
+		Why:         "KIP-890 part 1: the first transactional batch of a producer is appended without asking the coordinator, so a write to a partition never added opens a transaction no marker closes",
 	},
 	{
 		Name: "txn-timeout-no-fence", File: "node/txn/coordinator.go",
