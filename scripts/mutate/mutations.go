@@ -216,12 +216,6 @@ var mutations = []mutation{
 		Why:         "read_committed fetch bounded by the high watermark, not the LSO: open transactions are served",
 	},
 	{
-		Name: "txn-marker-no-fence", File: "node/partition/producers.go",
-		Original:    "case epoch > e.st.Epoch:",
-		Replacement: "case epoch > e.st.Epoch+1:",
-		Why:         "epoch fence: a fencing abort marker does not raise the producer's epoch; since KIP-890 part 1 verification (txn_verify.go) refuses the fenced epoch's next first batch anyway, no simulator history tells it apart (equivalent end to end; node/partition's unit tests catch it)",
-	},
-	{
 		Name: "txn-prepare-commit-not-resumed", File: "node/txn/coordinator.go",
 		Original:    "case m.state.decided():",
 		Replacement: "case m.state == PrepareAbort:",
