@@ -311,7 +311,10 @@ func (w *expWorkload) write(seq int32, probe int) {
 // NOT_LEADER_OR_FOLLOWER was committed, and the late probe 246 ms after it,
 // with an expiry of 311 ms, was rightly refused). The producer therefore
 // resends a plain write in doubt, unchanged, before anything else; a probe
-// in doubt (its sequence skips) starts over with a new producer id.
+// in doubt (its sequence skips) starts over with a new producer id. The
+// resend cannot find the producer expired: nothing newer than its
+// timestamp can be in the log, so it is answered as a duplicate or
+// written in order, and either way the producer's last write is at ts.
 func inDoubt(code int16) bool {
 	return code == kerr.NotLeaderForPartition.Code || code == kerr.UnknownTopicOrPartition.Code || code == kerr.LeaderNotAvailable.Code
 }
