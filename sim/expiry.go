@@ -36,7 +36,9 @@ import (
 // time at sending, so the log's time when a probe is checked is the
 // probe's own timestamp. Any answer that is not a definite success or
 // refusal (a lost response, a timeout) may leave the batch written, so
-// the producer then starts over with a new producer id.
+// the producer then starts over with a new producer id. A refusal for
+// leadership (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
+// LEADER_NOT_AVAILABLE) is not definite either: see inDoubt.
 const expTopic = "simexpire"
 
 // ExpiryOptions is the producer-id expiry workload.
@@ -71,17 +73,21 @@ type expWorkload struct {
 	// lastTsMs is the timestamp of the last acknowledged batch of pid,
 	// lastAckMs the world's time when it was acknowledged (-1: none).
 	lastTsMs, lastAckMs int64
-	plan                int // what the next step does (planWrite, ...)
-	n                   int
-	early, late         int // probes answered as expected
-	undecided           int // probes put off or sent as plain writes (write says why)
+	// resendTsMs (-1: none) and resendValue are a plain write in doubt
+	// (inDoubt): the next write resends it as it was.
+	resendTsMs  int64
+	resendValue string
+	plan        int // what the next step does (planWrite, ...)
+	n           int
+	early, late int // probes answered as expected
+	undecided   int // probes put off or sent as plain writes (write says why)
 }
 
 func (r *run) startExpiry() {
 	if !r.o.Expiry.On {
 		return
 	}
-	w := &expWorkload{r: r, o: r.o.Expiry, rng: rand.New(rand.NewSource(r.o.Seed ^ 0xe4b2)), pid: -1}
+	w := &expWorkload{r: r, o: r.o.Expiry, rng: rand.New(rand.NewSource(r.o.Seed ^ 0xe4b2)), pid: -1, resendTsMs: -1}
 	r.exp = w
 	r.active++
 	r.createTopic(expTopic, [][2]string{{"producer.id.expiration.ms", fmt.Sprint(w.o.Ms)}}, w.step)
@@ -159,7 +165,9 @@ func (w *expWorkload) step() {
 	case plan == planLate:
 		w.write(w.seq+1+int32(w.rng.Intn(5)), 1)
 		return
-	case w.lastAckMs < 0:
+	case w.lastAckMs < 0 || w.resendTsMs >= 0:
+		// No acknowledged batch to time a probe from, or one in doubt
+		// to settle first.
 	case w.rng.Intn(4) == 0:
 		w.plan = planEarly
 		at := w.lastTsMs + expiry/2 + w.rng.Int63n(max(1, expiry/2-1))
@@ -183,6 +191,7 @@ func (w *expWorkload) initPID() {
 		if err == nil {
 			if ir := resp.(*kmsg.InitProducerIDResponse); ir.ErrorCode == 0 && ir.ProducerID >= 0 {
 				w.pid, w.epoch, w.seq, w.lastTsMs, w.lastAckMs = ir.ProducerID, ir.ProducerEpoch, 0, -1, -1
+				w.resendTsMs = -1
 			}
 		}
 		w.after(w.r.backoff())
@@ -256,6 +265,10 @@ func (w *expWorkload) write(seq int32, probe int) {
 		}
 		w.n++
 		values := []string{fmt.Sprintf("e%d", w.n)}
+		if probe == 0 && w.resendTsMs >= 0 {
+			// A Kafka client's retry: the same batch, timestamp and all.
+			ts, values[0] = w.resendTsMs, w.resendValue
+		}
 		stamp := producerStamp{pid: w.pid, epoch: w.epoch, seq: seq}
 		req := kmsg.NewPtrProduceRequest()
 		req.Version, req.Acks = 9, -1
@@ -275,14 +288,39 @@ func (w *expWorkload) write(seq int32, probe int) {
 					}
 				}
 			}
-			w.answered(stamp, ts, probe, err, code)
+			w.answered(stamp, ts, values[0], probe, err, code)
 			w.after(w.think())
 		})
 	})
 }
 
+// inDoubt reports whether an answer refused a batch for leadership, which
+// may yet be written. The product answers NOT_LEADER_OR_FOLLOWER (or
+// UNKNOWN_TOPIC_OR_PARTITION when the replica leaves the node) both before
+// appending (a stale leader) and after: a leader that proposed the batch
+// and then lost its term fails the waiting request, while the entry may
+// already be on a quorum and be committed by the next leader. Kafka does
+// the same: an acks=all produce appended to the leader's log and parked
+// in purgatory is completed with NOT_LEADER_OR_FOLLOWER when leadership
+// moves, though a follower that fetched the batch may become leader and
+// keep it. That is why the idempotent producer retries such a batch with
+// the same sequence: the broker then answers it as a duplicate, or writes
+// it if it was lost. Such a batch moves the log's time (its timestamp is
+// the newest), so a probe timed from the batch before it is judged
+// against the wrong last write (seed 910053: a batch refused
+// NOT_LEADER_OR_FOLLOWER was committed, and the late probe 246 ms after it,
+// with an expiry of 311 ms, was rightly refused). The producer therefore
+// resends a plain write in doubt, unchanged, before anything else; a probe
+// in doubt (its sequence skips) starts over with a new producer id. The
+// resend cannot find the producer expired: nothing newer than its
+// timestamp can be in the log, so it is answered as a duplicate or
+// written in order, and either way the producer's last write is at ts.
+func inDoubt(code int16) bool {
+	return code == kerr.NotLeaderForPartition.Code || code == kerr.UnknownTopicOrPartition.Code || code == kerr.LeaderNotAvailable.Code
+}
+
 // answered judges one write's answer and moves the producer on.
-func (w *expWorkload) answered(stamp producerStamp, ts int64, probe int, err error, code int16) {
+func (w *expWorkload) answered(stamp producerStamp, ts int64, value string, probe int, err error, code int16) {
 	r := w.r
 	if stamp.pid != w.pid {
 		return
@@ -297,7 +335,10 @@ func (w *expWorkload) answered(stamp producerStamp, ts int64, probe int, err err
 			w.late++
 			r.cover(covExpiredAccepted)
 		}
+		// A resent batch answered as a duplicate keeps its first
+		// application's time, which is ts too: it is sent as it was.
 		w.seq, w.lastTsMs, w.lastAckMs = stamp.seq+1, ts, w.nowMs()
+		w.resendTsMs = -1
 	case err == nil && code == kerr.OutOfOrderSequenceNumber.Code && probe < 0:
 		w.early++
 		r.cover(covKeptRefused)
@@ -305,8 +346,11 @@ func (w *expWorkload) answered(stamp producerStamp, ts int64, probe int, err err
 		r.inv.fail("producer-not-expired", "producer %d on %s: a batch at sequence %d (after %d), %d ms after its last batch was acknowledged with producer.id.expiration.ms=%d, was refused as out of order: an expired producer may start at any sequence",
 			stamp.pid, expTopic, stamp.seq, w.seq-1, ts-w.lastAckMs, w.o.Ms)
 		w.pid = -1
-	case err == errConnRefused || err == nil && (code == kerr.NotLeaderForPartition.Code || code == kerr.UnknownTopicOrPartition.Code || code == kerr.LeaderNotAvailable.Code):
+	case err == errConnRefused:
 		w.leader = 0 // refused before writing: the producer is as it was
+	case err == nil && inDoubt(code) && probe == 0:
+		w.leader = 0
+		w.resendTsMs, w.resendValue = ts, value
 	default:
 		// The batch may be written or not: start over.
 		w.leader, w.pid = 0, -1
