@@ -3,6 +3,7 @@ package itest
 import (
 	"errors"
 	"fmt"
+	"math/rand"
 	"net"
 	"net/http"
 	"os"
@@ -226,9 +227,34 @@ func StartCluster(t testing.TB, n int, opts ...Option) []*Broker {
 	return brokers
 }
 
-// FreeAddr returns a local address nobody listened on a moment ago.
+// FreeAddr returns a local address nobody listened on a moment ago and
+// that this test process has not handed out before.
+//
+// Why not simply port 0: the kernel may give the same ephemeral port to
+// two listeners that were closed in between, so a cluster's admin
+// address once equalled another broker's Raft address ("bind: address
+// already in use", CI of 2026-12-02). Ports are drawn instead from below
+// the kernel's ephemeral range, where neither port-0 listeners nor the
+// source ports of outgoing connections (any process's) land, and each
+// is handed out at most once per process. The draw is seeded by the pid
+// so that test binaries running side by side try different ports.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for try := 0; try < 200; try++ {
+		port := portLow + portRand.Intn(portHigh-portLow)
+		if portsGiven[port] {
+			continue
+		}
+		portsGiven[port] = true
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // in use by someone else
+		}
+		ln.Close()
+		return ln.Addr().String()
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -236,6 +262,20 @@ func FreeAddr(t testing.TB) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// The port range FreeAddr draws from: below Linux's default ephemeral
+// range (32768-60999) and above the well-known and registered services
+// most machines run.
+const (
+	portLow  = 20000
+	portHigh = 32000
+)
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+	portRand   = rand.New(rand.NewSource(int64(os.Getpid()) ^ time.Now().UnixNano()))
+)
 
 func (b *Broker) args() []string {
 	c := b.cfg
