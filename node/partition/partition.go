@@ -3,6 +3,7 @@ package partition
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -182,7 +183,7 @@ func (p *Partition) RoleChanged(lead uint64, isLeader bool, term uint64) {
 		// A new term, even one this node leads again without having been
 		// seen as a follower: nothing of it is committed yet.
 		p.ready = false
-		p.rebuildPending()
+		_ = p.rebuildPending() // on error, pendingReady tries again at the next append
 	}
 	if !isLeader {
 		p.ready = false
@@ -211,31 +212,59 @@ func (p *Partition) checkOffsets() {
 // rebuildPending replays the log after the applied index onto a copy of the
 // applied table, so the new leader judges sequences against everything its
 // log holds, committed or not.
-func (p *Partition) rebuildPending() {
-	p.pending = p.applied.Clone()
-	p.pendTxns = p.txns.Clone()
+//
+// If the log cannot be read to its end (a disk read error), the table
+// would miss the unread batches and a client's retry of one of them would
+// be taken for a new batch and written twice (sim seed 100059): the table
+// is then left unknown (nil), and pendingReady refuses appends until a
+// later rebuild reads the whole tail.
+func (p *Partition) rebuildPending() error {
+	p.pending, p.pendTxns = nil, nil
+	pending, txns := p.applied.Clone(), p.txns.Clone()
 	log := p.rep
-	p.nextOffset = log.NextOffset()
+	next := log.NextOffset()
 	for lo := p.rep.Applied() + 1; lo <= log.LastIndex(); {
 		es, err := log.Entries(lo, log.LastIndex()+1, 1<<20)
-		if err != nil || len(es) == 0 {
-			return
+		if err == nil && len(es) == 0 {
+			err = fmt.Errorf("no entries from index %d to %d", lo, log.LastIndex())
+		}
+		if err != nil {
+			return fmt.Errorf("partition %s-%d: rebuilding the producer table: %w", p.Topic, p.Index, err)
 		}
 		for _, le := range es {
 			e := replica.FromLog(le)
 			switch e.Type {
 			case replica.EntryBatch:
 				if h, err := records.ParseHeader(e.Data); err == nil {
-					applyBatch(p.pending, p.pendTxns, h, e.Data, e.Index, e.Term)
+					applyBatch(pending, txns, h, e.Data, e.Index, e.Term)
 				}
 			case EntryProducerExpiry:
 				if ms, ok := decodeOffset(e.Data); ok {
-					p.pending.SetExpiration(ms)
+					pending.SetExpiration(ms)
 				}
 			}
 		}
 		lo = es[len(es)-1].Index + 1
 	}
+	p.pending, p.pendTxns, p.nextOffset = pending, txns, next
+	return nil
+}
+
+// pendingReady, on the leader, makes sure the pending tables are whole,
+// rebuilding them if an earlier rebuild could not read the log. A leader
+// that still cannot read its log answers KAFKA_STORAGE_ERROR (retriable:
+// the client retries, here once the disk reads again, or at a new leader).
+func (p *Partition) pendingReady() error {
+	if !p.leader {
+		return kerr.NotLeaderForPartition
+	}
+	if p.pending != nil {
+		return nil
+	}
+	if err := p.rebuildPending(); err != nil {
+		return kerr.KafkaStorageError
+	}
+	return nil
 }
 
 // applyBatch applies a batch in the log (data, at index, of term) to a
@@ -301,8 +330,8 @@ type AppendResult struct {
 // bytes are modified in place (base offset, leader epoch, maybe the append
 // time) and owned by the log afterwards.
 func (p *Partition) Append(batch []byte, h records.Header, now time.Time) (AppendResult, error) {
-	if !p.leader || p.pending == nil {
-		return AppendResult{}, kerr.NotLeaderForPartition
+	if err := p.pendingReady(); err != nil {
+		return AppendResult{}, err
 	}
 	if p.Cfg.LogAppendTime {
 		h.MaxTimestamp = now.UnixMilli() // what the log will hold

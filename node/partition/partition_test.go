@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/node/records"
 )
 
@@ -417,5 +418,37 @@ func TestLogAppendTimeAndOffsetForTime(t *testing.T) {
 		if got := r.p.OffsetForTime(tc.ts); got != tc.want {
 			t.Errorf("OffsetForTime(%d) = %d, want %d", tc.ts, got, tc.want)
 		}
+	}
+}
+
+// A new leader that cannot read its log's uncommitted tail must not judge
+// sequences without it: a client's retry of a batch in that tail would be
+// taken for a new batch and written twice (sim seed 100059, a read fault
+// while rebuilding the producer table). It refuses with
+// KAFKA_STORAGE_ERROR until the log reads again, then answers the retry as
+// the duplicate it is.
+func TestLeaderUnableToReadItsTailRefusesInsteadOfDuplicating(t *testing.T) {
+	r := newRig(t, DefaultConfig())
+	r.lead()
+	term := r.p.Term()
+	first := mustAppend(t, r, 9, 0, 0, 2)
+	mustSync := r.take() // in the log, not committed
+	r.p.RoleChanged(0, false, term)
+
+	r.fs.SetFailProb(logstore.OpRead, 1) // the disk fails every read
+	r.p.RoleChanged(1, true, term)       // so the rebuild cannot read the tail
+	_, err := r.produce(9, 0, 0, 2)
+	r.fs.SetFailProb(logstore.OpRead, 0)
+	if !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("retry while the tail is unreadable: err %v, want KAFKA_STORAGE_ERROR (not a new append)", err)
+	}
+	retry := mustAppend(t, r, 9, 0, 0, 2) // the disk reads again
+	if !retry.Duplicate || retry.BaseOffset != first.BaseOffset || retry.Index != first.Index {
+		t.Fatalf("retry once the log reads: %+v, want the duplicate of %+v", retry, first)
+	}
+	r.complete(mustSync)
+	r.drive()
+	if hw := r.p.HighWatermark(); hw != 2 {
+		t.Fatalf("high watermark %d, want 2 (the batch once)", hw)
 	}
 }

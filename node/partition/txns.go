@@ -167,8 +167,8 @@ func (t *Txns) openIDs() []int64 {
 // open is written anyway and changes nothing: the coordinator retries
 // markers, and a retry must succeed once the first one is committed.
 func (p *Partition) AppendMarker(pid int64, epoch int16, commit bool, coordEpoch int32, now time.Time) (AppendResult, error) {
-	if !p.leader || p.pending == nil {
-		return AppendResult{}, kerr.NotLeaderForPartition
+	if err := p.pendingReady(); err != nil {
+		return AppendResult{}, err
 	}
 	if st, ok := p.pending.Get(pid); ok && epoch < st.Epoch {
 		return AppendResult{}, kerr.InvalidProducerEpoch

@@ -98,6 +98,12 @@ var mutations = []mutation{
 	},
 	// Producer-id expiry (producer.id.expiration.ms; sim/expiry.go).
 	{
+		Name: "pending-table-partial-on-read-error", File: "node/partition/partition.go",
+		Original:    "return fmt.Errorf(\"partition %s-%d: rebuilding the producer table: %w\", p.Topic, p.Index, err)",
+		Replacement: "break",
+		Why:         "idempotence: a new leader that could not read its log's tail judges retries without it and writes them twice",
+	},
+	{
 		Name: "producer-never-expires", File: "node/partition/producers.go",
 		Original:    "return lastMs <= nowMs-t.expirationMs",
 		Replacement: "return false",
