@@ -97,5 +97,6 @@ func serveShareAcknowledgeVia(r *Reactor, c Client, req *kmsg.ShareAcknowledgeRe
 		}
 		resp.AcquisitionLockTimeoutMillis = int32(r.groupShareConfig(groupName).Lock.Milliseconds())
 		respond(resp)
+		r.pumpDeadLetters(sh) // a rejection may owe a dead-letter copy
 	})
 }

@@ -278,6 +278,7 @@ func (f *shareFetch) acquireOne(t *controller.Topic, k share.Key, maxRecords, bu
 		return
 	}
 	f.dirty[k] = true
+	r.shares.counters.countAcquired(k.Group, ranges)
 	out := f.part(k, t.ID)
 	for _, rg := range ranges {
 		*maxRecords -= int(rg.Last - rg.First + 1)
@@ -352,5 +353,6 @@ func (f *shareFetch) finish(respond func(kmsg.Response)) {
 			f.resp.Topics[i].Partitions = append(f.resp.Topics[i].Partitions, *f.out[k])
 		}
 		respond(f.resp)
+		r.pumpDeadLetters(f.sh) // a rejection, or a record at the limit, may owe a dead-letter copy
 	})
 }

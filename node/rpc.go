@@ -155,6 +155,8 @@ func (r *Reactor) handleRPC(from uint64, b []byte) {
 		r.handleTxnRPC(from, kind, &rd)
 	case rpcShareForward, rpcShareForwardAck:
 		r.handleShareRPC(from, kind, &rd)
+	case rpcShareDLQAppend, rpcShareDLQAck:
+		r.handleShareDLQRPC(from, kind, &rd)
 	default:
 		r.stats.BadFrames++
 	}

@@ -25,6 +25,13 @@ package node
 //	floe.share.retry.backoff.multiplier  1 (fixed) to 100
 //	floe.share.retry.backoff.jitter      0 to 1
 //
+// And the group's dead-letter topic (KIP-1191's name; node/share_dlq.go):
+// a record a consumer rejects, or that reaches the delivery limit, is
+// copied there, then archived. Created with the broker's defaults if
+// missing; unset (the default): such records are archived, not copied.
+//
+//	errors.deadletterqueue.topic.name    a topic name, not an internal one (__*)
+//
 // A change applies to the group's share-partitions from their next fetch
 // or acknowledgement (share.Partition.Configure). AlterConfigs (the
 // non-incremental API) does not take group resources; names outside this
@@ -34,6 +41,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -60,6 +68,25 @@ var groupConfigDefs = []groupConfigDef{
 	{"floe.share.retry.backoff.max.ms", kmsg.ConfigTypeLong, "Floe: the longest redelivery backoff.", intIn(0, 86400000)},
 	{"floe.share.retry.backoff.multiplier", kmsg.ConfigTypeDouble, "Floe: the backoff grows by this factor per delivery (1: fixed).", floatIn(1, 100)},
 	{"floe.share.retry.backoff.jitter", kmsg.ConfigTypeDouble, "Floe: each delay is scaled by a random factor in [1-jitter, 1+jitter].", floatIn(0, 1)},
+	{dlqTopicConfig, kmsg.ConfigTypeString, "The topic rejected records and records at the delivery limit are copied to before they are archived (created if missing; empty: none).", dlqTopicName},
+}
+
+// dlqTopicConfig names the group's dead-letter topic (KIP-1191).
+const dlqTopicConfig = "errors.deadletterqueue.topic.name"
+
+// dlqTopicName checks a dead-letter topic name: a valid topic name, and
+// not an internal topic's (a group must not make the broker write there).
+func dlqTopicName(v string) error {
+	if v == "" {
+		return nil
+	}
+	if err := controller.ValidateTopicName(v); err != nil {
+		return err
+	}
+	if strings.HasPrefix(v, "__") {
+		return fmt.Errorf("%q is an internal topic's name", v)
+	}
+	return nil
 }
 
 func floatIn(lo, hi float64) func(string) error {
@@ -156,6 +183,7 @@ func (r *Reactor) describeGroupConfigs(rr kmsg.DescribeConfigsRequestResource, r
 		"floe.share.retry.backoff.max.ms":     strconv.FormatInt(def.Backoff.Max.Milliseconds(), 10),
 		"floe.share.retry.backoff.multiplier": strconv.FormatFloat(max(def.Backoff.Multiplier, 1), 'g', -1, 64),
 		"floe.share.retry.backoff.jitter":     strconv.FormatFloat(def.Backoff.Jitter, 'g', -1, 64),
+		dlqTopicConfig:                        def.DeadLetterTopic,
 	}
 	for _, d := range groupConfigDefs {
 		if len(rr.ConfigNames) > 0 && !containsString(rr.ConfigNames, d.name) {
@@ -202,6 +230,9 @@ func (r *Reactor) groupShareConfig(name string) ShareConfig {
 	ms("floe.share.retry.backoff.max.ms", &c.Backoff.Max)
 	num("floe.share.retry.backoff.multiplier", &c.Backoff.Multiplier)
 	num("floe.share.retry.backoff.jitter", &c.Backoff.Jitter)
+	if v, ok := set[dlqTopicConfig]; ok {
+		c.DeadLetterTopic = v
+	}
 	return c
 }
 

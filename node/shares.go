@@ -65,6 +65,9 @@ type ShareConfig struct {
 	// Backoff is the redelivery backoff (Floe's retry policy, the group
 	// configs floe.share.retry.backoff.*; share_configs.go); zero: none.
 	Backoff share.Backoff
+	// DeadLetterTopic is errors.deadletterqueue.topic.name (share_dlq.go);
+	// empty: rejected and over-limit records are archived, not copied.
+	DeadLetterTopic string
 }
 
 func (c ShareConfig) withDefaults() ShareConfig {
@@ -94,7 +97,8 @@ func (c ShareConfig) withDefaults() ShareConfig {
 }
 
 func (c ShareConfig) partition() share.Config {
-	return share.Config{DeliveryLimit: c.DeliveryLimit, Lock: c.Lock, MaxInFlight: c.MaxInFlight, Backoff: c.Backoff}
+	return share.Config{DeliveryLimit: c.DeliveryLimit, Lock: c.Lock, MaxInFlight: c.MaxInFlight, Backoff: c.Backoff,
+		DeadLetter: c.DeadLetterTopic != ""}
 }
 
 func (c ShareConfig) group() share.GroupConfig {
@@ -109,6 +113,12 @@ type shareCoordinators struct {
 	// forwards are this broker's share requests passed to other
 	// brokers' coordinators (share_forward.go).
 	forwards shareForwards
+	// dlq are the dead-letter copies this broker makes as coordinator
+	// (share_dlq.go).
+	dlq dlqState
+	// counters are the share groups' counters, for metrics
+	// (share_stats.go).
+	counters shareCounters
 }
 
 // shareShard is the share state of one offsets partition, loaded in term.
@@ -188,6 +198,13 @@ func (r *Reactor) shareShardFor(name string) (*shareShard, *kerr.Error) {
 	if !p.Ready() || r.buggify(bugShareCoordinatorLoading) {
 		return nil, kerr.CoordinatorLoadInProgress
 	}
+	return r.loadShareShard(cp, p)
+}
+
+// loadShareShard returns the share state of the offsets partition cp
+// (p, its ready led replica here), replaying its committed records when
+// this term has none loaded yet.
+func (r *Reactor) loadShareShard(cp *controller.Partition, p *partition.Partition) (*shareShard, *kerr.Error) {
 	if r.shares.shards == nil {
 		r.shares.shards = map[uint64]*shareShard{}
 	}
@@ -424,6 +441,7 @@ func (r *Reactor) shareAcks(sh *shareShard, k share.Key, member string, batches 
 		}
 		return kerr.InvalidRecordState.Code, false
 	}
+	r.shares.counters.countAcks(k.Group, batches)
 	for _, b := range batches {
 		for _, t := range b.Types {
 			if t != share.AckRenew {

@@ -34,6 +34,7 @@ func (r *Reactor) onTick() {
 	r.syncCoordinators()
 	r.txnsSync()
 	r.auditTick()
+	r.shareDLQTick()
 	if r.ticks%maintenanceTicks == 0 || r.buggify(bugMaintenanceEarly) {
 		r.maintain()
 	}

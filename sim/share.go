@@ -57,6 +57,11 @@ const (
 	shareAcceptProb = 0.7
 	shareReleaseP   = 0.12
 	shareRejectP    = 0.1 // the rest are left to their lock's expiry
+	// shareSlowAckP is the chance, per step with acknowledgements to
+	// send, that a consumer stalls for 1.5 locks first: its records are
+	// then redelivered to others, and its late acknowledgements must be
+	// refused (a member acknowledging records another member acquired).
+	shareSlowAckP = 0.05
 )
 
 // ShareOptions shape the share-group workload (zero Consumers: off).
@@ -82,6 +87,8 @@ type shareRec struct {
 	accepted int16 // the count an acknowledged accept was made at (0: none)
 	rejected int16
 	maybe    bool // an accept or reject whose answer was lost
+	// rejectTried: a client sent a reject for it (whatever the answer).
+	rejectTried bool
 	// seenAt is when the fetch that handed it out with maxCount was sent.
 	seenAt time.Duration
 }
@@ -96,12 +103,20 @@ type shareWork struct {
 	final   map[int32]int64 // the final high watermarks, after the heal
 	seq     int
 	limit   int16
-	// lost are the send times of fetches whose answer was lost or partly
-	// failed: each may have acquired records no client saw (a delivery
-	// that counts toward the limit).
+	// lost are the answer times of fetches whose answer was lost or
+	// partly failed: each may have acquired records no client saw (a
+	// delivery that counts toward the limit), at any time up to its
+	// answer (a fetch waits for records: one sent before a record was
+	// last handed out may acquire it again after).
 	lost     []time.Duration
 	finished bool
-	stats    struct{ fetched, accepted, released, rejected, redelivered, crashes int }
+	// dlq: the group has a dead-letter topic (share_dlq.go); values are
+	// the produced records' values by offset, to check the copies.
+	dlq    bool
+	values [shareParts]map[int64]string
+	// slow draws the consumers' slow acknowledgements (its own generator).
+	slow  *rand.Rand
+	stats struct{ fetched, accepted, released, rejected, redelivered, crashes, slow, slowRefused int }
 }
 
 func (w *shareWork) rec(part int32, off int64) *shareRec {
@@ -126,9 +141,10 @@ func (r *run) startShare() {
 		return
 	}
 	w := &shareWork{r: r, rng: rand.New(rand.NewSource(r.o.Seed ^ 0x5a4e)), leaders: map[int32]netx.NodeID{},
-		final: map[int32]int64{}, limit: r.o.Share.DeliveryLimit}
+		final: map[int32]int64{}, limit: r.o.Share.DeliveryLimit, dlq: shareDLQOn(r.o.Seed),
+		slow: rand.New(rand.NewSource(r.o.Seed ^ 0x510e))}
 	r.share = w
-	w.createTopic(func() {
+	begin := func() {
 		w.ready = true
 		w.produce()
 		for i := 0; i < r.o.Share.Consumers; i++ {
@@ -136,6 +152,13 @@ func (r *run) startShare() {
 			c.restart()
 			c.step()
 		}
+	}
+	w.createTopic(func() {
+		if w.dlq {
+			w.setDeadLetterTopic(begin)
+			return
+		}
+		begin()
 	})
 }
 
@@ -226,6 +249,8 @@ func (w *shareWork) produce() {
 	r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		if err != nil || resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode != 0 {
 			delete(w.leaders, part)
+		} else {
+			w.noteProduced(part, resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].BaseOffset, recs)
 		}
 		r.w.After(r.think()+5*time.Millisecond, w.produce)
 	})
@@ -237,6 +262,7 @@ type held struct {
 	off   int64
 	count int16
 	ack   int8 // the acknowledgement it will get: 1 accept, 2 release, 3 reject
+	slow  bool // sent after a stall past its lock
 }
 
 // shareConsumer is one member of the group, one request at a time.
@@ -290,6 +316,15 @@ func (c *shareConsumer) step() {
 		w.stats.crashes++
 		r.w.Tracef("share: consumer %d crashes (member %s)", c.id, c.member)
 		c.restart()
+	}
+	if len(c.pending) > 0 && !r.stopping && w.slow.Float64() < shareSlowAckP {
+		w.stats.slow++
+		for i := range c.pending {
+			c.pending[i].slow = true
+		}
+		r.w.Tracef("share: consumer %d (member %s) stalls with %d acknowledgements to send", c.id, c.member, len(c.pending))
+		c.then(r.o.Share.Lock * 3 / 2)
+		return
 	}
 	switch {
 	case c.coord == 0:
@@ -379,14 +414,14 @@ func (c *shareConsumer) fetch() {
 	sentAt := r.now()
 	r.kn.call(to, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		if err != nil {
-			w.lost = append(w.lost, sentAt)
+			w.lost = append(w.lost, r.now())
 			c.acked(sent, -1)
 			c.lost(-1)
 			return
 		}
 		fr := resp.(*kmsg.ShareFetchResponse)
 		if fr.ErrorCode == kerr.RequestTimedOut.Code {
-			w.lost = append(w.lost, sentAt) // a forward that got no answer
+			w.lost = append(w.lost, r.now()) // a forward that got no answer
 		}
 		if fr.ErrorCode != 0 {
 			c.acked(sent, fr.ErrorCode) // nothing was applied
@@ -407,7 +442,7 @@ func (c *shareConsumer) fetch() {
 					// A failed state write clears the records it acquired,
 					// but the write may still commit.
 					partFailed = true
-					w.lost = append(w.lost, sentAt)
+					w.lost = append(w.lost, r.now())
 				}
 				if p.ErrorCode != 0 && p.AcknowledgeErrorCode == 0 {
 					// Skipped (the partition failed before its acks), or
@@ -509,6 +544,13 @@ func (c *shareConsumer) ackedParts(sent []held, codes map[int32]int16) {
 
 func (w *shareWork) ackOutcome(h held, code int16, topLevel bool) {
 	sr := w.rec(h.part, h.off)
+	if h.ack == 3 {
+		sr.rejectTried = true
+	}
+	if h.slow && code == kerr.InvalidRecordState.Code {
+		w.stats.slowRefused++
+		w.r.cover("share late acknowledgement refused")
+	}
 	switch {
 	case code == 0:
 		switch h.ack {
@@ -666,9 +708,12 @@ func (r *run) finishShare() {
 		w.bad("skipped", fmt.Sprintf("%d offsets below the final high watermarks %v never finished within %v of the heal; first %s",
 			n, w.final, r.o.LivenessMax, first))
 	}
+	if w.dlq && !r.halted {
+		w.checkDLQ()
+	}
 	s := w.stats
-	r.note(fmt.Sprintf("share: %d handed out (%d redelivered), %d accepted, %d released, %d rejected, %d consumer crashes; final %v",
-		s.fetched, s.redelivered, s.accepted, s.released, s.rejected, s.crashes, w.final))
+	r.note(fmt.Sprintf("share: %d handed out (%d redelivered), %d accepted, %d released, %d rejected, %d consumer crashes, %d slow acks (%d refused); final %v; dead-letter topic %v",
+		s.fetched, s.redelivered, s.accepted, s.released, s.rejected, s.crashes, s.slow, s.slowRefused, w.final, w.dlq))
 	if s.accepted > 0 {
 		r.cover("share record accepted")
 	}

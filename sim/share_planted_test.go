@@ -23,3 +23,10 @@ func TestPlantedBugShareAckBeforeDurable(t *testing.T) {
 func TestPlantedBugShareInFlightArchived(t *testing.T) {
 	catchPlanted(t, plant.ShareInFlightArchived)
 }
+
+// A share coordinator archives a dead letter as it sends the copy, not
+// once the copy is committed: a copy lost on the way (no leader yet, a
+// dropped message, a failover) is never made again (dlq-missing).
+func TestPlantedBugShareDLQArchiveBeforeCopy(t *testing.T) {
+	catchPlanted(t, plant.ShareDLQArchiveBeforeCopy)
+}

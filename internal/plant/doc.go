@@ -26,6 +26,8 @@
 //	share-in-flight-archived      the persisted share-partition image stores
 //	                              acquired records as archived, so a failover
 //	                              skips them instead of redelivering them
+//	share-dlq-archive-before-copy a share coordinator archives a dead letter as it
+//	                              sends the copy, not once the copy is committed
 //	acl-allow-beats-deny          an ALLOW ACL wins over a matching DENY
 //	acl-delete-missed-by-follower a broker other than the controller's leader
 //	                              does not apply a DeleteAcls
@@ -50,6 +52,8 @@ const (
 	AuditStaleChainHead   = "audit-stale-chain-head"
 	ShareAckBeforeDurable = "share-ack-before-durable"
 	ShareInFlightArchived = "share-in-flight-archived"
+	// ShareDLQArchiveBeforeCopy: node/share_dlq.go.
+	ShareDLQArchiveBeforeCopy = "share-dlq-archive-before-copy"
 
 	TxnMarkerBeforeDecision = "txn-marker-before-decision"
 	TxnLSOIgnoresOpen       = "txn-lso-ignores-open"

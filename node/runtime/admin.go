@@ -31,7 +31,7 @@ func startAdmin(addr string, b *Broker, tc *tls.Config) (*adminServer, error) {
 	if tc != nil {
 		ln = tls.NewListener(ln, tc)
 	}
-	b.metrics.reg.MustRegister(newReactorCollector(b))
+	b.metrics.reg.MustRegister(newReactorCollector(b), newShareCollector(b))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
 	// Profiles, for finding hot paths on a live broker. The admin address

@@ -15,7 +15,19 @@
 // delivery counts; Acknowledge accepts, releases, rejects or renews them.
 // A record whose lock expired, or that was released, becomes Available
 // again unless its delivery count reached the limit, in which case it is
-// Archived. Time comes in as an argument (the node's monotonic clock), so
+// Archived.
+//
+// Dead letters (Floe's, after KIP-1191): with Config.DeadLetter, a
+// rejected record, or one that reaches the delivery limit, becomes
+// DeadLettering instead of Archived: persisted, never acquired, holding
+// Start. The node copies it to the group's dead-letter topic
+// (NextDeadLetter), and only once the copy is committed archives it
+// (DeadLettered), so a failover between the two re-sends the copy rather
+// than losing it. The copies are written under an idempotent producer
+// (Producer) kept in the persisted image with the next sequence, so a
+// re-sent copy is a duplicate the dead-letter partition drops.
+//
+// Time comes in as an argument (the node's monotonic clock), so
 // the machine is a pure function of its calls.
 //
 // Invariants (checked by the property test against a naive model):

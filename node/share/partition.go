@@ -16,7 +16,33 @@ const (
 	Acquired     RecordState = 1
 	Acknowledged RecordState = 2
 	Archived     RecordState = 4
+	// DeadLettering is Floe's (Kafka has no such state): the record is
+	// to be copied to the group's dead-letter topic. It is persisted, is
+	// never acquired, and holds Start until the node has the copy
+	// committed and calls DeadLettered (then it is Archived).
+	DeadLettering RecordState = 8
 )
+
+// Reason is why a record is dead-lettered.
+type Reason int8
+
+// The reasons, as persisted.
+const (
+	ReasonNone          Reason = 0
+	ReasonRejected      Reason = 1 // a consumer rejected it
+	ReasonDeliveryLimit Reason = 2 // it reached share.delivery.count.limit
+)
+
+// String is the reason as the dead-letter copy's header names it.
+func (r Reason) String() string {
+	switch r {
+	case ReasonRejected:
+		return "rejected"
+	case ReasonDeliveryLimit:
+		return "delivery-limit"
+	}
+	return "none"
+}
 
 // AckType is an acknowledgement type, as numbered on the wire.
 type AckType int8
@@ -43,6 +69,9 @@ type Config struct {
 	Lock          time.Duration // share.record.lock.duration.ms, > 0
 	MaxInFlight   int64         // group.share.partition.max.record.locks, > 0
 	Backoff       Backoff       // redelivery backoff (Floe's retry policy); zero: none
+	// DeadLetter: the group has a dead-letter topic, so a rejected record
+	// or one at the delivery limit becomes DeadLettering, not Archived.
+	DeadLetter bool
 }
 
 // Backoff is a retry policy: a record released (or whose lock expired)
@@ -80,10 +109,12 @@ func DefaultConfig() Config {
 
 type record struct {
 	state     RecordState
+	reason    Reason // DeadLettering only
 	count     int16
 	owner     string
 	lockUntil time.Duration
 	notBefore time.Duration // an Available record is not acquired before this (backoff)
+	since     time.Duration // an Acquired record's acquisition time (for the age metric)
 }
 
 // Partition is one share-partition. Not safe for concurrent use.
@@ -95,6 +126,7 @@ type Partition struct {
 	start int64
 	recs  []record
 	rng   *rand.Rand // backoff jitter; nil: none
+	dlq   Producer   // the dead-letter copies' idempotent producer; PID < 0: none yet
 }
 
 // SetRand gives the partition the seeded generator its backoff jitter
@@ -105,23 +137,38 @@ func (p *Partition) SetRand(rng *rand.Rand) { p.rng = rng }
 // by share.auto.offset.reset: the log end for latest, the log start for
 // earliest).
 func New(cfg Config, start int64) *Partition {
-	return &Partition{cfg: cfg, start: start}
+	return &Partition{cfg: cfg, start: start, dlq: noProducer}
 }
 
 // Configure changes the partition's bounds (its group's configs changed).
-// Available records already at the new delivery limit are archived, as a
-// release at that limit would have; records held keep their locks.
+// Available records already at the new delivery limit are archived (or
+// dead-lettered), as a release at that limit would have; records held
+// keep their locks. Records waiting for their dead-letter copy keep
+// waiting even when cfg has no dead-letter topic: a broker whose metadata
+// lags may not know it yet, and archiving them would lose them.
 func (p *Partition) Configure(cfg Config) {
 	if cfg == p.cfg {
 		return
 	}
 	p.cfg = cfg
 	for i := range p.recs {
-		if r := &p.recs[i]; r.state == Available && r.count >= cfg.DeliveryLimit {
-			r.state = Archived
+		r := &p.recs[i]
+		if r.state == Available && r.count >= cfg.DeliveryLimit {
+			p.finish(r, ReasonDeliveryLimit)
 		}
 	}
 	p.advance()
+}
+
+// finish ends a record that failed: DeadLettering for why when the group
+// has a dead-letter topic, else Archived.
+func (p *Partition) finish(r *record, why Reason) {
+	r.owner, r.lockUntil = "", 0
+	if p.cfg.DeadLetter {
+		r.state, r.reason = DeadLettering, why
+		return
+	}
+	r.state = Archived
 }
 
 // Start is the share-partition start offset (SPSO).
@@ -154,7 +201,7 @@ func (p *Partition) expire(now time.Duration) {
 func (p *Partition) release(r *record, now time.Duration) {
 	r.owner, r.lockUntil = "", 0
 	if r.count >= p.cfg.DeliveryLimit {
-		r.state = Archived
+		p.finish(r, ReasonDeliveryLimit)
 		return
 	}
 	r.state = Available
@@ -215,7 +262,7 @@ func (p *Partition) Acquire(now time.Duration, member string, readEnd int64, max
 	p.expire(now)
 	var out []Range
 	take := func(off int64, r *record) {
-		r.state, r.owner, r.lockUntil = Acquired, member, now+p.cfg.Lock
+		r.state, r.owner, r.lockUntil, r.since = Acquired, member, now+p.cfg.Lock, now
 		r.count++
 		if n := len(out); n > 0 && out[n-1].Last == off-1 && out[n-1].DeliveryCount == r.count {
 			out[n-1].Last = off
@@ -320,7 +367,9 @@ func (p *Partition) apply(now time.Duration, r *record, t AckType) {
 		p.release(r, now)
 	case AckRenew:
 		r.lockUntil = now + p.cfg.Lock
-	default: // AckGap, AckReject
+	case AckReject:
+		p.finish(r, ReasonRejected)
+	default: // AckGap: no record there (compacted away, or a control batch)
 		r.state, r.owner, r.lockUntil = Archived, "", 0
 	}
 }
@@ -344,6 +393,8 @@ type Record struct {
 	DeliveryCount int16
 	Owner         string
 	LockUntil     time.Duration
+	Reason        Reason        // DeadLettering only
+	AcquiredAt    time.Duration // Acquired only
 }
 
 // InFlight returns the records in [Start, End) as of the last call (it
@@ -351,7 +402,103 @@ type Record struct {
 func (p *Partition) InFlight() []Record {
 	out := make([]Record, len(p.recs))
 	for i, r := range p.recs {
-		out[i] = Record{Offset: p.start + int64(i), State: r.state, DeliveryCount: r.count, Owner: r.owner, LockUntil: r.lockUntil}
+		out[i] = Record{Offset: p.start + int64(i), State: r.state, DeliveryCount: r.count, Owner: r.owner, LockUntil: r.lockUntil, Reason: r.reason}
+		if r.state == Acquired {
+			out[i].AcquiredAt = r.since
+		}
 	}
 	return out
+}
+
+// Producer is the idempotent producer a share-partition's dead-letter
+// copies are written under: PID from the controller, Seq the sequence of
+// the next copy (the count of copies written since PID was taken), and
+// Pending the offset the copy under Seq is for (-1: none yet). It is part
+// of the persisted image, Pending written before its copy is sent, so a
+// coordinator that takes over re-sends that same record under the same
+// PID and sequence, which the dead-letter partition drops as a duplicate
+// if the first copy got there. (Without Pending, a new coordinator could
+// send another record under a sequence already used, and the partition
+// would drop that record as a duplicate: lost.)
+type Producer struct {
+	PID     int64 `json:"pid"`
+	Seq     int32 `json:"seq"`
+	Pending int64 `json:"pending"`
+}
+
+var noProducer = Producer{PID: -1, Pending: -1}
+
+// DeadLetter is a record waiting to be copied to the dead-letter topic.
+type DeadLetter struct {
+	Offset        int64
+	DeliveryCount int16
+	Reason        Reason
+}
+
+// NextDeadLetter returns the record to copy next at now (locks that ran
+// out are expired first, so a record at the delivery limit whose lock
+// lapsed is found): the pending one if there is one, else the lowest
+// DeadLettering record. A pending record that is no longer waiting (the
+// log's start passed it) leaves its sequence possibly used: the producer
+// is dropped, so the node takes a new one.
+func (p *Partition) NextDeadLetter(now time.Duration) (DeadLetter, bool) {
+	p.expire(now)
+	if off := p.dlq.Pending; off >= 0 {
+		if off >= p.start && off < p.End() && p.recs[off-p.start].state == DeadLettering {
+			r := p.recs[off-p.start]
+			return DeadLetter{Offset: off, DeliveryCount: r.count, Reason: r.reason}, true
+		}
+		p.dlq = noProducer
+	}
+	for i, r := range p.recs {
+		if r.state == DeadLettering {
+			return DeadLetter{Offset: p.start + int64(i), DeliveryCount: r.count, Reason: r.reason}, true
+		}
+	}
+	return DeadLetter{}, false
+}
+
+// DeadLetterProducer returns the producer of the dead-letter copies (PID
+// < 0: none taken yet).
+func (p *Partition) DeadLetterProducer() Producer { return p.dlq }
+
+// SetDeadLetterProducer starts a new producer for the copies (a fresh PID,
+// sequence 0, nothing pending): the first copy, or after the dead-letter
+// partition refused the old one's sequence.
+func (p *Partition) SetDeadLetterProducer(pid int64) { p.dlq = Producer{PID: pid, Pending: -1} }
+
+// ErrNotDeadLettering is the error of BeginDeadLetter and DeadLettered for
+// an offset that is not waiting for its copy (or not the pending one).
+var ErrNotDeadLettering = errors.New("share: record is not dead-lettering")
+
+// BeginDeadLetter makes the DeadLettering record at off the pending copy
+// (under the producer's current sequence). The node persists this before
+// sending the copy.
+func (p *Partition) BeginDeadLetter(off int64) error {
+	if p.dlq.PID < 0 || p.dlq.Pending >= 0 || off < p.start || off >= p.End() || p.recs[off-p.start].state != DeadLettering {
+		return ErrNotDeadLettering
+	}
+	p.dlq.Pending = off
+	return nil
+}
+
+// DeadLettered archives the DeadLettering record at off. copied: it is
+// the pending record and its copy is committed in the dead-letter topic,
+// so the sequence moves on; otherwise it is archived uncopied (nothing to
+// copy, or the copy was refused for good, its sequence not used).
+// Anything else is an error and changes nothing.
+func (p *Partition) DeadLettered(off int64, copied bool) error {
+	if off < p.start || off >= p.End() || p.recs[off-p.start].state != DeadLettering || (copied && p.dlq.Pending != off) {
+		return ErrNotDeadLettering
+	}
+	r := &p.recs[off-p.start]
+	r.state, r.reason = Archived, ReasonNone
+	if copied {
+		p.dlq.Seq++
+	}
+	if p.dlq.Pending == off {
+		p.dlq.Pending = -1
+	}
+	p.advance()
+	return nil
 }

@@ -41,8 +41,30 @@ func (m *model) releaseRec(r *record) {
 	r.owner, r.lockUntil = "", 0
 	r.state = Available
 	if r.count >= m.cfg.DeliveryLimit {
-		r.state = Archived
+		m.fail(r, ReasonDeliveryLimit)
 	}
+}
+
+// fail ends a record that failed: waiting for its dead-letter copy, or
+// archived when there is no dead-letter topic.
+func (m *model) fail(r *record, why Reason) {
+	r.owner, r.lockUntil = "", 0
+	r.state = Archived
+	if m.cfg.DeadLetter {
+		r.state, r.reason = DeadLettering, why
+	}
+}
+
+// copied is DeadLettered for the lowest dead letter, if any.
+func (m *model) copied() (DeadLetter, bool) {
+	for off := m.start(); off < m.end; off++ {
+		if r := m.recs[off]; r.state == DeadLettering {
+			dl := DeadLetter{Offset: off, DeliveryCount: r.count, Reason: r.reason}
+			r.state, r.reason = Archived, ReasonNone
+			return dl, true
+		}
+	}
+	return DeadLetter{}, false
 }
 
 func (m *model) expire(now time.Duration) {
@@ -69,7 +91,7 @@ func (m *model) acquire(now time.Duration, member string, readEnd int64, n int) 
 		if m.finished(off) || r.state != Available {
 			continue
 		}
-		r.state, r.owner, r.lockUntil = Acquired, member, now+m.cfg.Lock
+		r.state, r.owner, r.lockUntil, r.since = Acquired, member, now+m.cfg.Lock, now
 		r.count++
 		got = append(got, Range{off, off, r.count})
 	}
@@ -114,6 +136,8 @@ func (m *model) ack(now time.Duration, member string, acks []Ack) error {
 				m.releaseRec(r)
 			case AckRenew:
 				r.lockUntil = now + m.cfg.Lock
+			case AckReject:
+				m.fail(r, ReasonRejected)
 			default:
 				r.state, r.owner, r.lockUntil = Archived, "", 0
 			}
@@ -136,7 +160,11 @@ func (m *model) inFlight() []Record {
 	out := []Record{}
 	for off := start; off < m.end; off++ {
 		r := m.recs[off]
-		out = append(out, Record{Offset: off, State: r.state, DeliveryCount: r.count, Owner: r.owner, LockUntil: r.lockUntil})
+		rec := Record{Offset: off, State: r.state, DeliveryCount: r.count, Owner: r.owner, LockUntil: r.lockUntil, Reason: r.reason}
+		if r.state == Acquired {
+			rec.AcquiredAt = r.since
+		}
+		out = append(out, rec)
 	}
 	return out
 }
@@ -168,9 +196,13 @@ type holder struct {
 
 func runProperty(t *testing.T, seed int64) {
 	rng := rand.New(rand.NewSource(seed))
-	cfg := Config{DeliveryLimit: int16(2 + rng.Intn(3)), Lock: time.Duration(5+rng.Intn(10)) * time.Second, MaxInFlight: int64(3 + rng.Intn(20))}
+	cfg := Config{DeliveryLimit: int16(2 + rng.Intn(3)), Lock: time.Duration(5+rng.Intn(10)) * time.Second, MaxInFlight: int64(3 + rng.Intn(20)),
+		DeadLetter: seed%2 == 0}
 	base := int64(rng.Intn(5))
 	p := New(cfg, base)
+	if cfg.DeadLetter {
+		p.SetDeadLetterProducer(1)
+	}
 	m := &model{cfg: cfg, base: base, recs: map[int64]*record{}, end: base}
 	members := []string{"a", "b", "c"}
 	var now time.Duration
@@ -180,7 +212,7 @@ func runProperty(t *testing.T, seed int64) {
 	maxCount := map[int64]int16{}
 	for step := 0; step < 400; step++ {
 		member := members[rng.Intn(len(members))]
-		switch op := rng.Intn(10); {
+		switch op := rng.Intn(11); {
 		case op < 3:
 			logEnd += int64(rng.Intn(4))
 			readEnd := p.NextFrom(now) + int64(rng.Intn(8))
@@ -244,6 +276,22 @@ func runProperty(t *testing.T, seed int64) {
 			}
 		case op < 9:
 			now += time.Duration(rng.Intn(8)) * time.Second
+		case op < 10:
+			// The node copied the lowest dead letter.
+			got, ok := p.NextDeadLetter(now)
+			m.expire(now)
+			want, wok := m.copied()
+			if ok != wok || got != want {
+				t.Fatalf("step %d: next dead letter %+v %v, model %+v %v", step, got, ok, want, wok)
+			}
+			if ok {
+				if err := p.BeginDeadLetter(got.Offset); err != nil {
+					t.Fatalf("step %d: begin: %v", step, err)
+				}
+				if err := p.DeadLettered(got.Offset, true); err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+			}
 		default:
 			q, err := Restore(cfg, DecodeStateMust(t, EncodeState(p.State())))
 			if err != nil {

@@ -16,6 +16,8 @@ type Batch struct {
 	Last  int64       `json:"last"`
 	State RecordState `json:"state"`
 	Count int16       `json:"count"`
+	// Reason is why a DeadLettering run is dead-lettered.
+	Reason Reason `json:"reason,omitempty"`
 }
 
 // State is a share-partition's persistent image: Start, End and the
@@ -25,11 +27,18 @@ type State struct {
 	Start   int64   `json:"start"`
 	End     int64   `json:"end"`
 	Batches []Batch `json:"batches,omitempty"`
+	// DeadLetter is the producer of the dead-letter copies, once one was
+	// taken.
+	DeadLetter *Producer `json:"dlq,omitempty"`
 }
 
 // State returns the partition's persistent image.
 func (p *Partition) State() State {
 	s := State{Start: p.start, End: p.End()}
+	if p.dlq.PID >= 0 {
+		d := p.dlq
+		s.DeadLetter = &d
+	}
 	for i, r := range p.recs {
 		off := p.start + int64(i)
 		st := r.state
@@ -39,23 +48,29 @@ func (p *Partition) State() State {
 				st = Archived
 			}
 		}
-		if n := len(s.Batches); n > 0 && s.Batches[n-1].Last == off-1 && s.Batches[n-1].State == st && s.Batches[n-1].Count == r.count {
+		if n := len(s.Batches); n > 0 && s.Batches[n-1].Last == off-1 && s.Batches[n-1].State == st && s.Batches[n-1].Count == r.count && s.Batches[n-1].Reason == r.reason {
 			s.Batches[n-1].Last = off
 			continue
 		}
-		s.Batches = append(s.Batches, Batch{First: off, Last: off, State: st, Count: r.count})
+		s.Batches = append(s.Batches, Batch{First: off, Last: off, State: st, Count: r.count, Reason: r.reason})
 	}
 	return s
 }
 
 // Restore rebuilds a partition from its persistent image. Available
-// records at the delivery limit are archived (their last lock expired
-// or was released before the failover, and that was not written).
+// records at the delivery limit are archived, or dead-lettered when cfg
+// has a dead-letter topic (their last lock expired or was released
+// before the failover, and that was not written). DeadLettering records
+// stay so, their copy still owed, whatever cfg says (a broker whose
+// metadata lags may not know the group's dead-letter topic yet).
 func Restore(cfg Config, s State) (*Partition, error) {
 	if s.End < s.Start {
 		return nil, fmt.Errorf("share: state end %d below start %d", s.End, s.Start)
 	}
-	p := &Partition{cfg: cfg, start: s.Start, recs: make([]record, s.End-s.Start)}
+	p := &Partition{cfg: cfg, start: s.Start, recs: make([]record, s.End-s.Start), dlq: noProducer}
+	if s.DeadLetter != nil {
+		p.dlq = *s.DeadLetter
+	}
 	for _, b := range s.Batches {
 		if b.First < s.Start || b.Last >= s.End || b.First > b.Last {
 			return nil, fmt.Errorf("share: state batch %d-%d outside %d-%d", b.First, b.Last, s.Start, s.End)
@@ -63,8 +78,11 @@ func Restore(cfg Config, s State) (*Partition, error) {
 		for off := b.First; off <= b.Last; off++ {
 			r := &p.recs[off-s.Start]
 			r.state, r.count = b.State, b.Count
-			if r.state == Acquired || (r.state == Available && r.count >= cfg.DeliveryLimit) {
+			switch {
+			case r.state == Acquired || (r.state == Available && r.count >= cfg.DeliveryLimit):
 				p.release(r, 0) // due at once: backoff is not persisted
+			case r.state == DeadLettering:
+				r.reason = b.Reason
 			}
 		}
 	}

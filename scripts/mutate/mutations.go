@@ -271,4 +271,29 @@ var mutations = []mutation{
 		Replacement: "if b.leaders[src]-b.leaders[dst] < 1 {",
 		Why:         "hysteresis: a difference of one preferred leadership is moved back and forth forever",
 	},
+	// Share-group dead letters (issue 18), caught by sim/share_dlq.go.
+	{
+		Name: "share-dlq-reject-archived", File: "node/share/partition.go",
+		Original:    "p.finish(r, ReasonRejected)",
+		Replacement: `r.state, r.owner, r.lockUntil = Archived, "", 0`,
+		Why:         "share dead letters: a rejected record is archived without its copy to the dead-letter topic",
+	},
+	{
+		Name: "share-dlq-limit-archived", File: "node/share/partition.go",
+		Original:    "if p.cfg.DeadLetter {",
+		Replacement: "if p.cfg.DeadLetter && why == ReasonRejected {",
+		Why:         "share dead letters: a record at the delivery limit is archived without its copy",
+	},
+	{
+		Name: "share-dlq-sequence-reused", File: "node/share_dlq.go",
+		Original:    "Producer: &records.Producer{ID: prod.PID, BaseSequence: prod.Seq}}, []records.Record{rec})",
+		Replacement: "Producer: &records.Producer{ID: prod.PID, BaseSequence: 0}}, []records.Record{rec})",
+		Why:         "share dead letters: every copy reuses sequence 0, so the dead-letter partition drops later copies as duplicates",
+	},
+	{
+		Name: "share-dlq-wrong-offset", File: "node/share_dlq.go",
+		Original:    "rec, found, err := readDeadLetter(dp, dl.Offset)",
+		Replacement: "rec, found, err := readDeadLetter(dp, dl.Offset+1)",
+		Why:         "share dead letters: the copy is made of the next record, not the dead-lettered one",
+	},
 }

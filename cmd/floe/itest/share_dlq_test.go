@@ -1,0 +1,115 @@
+package itest
+
+// The dead-letter topic of a share group (beyond Kafka, issue 18) with
+// franz-go's share consumer: a record the consumer rejects, and one it
+// releases until the delivery limit, are copied to the group's
+// errors.deadletterqueue.topic.name (created by the broker) with their key,
+// value and headers and the origin headers, and a plain consumer reads
+// them there. Waits are bounded; nothing is timed.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestShareGroupDeadLetterTopic(t *testing.T) {
+	b := start(t)
+	makeTopic(t, b.KafkaAddr, "orders", 1, nil)
+	admin := kgoClient(t, b.KafkaAddr)
+	setGroupConfigs(t, admin, "billing", "share.auto.offset.reset", "earliest", "share.delivery.count.limit", "2",
+		"errors.deadletterqueue.topic.name", "orders.dlq")
+	var recs []*kgo.Record
+	for i := 0; i < 4; i++ {
+		recs = append(recs, &kgo.Record{Topic: "orders", Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("v%d", i)),
+			Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte(fmt.Sprintf("t%d", i))}}})
+	}
+	if err := admin.ProduceSync(ctxFor(t, opWaitMax), recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+
+	// v1 is rejected, v2 released at every delivery (to the limit), the
+	// rest accepted.
+	cl := newShareClient(t, b.KafkaAddr, "billing", "orders")
+	ctx, cancel := context.WithTimeout(context.Background(), bulkWaitMax)
+	defer cancel()
+	var mu sync.Mutex
+	accepted := map[string]int{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+				switch string(r.Value) {
+				case "v1":
+					r.Ack(kgo.AckReject)
+				case "v2":
+					r.Ack(kgo.AckRelease)
+				default:
+					mu.Lock()
+					accepted[string(r.Value)]++
+					mu.Unlock()
+					r.Ack(kgo.AckAccept)
+				}
+			})
+			cl.FlushAcks(ctx)
+		}
+	}()
+
+	// A plain consumer reads the dead-letter topic.
+	reader := kgoClient(t, b.KafkaAddr, kgo.ConsumeTopics("orders.dlq"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var dead []*kgo.Record
+	eventually(t, bulkWaitMax, "two dead letters", func() bool {
+		pctx, pcancel := context.WithTimeout(ctx, opWaitMax/10)
+		defer pcancel()
+		reader.PollFetches(pctx).EachRecord(func(r *kgo.Record) { dead = append(dead, r) })
+		return len(dead) >= 2
+	})
+	cancel()
+	<-done
+	if len(dead) != 2 {
+		t.Fatalf("%d dead letters, want 2", len(dead))
+	}
+	want := []struct{ key, value, trace, offset, count, reason string }{
+		{"k1", "v1", "t1", "1", "1", "rejected"},
+		{"k2", "v2", "t2", "2", "2", "delivery-limit"},
+	}
+	for i, w := range want {
+		r := dead[i]
+		h := map[string]string{}
+		for _, x := range r.Headers {
+			h[x.Key] = string(x.Value)
+		}
+		if string(r.Key) != w.key || string(r.Value) != w.value || h["trace"] != w.trace {
+			t.Errorf("dead letter %d: key %q value %q trace %q, want %s %s %s", i, r.Key, r.Value, h["trace"], w.key, w.value, w.trace)
+		}
+		for k, v := range map[string]string{"__dlq.errors.topic": "orders", "__dlq.errors.partition": "0", "__dlq.errors.offset": w.offset,
+			"__dlq.errors.group.id": "billing", "__dlq.errors.delivery.count": w.count, "__dlq.errors.reason": w.reason} {
+			if h[k] != v {
+				t.Errorf("dead letter %d: header %s = %q, want %q", i, k, h[k], v)
+			}
+		}
+		if h["__dlq.errors.timestamp"] == "" {
+			t.Errorf("dead letter %d has no time header", i)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if accepted["v0"] != 1 || accepted["v3"] != 1 {
+		t.Errorf("accepted %v, want v0 and v3 once each", accepted)
+	}
+	// The share metrics: 4 records handed out plus v2 again (count 2),
+	// one reject, two releases, two accepts, two dead letters.
+	m := scrapeMetrics(t, b)
+	wantMetric(t, m, `floe_share_records_acquired_total{group="billing"}`, 5)
+	wantMetric(t, m, `floe_share_records_redelivered_total{group="billing"}`, 1)
+	wantMetric(t, m, `floe_share_acknowledgements_total{group="billing",type="reject"}`, 1)
+	wantMetric(t, m, `floe_share_acknowledgements_total{group="billing",type="release"}`, 2)
+	wantMetric(t, m, `floe_share_acknowledgements_total{group="billing",type="accept"}`, 2)
+	wantMetric(t, m, `floe_share_dead_lettered_total{group="billing"}`, 2)
+	wantMetric(t, m, `floe_share_dead_letters_pending{group="billing"}`, 0)
+	wantMetric(t, m, `floe_share_records_in_flight{group="billing"}`, 0)
+}

@@ -1,0 +1,261 @@
+package node
+
+import (
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/records"
+	"github.com/floe-broker/floe/node/share"
+)
+
+// fetchRecordsAll reads a partition from 0 to its high watermark through
+// broker id and returns its records (copied) with their offsets.
+func fetchRecordsAll(t *testing.T, c *cluster, id int32, topic string, partition int32) ([]records.Record, []int64) {
+	t.Helper()
+	var out []records.Record
+	var offs []int64
+	next := int64(0)
+	for i := 0; i < 100; i++ {
+		sp := fetchPartitionAt(c, id, topic, partition, next)
+		if sp.ErrorCode != 0 {
+			t.Fatalf("fetch %s-%d at %d: %v", topic, partition, next, kerr.ErrorForCode(sp.ErrorCode))
+		}
+		if len(sp.RecordBatches) == 0 {
+			return out, offs
+		}
+		bs, err := records.Split(sp.RecordBatches)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range bs {
+			h, err := records.ParseHeader(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = records.Records(b, func(r records.Record) error {
+				if off := h.BaseOffset + int64(r.OffsetDelta); off >= next {
+					rec := records.Record{Key: clone(r.Key), Value: clone(r.Value)}
+					for _, hd := range r.Headers {
+						rec.Headers = append(rec.Headers, records.RecordHeader{Key: hd.Key, Value: clone(hd.Value)})
+					}
+					out, offs = append(out, rec), append(offs, off)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			next = h.NextOffset()
+		}
+	}
+	t.Fatal("fetchRecordsAll did not finish")
+	return nil, nil
+}
+
+func headerOf(r records.Record, key string) (string, bool) {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value), true
+		}
+	}
+	return "", false
+}
+
+// produceWithHeader writes one record with key "k<v>", value v and header
+// trace=v to partition 0.
+func produceWithHeader(t *testing.T, c *cluster, topic string, v string) {
+	t.Helper()
+	b := records.Build(records.BuildOptions{BaseTimestamp: 1000}, []records.Record{{Key: []byte("k" + v), Value: []byte(v),
+		Headers: []records.RecordHeader{{Key: "trace", Value: []byte(v)}}}})
+	if sp := produce(c, leaderOf(c, topic, 0), topic, 0, -1, b); sp.ErrorCode != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+}
+
+// waitDLQ runs the cluster until the dead-letter topic holds n records
+// (bounded) and returns them.
+func waitDLQ(t *testing.T, c *cluster, topic string, n int) []records.Record {
+	t.Helper()
+	var got []records.Record
+	c.runUntil(30*time.Second, func() bool {
+		c.runFor(50 * time.Millisecond)
+		st := c.nodes[firstLive(c)].r.ctl.state
+		if st.Topics[topic] == nil {
+			return false
+		}
+		lead := leaderOf(c, topic, 0)
+		if lead == 0 {
+			return false
+		}
+		if sp := fetchPartitionAt(c, lead, topic, 0, 0); sp.ErrorCode != 0 || sp.HighWatermark < int64(n) {
+			return false
+		}
+		got, _ = fetchRecordsAll(t, c, lead, topic, 0)
+		return len(got) >= n
+	})
+	if len(got) < n {
+		t.Fatalf("dead-letter topic %s holds %d records, want %d", topic, len(got), n)
+	}
+	return got
+}
+
+func wantDLQHeaders(t *testing.T, r records.Record, group, topic string, off int64, count int, reason string) {
+	t.Helper()
+	want := map[string]string{dlqHeaderTopic: topic, dlqHeaderPartition: "0", dlqHeaderOffset: strconv.FormatInt(off, 10),
+		dlqHeaderGroup: group, dlqHeaderCount: strconv.Itoa(count), dlqHeaderReason: reason}
+	for k, v := range want {
+		if got, ok := headerOf(r, k); !ok || got != v {
+			t.Errorf("dead letter of offset %d: header %s = %q, want %q", off, k, got, v)
+		}
+	}
+	if ts, ok := headerOf(r, dlqHeaderTime); !ok || ts == "" {
+		t.Errorf("dead letter of offset %d: no %s header", off, dlqHeaderTime)
+	}
+}
+
+// TestShareDeadLetterRejectAndLimit: a group with a dead-letter topic
+// (missing: created) and a delivery limit of 2. A member rejects offset 0,
+// releases offset 1 twice (the limit) and accepts offset 2. The dead-letter
+// topic gets 0 (reason rejected, count 1) and 1 (delivery-limit, count 2),
+// each with the original key, value and header and the origin headers,
+// and nothing else; the share-partition's start moves past all three only
+// once the copies are committed.
+func TestShareDeadLetterRejectAndLimit(t *testing.T) {
+	c := newClusterWith(t, 1, 41, earliestShares)
+	c.waitReady()
+	createTopic(t, c, 1, "q", 1, 1, nil)
+	waitLeaders(t, c, "q", 1)
+	for _, bad := range []string{"__consumer_offsets", "a/b", ""} {
+		if res := alterGroupConfigs(c, "sg", dlqTopicConfig, bad); bad != "" && res.ErrorCode != kerr.InvalidConfig.Code {
+			t.Fatalf("dead-letter topic %q: %v", bad, kerr.ErrorForCode(res.ErrorCode))
+		}
+	}
+	if res := alterGroupConfigs(c, "sg", dlqTopicConfig, "q.dlq", "share.delivery.count.limit", "2"); res.ErrorCode != 0 {
+		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
+	}
+	for _, v := range []string{"a", "b", "c"} {
+		produceWithHeader(t, c, "q", v)
+	}
+	shareJoin(t, c, 1, "sg", "m", "q")
+	f := c.request(1, shareFetchOf(c, "q", "sg", "m", 0)).(*kmsg.ShareFetchResponse)
+	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 2 {
+		t.Fatalf("acquired %+v", got)
+	}
+	ack := c.request(1, shareAckOf(c, "q", "sg", "m", 1, ackBatch(0, 0, share.AckReject), ackBatch(1, 1, share.AckRelease),
+		ackBatch(2, 2, share.AckAccept))).(*kmsg.ShareAcknowledgeResponse)
+	if ack.ErrorCode != 0 || ack.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("ack: %+v", ack)
+	}
+	f = c.request(1, shareFetchOf(c, "q", "sg", "m", 2)).(*kmsg.ShareFetchResponse)
+	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].FirstOffset != 1 || got[0].LastOffset != 1 || got[0].DeliveryCount != 2 {
+		t.Fatalf("second fetch acquired %+v, want offset 1 with count 2", got)
+	}
+	ack = c.request(1, shareAckOf(c, "q", "sg", "m", 3, ackBatch(1, 1, share.AckRelease))).(*kmsg.ShareAcknowledgeResponse)
+	if ack.ErrorCode != 0 || ack.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("second ack: %+v", ack)
+	}
+	got := waitDLQ(t, c, "q.dlq", 2)
+	c.runFor(2 * time.Second) // room for a wrong extra copy
+	got, _ = fetchRecordsAll(t, c, leaderOf(c, "q.dlq", 0), "q.dlq", 0)
+	if len(got) != 2 {
+		t.Fatalf("dead-letter topic holds %d records, want 2", len(got))
+	}
+	for i, want := range []struct {
+		v      string
+		count  int
+		reason string
+	}{{"a", 1, "rejected"}, {"b", 2, "delivery-limit"}} {
+		r := got[i]
+		if string(r.Key) != "k"+want.v || string(r.Value) != want.v {
+			t.Errorf("dead letter %d: key %q value %q", i, r.Key, r.Value)
+		}
+		if tr, _ := headerOf(r, "trace"); tr != want.v {
+			t.Errorf("dead letter %d lost its own header: %q", i, tr)
+		}
+		wantDLQHeaders(t, r, "sg", "q", int64(i), want.count, want.reason)
+	}
+	sh, err := c.nodes[1].r.shareShardFor("sg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp := sh.parts[share.Key{Group: "sg", Topic: "q", Partition: 0}]; sp.Start() != 3 || sp.DeadLetterProducer().Seq != 2 {
+		t.Fatalf("share-partition start %d producer %+v, want start 3 and 2 copies", sp.Start(), sp.DeadLetterProducer())
+	}
+	want := []ShareGroupStats{{Group: "sg", Acquired: 4, Redelivered: 1, Acks: [5]uint64{0, 1, 2, 1, 0}, DeadLettered: 2}}
+	if got := c.nodes[1].r.ShareStats(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("share stats\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestShareDeadLetterAcrossFailover: on 3 brokers, a member rejects a
+// record and the group's coordinator is killed the moment the rejection
+// is answered, before or after its copy. The broker that takes over the
+// group copies the record (the rejection was durable as DeadLettering),
+// and the dead-letter topic holds it exactly once: a copy sent again
+// carries the persisted producer id and sequence.
+func TestShareDeadLetterAcrossFailover(t *testing.T) {
+	c := newClusterWith(t, 3, 42, earliestShares)
+	c.waitReady()
+	createTopic(t, c, 1, "q", 1, 3, nil)
+	createTopic(t, c, 1, "q.dlq", 1, 3, nil)
+	waitLeaders(t, c, "q", 1)
+	waitLeaders(t, c, "q.dlq", 1)
+	findCoordinator(t, c, 1, "g")
+	c.runFor(10 * time.Second)
+	lead := leaderOf(c, "q", 0)
+	g := groupLedBy(t, c, lead)
+	if res := alterGroupConfigs(c, g, dlqTopicConfig, "q.dlq"); res.ErrorCode != 0 {
+		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
+	}
+	for _, v := range []string{"a", "b"} {
+		produceWithHeader(t, c, "q", v)
+	}
+	if co := shareJoin(t, c, lead, g, "m", "q"); co != lead {
+		t.Fatalf("group %s coordinated by %d, not %d", g, co, lead)
+	}
+	// A first rejection, copied before the crash: the producer id is
+	// taken and persisted.
+	f := c.request(lead, shareFetchOf(c, "q", g, "m", 0)).(*kmsg.ShareFetchResponse)
+	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 1 {
+		t.Fatalf("acquired %+v", got)
+	}
+	if a := c.request(lead, shareAckOf(c, "q", g, "m", 1, ackBatch(0, 0, share.AckReject))).(*kmsg.ShareAcknowledgeResponse); a.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("ack: %+v", a)
+	}
+	waitDLQ(t, c, "q.dlq", 1)
+	// The second: the coordinator dies as soon as it is answered.
+	if a := c.request(lead, shareAckOf(c, "q", g, "m", 2, ackBatch(1, 1, share.AckReject))).(*kmsg.ShareAcknowledgeResponse); a.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("ack: %+v", a)
+	}
+	c.nodes[lead].crash()
+	got := waitDLQ(t, c, "q.dlq", 2)
+	c.runFor(3 * time.Second)
+	got, _ = fetchRecordsAll(t, c, leaderOf(c, "q.dlq", 0), "q.dlq", 0)
+	if len(got) != 2 {
+		t.Fatalf("dead-letter topic holds %d records after the failover, want 2 (each once)", len(got))
+	}
+	for i, r := range got {
+		wantDLQHeaders(t, r, g, "q", int64(i), 1, "rejected")
+	}
+	// The new coordinator archived it.
+	ok := c.runUntil(30*time.Second, func() bool {
+		c.runFor(50 * time.Millisecond)
+		for _, id := range sortedKeys(c.nodes) {
+			if n := c.nodes[id]; n.r != nil {
+				if sh, err := n.r.shareShardFor(g); err == nil {
+					sp := sh.parts[share.Key{Group: g, Topic: "q", Partition: 0}]
+					return sp != nil && sp.Start() == 2
+				}
+			}
+		}
+		return false
+	})
+	if !ok {
+		t.Fatal("the new coordinator did not archive the dead letter")
+	}
+}
