@@ -259,3 +259,51 @@ func TestShareDeadLetterAcrossFailover(t *testing.T) {
 		t.Fatal("the new coordinator did not archive the dead letter")
 	}
 }
+
+// TestShareDeadLetterWaitsForMetadata: a coordinator that loads a group's
+// share state applies the group's configs to it (a record left available
+// at the delivery limit is dead-lettered, or archived when the group has
+// no dead-letter topic). A broker just started may not have applied the
+// dead-letter config yet; loading then would archive the record uncopied
+// (simulator seed 910114 --corrupt --reassign). So the load waits
+// (COORDINATOR_LOAD_IN_PROGRESS) until the metadata has caught up, and the
+// record reaches the dead-letter topic.
+func TestShareDeadLetterWaitsForMetadata(t *testing.T) {
+	c := newClusterWith(t, 1, 43, earliestShares)
+	c.waitReady()
+	createTopic(t, c, 1, "q", 1, 1, nil)
+	waitLeaders(t, c, "q", 1)
+	if res := alterGroupConfigs(c, "sg", dlqTopicConfig, "q.dlq", "share.delivery.count.limit", "2"); res.ErrorCode != 0 {
+		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
+	}
+	produceWithHeader(t, c, "q", "a")
+	shareJoin(t, c, 1, "sg", "m", "q")
+	f := c.request(1, shareFetchOf(c, "q", "sg", "m", 0)).(*kmsg.ShareFetchResponse)
+	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 0 {
+		t.Fatalf("acquired %+v", got)
+	}
+	if a := c.request(1, shareAckOf(c, "q", "sg", "m", 1, ackBatch(0, 0, share.AckRelease))).(*kmsg.ShareAcknowledgeResponse); a.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("ack: %+v", a)
+	}
+	f = c.request(1, shareFetchOf(c, "q", "sg", "m", 2)).(*kmsg.ShareFetchResponse)
+	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].DeliveryCount != 2 {
+		t.Fatalf("second fetch acquired %+v, want offset 0 with count 2", got)
+	}
+	c.runFor(100 * time.Millisecond) // the state write: offset 0 stored available at count 2
+	// The broker as just restarted behind the config change: no share
+	// state loaded, metadata not caught up, the dead-letter topic not yet
+	// in the group's configs.
+	r := c.nodes[1].r
+	r.shares.shards = nil
+	r.catchUp.done = false
+	set := r.ctl.state.GroupConfigs["sg"]
+	r.ctl.state.GroupConfigs["sg"] = map[string]string{"share.delivery.count.limit": "2"}
+	_, err := r.shareShardFor("sg")
+	r.ctl.state.GroupConfigs["sg"] = set
+	r.catchUp.done = true
+	if err != kerr.CoordinatorLoadInProgress {
+		t.Errorf("loading share state with lagging metadata: %v, want COORDINATOR_LOAD_IN_PROGRESS", err)
+	}
+	got := waitDLQ(t, c, "q.dlq", 1)
+	wantDLQHeaders(t, got[0], "sg", "q", 0, 2, "delivery-limit")
+}

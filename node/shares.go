@@ -211,6 +211,15 @@ func (r *Reactor) loadShareShard(cp *controller.Partition, p *partition.Partitio
 	if sh := r.shares.shards[cp.Group]; sh != nil && sh.term == p.Term() {
 		return sh, nil
 	}
+	// Loading applies the group configs to the stored state (Restore
+	// archives, or dead-letters, records available at the delivery
+	// limit), so it waits until this broker's metadata has caught up with
+	// the controller since it started: a broker restarted behind a
+	// dead-letter config change would otherwise archive such a record
+	// uncopied (simulator seed 910114 --corrupt --reassign).
+	if ok, _ := r.metadataReady(); !ok {
+		return nil, kerr.CoordinatorLoadInProgress
+	}
 	sh := &shareShard{raftGroup: cp.Group, term: p.Term(), groups: map[string]*share.Group{},
 		parts: map[share.Key]*share.Partition{}, sessions: map[sessionKey]*shareSession{}}
 	states := map[share.Key]share.State{}
