@@ -21,8 +21,9 @@ package node
 // duplicate is answered with its original offset once that is committed.
 // Transactional batches (docs/transactions.md) need the request's
 // transactional id; the first one of a transaction on a partition must
-// follow AddPartitionsToTxn (checked with the coordinator when it is on
-// this broker: INVALID_TXN_STATE otherwise), and a producer with a
+// follow AddPartitionsToTxn (checked with the coordinator, on
+// whichever broker it is on: INVALID_TXN_STATE otherwise; txn_verify.go),
+// and a producer with a
 // transaction open on the partition may not write outside it
 // (INVALID_TXN_STATE).
 //
@@ -213,7 +214,7 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 	if tr != nil {
 		stage = tr.begin(StageValidate, topic, sp.Partition, r.env.Clock.Now())
 	}
-	h, err := r.checkProduce(req, topic, data, p, pre, prepared)
+	h, err := r.checkProduce(data, p, pre, prepared)
 	if tr != nil {
 		tr.end(stage, r.env.Clock.Now())
 	}
@@ -221,6 +222,37 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 		fail(err)
 		return
 	}
+	// A transactional batch that opens its transaction here may wait for
+	// the coordinator's word (txn_verify.go); the request waits with it.
+	sp.BaseOffset = pendingOffset
+	pr.remaining++
+	r.verifyTxnProduce(req.TransactionID, p, h, func(err error) {
+		if pr.done && req.Acks != 0 {
+			return // answered already (timed out): nothing is appended
+		}
+		sp.BaseOffset = -1
+		if err != nil {
+			fail(err)
+		} else {
+			r.appendOne(req, topic, data, sp, pr, now, p, h, tr)
+			r.queueProcess() // a verified append may run outside the request's turn
+		}
+		if pr.remaining--; pr.remaining == 0 {
+			pr.finish()
+		}
+	})
+}
+
+// appendOne appends a validated batch to p, the partition's leader.
+func (r *Reactor) appendOne(req *kmsg.ProduceRequest, topic string, data []byte, sp *kmsg.ProduceResponseTopicPartition,
+	pr *producing, now time.Time, p *partition.Partition, h records.Header, tr *Trace) {
+	fail := func(err error) { sp.ErrorCode, sp.ErrorMessage = errParts(err) }
+	if req.Acks == -1 && (p.Cfg.MinInsyncReplicas > 1 && len(r.activeVoters(p.Replica())) < p.Cfg.MinInsyncReplicas ||
+		r.buggify(bugProduceNotEnoughReplicas)) {
+		fail(kerr.NotEnoughReplicas)
+		return
+	}
+	stage := -1
 	if tr != nil {
 		stage = tr.begin(StageAppend, topic, sp.Partition, r.env.Clock.Now())
 	}
@@ -278,22 +310,15 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 	})
 }
 
-// checkProduce runs every check a batch must pass before its append:
-// well-formed and accepted by the topic, allowed by the producer's
-// transaction, and enough replicas for acks=all.
-func (r *Reactor) checkProduce(req *kmsg.ProduceRequest, topic string, data []byte, p *partition.Partition,
-	pre preparedBatch, prepared bool) (records.Header, error) {
+// checkProduce runs the checks a batch must pass before its transaction is
+// verified (txn_verify.go): well-formed and accepted by the topic. Enough
+// replicas for acks=all is checked at the append (appendOne), which a
+// verification may delay.
+func (r *Reactor) checkProduce(data []byte, p *partition.Partition, pre preparedBatch, prepared bool) (records.Header, error) {
 	h, err := validateProduce(data, p.Cfg, pre, prepared)
 	if err != nil {
 		r.stats.BadBatches++
 		return h, err
-	}
-	if err := r.checkTxnProduce(req.TransactionID, topic, p.Index, p, h); err != nil {
-		return h, err
-	}
-	if req.Acks == -1 && (p.Cfg.MinInsyncReplicas > 1 && len(r.activeVoters(p.Replica())) < p.Cfg.MinInsyncReplicas ||
-		r.buggify(bugProduceNotEnoughReplicas)) {
-		return h, kerr.NotEnoughReplicas
 	}
 	return h, nil
 }

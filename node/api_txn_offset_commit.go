@@ -5,7 +5,12 @@ package node
 // __consumer_offsets as the producer's transactional batch and stay pending
 // (OffsetFetch with requireStable: UNSTABLE_OFFSET_COMMIT) until the
 // transaction's marker commits or aborts them. v3 carries the member id
-// and generation (KIP-447), checked as OffsetCommit checks them. v4+
+// and generation (KIP-447), checked as OffsetCommit checks them. The
+// first offsets of a transaction on the group's partition are written only
+// once the transaction's coordinator confirmed the partition was added
+// (AddOffsetsToTxn; txn_verify.go): INVALID_TXN_STATE if not,
+// PRODUCER_FENCED for a fenced epoch, COORDINATOR_LOAD_IN_PROGRESS (which
+// clients retry) when the coordinator cannot answer now. v4+
 // (TRANSACTION_ABORTABLE, KIP-890 part 2's implicit add) is not advertised.
 //
 // Authorization: WRITE on the transactional id
@@ -13,7 +18,12 @@ package node
 // group (GROUP_AUTHORIZATION_FAILED), READ on each topic
 // (TOPIC_AUTHORIZATION_FAILED on its partitions; nothing is committed then).
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/group"
+)
 
 func serveTxnOffsetCommit(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)
@@ -55,5 +65,31 @@ func serveTxnOffsetCommit(r *Reactor, c Client, kreq kmsg.Request, respond func(
 		answer(all(err.Code))
 		return
 	}
-	co.TxnOffsetCommit(r.monoNow(), req, func(resp *kmsg.TxnOffsetCommitResponse) { respond(resp) })
+	p := r.byName[topicPartition{group.OffsetsTopic, group.PartitionFor(req.Group, int32(len(r.offsetsTopic().Partitions)))}]
+	if p == nil {
+		answer(all(kerr.NotCoordinator.Code))
+		return
+	}
+	r.verifyTxnPartition(req.TransactionalID, p, req.ProducerID, req.ProducerEpoch, func(err error) {
+		if code := txnOffsetsVerifyCode(err); code != 0 {
+			answer(all(code))
+			return
+		}
+		co.TxnOffsetCommit(r.monoNow(), req, func(resp *kmsg.TxnOffsetCommitResponse) { respond(resp) })
+		r.queueProcess() // a verified write may run outside the request's turn
+	})
+}
+
+// txnOffsetsVerifyCode is the TxnOffsetCommit code of a verification's
+// error (verifyTxnPartition's, named for Produce).
+func txnOffsetsVerifyCode(err error) int16 {
+	code, _ := errParts(err)
+	switch code {
+	case kerr.InvalidProducerEpoch.Code:
+		return kerr.ProducerFenced.Code
+	case kerr.NotEnoughReplicas.Code, kerr.NotLeaderForPartition.Code:
+		return kerr.CoordinatorLoadInProgress.Code
+	default:
+		return code
+	}
 }

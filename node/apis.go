@@ -73,7 +73,7 @@ var apis = [kmsg.MaxKey + 1]api{
 	kmsg.AlterUserSCRAMCredentials:    {0, 0, serveAlterUserScramCredentials},
 	kmsg.DescribeCluster:              {0, 1, serveDescribeCluster},
 	kmsg.UnregisterBroker:             {0, 0, serveUnregisterBroker},
-	kmsg.AddPartitionsToTxn:           {0, 3, serveAddPartitionsToTxn},
+	kmsg.AddPartitionsToTxn:           {0, 4, serveAddPartitionsToTxn},
 	kmsg.AddOffsetsToTxn:              {0, 3, serveAddOffsetsToTxn},
 	kmsg.EndTxn:                       {0, 4, serveEndTxn},
 	kmsg.WriteTxnMarkers:              {0, 1, serveWriteTxnMarkers},

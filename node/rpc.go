@@ -153,6 +153,8 @@ func (r *Reactor) handleRPC(from uint64, b []byte) {
 		r.handleAuditRPC(from, kind, &rd)
 	case rpcTxnMarker, rpcTxnMarkerAck:
 		r.handleTxnRPC(from, kind, &rd)
+	case rpcTxnVerify, rpcTxnVerifyAck:
+		r.handleTxnVerifyRPC(from, kind, &rd)
 	case rpcShareForward, rpcShareForwardAck:
 		r.handleShareRPC(from, kind, &rd)
 	case rpcShareDLQAppend, rpcShareDLQAck:

@@ -48,6 +48,9 @@ type txnCoordinators struct {
 	markerSeq uint64
 	// retired sums the counters of coordinators closed here (TxnStats).
 	retired txn.Stats
+	// verify holds this broker's verification calls as a partition
+	// leader (txn_verify.go).
+	verify txnVerifier
 }
 
 // markerCall is a marker sent to another broker.
@@ -240,6 +243,7 @@ func (r *Reactor) appendMarker(p *partition.Partition, pid int64, epoch int16, c
 		done(err)
 		return
 	}
+	r.voidVerify(uint64(p.Replica().Group), pid)
 	p.WaitCommit(res.Index, res.Term, res.BaseOffset, func(err error) {
 		if err == nil && p.Topic == group.OffsetsTopic {
 			if sh := r.groups.shards[uint64(p.Replica().Group)]; sh != nil && sh.term == res.Term {
@@ -338,6 +342,10 @@ func expiredTxn(req kmsg.Request) kmsg.Response {
 	switch q := req.(type) {
 	case *kmsg.AddPartitionsToTxnRequest:
 		resp := q.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+		if q.Version >= 4 {
+			resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+			return resp
+		}
 		for _, rt := range q.Topics {
 			st := kmsg.NewAddPartitionsToTxnResponseTopic()
 			st.Topic = rt.Topic
@@ -402,35 +410,6 @@ func expiredTxn(req kmsg.Request) kmsg.Response {
 		return resp
 	case *kmsg.DescribeProducersRequest:
 		return expiredDescribeProducers(q)
-	}
-	return nil
-}
-
-// checkTxnProduce checks a produced batch against transactions: a
-// transactional batch needs a transactional id and, if it opens the
-// producer's transaction on the partition, the partition must have been
-// added to it (KIP-890 part 1's check, made only when the coordinator is
-// on this broker).
-func (r *Reactor) checkTxnProduce(txnID *string, topic string, part int32, p *partition.Partition, h records.Header) error {
-	if !h.IsTransactional() {
-		return nil
-	}
-	if txnID == nil || h.ProducerID < 0 {
-		return withMessage(kerr.InvalidRecord, "a transactional batch needs a transactional id and a producer id")
-	}
-	if p.PendingOpen(h.ProducerID) {
-		return nil
-	}
-	co, err := r.txnCoordinatorFor(*txnID)
-	if err != nil {
-		return nil // coordinated elsewhere: not verified (docs/transactions.md)
-	}
-	errs, err := co.Verify(*txnID, h.ProducerID, h.ProducerEpoch, []txn.TopicPartition{{Topic: topic, Partition: part}})
-	switch {
-	case err != nil:
-		return err
-	case errs[0] != nil:
-		return withMessage(errs[0], "the partition is not part of the producer's transaction (AddPartitionsToTxn first)")
 	}
 	return nil
 }

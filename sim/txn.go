@@ -27,6 +27,26 @@ package sim
 //     and process-order dependencies among committed transactions means
 //     one read another's write before it committed (txncheck.go).
 //
+// Two misbehaving producers test the fences (docs/transactions.md):
+//
+//   - a zombie (one more producer, txz: txnZombieProb of its transactions
+//     on 2+ partitions) adds and writes its first partitions, then goes
+//     quiet past its transaction timeout, until the coordinator has
+//     aborted the transaction (DescribeTransactions) and fenced its
+//     epoch, and then carries on as if nothing happened: adds the
+//     remaining partitions (as clients add each partition before its
+//     first write), writes them and commits. Every step after the pause
+//     must be refused (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH); a
+//     coordinator that aborted without the epoch bump would start a new
+//     transaction at the same epoch, commit the second half alone, and the
+//     checker would find the first half's values missing (lost write);
+//   - a stray write (txnStrayProb of the transactions on 2+ partitions):
+//     one partition is written without having been added; the partition's
+//     leader must refuse it (INVALID_TXN_STATE, KIP-890 part 1), or the
+//     transaction commits without that partition's marker: its values are
+//     missing (lost write) or the partition's last stable offset stays
+//     behind (liveness).
+//
 // Not checked here: transactional offsets (TxnOffsetCommit).
 
 import (
@@ -48,6 +68,10 @@ const (
 	txnAbortProb  = 0.25
 	txnReadProb   = 0.5 // a read after each write of a transaction
 	txnReadBack   = 16  // how far below the last stable offset it reads
+	txnZombieProb = 0.5
+	// txnZombieWaitMax bounds a zombie's pause.
+	txnZombieWaitMax = 30 * time.Second
+	txnStrayProb     = 0.1
 )
 
 type txnOutcome uint8
@@ -100,6 +124,11 @@ func (r *run) startTxn() {
 			r.active++
 			p.find()
 		}
+		// One more producer turns zombie now and then: its pauses would
+		// starve the others' transactions of time.
+		z := &txnProducer{w: w, id: "txz", pid: -1, zombie: true}
+		r.active++
+		z.find()
 		r.active--
 		w.poll()
 	})
@@ -174,6 +203,12 @@ type txnProducer struct {
 	epoch int16
 	seq   map[int32]int32
 	cur   *txnRec
+	// zombie: this producer's multi-partition transactions go quiet
+	// past their timeout half the time, and carry on.
+	zombie bool
+	// afterFind, when set, is what to do once the coordinator is found
+	// again (instead of resume).
+	afterFind func()
 	// gaveUp: a produce of the current transaction was given up with its
 	// outcome unknown, so the partition's sequence may have moved: after
 	// the abort the producer takes a new epoch (sequences restart), as
@@ -214,6 +249,11 @@ func (p *txnProducer) find() {
 // producer id initializes; one in the middle of ending a transaction
 // retries the end as an abort.
 func (p *txnProducer) resume() {
+	if next := p.afterFind; next != nil {
+		p.afterFind = nil
+		next()
+		return
+	}
 	switch {
 	case p.pid < 0:
 		p.init()
@@ -281,13 +321,101 @@ func (p *txnProducer) begin() {
 	}
 	p.cur = t
 	w.txns = append(w.txns, t)
+	all := sortedParts(t.values)
+	deadline := r.now() + r.o.OpTimeout
+	switch x := r.rng.Float64(); {
+	case p.zombie && len(all) >= 2 && x < txnZombieProb:
+		// The zombie: the first partitions, a pause past the timeout,
+		// then the rest.
+		// It commits: it believes its transaction is whole.
+		split := 1 + r.rng.Intn(len(all)-1)
+		// At least the timeout, then until the coordinator no longer
+		// has the transaction open: a node's clock may run slow, and a
+		// coordinator that moved gives the transaction a full timeout
+		// again from when it loaded.
+		pause := time.Duration(txnTimeoutMs+r.rng.Intn(500)) * time.Millisecond
+		commit := func() { p.then(func() { p.end(true) }) }
+		p.add(all[:split], deadline, func() {
+			p.produce(all[:split], 0, deadline, func() {
+				quiet := r.now()
+				r.w.After(pause, func() {
+					p.awaitTimeout(r.now()+txnZombieWaitMax, func() {
+						r.w.Tracef("txn: zombie %s (%s epoch %d) resumes after %v", t.name, p.id, p.epoch, r.now()-quiet)
+						later := r.now() + r.o.OpTimeout
+						p.add(all[split:], later, func() { p.produce(all[split:], 0, later, commit) })
+					})
+				})
+			})
+		})
+	case len(all) >= 2 && x > 1-txnStrayProb:
+		// A stray write: one partition is never added.
+		stray := r.rng.Intn(len(all))
+		added := append(append([]int32(nil), all[:stray]...), all[stray+1:]...)
+		p.add(added, deadline, func() { p.produce(all, 0, deadline, p.finish) })
+	default:
+		p.add(all, deadline, func() { p.produce(all, 0, deadline, p.finish) })
+	}
+}
+
+// awaitTimeout asks the coordinator (DescribeTransactions) until it no
+// longer has the producer's transaction open (it timed out), or until
+// until, then calls next: the zombie's pause.
+func (p *txnProducer) awaitTimeout(until time.Duration, next func()) {
+	r := p.w.r
+	again := func() { r.w.After(100*time.Millisecond, func() { p.awaitTimeout(until, next) }) }
+	switch {
+	case r.now() >= until:
+		next()
+		return
+	case p.coord == 0:
+		p.afterFind = func() { p.awaitTimeout(until, next) }
+		r.w.After(r.backoff(), p.find)
+		return
+	}
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{p.id}
+	r.kn.call(p.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		if err != nil {
+			p.coord = 0
+			again()
+			return
+		}
+		st := resp.(*kmsg.DescribeTransactionsResponse).TransactionStates
+		switch {
+		case len(st) != 1:
+			again()
+		case st[0].ErrorCode == kerr.NotCoordinator.Code || st[0].ErrorCode == kerr.CoordinatorNotAvailable.Code:
+			p.coord = 0
+			again()
+		case st[0].ErrorCode == 0 && (st[0].State == "CompleteAbort" || st[0].State == "CompleteCommit" || st[0].State == "Empty"):
+			next()
+		default:
+			again()
+		}
+	})
+}
+
+// finish ends the current transaction once its writes are done: a commit,
+// or an abort (txnAbortProb).
+func (p *txnProducer) finish() {
+	p.then(func() { p.end(p.w.r.rng.Float64() >= txnAbortProb) })
+}
+
+// add adds parts to the current transaction, then calls next. Retriable
+// errors are retried until deadline, as clients do (adding a partition
+// twice is harmless); any other error, or the deadline, aborts the
+// transaction.
+func (p *txnProducer) add(parts []int32, deadline time.Duration, next func()) {
+	r := p.w.r
+	if r.now() >= deadline || p.coord == 0 {
+		p.end(false)
+		return
+	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch = 3, p.id, p.pid, p.epoch
 	rt := kmsg.NewAddPartitionsToTxnRequestTopic()
 	rt.Topic = txnTopic
-	for _, pt := range parts {
-		rt.Partitions = append(rt.Partitions, int32(pt))
-	}
+	rt.Partitions = append(rt.Partitions, parts...)
 	req.Topics = append(req.Topics, rt)
 	r.kn.call(p.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		code := kerr.UnknownServerError.Code
@@ -301,13 +429,20 @@ func (p *txnProducer) begin() {
 				}
 			}
 		}
-		if code != 0 {
-			// Unknown whether the partitions were added: nothing was
-			// produced, so abort (or let the re-init abort it).
+		switch {
+		case code == 0:
+			next()
+		case r.now() < deadline && (err != nil || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code):
+			p.coord, p.afterFind = 0, func() { p.add(parts, deadline, next) }
+			r.w.After(r.backoff(), p.find)
+		case r.now() < deadline && (code == kerr.ConcurrentTransactions.Code || code == kerr.CoordinatorLoadInProgress.Code):
+			r.w.After(r.backoff(), func() { p.add(parts, deadline, next) })
+		default:
+			// Refused, or unknown whether the partitions were added:
+			// abort (or let the re-init abort it).
+			r.w.Tracef("txn: %s add %v: %s (err %v)", p.cur.name, parts, errName(code), err)
 			p.end(false)
-			return
 		}
-		p.produce(sortedParts(t.values), 0, r.now()+r.o.OpTimeout)
 	})
 }
 
@@ -320,12 +455,12 @@ func sortedParts(m map[int32][]string) []int32 {
 	return out
 }
 
-// produce writes the transaction's batch to parts[i], then the next; a
-// failure ends the transaction with an abort.
-func (p *txnProducer) produce(parts []int32, i int, deadline time.Duration) {
+// produce writes the transaction's batch to parts[i], then the next, then
+// calls done; a failure ends the transaction with an abort.
+func (p *txnProducer) produce(parts []int32, i int, deadline time.Duration, done func()) {
 	w, r := p.w, p.w.r
 	if i == len(parts) {
-		p.then(func() { p.end(r.rng.Float64() >= txnAbortProb) })
+		done()
 		return
 	}
 	if r.now() >= deadline {
@@ -334,7 +469,7 @@ func (p *txnProducer) produce(parts []int32, i int, deadline time.Duration) {
 		return
 	}
 	part := parts[i]
-	retry := func() { r.w.After(r.backoff(), func() { p.produce(parts, i, deadline) }) }
+	retry := func() { r.w.After(r.backoff(), func() { p.produce(parts, i, deadline, done) }) }
 	w.leader(part, func(leader netx.NodeID) {
 		if leader == 0 {
 			retry()
@@ -363,11 +498,12 @@ func (p *txnProducer) produce(parts []int32, i int, deadline time.Duration) {
 			switch {
 			case code == 0:
 				p.seq[part] += int32(len(vals))
-				p.readThen(func() { p.produce(parts, i+1, deadline) })
+				p.readThen(func() { p.produce(parts, i+1, deadline, done) })
 			case err != nil || retriable(code):
 				delete(w.leaders, part)
 				retry() // the same batch, the same sequence: idempotent
 			default:
+				r.w.Tracef("txn: %s produce to %d: %s", p.cur.name, part, errName(code))
 				p.gaveUp = true
 				p.end(false)
 			}
@@ -419,6 +555,7 @@ func (p *txnProducer) end(commit bool) {
 			code = resp.(*kmsg.EndTxnResponse).ErrorCode
 		}
 		t := p.cur
+		r.w.Tracef("txn: %s end (commit %v): %s (err %v)", t.name, commit, errName(code), err)
 		switch {
 		case err == nil && code == 0:
 			t.outcome = txnAborted

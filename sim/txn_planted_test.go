@@ -53,3 +53,8 @@ func TestPlantedBugTxnFetchServesOpenMakesG1c(t *testing.T) {
 }
 
 func TestPlantedBugTxnFetchServesOpen(t *testing.T) { catchPlanted(t, plant.TxnFetchServesOpen) }
+
+// A partition leader that does not verify with a coordinator on another
+// broker lets the workload's stray writes (a partition never added) open
+// transactions that the commit's markers never close.
+func TestPlantedBugTxnVerifySkipped(t *testing.T) { catchPlanted(t, plant.TxnVerifySkipped) }

@@ -21,6 +21,9 @@
 //	                              an open transaction
 //	txn-fetch-serves-open         a read_committed Fetch reads up to the high
 //	                              watermark, open transactions included
+//	txn-verify-skipped            a partition leader appends the first
+//	                              transactional batch of a producer without
+//	                              asking a coordinator on another broker
 //	share-ack-before-durable      answer a share fetch or acknowledgement before
 //	                              its share-partition state is committed
 //	share-in-flight-archived      the persisted share-partition image stores
@@ -58,6 +61,7 @@ const (
 	TxnMarkerBeforeDecision = "txn-marker-before-decision"
 	TxnLSOIgnoresOpen       = "txn-lso-ignores-open"
 	TxnFetchServesOpen      = "txn-fetch-serves-open"
+	TxnVerifySkipped        = "txn-verify-skipped"
 	ACLAllowBeatsDeny       = "acl-allow-beats-deny"
 	ACLDeleteMissed         = "acl-delete-missed-by-follower"
 

@@ -228,6 +228,12 @@ var mutations = []mutation{
 		Why:         "coordinator failover: a loaded PrepareCommit never gets its markers, so the transaction hangs",
 	},
 	{
+		Name: "txn-verify-skipped", File: "node/txn_verify.go",
+		Original:    "if p.PendingOpen(pid) {",
+		Replacement: "if p.PendingOpen(pid) || pid >= 0 {",
+		Why:         "KIP-890 part 1: the first transactional batch of a producer is appended without asking the coordinator, so a write to a partition never added opens a transaction no marker closes",
+	},
+	{
 		Name: "txn-timeout-no-fence", File: "node/txn/coordinator.go",
 		Original:    "c.abort(m, true, func(*kerr.Error) {",
 		Replacement: "c.abort(m, false, func(*kerr.Error) {",

@@ -1,0 +1,313 @@
+package node
+
+// Verifying a transaction's partition before its first batch (KIP-890
+// part 1).
+//
+// A transactional batch that opens its producer's transaction on a
+// partition (none is open there for the producer, counting entries not yet
+// committed) is appended only once the transaction's coordinator said the
+// partition was added to the producer's ongoing transaction at that epoch.
+// Otherwise a client that writes to a partition it never added (a bug, or a
+// zombie whose transaction timed out and was aborted without the client
+// knowing) opens a transaction that no marker will ever close, and the
+// partition's last stable offset stops for good.
+//
+// The coordinator here: a direct call (txn.Coordinator.Verify). The
+// coordinator on another broker: a node RPC (rpcTxnVerify) carrying an
+// AddPartitionsToTxn v4 request with VerifyOnly, served exactly as the
+// Kafka API's v4 (api_add_partitions_to_txn.go), and its response
+// (rpcTxnVerifyAck). The peer network may lose, duplicate or reorder
+// frames: verification changes nothing at the coordinator, so duplicates are
+// harmless; answers are matched by this incarnation's nonce and the call's
+// id, and a call unanswered within txnVerifyTimeout fails with a retriable
+// error.
+//
+// One call per (partition, producer) at a time: later batches of the same
+// producer and epoch wait for the call's answer and are appended after the
+// first, in arrival order, so a client's pipelined batches keep their
+// sequence order. A marker written for the producer on the partition while a
+// call is out voids it (Kafka's VerificationGuard): the transaction the
+// coordinator vouched for has ended, and a batch appended now would open a
+// new one nobody added. Its waiters get INVALID_TXN_STATE.
+//
+// TxnOffsetCommit is verified the same way (api_txn_offset_commit.go): the
+// group's __consumer_offsets partition must have been added to the
+// transaction (AddOffsetsToTxn) before the first transactional offsets are
+// written there, or they would stay pending, and the partition's
+// transaction open, for good.
+//
+// Errors the produce gets: the coordinator's INVALID_TXN_STATE (partition
+// not added, or no transaction ongoing); INVALID_PRODUCER_EPOCH for a
+// fenced epoch or a producer id the coordinator does not know (produce has
+// no PRODUCER_FENCED before v9 clients, and Kafka answers the same);
+// NOT_ENOUGH_REPLICAS, which every client retries, when the coordinator
+// cannot be asked or answer now (moving, loading, lost message).
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/internal/plant"
+	"github.com/floe-broker/floe/internal/wire"
+	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node/partition"
+	"github.com/floe-broker/floe/node/records"
+	"github.com/floe-broker/floe/node/txn"
+)
+
+const (
+	rpcTxnVerify    = 16 // a partition leader asks a transaction coordinator (AddPartitionsToTxn v4, VerifyOnly)
+	rpcTxnVerifyAck = 17 // the coordinator's AddPartitionsToTxn v4 response
+
+	// txnVerifyTimeout bounds a verification call; the produce then gets
+	// a retriable error.
+	txnVerifyTimeout = 5 * time.Second
+)
+
+// txnVerifier holds the verification calls this broker has out.
+type txnVerifier struct {
+	seq   uint64
+	nonce uint64 // drawn at the first call: tells this incarnation's answers from earlier ones'
+	calls map[uint64]*verifyCall
+	// byKey is the call out for each (partition, producer), at most one.
+	byKey map[verifyKey]*verifyCall
+}
+
+type verifyKey struct {
+	group uint64 // the partition's Raft group
+	pid   int64
+}
+
+// verifyCall is one verification awaiting the coordinator's answer.
+type verifyCall struct {
+	id      uint64
+	key     verifyKey
+	epoch   int16
+	term    uint64 // the partition's leader term when asked
+	voided  bool   // a marker for the producer was written meanwhile
+	cancel  func()
+	waiters []func(error)
+}
+
+// verifyTxnProduce checks a batch about to be appended to p against
+// transactions and calls cont with nil when it may be appended, or with
+// the error the partition's answer gets: before it returns when no
+// coordinator on another broker needs asking, else once it answers.
+func (r *Reactor) verifyTxnProduce(txnID *string, p *partition.Partition, h records.Header, cont func(error)) {
+	if !h.IsTransactional() {
+		cont(nil)
+		return
+	}
+	if txnID == nil || h.ProducerID < 0 {
+		cont(withMessage(kerr.InvalidRecord, "a transactional batch needs a transactional id and a producer id"))
+		return
+	}
+	r.verifyTxnPartition(*txnID, p, h.ProducerID, h.ProducerEpoch, cont)
+}
+
+// verifyTxnPartition calls cont with nil once the coordinator of txnID
+// said p is part of producer pid's ongoing transaction at epoch, or when a
+// transaction of pid is open on p already (counting entries not yet
+// committed); else with the error (produceVerifyError's).
+func (r *Reactor) verifyTxnPartition(txnID string, p *partition.Partition, pid int64, epoch int16, cont func(error)) {
+	key := verifyKey{uint64(p.Replica().Group), pid}
+	v := &r.txns.verify
+	if call := v.byKey[key]; call != nil {
+		if call.epoch != epoch {
+			cont(withMessage(kerr.NotEnoughReplicas, "another epoch of the producer is being verified"))
+			return
+		}
+		call.waiters = append(call.waiters, cont) // after the first batch, in order
+		return
+	}
+	if p.PendingOpen(pid) {
+		cont(nil)
+		return
+	}
+	tp := txn.TopicPartition{Topic: p.Topic, Partition: p.Index}
+	if co, err := r.txnCoordinatorFor(txnID); err == nil {
+		cont(verifyAnswer(co.Verify(txnID, pid, epoch, []txn.TopicPartition{tp})))
+		return
+	}
+	lead, err := r.txnCoordinatorBroker(txnID)
+	if err != nil {
+		cont(err)
+		return
+	}
+	if plant.Enabled(plant.TxnVerifySkipped) {
+		cont(nil) // the hole this file closes
+		return
+	}
+	r.sendVerify(lead, key, txnID, epoch, tp, p.Term(), cont)
+}
+
+// verifyAnswer maps a coordinator's verification to the produce's error.
+func verifyAnswer(errs []*kerr.Error, err *kerr.Error) error {
+	if err == nil && len(errs) == 1 {
+		err = errs[0]
+	}
+	return produceVerifyError(err)
+}
+
+// produceVerifyError maps a coordinator's error for one partition to the
+// error the produce gets.
+func produceVerifyError(err *kerr.Error) error {
+	switch err {
+	case nil:
+		return nil
+	case kerr.InvalidTxnState:
+		return withMessage(kerr.InvalidTxnState, "the partition is not part of the producer's transaction (AddPartitionsToTxn first)")
+	case kerr.ProducerFenced, kerr.InvalidProducerEpoch, kerr.InvalidProducerIDMapping:
+		return withMessage(kerr.InvalidProducerEpoch, "the transaction coordinator fenced this producer epoch")
+	}
+	return withMessage(kerr.NotEnoughReplicas, "the transaction coordinator could not verify the partition now: "+err.Message)
+}
+
+// txnCoordinatorBroker returns the broker leading the __transaction_state
+// partition of id, when that is another broker.
+func (r *Reactor) txnCoordinatorBroker(id string) (uint64, error) {
+	t := r.txnTopic()
+	if t == nil || len(t.Partitions) == 0 {
+		// No coordinator ever existed, so nothing was added.
+		return 0, produceVerifyError(kerr.InvalidTxnState)
+	}
+	lead, _ := r.partitionLeader(&t.Partitions[txn.PartitionFor(id, int32(len(t.Partitions)))])
+	if lead <= 0 || uint64(lead) == r.self {
+		return 0, produceVerifyError(kerr.CoordinatorNotAvailable)
+	}
+	return uint64(lead), nil
+}
+
+func (r *Reactor) sendVerify(to uint64, key verifyKey, txnID string, epoch int16, tp txn.TopicPartition, term uint64, cont func(error)) {
+	v := &r.txns.verify
+	if v.calls == nil {
+		v.calls, v.byKey = map[uint64]*verifyCall{}, map[verifyKey]*verifyCall{}
+	}
+	if v.nonce == 0 {
+		v.nonce = r.env.Rand.Uint64() | 1
+	}
+	v.seq++
+	call := &verifyCall{id: v.seq, key: key, epoch: epoch, term: term, waiters: []func(error){cont}}
+	v.calls[call.id], v.byKey[key] = call, call
+	tid := r.after(txnVerifyTimeout, func() { r.verifyAnswered(call.id, nil) })
+	call.cancel = func() { r.cancelTimer(tid) }
+
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 4
+	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = txnID, key.pid, epoch, true
+	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	tt.Topic, tt.Partitions = tp.Topic, []int32{tp.Partition}
+	tx.Topics = append(tx.Topics, tt)
+	req.Transactions = append(req.Transactions, tx)
+	var w wire.Writer
+	w.U8(frameRPC)
+	w.U8(rpcTxnVerify)
+	w.Uvarint(v.nonce)
+	w.Uvarint(call.id)
+	w.Bytes(req.AppendTo(nil))
+	r.env.Net.Send(netx.NodeID(to), w.B)
+}
+
+// verifyAnswered completes a call with the coordinator's answer (nil:
+// none came in time).
+func (r *Reactor) verifyAnswered(id uint64, resp *kmsg.AddPartitionsToTxnResponse) {
+	v := &r.txns.verify
+	call := v.calls[id]
+	if call == nil {
+		return
+	}
+	delete(v.calls, id)
+	delete(v.byKey, call.key)
+	call.cancel()
+	var err error
+	switch p := r.parts[call.key.group]; {
+	case call.voided:
+		err = withMessage(kerr.InvalidTxnState, "the producer's transaction ended on the partition while it was being verified")
+	case p == nil || !p.IsLeader() || p.Term() != call.term:
+		err = kerr.NotLeaderForPartition
+	case resp == nil:
+		err = withMessage(kerr.NotEnoughReplicas, "the transaction coordinator did not answer the verification")
+	case resp.ErrorCode != 0:
+		err = produceVerifyError(kerrFor(resp.ErrorCode))
+	default:
+		err = verifyResult(resp)
+	}
+	for _, w := range call.waiters {
+		w(err)
+	}
+}
+
+// verifyResult is the error of the one partition a verification asked
+// about.
+func verifyResult(resp *kmsg.AddPartitionsToTxnResponse) error {
+	for _, t := range resp.Transactions {
+		for _, tt := range t.Topics {
+			for _, p := range tt.Partitions {
+				if p.ErrorCode == 0 {
+					return nil
+				}
+				return produceVerifyError(kerrFor(p.ErrorCode))
+			}
+		}
+	}
+	return withMessage(kerr.NotEnoughReplicas, "the transaction coordinator's answer names no partition")
+}
+
+// kerrFor is the Kafka error of a nonzero code (UNKNOWN_SERVER_ERROR for a
+// code it does not know).
+func kerrFor(code int16) *kerr.Error {
+	if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		return ke
+	}
+	return kerr.UnknownServerError
+}
+
+// voidVerify is called when a marker for producer pid is written to the
+// partition of Raft group g: a verification out for it no longer holds.
+func (r *Reactor) voidVerify(g uint64, pid int64) {
+	if call := r.txns.verify.byKey[verifyKey{g, pid}]; call != nil {
+		call.voided = true
+	}
+}
+
+// handleTxnVerifyRPC handles the verification RPCs (the reader is past the
+// kind).
+func (r *Reactor) handleTxnVerifyRPC(from uint64, kind uint8, rd *wire.Reader) {
+	nonce, id, body := rd.Uvarint(), rd.Uvarint(), rd.Bytes()
+	if rd.Done() != nil {
+		r.stats.BadFrames++
+		return
+	}
+	switch kind {
+	case rpcTxnVerify:
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Version = 4
+		if err := req.ReadFrom(body); err != nil {
+			r.stats.BadFrames++
+			return
+		}
+		serveAddPartitionsToTxnBatch(r, req, func(resp kmsg.Response) {
+			var w wire.Writer
+			w.U8(frameRPC)
+			w.U8(rpcTxnVerifyAck)
+			w.Uvarint(nonce)
+			w.Uvarint(id)
+			w.Bytes(resp.AppendTo(nil))
+			r.env.Net.Send(netx.NodeID(from), w.B)
+		})
+	case rpcTxnVerifyAck:
+		if nonce != r.txns.verify.nonce {
+			return // an answer to an earlier incarnation
+		}
+		resp := kmsg.NewPtrAddPartitionsToTxnResponse()
+		resp.Version = 4
+		if err := resp.ReadFrom(body); err != nil {
+			r.stats.BadFrames++
+			return
+		}
+		r.verifyAnswered(id, resp)
+	}
+}

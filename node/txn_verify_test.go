@@ -1,0 +1,243 @@
+package node
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// KIP-890 part 1 across brokers (txn_verify.go): a partition leader that
+// is not the transaction's coordinator appends the first transactional
+// batch of a producer only once the coordinator said the partition is part
+// of its ongoing transaction at that epoch. Each refusal below was accepted
+// before (the check was made only with a local coordinator), and left a
+// transaction open on the partition that no marker would close.
+func TestTxnVerifyAcrossBrokers(t *testing.T) {
+	c := newCluster(t, 3, 17)
+	c.waitReady()
+	createTopic(t, c, 1, "v", 3, 3, nil)
+	waitLeaders(t, c, "v", 3)
+	const id = "vx"
+	initCode := func(r kmsg.Response) int16 { return r.(*kmsg.InitProducerIDResponse).ErrorCode }
+	init := func(pid int64, epoch int16) (int64, int16) {
+		ir := txnCall(t, c, 1, id, func() kmsg.Request {
+			r := kmsg.NewPtrInitProducerIDRequest()
+			r.Version, r.TransactionalID, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch = 4, kmsg.StringPtr(id), 60000, pid, epoch
+			return r
+		}, initCode).(*kmsg.InitProducerIDResponse)
+		if ir.ErrorCode != 0 {
+			t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
+		}
+		return ir.ProducerID, ir.ProducerEpoch
+	}
+	addCode := func(r kmsg.Response) int16 {
+		return r.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	endCode := func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }
+	add := func(pid int64, epoch int16, p int32) {
+		t.Helper()
+		if code := addCode(txnCall(t, c, 1, id, func() kmsg.Request { return addPartitionsReq(id, pid, epoch, "v", p) }, addCode)); code != 0 {
+			t.Fatalf("add v-%d: %v", p, kerr.ErrorForCode(code))
+		}
+	}
+	end := func(pid int64, epoch int16, commit bool) {
+		t.Helper()
+		if code := endCode(txnCall(t, c, 1, id, func() kmsg.Request { return endTxnReq(id, pid, epoch, commit) }, endCode)); code != 0 {
+			t.Fatalf("end (commit %v): %v", commit, kerr.ErrorForCode(code))
+		}
+	}
+	produceTo := func(p int32, pid int64, epoch int16, seq int32) *kmsg.ProduceRequest {
+		req := produceReq("v", p, -1, txnBatchOf(pid, epoch, seq, "x"))
+		req.TransactionID = kmsg.StringPtr(id)
+		return req
+	}
+	produce := func(p int32, pid int64, epoch int16, seq int32) int16 {
+		resp := c.request(leaderOf(c, "v", p), produceTo(p, pid, epoch, seq))
+		return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	// stable: nothing is open on the partition (what a hanging
+	// transaction would break for good).
+	stable := func(p int32) bool {
+		sp := readCommitted(t, c, "v", p)
+		return sp.ErrorCode == 0 && sp.LastStableOffset == sp.HighWatermark
+	}
+
+	pid, epoch := init(-1, -1)
+	co := findTxnCoordinator(t, c, 1, id)
+	var remote []int32
+	for p := int32(0); p < 3; p++ {
+		if leaderOf(c, "v", p) != co {
+			remote = append(remote, p)
+		}
+	}
+	if len(remote) < 2 {
+		t.Fatalf("the coordinator (node %d) leads too many partitions to exercise the verification RPC", co)
+	}
+	p, q := remote[0], remote[1]
+
+	// A partition never added: refused, and nothing opens there.
+	if code := produce(p, pid, epoch, 0); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("produce to v-%d never added: %v, want INVALID_TXN_STATE", p, kerr.ErrorForCode(code))
+	}
+	if !stable(p) {
+		t.Fatalf("v-%d: a transaction was opened by a batch the coordinator never saw added", p)
+	}
+
+	// Added: accepted; committed, it closes.
+	add(pid, epoch, p)
+	if code := produce(p, pid, epoch, 0); code != 0 {
+		t.Fatalf("produce to added v-%d: %v", p, kerr.ErrorForCode(code))
+	}
+	end(pid, epoch, true)
+	if !c.runUntil(10*time.Second, func() bool { return stable(p) }) {
+		t.Fatalf("v-%d: the committed transaction did not close", p)
+	}
+
+	// The verification says yes, but a marker for the producer lands on
+	// the partition before the answer: the transaction the coordinator
+	// vouched for has ended there, so the batch is refused.
+	add(pid, epoch, p)
+	lead := c.nodes[leaderOf(c, "v", p)].r
+	answered, code := false, int16(-1)
+	lead.HandleRequest(Client{ClientID: "test"}, produceTo(p, pid, epoch, 1), func(r kmsg.Response) {
+		answered, code = true, r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	})
+	if answered || len(lead.txns.verify.byKey) != 1 {
+		t.Fatalf("the first batch of a transaction was not sent to the coordinator for verification (answered %v)", answered)
+	}
+	lead.appendMarker(lead.byName[topicPartition{"v", p}], pid, epoch, false, 0, func(error) {})
+	if !c.runUntil(10*time.Second, func() bool { return answered }) {
+		t.Fatal("the produce was never answered")
+	}
+	if code != kerr.InvalidTxnState.Code {
+		t.Fatalf("produce verified before a marker landed: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	end(pid, epoch, false)
+	if !c.runUntil(10*time.Second, func() bool { return stable(p) }) {
+		t.Fatalf("v-%d: a batch verified for a transaction that had ended opened a new one", p)
+	}
+
+	// Fenced: the old epoch's first batch is refused once the producer
+	// was initialized again.
+	pid2, epoch2 := init(pid, epoch)
+	if code := produce(q, pid, epoch, 0); code != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("fenced epoch's batch to v-%d: %v, want INVALID_PRODUCER_EPOCH", q, kerr.ErrorForCode(code))
+	}
+	if !stable(q) {
+		t.Fatalf("v-%d: the fenced epoch opened a transaction", q)
+	}
+
+	// AddPartitionsToTxn v4 at the coordinator: VerifyOnly answers per
+	// partition and changes nothing; without it, it adds.
+	add(pid2, epoch2, p)
+	v4 := func(verify bool, parts ...int32) []kmsg.AddPartitionsToTxnResponseTransactionTopicPartition {
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Version = 4
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, pid2, epoch2, verify
+		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		tt.Topic, tt.Partitions = "v", parts
+		tx.Topics = append(tx.Topics, tt)
+		req.Transactions = append(req.Transactions, tx)
+		resp := c.request(findTxnCoordinator(t, c, 1, id), req).(*kmsg.AddPartitionsToTxnResponse)
+		if resp.ErrorCode != 0 || len(resp.Transactions) != 1 || len(resp.Transactions[0].Topics) != 1 {
+			t.Fatalf("v4: %+v", resp)
+		}
+		return resp.Transactions[0].Topics[0].Partitions
+	}
+	if ps := v4(true, p, q); ps[0].ErrorCode != 0 || ps[1].ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("v4 verify of v-%d (added) and v-%d (not): %+v", p, q, ps)
+	}
+	if ps := v4(false, q); ps[0].ErrorCode != 0 {
+		t.Fatalf("v4 add of v-%d: %+v", q, ps)
+	}
+	if ps := v4(true, q); ps[0].ErrorCode != 0 {
+		t.Fatalf("v4 verify of v-%d after the v4 add: %+v", q, ps)
+	}
+	if code := produce(q, pid2, epoch2, 0); code != 0 {
+		t.Fatalf("produce to v-%d added by v4: %v", q, kerr.ErrorForCode(code))
+	}
+	end(pid2, epoch2, true)
+	if !c.runUntil(10*time.Second, func() bool { return stable(p) && stable(q) }) {
+		t.Fatal("the last transaction did not close")
+	}
+}
+
+// TxnOffsetCommit is verified too: offsets sent to a transaction that never
+// added the group (AddOffsetsToTxn) are refused, instead of staying pending
+// on the group's __consumer_offsets partition in a transaction no marker
+// closes. The group's coordinator and the transaction's are different
+// brokers, so the verification goes by RPC.
+func TestTxnOffsetCommitVerified(t *testing.T) {
+	c := newCluster(t, 3, 19)
+	c.waitReady()
+	createTopic(t, c, 1, "w", 1, 3, nil)
+	waitLeaders(t, c, "w", 1)
+	const id = "ox"
+	initCode := func(r kmsg.Response) int16 { return r.(*kmsg.InitProducerIDResponse).ErrorCode }
+	ir := txnCall(t, c, 1, id, func() kmsg.Request {
+		r := kmsg.NewPtrInitProducerIDRequest()
+		r.Version, r.TransactionalID, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch = 4, kmsg.StringPtr(id), 60000, -1, -1
+		return r
+	}, initCode).(*kmsg.InitProducerIDResponse)
+	if ir.ErrorCode != 0 {
+		t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
+	}
+	pid, epoch := ir.ProducerID, ir.ProducerEpoch
+	co := findTxnCoordinator(t, c, 1, id)
+	name := ""
+	for i := 0; i < 20 && name == ""; i++ {
+		if g := fmt.Sprintf("g%d", i); findCoordinator(t, c, 1, g) != co {
+			name = g
+		}
+	}
+	if name == "" {
+		t.Fatalf("every group is coordinated by the transaction's coordinator (node %d)", co)
+	}
+	commitCode := func(r kmsg.Response) int16 {
+		return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	commit := func(off int64) int16 {
+		resp, _ := groupCall(t, c, 1, name, func() kmsg.Request { return txnCommitReq(id, pid, epoch, name, "", -1, "w", 0, off) }, commitCode)
+		return commitCode(resp)
+	}
+	stableFetch := func() kmsg.Request {
+		req := fetchReq(name, "w", 0)().(*kmsg.OffsetFetchRequest)
+		req.RequireStable = true
+		return req
+	}
+	fetched := func() kmsg.Response {
+		resp, _ := groupCall(t, c, 1, name, stableFetch, fetchRespCode)
+		return resp
+	}
+
+	if code := commit(5); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("offsets of a transaction that never added group %s: %v, want INVALID_TXN_STATE", name, kerr.ErrorForCode(code))
+	}
+	if resp := fetched(); fetchRespCode(resp) != 0 || fetchedOffset(resp) != -1 {
+		t.Fatalf("after the refused offsets: code %v offset %d, want no offset and nothing pending",
+			kerr.ErrorForCode(fetchRespCode(resp)), fetchedOffset(resp))
+	}
+
+	addCode := func(r kmsg.Response) int16 { return r.(*kmsg.AddOffsetsToTxnResponse).ErrorCode }
+	if code := addCode(txnCall(t, c, 1, id, func() kmsg.Request { return addOffsetsReq(id, pid, epoch, name) }, addCode)); code != 0 {
+		t.Fatalf("add offsets: %v", kerr.ErrorForCode(code))
+	}
+	if code := commit(7); code != 0 {
+		t.Fatalf("offsets after AddOffsetsToTxn: %v", kerr.ErrorForCode(code))
+	}
+	endCode := func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }
+	if code := endCode(txnCall(t, c, 1, id, func() kmsg.Request { return endTxnReq(id, pid, epoch, true) }, endCode)); code != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
+	}
+	ok := c.runUntil(10*time.Second, func() bool {
+		resp := fetched()
+		return fetchRespCode(resp) == 0 && fetchedOffset(resp) == 7
+	})
+	if !ok {
+		t.Fatal("the committed transaction's offset never became the group's")
+	}
+}
