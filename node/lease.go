@@ -102,6 +102,7 @@ func (r *Reactor) leaseDuration() time.Duration {
 func (r *Reactor) observeReadStates(g uint64, rss []consensus.ReadState) {
 	if g == controller.ControllerGroup {
 		r.observeCatchUp(rss)
+		r.observeBarriers(rss)
 		return
 	}
 	for _, rs := range rss {

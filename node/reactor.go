@@ -72,6 +72,9 @@ type Reactor struct {
 	sec security // authorization and the audit log (security.go)
 
 	catchUp catchUp // whether the metadata caught up since start (catchup.go)
+	// barriers wait for the metadata to hold what the controller had
+	// committed (metabarrier.go).
+	barriers metaBarriers
 
 	stats Stats
 	// telemetry is what clients pushed (KIP-714, telemetry.go).

@@ -10,6 +10,11 @@ import (
 )
 
 func alterGroupConfigs(c *cluster, g string, kv ...string) *kmsg.IncrementalAlterConfigsResponseResource {
+	return alterGroupConfigsAt(c, 1, g, kv...)
+}
+
+// alterGroupConfigsAt is alterGroupConfigs sent to broker id.
+func alterGroupConfigsAt(c *cluster, id int32, g string, kv ...string) *kmsg.IncrementalAlterConfigsResponseResource {
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
 	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, g
@@ -19,7 +24,7 @@ func alterGroupConfigs(c *cluster, g string, kv ...string) *kmsg.IncrementalAlte
 		rr.Configs = append(rr.Configs, cc)
 	}
 	req.Resources = append(req.Resources, rr)
-	return &c.request(1, req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+	return &c.request(id, req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
 }
 
 // TestShareGroupConfigs: share.* group configs set with

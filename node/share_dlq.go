@@ -123,6 +123,7 @@ func (r *Reactor) pumpDeadLetters(sh *shareShard) {
 	for _, k := range sortedShareKeys(sh.parts) {
 		cfg := r.groupShareConfig(k.Group)
 		if cfg.DeadLetterTopic == "" {
+			r.archiveUnlettered(sh, k)
 			continue
 		}
 		if c := r.dlqCopies(sh)[k]; c != nil {
@@ -430,6 +431,43 @@ func (r *Reactor) archiveDeadLetter(sh *shareShard, k share.Key, off int64, copi
 			}
 			r.pumpDeadLetters(sh)
 		}
+	})
+}
+
+// archiveUnlettered archives, uncopied, k's DeadLettering records of a
+// group that has no dead-letter topic, once a metadata barrier confirms
+// it has none: a topic set before a record was rejected (or reached its
+// limit) is then known here, and the record is copied instead. Only the
+// records that were waiting when the barrier was asked for are archived.
+// A copy or an archive in flight goes first.
+func (r *Reactor) archiveUnlettered(sh *shareShard, k share.Key) {
+	copies := r.dlqCopies(sh)
+	if copies[k] != nil {
+		return
+	}
+	offs := sh.parts[k].DeadLetteringOffsets()
+	if len(offs) == 0 {
+		return
+	}
+	c := &dlqCopy{off: offs[0], busy: true}
+	copies[k] = c
+	r.afterFreshMetadata(func() {
+		if copies[k] != c || r.shares.shards[sh.raftGroup] != sh {
+			return
+		}
+		if r.groupShareConfig(k.Group).DeadLetterTopic != "" {
+			delete(copies, k) // set after all: the next pump copies them
+			return
+		}
+		sp := sh.parts[k]
+		for _, off := range offs {
+			_ = sp.DeadLettered(off, false) // archived meanwhile (trimmed): nothing to do
+		}
+		r.writeShareStates(sh, []share.Key{k}, func(error) {
+			if copies[k] == c {
+				delete(copies, k)
+			}
+		})
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/records"
 	"github.com/floe-broker/floe/node/share"
 )
@@ -306,4 +307,61 @@ func TestShareDeadLetterWaitsForMetadata(t *testing.T) {
 	}
 	got := waitDLQ(t, c, "q.dlq", 1)
 	wantDLQHeaders(t, got[0], "sg", "q", 0, 2, "delivery-limit")
+}
+
+// A dead-letter topic set (and acknowledged by the controller) just before
+// a record is rejected must get that record, even when the group's
+// coordinator has not applied the config yet: it is cut off from the
+// controller's leader here, so its metadata lags. The coordinator must
+// not archive the record uncopied on its stale configs; it waits for a
+// metadata barrier (metabarrier.go), which passes only once it applied the
+// config, and then copies. Simulator seed 910380 with --corrupt
+// --reassign lost two dead letters this way.
+func TestShareDeadLetterConfigSetWhileCoordinatorLags(t *testing.T) {
+	c := newClusterWith(t, 3, 47, earliestShares)
+	c.waitReady()
+	createTopic(t, c, 1, "q", 1, 3, nil)
+	waitLeaders(t, c, "q", 1)
+	produceWithHeader(t, c, "q", "a")
+	ctlLead := int32(c.nodes[firstLive(c)].r.controllerLeader())
+	var co int32
+	for _, id := range sortedKeys(c.nodes) {
+		if id != ctlLead {
+			co = id
+			break
+		}
+	}
+	g := groupLedBy(t, c, co)
+	if got := shareJoin(t, c, co, g, "m", "q"); got != co {
+		t.Fatalf("group %s coordinated by %d, not %d", g, got, co)
+	}
+	f := c.request(co, shareFetchOf(c, "q", g, "m", 0)).(*kmsg.ShareFetchResponse)
+	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 0 {
+		t.Fatalf("acquired %+v", got)
+	}
+	// Cut the coordinator off from the controller's leader, then set the
+	// dead-letter topic through the leader: committed by the other two.
+	c.w.Cut(netx.NodeID(co), netx.NodeID(ctlLead))
+	c.w.Cut(netx.NodeID(ctlLead), netx.NodeID(co))
+	if res := alterGroupConfigsAt(c, ctlLead, g, dlqTopicConfig, "q.dlq"); res.ErrorCode != 0 {
+		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
+	}
+	if got := c.nodes[co].r.groupShareConfig(g).DeadLetterTopic; got != "" {
+		t.Fatalf("the coordinator already knows the dead-letter topic %q: the test does not lag it", got)
+	}
+	a := c.request(co, shareAckOf(c, "q", g, "m", 1, ackBatch(0, 0, share.AckReject))).(*kmsg.ShareAcknowledgeResponse)
+	if a.ErrorCode != 0 || a.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("reject: %+v", a)
+	}
+	c.runFor(2 * time.Second) // the coordinator, still cut off, must not archive it
+	sh, err := c.nodes[co].r.shareShardFor(g)
+	if err != nil {
+		t.Fatalf("share shard: %v", err)
+	}
+	if sp := sh.parts[share.Key{Group: g, Topic: "q", Partition: 0}]; sp == nil || sp.Start() != 0 {
+		t.Fatalf("the rejected record was archived while the coordinator's metadata lagged the dead-letter config")
+	}
+	c.w.Heal()
+	got := waitDLQ(t, c, "q.dlq", 1)
+	wantDLQHeaders(t, got[0], g, "q", 0, 1, "rejected")
 }

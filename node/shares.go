@@ -96,9 +96,16 @@ func (c ShareConfig) withDefaults() ShareConfig {
 	return c
 }
 
+// partition is the share-partition's configuration. DeadLetter is always
+// on: a rejected record, or one at the delivery limit, waits
+// DeadLettering until the coordinator knows, with fresh metadata, whether
+// the group has a dead-letter topic (share_dlq.go archiveUnlettered).
+// Deciding with the coordinator's possibly stale copy of the group's
+// configs instead lost dead letters of a topic set just before (simulator
+// seed 910380 with --corrupt --reassign).
 func (c ShareConfig) partition() share.Config {
 	return share.Config{DeliveryLimit: c.DeliveryLimit, Lock: c.Lock, MaxInFlight: c.MaxInFlight, Backoff: c.Backoff,
-		DeadLetter: c.DeadLetterTopic != ""}
+		DeadLetter: true}
 }
 
 func (c ShareConfig) group() share.GroupConfig {

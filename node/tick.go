@@ -24,6 +24,7 @@ func (r *Reactor) onTick() {
 	}
 	r.retryForwards()
 	r.probeMetadata()
+	r.pumpBarriers()
 	r.campaignNewGroups()
 	r.renewLeases()
 	r.ensureRegistered()

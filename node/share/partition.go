@@ -69,8 +69,10 @@ type Config struct {
 	Lock          time.Duration // share.record.lock.duration.ms, > 0
 	MaxInFlight   int64         // group.share.partition.max.record.locks, > 0
 	Backoff       Backoff       // redelivery backoff (Floe's retry policy); zero: none
-	// DeadLetter: the group has a dead-letter topic, so a rejected record
-	// or one at the delivery limit becomes DeadLettering, not Archived.
+	// DeadLetter: a rejected record or one at the delivery limit becomes
+	// DeadLettering, not Archived. The node turns it on for every group
+	// and archives uncopied itself, once it knows with fresh metadata
+	// that the group has no dead-letter topic (node/share_dlq.go).
 	DeadLetter bool
 }
 
@@ -456,6 +458,18 @@ func (p *Partition) NextDeadLetter(now time.Duration) (DeadLetter, bool) {
 		}
 	}
 	return DeadLetter{}, false
+}
+
+// DeadLetteringOffsets returns the offsets of every DeadLettering record,
+// lowest first.
+func (p *Partition) DeadLetteringOffsets() []int64 {
+	var offs []int64
+	for i, r := range p.recs {
+		if r.state == DeadLettering {
+			offs = append(offs, p.start+int64(i))
+		}
+	}
+	return offs
 }
 
 // DeadLetterProducer returns the producer of the dead-letter copies (PID
