@@ -9,7 +9,7 @@
 # Knobs (environment):
 #   LAT_DURATION=4s LAT_WARMUP=1s   each load point
 #   LAT_MAX_DURATION=5s            the closed-loop run that measures the maximum
-#   LAT_LOADS="10 50 75 90"        percent of the measured maximum
+#   LAT_LOADS="10 50 75 90"        percent of the measured maximum ("" : the maximum only)
 #   LAT_RUNS=3                     runs per point
 #   LAT_SETUPS="rf1 rf3"
 #   LAT_MAX_RF1= LAT_MAX_RF3=      use this maximum instead of measuring it
@@ -25,7 +25,7 @@ cd "$ROOT"
 DURATION=${LAT_DURATION:-4s}
 WARMUP=${LAT_WARMUP:-1s}
 MAX_DURATION=${LAT_MAX_DURATION:-5s}
-LOADS=${LAT_LOADS:-10 50 75 90}
+LOADS=${LAT_LOADS-10 50 75 90}
 RUNS=${LAT_RUNS:-3}
 SETUPS=${LAT_SETUPS:-rf1 rf3}
 PARTITIONS=${FLOE_BENCH_PARTITIONS:-8}
@@ -71,7 +71,14 @@ run() {
 	local label=$1 out
 	shift
 	log "bench $label"
-	out=$(timeout 300 "$FLOE" bench produce "$@" --json --progress 0 --label "$label" 2>"$WORK/last.err") || true
+	local try
+	for try in 1 2 3 4 5 6; do
+		out=$(timeout 300 "$FLOE" bench produce "$@" --json --progress 0 --label "$label" 2>"$WORK/last.err") || true
+		# A cluster just started may not have every broker registered yet.
+		[[ -z $out ]] && grep -q INVALID_REPLICATION_FACTOR "$WORK/last.err" || break
+		log "  not every broker registered yet; retrying in 2s"
+		sleep 2
+	done
 	if [[ -n $out ]]; then
 		printf '%s\n' "$out" >>"$RESULTS"
 		printf '%s\n' "$out" | "$REPORT" summary
