@@ -77,8 +77,11 @@ func groupPoints(results []bench.Result) []*point {
 	return out
 }
 
-// spread is the median and range of some runs' values.
-type spread struct{ med, lo, hi float64 }
+// spread is the median and range of some runs' values; n is how many.
+type spread struct {
+	med, lo, hi float64
+	n           int
+}
 
 func spreadOf(vs []float64) spread {
 	if len(vs) == 0 {
@@ -90,10 +93,13 @@ func spreadOf(vs []float64) spread {
 	if len(s)%2 == 0 {
 		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
-	return spread{med, s[0], s[len(s)-1]}
+	return spread{med, s[0], s[len(s)-1], len(s)}
 }
 
 func (s spread) ms() string {
+	if s.n == 0 {
+		return "-"
+	}
 	return fmt.Sprintf("%s (%s..%s)", bench.FormatMs(s.med), bench.FormatMs(s.lo), bench.FormatMs(s.hi))
 }
 
