@@ -17,7 +17,7 @@ APT_INSTALL  := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q
 # Order matters in `make test` (cheap checks first), so never run in parallel.
 .NOTPARALLEL:
 .PHONY: help build run test deps lint fmt-check vet floelint mutations-apply unit planted \
-	sim mutate bench jepsen cluster cluster-stop docker-image fuzz clean
+	sim mutate bench bench-latency jepsen cluster cluster-stop docker-image fuzz clean
 
 help:
 	@echo "make run      build bin/floe and start a single-node broker (floe serve)"
@@ -28,6 +28,7 @@ help:
 	@echo "make sim      simulator campaign: SEEDS=N (default 1000), LONG=1, SIM_FLAGS=--corrupt|--reassign"
 	@echo "make mutate   mutation testing: each one-line bug (scripts/mutate) must fail go test ./sim"
 	@echo "make bench    benchmark report (floe vs NATS, disk limit) -> docs/benchmarks.md"
+	@echo "make bench-latency  latency against load, RF=1 and RF=3, with broker stage histograms"
 	@echo "make jepsen   Docker fault-injection suite (~10 min; JEPSEN_MODE=smoke: 5 min)"
 	@echo "make cluster  start a local 3-broker cluster (make cluster-stop stops it)"
 
@@ -132,6 +133,13 @@ mutate:
 # JetStream R1 and R3 at matched durability, written to docs/benchmarks.md.
 bench:
 	bash scripts/bench/run.sh
+
+# bench-latency: latency against offered load (10/50/75/90% of the measured
+# maximum, open loop, each point LAT_RUNS=3 times) for Floe RF=1 and RF=3,
+# with the brokers' produce stage histograms; prints Markdown (median and
+# spread). Knobs: scripts/bench/latency.sh. About 5 minutes.
+bench-latency:
+	bash scripts/bench/latency.sh
 
 # jepsen: the Docker fault-injection suite (jepsen/README.md): builds a static
 # floe and an image FROM scratch, runs 5 brokers under kill -9, pauses and

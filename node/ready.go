@@ -25,7 +25,9 @@ const (
 //     every write that arrives during a round shares the next one (group
 //     commit);
 //  3. when a round completes, each Ready completes: its after-persist
-//     messages go out and its committed entries are applied.
+//     messages go out and its committed entries are applied. A leader's
+//     entries that a quorum commits while its Ready is in flight are
+//     applied at once (replica.ApplyCommittedBusy), not after the round.
 func (r *Reactor) process() {
 	r.processQueued = false
 	if r.stopped {
@@ -33,7 +35,21 @@ func (r *Reactor) process() {
 	}
 	for _, g := range r.groupIDs() {
 		rep := r.replicaOf(g)
-		if rep == nil || !rep.HasWork() {
+		if rep == nil {
+			continue
+		}
+		if rep.Busy() {
+			// A leader waiting for its fsync round still applies what a
+			// quorum committed meanwhile (replica.ApplyCommittedBusy).
+			if rep.ApplyCommittedBusy() {
+				r.afterApply(g)
+				if r.stopped {
+					return
+				}
+			}
+			continue
+		}
+		if !rep.HasWork() {
 			continue
 		}
 		r.take(consensus.GroupID(g), rep)

@@ -108,6 +108,7 @@ func runKafkaBench(ctx context.Context, mode string, args []string, out io.Write
 	inFlight := fs.Int("max-in-flight", 0, "produce requests in flight per broker, non-idempotent only (0: client default)")
 	buffered := fs.Int("max-buffered", 0, "records a producer buffers before blocking (0: client default, 50000)")
 	fetchWait := fs.Duration("fetch-max-wait", 0, "longest a fetch waits for data (0: client default)")
+	brokerMetrics := fs.String("broker-metrics", "", "Floe brokers' admin addresses `host:port,...`: report their produce stage histograms (floe_produce_stage_seconds) over the measured part")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func runKafkaBench(ctx context.Context, mode string, args []string, out io.Write
 		Warmup: *common.warmup, Producers: *producers, Consumers: *consumers, RatePerSec: *common.rate,
 		Acks: *acks, Compression: *compression, Linger: *linger, BatchBytesMax: int32(*batchMax),
 		Idempotent: idem, MaxInFlight: *inFlight, MaxBufferedRecords: *buffered, FetchMaxWait: *fetchWait,
-		DrainTimeout: *common.drain, Label: *common.label,
+		DrainTimeout: *common.drain, Label: *common.label, BrokerMetrics: splitList(*brokerMetrics),
 		Progress: common.progressTo, ProgressInterval: *common.progress, ClientOpts: security,
 	}
 	if mode == bench.ModeConsume {

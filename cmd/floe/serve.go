@@ -24,6 +24,16 @@ const defaultDataDir = "floe-data"
 
 func init() { addCommand("serve", "run a broker", runServe) }
 
+// stageSampleOption maps --produce-stage-sample to
+// runtime.Options.ProduceStageSample, where 0 means the default and a
+// negative value off.
+func stageSampleOption(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
 func runServe(args []string) error {
 	fs := flag.NewFlagSet("floe serve", flag.ContinueOnError)
 	dataDir := fs.String("data-dir", defaultDataDir, "directory holding the logs")
@@ -48,6 +58,7 @@ func runServe(args []string) error {
 	security := addAuthzFlags(fs)
 	maxRequest := fs.Int("max-request-bytes", 100<<20, "largest Kafka request accepted")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	stageSample := fs.Int("produce-stage-sample", runtime.ProduceStageSampleDefault, "break one produce request in every N down into stages for floe_produce_stage_seconds on /metrics (0 turns it off)")
 	listeners := fs.String("listeners", "", "Kafka listeners `NAME://host:port,...` (names PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, or any name in --listener-security-protocol-map); replaces --kafka-addr")
 	protoMap := fs.String("listener-security-protocol-map", "", "listener name to security protocol: `NAME:PROTOCOL,...`")
 	advListeners := fs.String("advertised-listeners", "", "addresses clients are told to use, per listener: `NAME://host:port,...` (default: the listen addresses)")
@@ -106,6 +117,7 @@ func runServe(args []string) error {
 	opts := runtime.Options{
 		DataDir: *dataDir, Listeners: plan.listen, Security: sec, AdminAddr: *adminAddr, RaftAddr: *raftAddr,
 		MaxRequestBytes: int32(*maxRequest), Logger: logger, AuditLogFile: *security.auditFile,
+		ProduceStageSample: stageSampleOption(*stageSample),
 		Node: node.Config{
 			NodeID: int32(*nodeID), KafkaHost: plan.advertise[0].Host, KafkaPort: plan.advertise[0].Port,
 			Listeners: plan.advertise, BootstrapUsers: bootstrap, RaftAddr: advRaft, Rack: *rack,

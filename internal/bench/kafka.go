@@ -45,7 +45,7 @@ func RunKafka(ctx context.Context, cfg KafkaConfig) (*Result, error) {
 	case ModeConsume:
 		res.Consume, err = r.consumeExisting(ctx)
 	default:
-		res.Produce, res.Consume, err = r.produce(ctx)
+		res.Produce, res.Consume, err = r.produce(ctx, res)
 	}
 	return res, err
 }
@@ -118,7 +118,7 @@ func (r *kafkaRun) claim() bool {
 
 // produce runs the producers (and in e2e the consumers) and returns the
 // produce side and, in e2e, the consume side.
-func (r *kafkaRun) produce(ctx context.Context) (*Side, *Side, error) {
+func (r *kafkaRun) produce(ctx context.Context, res *Result) (*Side, *Side, error) {
 	var from map[int32]int64
 	if r.cfg.Mode == ModeE2E {
 		ends, err := r.offsets(ctx, r.adm.ListEndOffsets)
@@ -160,8 +160,10 @@ func (r *kafkaRun) produce(ctx context.Context) (*Side, *Side, error) {
 	for i, cl := range clients {
 		wg.Go(func() { r.produceLoop(ctx, cl, i, start, acks) })
 	}
+	stagesBefore := r.scrapeStagesAt(ctx, warmupEnd)
 	wg.Wait()
 	r.flush(ctx, clients, acks)
+	r.brokerStages(ctx, stagesBefore, res)
 	if consumers != nil {
 		consumers.drain(acks.allMsgs.Load(), r.cfg.DrainTimeout)
 		stopProgress()
@@ -175,6 +177,50 @@ func (r *kafkaRun) produce(ctx context.Context) (*Side, *Side, error) {
 		return produceSide, nil, ctx.Err()
 	}
 	return produceSide, consumed.side(true), ctx.Err()
+}
+
+// scrapeStagesAt scrapes the brokers' stage histograms at t (the end of
+// the warmup), in the background; nil when no broker metrics were asked for.
+func (r *kafkaRun) scrapeStagesAt(ctx context.Context, t time.Time) <-chan stagesScrape {
+	if len(r.cfg.BrokerMetrics) == 0 {
+		return nil
+	}
+	ch := make(chan stagesScrape, 1)
+	go func() {
+		select {
+		case <-time.After(time.Until(t)):
+		case <-ctx.Done():
+		}
+		s, err := scrapeStages(ctx, r.cfg.BrokerMetrics)
+		ch <- stagesScrape{s, err}
+	}()
+	return ch
+}
+
+type stagesScrape struct {
+	s   *stageSnapshot
+	err error
+}
+
+// brokerStages scrapes again and puts the difference into res.
+func (r *kafkaRun) brokerStages(ctx context.Context, before <-chan stagesScrape, res *Result) {
+	if before == nil {
+		return
+	}
+	b := <-before
+	if b.err != nil {
+		res.StagesError = b.err.Error()
+		return
+	}
+	after, err := scrapeStages(ctx, r.cfg.BrokerMetrics)
+	if err != nil {
+		res.StagesError = err.Error()
+		return
+	}
+	res.BrokerStages = after.since(b.s).latencies()
+	if len(res.BrokerStages) == 0 {
+		res.StagesError = "no " + stageMetric + " observations (not a Floe broker, or --produce-stage-sample 0)"
+	}
 }
 
 // flush waits up to DrainTimeout for every buffered message's outcome;

@@ -58,6 +58,10 @@ type KafkaConfig struct {
 	// e2e, for consumers to catch up, after producing stops.
 	DrainTimeout time.Duration `json:"drain_timeout_ns"`
 	Label        string        `json:"label,omitempty"`
+	// BrokerMetrics are Floe brokers' admin addresses (host:port, or the
+	// full /metrics URL): when set, the run reports the brokers' produce
+	// stage histograms over the measured part (stages.go).
+	BrokerMetrics []string `json:"broker_metrics,omitempty"`
 
 	// ClientOpts are added to every client's options (TLS and SASL, from
 	// floe bench --command-config).

@@ -24,6 +24,11 @@ type Result struct {
 	// Produce and Consume are nil for the side a mode does not run.
 	Produce *Side `json:"produce,omitempty"`
 	Consume *Side `json:"consume,omitempty"`
+	// BrokerStages is the brokers' breakdown of produce requests over the
+	// measured part of the run (KafkaConfig.BrokerMetrics); StagesError
+	// says why it is missing when it was asked for.
+	BrokerStages []StageLatency `json:"broker_stages,omitempty"`
+	StagesError  string         `json:"broker_stages_error,omitempty"`
 }
 
 // Side is the measurement of producing or of consuming. Messages and the
@@ -101,6 +106,10 @@ func (r *Result) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%s: %d-byte messages, %s\n", title, r.MessageBytes, load)
 	writeSide(w, "produce", "ack latency", r.Produce)
 	writeSide(w, "consume", "end-to-end latency", r.Consume)
+	writeStages(w, r.BrokerStages)
+	if r.StagesError != "" {
+		fmt.Fprintf(w, "  broker stages: %s\n", r.StagesError)
+	}
 }
 
 func writeSide(w io.Writer, name, latencyName string, s *Side) {

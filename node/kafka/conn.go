@@ -43,9 +43,11 @@ type conn struct {
 	// Reader-owned.
 	info       *ConnInfo // the current snapshot, replaced on change
 	sizeBuf    [4]byte
-	sawFrame   bool      // a frame was read: the first one is checked for other protocols (probe.go)
-	auth       authState // auth.go
-	failReason string    // why the last SASL step failed (safe to show)
+	sawFrame   bool             // a frame was read: the first one is checked for other protocols (probe.go)
+	readAt     time.Time        // when the current frame's size prefix was read (timed only)
+	timed      ReadTimedHandler // srv.h when it wants read times, else nil
+	auth       authState        // auth.go
+	failReason string           // why the last SASL step failed (safe to show)
 
 	// Writer-owned.
 	wbuf []byte
@@ -117,6 +119,7 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 		remote:   remote,
 	}
 	c.auth = authState{required: s.cfg.SASL != nil, principal: sasl.Anonymous}
+	c.timed, _ = s.h.(ReadTimedHandler)
 	c.info = &ConnInfo{ID: id, Remote: remote, Local: local, Listener: s.cfg.Listener, Principal: sasl.Anonymous}
 	return c
 }
@@ -219,6 +222,9 @@ func (c *conn) readFrame() ([]byte, error) {
 	}
 	if err := c.fill(c.sizeBuf[:], true); err != nil {
 		return nil, err
+	}
+	if c.timed != nil {
+		c.readAt = time.Now()
 	}
 	if !c.sawFrame {
 		if err := c.checkFirstFrame(); err != nil {
@@ -359,6 +365,10 @@ func (c *conn) handle(frame []byte) bool {
 		return c.closeUnless(c.serveAuthenticate(req.kreq.(*kmsg.SASLAuthenticateRequest), sl), ReasonAuthFailed)
 	}
 	c.noteClientID(req.clientID)
+	if c.timed != nil {
+		c.timed.ServeRead(c.info, req.kreq, sl.respond, c.readAt)
+		return true
+	}
 	c.srv.h.Serve(c.info, req.kreq, sl.respond)
 	return true
 }

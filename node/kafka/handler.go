@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -39,6 +40,17 @@ import (
 //     the same connection may carry a different *ConnInfo.
 type Handler interface {
 	Serve(c *ConnInfo, req kmsg.Request, respond func(kmsg.Response))
+}
+
+// ReadTimedHandler is a Handler that also wants to know when a request's
+// bytes began to arrive: readAt is the moment its 4-byte size prefix was
+// read (the rest of the frame is read and decoded after it). The server
+// calls ServeRead instead of Serve when the handler implements it; the
+// contract is Serve's. The runtime uses it for the produce stage
+// histograms (the socket read stage).
+type ReadTimedHandler interface {
+	Handler
+	ServeRead(c *ConnInfo, req kmsg.Request, respond func(kmsg.Response), readAt time.Time)
 }
 
 // HandlerFunc adapts a function to Handler.

@@ -162,6 +162,55 @@ func (r *Replica) applyDurable(rd *consensus.Ready) error {
 	return r.saveConf()
 }
 
+// ApplyCommittedBusy applies, on a leader whose Ready is still in flight,
+// the entries Raft has learned are committed since it was taken (a quorum
+// of followers acknowledged them) and that are durable in this log.
+// Without it they wait for the in-flight Ready's fsync round to end and
+// for the next Ready, although nothing about them depends on that round:
+// an acks=all answer at RF=3 then waits for a second leader fsync round
+// after the quorum had the entry (issue 21, docs/benchmarks.md). It
+// applies in index order from the applied index, and stops before a
+// configuration change (applied the regular way, at Take or Complete),
+// at an entry whose term in the log is not Raft's at that index, and at
+// anything it cannot read; the Ready's own CommittedEntries, at Complete
+// or at the next Take, skip what it applied. It reports whether it
+// applied anything.
+func (r *Replica) ApplyCommittedBusy() bool {
+	rd := r.inflight
+	if rd == nil || !rd.Snapshot.IsEmpty() {
+		return false
+	}
+	st := r.raft.BasicStatus()
+	if st.RaftState != consensus.StateLeader {
+		return false
+	}
+	hi := min(st.Commit, r.log.DurableIndex())
+	if hi <= r.applied {
+		return false
+	}
+	ents, err := r.storage.Entries(r.applied+1, hi+1, busyApplyBytesMax)
+	if err != nil {
+		return false
+	}
+	applied := false
+	for _, e := range ents {
+		if e.Index != r.applied+1 || e.Type == consensus.EntryConfChange {
+			break
+		}
+		if t, err := r.raft.TermAt(e.Index); err != nil || t != e.Term {
+			break
+		}
+		r.sm.Apply(e)
+		r.applied = e.Index
+		applied = true
+	}
+	r.checkApplied()
+	return applied
+}
+
+// busyApplyBytesMax bounds what one ApplyCommittedBusy reads.
+const busyApplyBytesMax = 8 << 20
+
 // checkApplied asserts the invariant applied <= Raft's commit index.
 func (r *Replica) checkApplied() {
 	if !assert.Enabled() {

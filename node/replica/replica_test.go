@@ -360,3 +360,141 @@ func TestRestoreErrorStopsNew(t *testing.T) {
 		t.Fatalf("New with a failing Restore: %v", err)
 	}
 }
+
+// settle walks member m's Readies (take, sync, complete) until it has no
+// work and returns the messages it sent.
+func (g *group) settle(m *member) []consensus.Message {
+	g.t.Helper()
+	var out []consensus.Message
+	for m.rep.HasWork() {
+		now, _, err := m.rep.Take()
+		if err != nil {
+			g.t.Fatal(err)
+		}
+		if err := m.log.Sync(); err != nil {
+			g.t.Fatal(err)
+		}
+		after, err := m.rep.Complete()
+		if err != nil {
+			g.t.Fatal(err)
+		}
+		out = append(append(out, now...), after...)
+	}
+	return out
+}
+
+// TestApplyCommittedBusy: a leader whose next Ready is in flight (its
+// fsync round not done) applies an entry the followers' acknowledgements
+// commit meanwhile, at once; a replica with nothing in flight does not,
+// nor a follower with nothing newly committed; and every entry still
+// reaches the application once, in order, when the rounds complete. (The
+// leader-only rule itself is not exercised here: a follower's commit
+// index moves only through the leader's next Ready.)
+func TestApplyCommittedBusy(t *testing.T) {
+	g := newGroup(t)
+	m1, m2, m3 := g.add(1, 1, 2, 3), g.add(2, 1, 2, 3), g.add(3, 1, 2, 3)
+	g.pump()
+	m1.rep.raft.Campaign()
+	g.pump()
+	if m1.rep.BasicStatus().RaftState != consensus.StateLeader {
+		t.Fatalf("member 1 is not the leader")
+	}
+	// E1: written and durable on the leader, not yet on the followers.
+	e1, _, err := m1.rep.Propose(EntryBatch+1, []byte("e1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toFollowers := g.settle(m1)
+	if m1.rep.ApplyCommittedBusy() {
+		t.Fatalf("applied with no Ready in flight")
+	}
+	// E2: taken, its fsync round not done: the leader is busy.
+	if _, _, err := m1.rep.Propose(EntryBatch+1, []byte("e2")); err != nil {
+		t.Fatal(err)
+	}
+	now, _, err := m1.rep.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m1.rep.Busy() {
+		t.Fatal("leader not busy after Take")
+	}
+	// The followers take E1 and acknowledge it.
+	var acks []consensus.Message
+	for _, msg := range toFollowers {
+		if f := g.members[msg.To]; f != nil && msg.To != 1 {
+			_ = f.rep.raft.Step(msg)
+		}
+	}
+	for _, f := range []*member{m2, m3} {
+		for _, msg := range g.settle(f) {
+			if msg.To == 1 {
+				acks = append(acks, msg)
+			}
+		}
+	}
+	for _, msg := range acks {
+		_ = m1.rep.raft.Step(msg)
+	}
+	if c := m1.rep.BasicStatus().Commit; c < e1 {
+		t.Fatalf("commit %d after the acknowledgements, want >= %d", c, e1)
+	}
+	for _, e := range m1.sm.applied {
+		if e.Index == e1 {
+			t.Fatalf("E1 applied before ApplyCommittedBusy")
+		}
+	}
+	if !m1.rep.ApplyCommittedBusy() {
+		t.Fatalf("busy leader did not apply the committed E1")
+	}
+	if got := m1.sm.applied[len(m1.sm.applied)-1]; got.Index != e1 || string(got.Data) != "e1" || m1.rep.Applied() != e1 {
+		t.Fatalf("last applied %d %q, Applied %d; want E1 at %d", got.Index, got.Data, m1.rep.Applied(), e1)
+	}
+	if m1.rep.ApplyCommittedBusy() {
+		t.Fatalf("applied again with nothing new committed")
+	}
+	// Follower 2 takes E2; it has nothing newly committed to apply.
+	for _, msg := range now {
+		if msg.To == 2 {
+			_ = m2.rep.raft.Step(msg)
+		}
+	}
+	if m2.rep.HasWork() {
+		if _, _, err := m2.rep.Take(); err != nil {
+			t.Fatal(err)
+		}
+		if m2.rep.ApplyCommittedBusy() {
+			t.Fatalf("a follower applied early")
+		}
+		if err := m2.log.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		after, err := m2.rep.Complete()
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.queue = append(g.queue, after...)
+	}
+	// The leader's round completes; everything settles; each entry was
+	// applied once, in order, on every member.
+	if err := m1.log.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := m1.rep.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range now {
+		if msg.To != 2 {
+			g.queue = append(g.queue, msg)
+		}
+	}
+	g.queue = append(g.queue, after...)
+	g.pump()
+	for _, m := range []*member{m1, m2, m3} {
+		checkApplied(t, m, 1)
+		if m.rep.Applied() != m1.log.LastIndex() {
+			t.Fatalf("member %d applied %d, leader's last index %d", m.id, m.rep.Applied(), m1.log.LastIndex())
+		}
+	}
+}

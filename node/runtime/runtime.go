@@ -46,6 +46,10 @@ type Options struct {
 	// AuditLogFile, when set, is a file every audit record this broker
 	// generates is appended to, one JSON line each (auditfile.go).
 	AuditLogFile string
+	// ProduceStageSample breaks one produce request in every N down into
+	// its stages (floe_produce_stage_seconds, stages.go); 0 means
+	// ProduceStageSampleDefault, a negative value turns it off.
+	ProduceStageSample int
 }
 
 // Broker is a running production broker.
@@ -62,6 +66,7 @@ type Broker struct {
 	admin   *adminServer
 	metrics *metrics
 	tracer  *tracer // nil when tracing is off (tracing.go)
+	stages  *stageHistograms
 	lock    *os.File
 	audit   *auditFile
 
@@ -86,6 +91,11 @@ func Start(opts Options) (*Broker, error) {
 	}
 	b := &Broker{opts: opts, log: opts.Logger, loop: newLoop(), lock: lock, fatalErr: make(chan error, 1)}
 	b.metrics = newMetrics()
+	sample := opts.ProduceStageSample
+	if sample == 0 {
+		sample = ProduceStageSampleDefault
+	}
+	b.stages = newStageHistograms(b.metrics.reg, sample)
 	if b.tracer, err = newTracer(os.Getenv, opts.Node.NodeID); err != nil {
 		_ = unlockDir(lock)
 		return nil, err
@@ -310,26 +320,49 @@ func (h handler) Serve(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg.Re
 	h.b.loop.post(h.task(c, req, respond))
 }
 
+// ServeRead implements kafka.ReadTimedHandler: Serve, knowing when the
+// request's bytes began to arrive (the produce stage histograms'
+// socket read, stages.go).
+func (h handler) ServeRead(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg.Response), readAt time.Time) {
+	h.b.loop.post(h.taskRead(c, req, respond, readAt))
+}
+
 // task returns the event that serves req on the reactor. With tracing on
 // and the request sampled, the span starts here, off the reactor, and the
-// event only adds a clock read and the core's stage timings; with tracing
-// off the event is the bare HandleRequest call.
+// event only adds a clock read and the core's stage timings; a produce
+// request sampled for the stage histograms (stages.go) takes the same
+// way without a span. Otherwise the event is the bare HandleRequest call.
 func (h handler) task(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg.Response)) func() {
+	return h.taskRead(c, req, respond, time.Time{})
+}
+
+func (h handler) taskRead(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg.Response), readAt time.Time) func() {
 	client := node.Client{ConnID: c.ID, ClientID: c.ClientID, Remote: c.Remote, Prepared: node.Prepare(req),
 		Principal: c.Principal, Listener: c.Listener}
 	testPrincipal(c, &client)
+	var rt *reqTrace
 	if h.b.tracer != nil {
-		if rt := h.b.tracer.start(c, req); rt != nil {
-			client.Trace = &rt.core
-			respond = rt.respond(respond)
-			return func() {
-				rt.begin()
-				h.b.reactor.HandleRequest(client, req, respond)
-			}
+		rt = h.b.tracer.start(c, req)
+	}
+	if req.Key() == produceKey && h.b.stages.sample() {
+		if rt == nil {
+			rt = &reqTrace{posted: time.Now()}
+		}
+		rt.hist, rt.readAt = h.b.stages, readAt
+	}
+	if rt != nil {
+		client.Trace = &rt.core
+		respond = rt.respond(respond)
+		return func() {
+			rt.begin()
+			h.b.reactor.HandleRequest(client, req, respond)
 		}
 	}
 	return func() { h.b.reactor.HandleRequest(client, req, respond) }
 }
+
+// produceKey is the Kafka API key of Produce.
+var produceKey = (&kmsg.ProduceRequest{}).Key()
 
 func kafkaVersions() []kafka.ApiRange {
 	var out []kafka.ApiRange

@@ -24,17 +24,16 @@ import (
 // core's trace sites are nil tests that read no clock. Figures in
 // docs/benchmarks.md.
 func BenchmarkReactorProduce(b *testing.B) {
-	for _, traced := range []bool{false, true} {
-		name := "tracing=off"
-		if traced {
-			name = "tracing=on"
-		}
-		b.Run(name, func(b *testing.B) { benchReactorProduce(b, traced) })
-	}
+	// stages=off: no produce stage histograms (--produce-stage-sample 0);
+	// the other variants break every produce down (the default).
+	b.Run("tracing=off,stages=off", func(b *testing.B) { benchReactorProduce(b, false, -1) })
+	b.Run("tracing=off", func(b *testing.B) { benchReactorProduce(b, false, 0) })
+	b.Run("tracing=on", func(b *testing.B) { benchReactorProduce(b, true, 0) })
 }
 
-func benchReactorProduce(b *testing.B, traced bool) {
-	br, err := Start(Options{DataDir: b.TempDir(), KafkaAddr: "127.0.0.1:0", Node: node.Config{NodeID: 1}, Logger: quietLogger()})
+func benchReactorProduce(b *testing.B, traced bool, stageSample int) {
+	br, err := Start(Options{DataDir: b.TempDir(), KafkaAddr: "127.0.0.1:0", Node: node.Config{NodeID: 1}, Logger: quietLogger(),
+		ProduceStageSample: stageSample})
 	if err != nil {
 		b.Fatal(err)
 	}

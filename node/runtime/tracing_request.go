@@ -32,12 +32,17 @@ const linksMax = 32
 // Fields are written by one goroutine at a time, in that order; the
 // kafka server's slot mutex orders the reactor's writes before the
 // writer's reads.
+//
+// A request sampled only for the produce stage histograms (stages.go) has
+// no tracer and no span (t and span nil) and a hist.
 type reqTrace struct {
 	t       *tracer
 	span    trace.Span
-	core    node.Trace // written by the reactor until the answer
-	posted  time.Time  // handed to the reactor's queue
-	started time.Time  // the reactor began the request
+	hist    *stageHistograms // nil unless sampled for the stage histograms
+	readAt  time.Time        // its size prefix was read (zero: unknown)
+	core    node.Trace       // written by the reactor until the answer
+	posted  time.Time        // handed to the reactor's queue
+	started time.Time        // the reactor began the request
 	// answered is when the reactor answered; stages the copy of the
 	// core's stages then (the reactor may still touch core later).
 	answered time.Time
@@ -118,7 +123,9 @@ func (rt *reqTrace) respond(respond func(kmsg.Response)) func(kmsg.Response) {
 		rt.resp = resp
 		if resp == nil || resp == kafka.CloseConnection {
 			respond(resp)
-			go rt.finish(rt.answered, nil, false) // nothing is written
+			if rt.span != nil {
+				go rt.finish(rt.answered, nil, false) // nothing is written
+			}
 			return
 		}
 		respond(&tracedResponse{Response: resp, rt: rt})
@@ -137,6 +144,13 @@ func (tr *tracedResponse) Written(err error) { tr.rt.finish(time.Now(), err, tru
 // finish builds the child spans from the recorded times and ends the
 // root span. Runs on the connection's writer goroutine (or its own).
 func (rt *reqTrace) finish(end time.Time, writeErr error, written bool) {
+	if rt.hist != nil && written && writeErr == nil {
+		rt.hist.observe(produceBreakdown(stageTimes{readAt: rt.readAt, posted: rt.posted, started: rt.started,
+			answered: rt.answered, written: end}, rt.stages))
+	}
+	if rt.span == nil {
+		return
+	}
 	ctx := trace.ContextWithSpan(context.Background(), rt.span)
 	child := func(name string, from, to time.Time, attrs ...attribute.KeyValue) {
 		_, s := rt.t.t.Start(ctx, name, trace.WithTimestamp(from), trace.WithAttributes(attrs...))

@@ -203,7 +203,7 @@ cat "$WORK/disk.json" >&2
 kafka_suite() {
 	local label=$1 brokers=$2 rf=$3 pid=$4 common size max pct
 	common=(--brokers "$brokers" --partitions "$PARTITIONS" --replication-factor "$rf" --producers "$PRODUCERS"
-		--acks all --linger 1ms --max-buffered 100000)
+		--acks all --linger 1ms --max-buffered 100000 ${ADMINS:+--broker-metrics "$ADMINS"})
 	profile_start "$label" "$pid"
 	record "$label" "$FLOE" bench produce "${common[@]}" --topic "$label-headline" --size 100 \
 		--duration "$DURATION" --warmup "$WARMUP"
@@ -282,7 +282,7 @@ ports_free 127.0.0.1:39092 127.0.0.1:39644 &&
 	floe_serve floe1 --data-dir "$WORK/floe1" --kafka-addr 127.0.0.1:39092 --admin-addr 127.0.0.1:39644
 FLOE1_PID=${PIDS[-1]:-}
 if [[ -n $FLOE1_PID ]] && wait_port 127.0.0.1:39092; then
-	ADMIN_ADDR=127.0.0.1:39644 kafka_suite floe-rf1 127.0.0.1:39092 1 "$FLOE1_PID"
+	ADMIN_ADDR=127.0.0.1:39644 ADMINS=127.0.0.1:39644 kafka_suite floe-rf1 127.0.0.1:39092 1 "$FLOE1_PID"
 	profile_text floe-rf1
 fi
 stop_all
@@ -297,7 +297,7 @@ for i in 1 2 3; do
 done
 FLOE3_PID=${PIDS[0]:-}
 if [[ -n $FLOE3_PID ]] && wait_port 127.0.0.1:39191 && wait_port 127.0.0.1:39192 && wait_port 127.0.0.1:39193; then
-	ADMIN_ADDR=127.0.0.1:39291 kafka_suite floe-rf3 127.0.0.1:39191,127.0.0.1:39192,127.0.0.1:39193 3 "$FLOE3_PID"
+	ADMIN_ADDR=127.0.0.1:39291 ADMINS=127.0.0.1:39291,127.0.0.1:39292,127.0.0.1:39293 kafka_suite floe-rf3 127.0.0.1:39191,127.0.0.1:39192,127.0.0.1:39193 3 "$FLOE3_PID"
 	profile_text floe-rf3
 fi
 stop_all

@@ -32,6 +32,12 @@ var mutations = []mutation{
 		Replacement: "r.log.SetHardState(logstore.HardState{Term: hs.Term, Commit: hs.Commit})",
 		Why:         "persistence: Raft's vote never reaches the log's hard state",
 	},
+	{
+		Name: "busy-apply-uncommitted", File: "node/replica/replica.go",
+		Original:    "hi := min(st.Commit, r.log.DurableIndex())",
+		Replacement: "hi := r.log.DurableIndex()",
+		Why:         "apply rule: a busy leader applies (and answers acks=all for) durable entries no quorum has yet",
+	},
 	// Raft term and vote rules.
 	{
 		Name: "vote-without-log-check", File: "consensus/log.go",

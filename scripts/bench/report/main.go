@@ -13,7 +13,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: report summary|maxrate|write [flags]")
+		fmt.Fprintln(os.Stderr, "usage: report summary|maxrate|write|latency [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -24,6 +24,8 @@ func main() {
 		err = maxRate(os.Args[2:], os.Stdout)
 	case "write":
 		err = write(os.Args[2:])
+	case "latency":
+		err = latency(os.Args[2:], os.Stdout)
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
