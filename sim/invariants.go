@@ -537,7 +537,11 @@ func (iv *invariants) deposedReads(h history.History) {
 // to 94).
 func (iv *invariants) heldAfterRestart(id netx.NodeID, inc uint64, prev memberSeen, v node.ReplicaView) {
 	held := min(prev.commit, prev.durIdx)
-	if held <= v.LastIndex || held <= v.Fence.Index {
+	if held <= v.LastIndex {
+		return
+	}
+	if held <= v.Fence.Index {
+		iv.r.cover(covFencedOverLoss)
 		return
 	}
 	iv.fail("acknowledged-entries-unfenced", "n%d.%d group %d restarted with its log at %d and vote fence %v; n%d.%d held entries to %d durably and knew them committed",
