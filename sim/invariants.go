@@ -31,6 +31,8 @@ import (
 //   - a settled member's term and vote are durable (persist before send);
 //   - a committed entry is never replaced: the term at every commit index
 //     seen, on every member holding it;
+//   - a restarted member's log, or its vote fence, covers the entries it
+//     held durably and knew committed before the crash (heldAfterRestart);
 //   - a leader advances its commit index only onto an entry of its own
 //     term (Raft's Figure 8 rule);
 //   - no read is answered by a deposed leader (read leases);
