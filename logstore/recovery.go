@@ -66,8 +66,11 @@ type Recovery struct {
 	// HeldThrough, when Corrupt, is the highest entry index found in the
 	// segment files before recovery cut them (at least LastIndex):
 	// entries up to it may have been durable, and acknowledged.
-	// HeldUnknown says the entries after a damaged one could not be
-	// followed (its header was damaged), so more may have been lost.
+	// HeldUnknown says how far the lost entries went is unknown, so more
+	// may have been lost than HeldThrough says: the entries after a
+	// damaged one could not be followed (its header was damaged), or the
+	// log ended before its snapshot point (restartAfterSnapshot: the files
+	// were cut back, and a cut file keeps no record of its old end).
 	HeldThrough uint64
 	HeldUnknown bool
 }
@@ -662,8 +665,24 @@ func (l *Log) deleteUnchained(files []segFile, idxNames, used map[string]bool, r
 // restartAfterSnapshot gives a new log its first meta record, or restarts a
 // log whose entries end before its snapshot (damage) right after the
 // snapshot point, as a snapshot install would.
+//
+// Such a log lost entries it had made durable: a snapshot point is never
+// past the durable index (SetSnapshot), so the files held at least up to
+// it, and were cut back. How far they went beyond it nothing on disk says
+// (the meta record's commit index may be the snapshot point itself: the
+// record is rewritten with each snapshot, and the entries appended and
+// acknowledged after it are in no record). Unless damage found in the
+// files already bounds the loss past the snapshot point (HeldThrough),
+// the loss is reported unbounded (HeldUnknown): restarting the log at the
+// snapshot point must not make it look like the log the replica held
+// (sim seed 911081: a controller log cut to 22 below its snapshot at 76
+// had acknowledged entry 91; fenced at 76 only, the replica voted for a
+// candidate without it, which overwrote it).
 func (l *Log) restartAfterSnapshot(found bool, rec *Recovery) error {
 	if found {
+		if !rec.Corrupt || rec.HeldThrough < l.snap.Index {
+			rec.HeldUnknown = true
+		}
 		rec.Corrupt = true
 		rec.Reason = fmt.Sprintf("log ends at %d before the snapshot at %d; restarted after the snapshot", l.lastIndex, l.snap.Index)
 		for _, s := range l.segs {

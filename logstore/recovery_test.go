@@ -379,3 +379,59 @@ func TestEveryFlipInTheActiveSegmentIsDamage(t *testing.T) {
 		}
 	}
 }
+
+// A log whose files were cut back below its snapshot point (a disk losing
+// synced writes) restarts right after the snapshot, as an install would —
+// but it had entries past the snapshot too, acknowledged, and nothing on
+// disk says how many: the meta record's commit index is the snapshot point
+// (the record is rewritten with each snapshot). Recovery must report the
+// loss as unbounded (HeldUnknown), not as a log that ends at the snapshot
+// point, which the node took for whole and fenced at the snapshot only
+// (sim seed 911081: a controller replica fenced at 76 voted for a
+// candidate lacking entry 91, which it had acknowledged, and the entry was
+// overwritten). Damage with intact entries after it still bounds the loss.
+func TestLogCutBelowItsSnapshotLostAnUnknownTail(t *testing.T) {
+	build := func(seed int64) (*SimFS, string, int64) {
+		fsys := newSim(seed)
+		l, _ := openLog(t, fsys, Options{})
+		appendBatches(t, l, 10, 1, 1, 0)
+		must(t, l.Sync())
+		seg := path.Join("p0", segmentNames(t, fsys)[0])
+		data, err := fsys.ReadFile(seg)
+		must(t, err)
+		tenth := int64(len(data)) // the end of entry 10
+		appendBatches(t, l, 20, 1, 2, 0)
+		l.SetHardState(HardState{Term: 2, Commit: 30})
+		must(t, l.Sync())
+		must(t, l.SetSnapshot(SnapshotMeta{Index: 30, Term: 2, NextOffset: l.OffsetAfterIndex(30)}))
+		must(t, l.Sync())
+		appendBatches(t, l, 10, 1, 2, 0) // 31..40: durable, acknowledged, in no record
+		must(t, l.Sync())
+		must(t, l.Close())
+		if n := len(segmentNames(t, fsys)); n != 1 {
+			t.Fatalf("%d segments, want 1", n)
+		}
+		return fsys, seg, tenth
+	}
+
+	fsys, seg, tenth := build(21)
+	must(t, fsys.TruncateFile(seg, tenth))
+	l, rec := openLog(t, fsys, Options{})
+	if l.LastIndex() != 30 || l.Snapshot().Index != 30 {
+		t.Fatalf("recovered last index %d, snapshot %d: want a log restarted at 30", l.LastIndex(), l.Snapshot().Index)
+	}
+	if !rec.Corrupt || !rec.HeldUnknown {
+		t.Fatalf("a log cut to entry 10 below its snapshot at 30 (it held 40) reported %+v: want corrupt, with what it held unknown", rec)
+	}
+	must(t, l.Close())
+
+	// The same log with a flipped bit in entry 5 instead: the files still
+	// hold every entry after it, so they bound the loss.
+	fsys, seg, tenth = build(22)
+	must(t, fsys.FlipBit(seg, tenth/2, 3))
+	l, rec = openLog(t, fsys, Options{})
+	if l.LastIndex() != 30 || !rec.Corrupt || rec.HeldUnknown || rec.HeldThrough != 40 {
+		t.Fatalf("damage in entry ~5 of a log held through 40: last index %d, report %+v: want corrupt, held through 40", l.LastIndex(), rec)
+	}
+	must(t, l.Close())
+}

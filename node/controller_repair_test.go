@@ -191,3 +191,82 @@ func TestControllerLogCutBelowCommitIsFenced(t *testing.T) {
 		t.Fatal("no controller leader known after the reopen")
 	}
 }
+
+// TestControllerLogCutBelowSnapshotIsFenced cuts a follower's controller
+// log back below its snapshot point, when the meta record's commit index
+// is that snapshot point and the replica holds (and has acknowledged)
+// entries past it: the record is rewritten with each snapshot, not with
+// every commit. Recovery restarts the log right after the snapshot; the
+// replica must still come back fenced without bound, since nothing says
+// how far its lost entries went. Before, it was fenced at the snapshot
+// point, which its restarted log already reached, so it voted at once as
+// if whole (sim seed 911081 --corrupt --reassign: such a replica voted for
+// a candidate lacking entry 91, which it had acknowledged, and the entry,
+// committed, was overwritten).
+func TestControllerLogCutBelowSnapshotIsFenced(t *testing.T) {
+	c := newCluster(t, 3, 64)
+	c.waitReady()
+	for i := 0; i < 4; i++ {
+		createTopic(t, c, 1, fmt.Sprintf("snap-%d", i), 1, 3, nil)
+	}
+	waitLeaders(t, c, "snap-3", 1)
+	const f = 3
+	transferController(t, c, 1)
+	r := c.nodes[f].r
+	// A snapshot on the follower at its commit index, and no other.
+	r.cfg.ControllerSnapshotEntries = 1
+	createTopic(t, c, 1, "snap-4", 1, 3, nil)
+	if !c.runUntil(10*time.Second, func() bool {
+		rep := r.ctl.rep
+		return rep.Snapshot().Index > 0 && rep.Snapshot().Index == rep.Applied() && rep.Applied() == c.nodes[1].r.ctl.rep.Applied()
+	}) {
+		t.Fatalf("node %d took no snapshot at its applied index", f)
+	}
+	c.runFor(500 * time.Millisecond)
+	r.cfg.ControllerSnapshotEntries = 1 << 30
+	snap := r.ctl.rep.Snapshot().Index
+	for i := 5; i < 8; i++ {
+		createTopic(t, c, 1, fmt.Sprintf("snap-%d", i), 1, 3, nil)
+	}
+	waitLeaders(t, c, "snap-7", 1)
+	held := r.ctl.rep.DurableIndex()
+	if recorded := r.ctl.rep.DurableHardState().Commit; recorded != snap || r.ctl.rep.Snapshot().Index != snap || held <= snap {
+		t.Fatalf("the scenario needs a recorded commit at the snapshot point %d and entries past it: recorded commit %d, snapshot %d, durable log to %d",
+			snap, recorded, r.ctl.rep.Snapshot().Index, held)
+	}
+	seg := controllerSegment(t, c, f)
+	c.nodes[f].crash()
+	fs := c.nodes[f].fs
+	prefix := fs.CommittedPrefix("controller", path.Base(seg))
+	if prefix == 0 {
+		t.Fatal("no committed entry recorded in the controller's meta record")
+	}
+	if err := fs.TruncateFile(seg, prefix/2); err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[f].boot()
+	r = c.nodes[f].r
+	if last := r.ctl.rep.LastIndex(); last != snap {
+		t.Fatalf("the cut log restarted at %d, want right after the snapshot at %d", last, snap)
+	}
+	if fence := fencesInForce(r)[controller.ControllerGroup]; fence.Index != fenceUnbounded || r.ctl.rep.VoteFence().IsZero() {
+		t.Fatalf("a controller log cut below its snapshot at %d (it held %d) came back with fence %v (raft %v)",
+			snap, held, fence, r.ctl.rep.VoteFence())
+	}
+	if !c.runUntil(20*time.Second, func() bool {
+		_, ok := r.byName[topicPartition{"snap-7", 0}]
+		return ok && r.ctl.rep.Applied() >= c.nodes[1].r.ctl.rep.Applied()
+	}) {
+		t.Fatalf("node %d did not catch up", f)
+	}
+	if _, fenced := fencesInForce(r)[controller.ControllerGroup]; !fenced {
+		t.Fatal("the fence lifted before any entry of a newer term")
+	}
+	transferController(t, c, 2) // a new term
+	if !c.runUntil(20*time.Second, func() bool {
+		_, fenced := fencesInForce(r)[controller.ControllerGroup]
+		return !fenced && r.ctl.rep.VoteFence().IsZero()
+	}) {
+		t.Fatalf("the fence %v did not lift after a new term", fencesInForce(r)[controller.ControllerGroup])
+	}
+}

@@ -39,8 +39,13 @@ type ReplicaView struct {
 	// Settled: no Ready is in flight or pending, so Raft's hard state has
 	// been handed to the log and synced (its term and vote must be durable).
 	Settled bool
-	// Fenced: a vote fence is in force (repair.go).
-	Fenced bool
+	// Fenced: a vote fence is in force (repair.go); Fence is its durable
+	// record (zero if none). DurableIndex is the log's last durable index
+	// (logstore.Log.DurableIndex): entries up to it survive a crash and may
+	// have been acknowledged.
+	Fenced       bool
+	Fence        consensus.VoteFence
+	DurableIndex uint64
 	// Opening tells replicas of one group on one broker apart: it changes
 	// when the replica is closed and opened again (deleted and re-created
 	// by a membership change, or reopened after a repair), within one run
@@ -110,7 +115,7 @@ func (in *Inspector) Inspect(r *Reactor, dst []ReplicaView, full bool) []Replica
 		in.parts = append(in.parts, nil)
 		out = append(out, viewOf(r.ctl.rep))
 		v := &out[len(out)-1]
-		v.Fenced = r.fenced(v.Group)
+		v.Fenced, v.Fence = r.fenced(v.Group), r.fenceOfGroup(v.Group)
 		v.Name, v.HighWatermark = "controller", -1
 	}
 	in.groups = in.groups[:0]
@@ -150,7 +155,7 @@ func (in *Inspector) RefreshView(r *Reactor, i int, v *ReplicaView) {
 // partitionView fills the partition's part of v, which viewOf began.
 func (r *Reactor) partitionView(p *partition.Partition, v *ReplicaView, full bool) {
 	g := v.Group
-	v.Fenced = r.fenced(g)
+	v.Fenced, v.Fence = r.fenced(g), r.fenceOfGroup(g)
 	v.HighWatermark = p.HighWatermark()
 	if s, ok := r.local[g]; ok {
 		v.Opening, v.LeaseTerm = s.opening, s.lease.term
@@ -176,7 +181,7 @@ func viewOf(rep *replica.Replica) ReplicaView {
 		Group: uint64(rep.Group), Term: st.Term, Vote: st.Vote, Commit: st.Commit,
 		DurableTerm: dhs.Term, DurableVote: dhs.Vote, DurableCommit: dhs.Commit,
 		Leader: st.RaftState == consensus.StateLeader, Lead: st.Lead, Applied: rep.Applied(),
-		FirstIndex: rep.FirstIndex(), LastIndex: rep.LastIndex(), Damaged: rep.Damaged(),
+		FirstIndex: rep.FirstIndex(), LastIndex: rep.LastIndex(), DurableIndex: rep.DurableIndex(), Damaged: rep.Damaged(),
 		CommitIndex: st.Commit, Settled: rep.Settled(),
 	}
 	if t, err := rep.RaftTermAt(v.CommitIndex); err == nil {
@@ -242,6 +247,14 @@ func (r *Reactor) committedHash(group, lo, hi uint64, data bool) (uint64, error)
 func (r *Reactor) fenced(g uint64) bool {
 	s, ok := r.local[g]
 	return ok && s != nil && !s.fence.IsZero()
+}
+
+// fenceOfGroup is group g's durable vote fence record, zero if none.
+func (r *Reactor) fenceOfGroup(g uint64) consensus.VoteFence {
+	if s, ok := r.local[g]; ok && s != nil {
+		return s.fence
+	}
+	return consensus.VoteFence{}
 }
 
 // retentionView fills v's retention and compaction figures.

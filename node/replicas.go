@@ -328,7 +328,11 @@ func (r *Reactor) fenceOnOpen(g uint64, name, dir string, log *logstore.Log, rec
 // reaches below what was committed (the meta record is written only after
 // the entries it covers are durable, logstore/sync.go), but a file cut back
 // by the disk does, and then nothing says how far the lost tail went, so
-// the fence is unbounded (repair.go, fenceOfLoss).
+// the fence is unbounded (repair.go, fenceOfLoss). A log cut back below
+// its snapshot point is restarted right after it by logstore, which then
+// reports the loss as of unknown extent (Recovery.HeldUnknown): its
+// recorded commit index may be the snapshot point itself, and the entries
+// it held past it are in no record (sim seed 911081).
 func recoveryFence(log *logstore.Log, rec logstore.Recovery) consensus.VoteFence {
 	hs := log.HardState()
 	var f consensus.VoteFence

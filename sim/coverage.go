@@ -66,6 +66,9 @@ const (
 	// The controller's own (ControllerSnapshotEntries, faults_more.go).
 	covCtlCompacted     = "controller log compacted behind a snapshot"
 	covCtlSnapInstalled = "controller snapshot installed on a lagging member"
+	// A restarted member lost entries it had held and known committed,
+	// and came back fenced over them (invariants.go, heldAfterRestart).
+	covFencedOverLoss = "restarted member fenced over committed entries it lost"
 )
 
 // cover counts one reach of the named path.

@@ -31,6 +31,8 @@ import (
 //   - a settled member's term and vote are durable (persist before send);
 //   - a committed entry is never replaced: the term at every commit index
 //     seen, on every member holding it;
+//   - a restarted member's log, or its vote fence, covers the entries it
+//     held durably and knew committed before the crash (heldAfterRestart);
 //   - a leader advances its commit index only onto an entry of its own
 //     term (Raft's Figure 8 rule);
 //   - no read is answered by a deposed leader (read leases);
@@ -106,7 +108,7 @@ type nodeGroupTerm struct {
 type memberSeen struct {
 	inc, opening, term      uint64
 	leader, damaged         bool
-	commit, last            uint64
+	commit, last, durIdx    uint64
 	durTerm, durVote, durCo uint64
 	// retention and compaction (retention.go)
 	first                     uint64
@@ -346,9 +348,12 @@ func (iv *invariants) member(id netx.NodeID, inc uint64, v node.ReplicaView) {
 	iv.r.coverView(prev, ok, v, inc)
 	iv.r.retentionInvariants(id, inc, prev, ok, v)
 	iv.r.leaseInvariant(id, inc, v)
-	now := memberSeen{inc: inc, opening: v.Opening, term: v.Term, leader: v.Leader, damaged: v.Damaged, commit: v.Commit, last: v.LastIndex, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit,
+	now := memberSeen{inc: inc, opening: v.Opening, term: v.Term, leader: v.Leader, damaged: v.Damaged, commit: v.Commit, last: v.LastIndex, durIdx: v.DurableIndex, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit,
 		first: v.FirstIndex, segRemoved: v.SegmentsRemoved, cleanerPasses: v.CleanerPasses}
 	iv.seen[k] = now
+	if ok && prev.inc != inc && !iv.r.nem.more.lies(id) {
+		iv.heldAfterRestart(id, inc, prev, v)
+	}
 	if !ok || v.Damaged || iv.damaged[id] {
 		return
 	}
@@ -518,4 +523,29 @@ func (iv *invariants) deposedReads(h history.History) {
 	if n > 0 {
 		iv.fail("read-from-deposed-leader", "%d reads answered by a leader a later-epoch leader had replaced (first: %s)", n, first)
 	}
+}
+
+// heldAfterRestart checks a member at its first look after a restart: the
+// entries it held durably and knew committed before the crash (it may
+// have acknowledged them) are in its log, or its vote fence covers them.
+// Damage may take them from the log (the corruption fault), but then the
+// replica must vote as if it still held them until the leader has sent
+// them back (consensus/fence.go): a fence whose index is below them lets
+// it vote for a candidate that lacks a committed entry. Every fence the
+// node sets bounds the log it held (its last index, or no bound), so its
+// index is at least theirs; the check needs no election to go wrong to
+// see a fence set too low (sim seed 911081: a controller log cut below
+// its snapshot at 76, fenced at 76, had held and known committed entries
+// to 94).
+func (iv *invariants) heldAfterRestart(id netx.NodeID, inc uint64, prev memberSeen, v node.ReplicaView) {
+	held := min(prev.commit, prev.durIdx)
+	if held <= v.LastIndex {
+		return
+	}
+	if held <= v.Fence.Index {
+		iv.r.cover(covFencedOverLoss)
+		return
+	}
+	iv.fail("acknowledged-entries-unfenced", "n%d.%d group %d restarted with its log at %d and vote fence %v; n%d.%d held entries to %d durably and knew them committed",
+		id, inc, v.Group, v.LastIndex, v.Fence, id, prev.inc, held)
 }

@@ -362,6 +362,11 @@ func (n *nemesis) corrupt() {
 			files = append(files, f)
 		}
 	}
+	if n.o.CutController {
+		if segs := controllerSegments(files); len(segs) > 0 {
+			files = segs
+		}
+	}
 	if len(files) == 0 {
 		return
 	}
@@ -387,7 +392,11 @@ func (n *nemesis) corrupt() {
 	if strings.HasSuffix(name, ".log") {
 		cutMax = n.w.FS(id).CommittedPrefix(dir, path.Base(name))
 	}
-	if n.rng.Intn(2) == 0 || isMetaFile(name) || cutMax == 0 {
+	flip := n.rng.Intn(2) == 0 || isMetaFile(name) || cutMax == 0
+	if n.o.CutController && strings.HasPrefix(name, "data/controller/") && cutMax > 0 {
+		flip = false
+	}
+	if flip {
 		bit := uint(n.rng.Intn(8))
 		n.w.Tracef("fault corrupt n%d: flip bit %d of byte %d of %s (%d bytes)", id, bit, off, name, len(data))
 		_ = n.w.FS(id).FlipBit(name, off, bit)
@@ -400,6 +409,17 @@ func (n *nemesis) corrupt() {
 	if !n.restartDue[id] {
 		n.restartAfter(id, n.duration())
 	}
+}
+
+// controllerSegments keeps the controller's log segments of files.
+func controllerSegments(files []string) []string {
+	var out []string
+	for _, f := range files {
+		if strings.HasPrefix(f, "data/controller/") && strings.HasSuffix(f, ".log") {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // undamaged filters ids down to the brokers whose copy of the workload

@@ -139,6 +139,12 @@ type FaultOptions struct {
 	Buggify bool
 	// More are the faults of faults_more.go.
 	More moreFaultOptions
+	// CutController, for tests only (no drawn seed sets it): the
+	// corruption fault damages a controller log segment whenever the
+	// target node's may be damaged, and always cuts it back (below its
+	// recorded commit), so a test reaches a controller log cut below its
+	// snapshot in a few seeds (fence_test.go).
+	CutController bool
 }
 
 // DefaultSafety and friends are the defaults ChooseOptions starts from.

@@ -158,6 +158,9 @@ func try(dir string, m mutation, run string, seeds int, timeout time.Duration, v
 	// -v streams each seed's verdict as it ends; the first failing seed
 	// ends the run (go test's -failfast does not stop parallel subtests
 	// already queued).
+	if m.Run != "" {
+		run = m.Run
+	}
 	args := []string{"test", "./sim", "-count=1", "-v", "-run", run, "-timeout", timeout.String()}
 	if seeds > 0 {
 		args = append(args, "-seeds", strconv.Itoa(seeds))
