@@ -39,6 +39,8 @@
 //	                              before other members revoked those partitions
 //	balancer-ignores-bound        the balancer proposes every move it finds at
 //	                              once, past its bound on moves in flight
+//	compact-marker-early          compaction removes a transaction marker while
+//	                              its transaction still has data in the log
 package plant
 
 // Bug names.
@@ -67,4 +69,6 @@ const (
 	ConsumerAssignBeforeRevoke = "consumer-assign-before-revoke"
 	// BalancerIgnoresBound: node/balance.go.
 	BalancerIgnoresBound = "balancer-ignores-bound"
+	// CompactMarkerEarly: logstore/compact_txn.go.
+	CompactMarkerEarly = "compact-marker-early"
 )

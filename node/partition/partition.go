@@ -254,7 +254,10 @@ func applyBatch(t *Producers, x *Txns, h records.Header, data []byte, index, ter
 		t.Mark(h.ProducerID, h.ProducerEpoch)
 	default:
 		t.Record(h.ProducerID, h.ProducerEpoch, SeqBatch{
-			FirstSeq: h.BaseSequence, LastSeq: LastSeq(h.BaseSequence, h.RecordCount),
+			// From the offsets, not the record count: a batch compaction
+			// emptied keeps its offsets and sequences (as Kafka's
+			// lastSequence is baseSequence + lastOffsetDelta).
+			FirstSeq: h.BaseSequence, LastSeq: LastSeq(h.BaseSequence, h.LastOffsetDelta+1),
 			BaseOffset: h.BaseOffset, Index: index, Term: term,
 		})
 	}
