@@ -58,6 +58,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/node/records"
 )
 
@@ -227,6 +228,9 @@ func (c *cleanerState) cleanable(b []byte) (records.Header, bool) {
 // does not decode (then it is copied as it is, and none of its keys count).
 func (c *cleanerState) noteKeys(b []byte) {
 	bh, ok := c.cleanable(b)
+	if plant.Enabled(plant.CompactAbortedShadows) && c.txn != nil && bh.IsTransactional() && !bh.IsControl() {
+		ok = true
+	}
 	if !ok {
 		return
 	}

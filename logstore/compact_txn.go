@@ -9,7 +9,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/node/records"
 )
 
@@ -78,7 +77,7 @@ func (t *txnPass) cleanTxnBatch(l *Log, b []byte, now time.Time, cfg CleanConfig
 	case h.IsControl():
 		live := t.live[h.ProducerID]
 		delete(t.live, h.ProducerID)
-		if h.RecordCount == 0 || (live && !plant.Enabled(plant.CompactMarkerEarly)) {
+		if h.RecordCount == 0 || live {
 			return b, true // already removed, or its data was still there when the pass began
 		}
 		if h.MaxTimestamp >= now.UnixMilli()-cfg.DeleteRetentionMs {

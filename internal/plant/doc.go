@@ -39,8 +39,8 @@
 //	                              before other members revoked those partitions
 //	balancer-ignores-bound        the balancer proposes every move it finds at
 //	                              once, past its bound on moves in flight
-//	compact-marker-early          compaction removes a transaction marker while
-//	                              its transaction still has data in the log
+//	compact-aborted-shadows       compaction lets a record of an aborted
+//	                              transaction shadow older records of its key
 package plant
 
 // Bug names.
@@ -69,6 +69,6 @@ const (
 	ConsumerAssignBeforeRevoke = "consumer-assign-before-revoke"
 	// BalancerIgnoresBound: node/balance.go.
 	BalancerIgnoresBound = "balancer-ignores-bound"
-	// CompactMarkerEarly: logstore/compact_txn.go.
-	CompactMarkerEarly = "compact-marker-early"
+	// CompactAbortedShadows: logstore/compact.go.
+	CompactAbortedShadows = "compact-aborted-shadows"
 )

@@ -503,6 +503,19 @@ func (p *Partition) Checkpoint() []byte {
 	return EncodeCheckpoint(Checkpoint{StartOffset: p.startOffset, Producers: p.applied, Txns: p.txns})
 }
 
+// ReplicatedState is Checkpoint for comparing replicas at the same applied
+// index: on a compacted partition without the aborted-transaction index,
+// which replicas may hold differently (an emptied marker counts as an
+// abort on the replica that applies it: txns.go), everything else being
+// the same.
+func (p *Partition) ReplicatedState() []byte {
+	t := p.txns
+	if p.Cfg.Compact {
+		t = &Txns{open: p.txns.open}
+	}
+	return EncodeCheckpoint(Checkpoint{StartOffset: p.startOffset, Producers: p.applied, Txns: t})
+}
+
 func encodeOffset(off int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(off)) }
 
 func decodeOffset(b []byte) (int64, bool) {
