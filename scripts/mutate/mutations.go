@@ -265,4 +265,29 @@ var mutations = []mutation{
 		Replacement: "if b.leaders[src]-b.leaders[dst] < 1 {",
 		Why:         "hysteresis: a difference of one preferred leadership is moved back and forth forever",
 	},
+	// Transaction-aware compaction (issue 16), caught by sim/txncompact.go.
+	{
+		Name: "compact-aborted-kept", File: "logstore/compact_txn.go",
+		Original:    "if !t.aborted(h.ProducerID, h.BaseOffset) {",
+		Replacement: "if true {",
+		Why:         "compaction keeps aborted records (read_committed still hides them): their space is never reclaimed and their markers never go",
+	},
+	{
+		Name: "compact-past-lso", File: "logstore/compact.go",
+		Original:    "if txns != nil && s.nextOffset > txns.StableOffset {",
+		Replacement: "if false {",
+		Why:         "compaction past the last stable offset: an open transaction's records are taken for committed and shadow older values before it aborts",
+	},
+	{
+		Name: "compact-marker-early", File: "logstore/compact_txn.go",
+		Original:    "if h.RecordCount == 0 || live {",
+		Replacement: "if h.RecordCount == 0 {",
+		Why:         "compaction: a marker goes while its transaction still has records, so a replica that applies it later takes a committed transaction for aborted",
+	},
+	{
+		Name: "fetch-lists-emptied-marker", File: "node/partition/txns.go",
+		Original:    "if liveBatchOf(hs[:i], a) {",
+		Replacement: "if true {",
+		Why:         "read_committed: an aborted transaction whose marker compaction removed stays listed, so the client drops its producer's later batches",
+	},
 }
