@@ -280,13 +280,13 @@ var mutations = []mutation{
 	},
 	{
 		Name: "compact-marker-early", File: "logstore/compact_txn.go",
-		Original:    "if h.RecordCount == 0 || live {",
-		Replacement: "if h.RecordCount == 0 {",
+		Original:    "live := t.live[h.ProducerID]",
+		Replacement: "live := false",
 		Why:         "compaction: a marker goes while its transaction still has records, so a replica that applies it later takes a committed transaction for aborted",
 	},
 	{
 		Name: "fetch-lists-emptied-marker", File: "node/partition/txns.go",
-		Original:    "if liveBatchOf(hs[:i], a) {",
+		Original:    "if i == n || hs[i].BaseOffset != a.LastOffset || !hs[i].IsControl() || hs[i].RecordCount > 0 {",
 		Replacement: "if true {",
 		Why:         "read_committed: an aborted transaction whose marker compaction removed stays listed, so the client drops its producer's later batches",
 	},
