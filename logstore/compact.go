@@ -28,6 +28,17 @@ package logstore
 // are (transaction-aware cleaning is not done), and so is anything the
 // cleaner cannot decode. Keyless records are kept.
 //
+// Transactions (CleanConfig.Txns set; compact_txn.go): the pass only takes
+// segments wholly below the last stable offset, so every transaction with
+// data in it is decided. Records of aborted transactions (from the
+// partition's aborted-transaction index) are removed and never shadow
+// anything; committed transactional records are compacted like any others.
+// A marker (control batch) loses its record, as Kafka's cleaner removes it,
+// only when every batch of its transaction was already empty when the pass
+// began (its data went in an earlier pass: Kafka's two passes) and its
+// timestamp is older than DeleteRetentionMs. Without Txns, transactional
+// batches and markers are copied as they are and shadow nothing.
+//
 // Crash safety: before the renames the original files are untouched and a
 // reopen deletes *.tmp leftovers; between the two renames the new segment
 // sits next to the old index file, which no longer matches it, so a reopen
@@ -47,6 +58,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/node/records"
 )
 
@@ -58,6 +70,8 @@ type CleanConfig struct {
 	// BytesPerStepMax bounds the segment bytes one CleanStep reads (at least
 	// one entry; default 4 MiB).
 	BytesPerStepMax int
+	// Txns, when set, makes the cleaner transaction-aware (compact_txn.go).
+	Txns *TxnView
 }
 
 type cleanPhase uint8
@@ -78,6 +92,7 @@ type cleanerState struct {
 	passSegs       []string
 	passLast       uint64
 	latest         map[[16]byte]int64
+	txn            *txnPass // nil: not transaction-aware
 	seg            int
 	pos            int64
 	out            *cleanOutput
@@ -108,7 +123,7 @@ func (l *Log) CleanStep(now time.Time, cfg CleanConfig, limitIndex uint64) (done
 		c.abort(l)
 		l.stats.Cleaner.PassesAborted++
 	}
-	if c.phase == cleanIdle && !c.start(l, limitIndex) {
+	if c.phase == cleanIdle && !c.start(l, limitIndex, cfg.Txns) {
 		return true, nil
 	}
 	switch c.phase {
@@ -124,15 +139,21 @@ func (l *Log) CleanStep(now time.Time, cfg CleanConfig, limitIndex uint64) (done
 	return c.phase == cleanIdle, nil
 }
 
-// start begins a pass if some sealed segment below limitIndex is dirty.
-func (c *cleanerState) start(l *Log, limitIndex uint64) bool {
+// start begins a pass if some sealed segment below limitIndex (and, with
+// txns, wholly below the last stable offset) is dirty.
+func (c *cleanerState) start(l *Log, limitIndex uint64, txns *TxnView) bool {
 	var names []string
 	dirtyFirst := -1
 	var last uint64
+	var passEnd int64
 	for _, s := range l.segs[:len(l.segs)-1] {
 		if !s.sealed || s.empty() || s.last >= limitIndex {
 			break
 		}
+		if txns != nil && s.nextOffset > txns.StableOffset {
+			break // an open transaction's data, or data past it
+		}
+		passEnd = s.nextOffset
 		names = append(names, s.name)
 		if dirtyFirst < 0 && s.last > c.cleanedThrough {
 			dirtyFirst = len(names) - 1
@@ -144,6 +165,9 @@ func (c *cleanerState) start(l *Log, limitIndex uint64) bool {
 	}
 	*c = cleanerState{phase: cleanMapping, structVersion: l.structVersion, cleanedThrough: c.cleanedThrough,
 		passSegs: names, passLast: last, latest: map[[16]byte]int64{}, seg: dirtyFirst}
+	if txns != nil {
+		c.txn = newTxnPass(txns, l.segs[0].baseOffset, passEnd)
+	}
 	return true
 }
 
@@ -184,17 +208,29 @@ func (c *cleanerState) mapStep(l *Log, cfg CleanConfig) error {
 	return nil
 }
 
-// cleanable reports whether the cleaner may filter batch b: control and
-// transactional batches, and what it cannot parse, are copied as they are.
-func cleanable(b []byte) (records.Header, bool) {
+// cleanable reports whether the cleaner may filter batch b by key: control
+// batches, and what it cannot parse, are copied as they are; so are
+// transactional batches unless the pass knows transactions (then those of
+// committed transactions are filtered like any other; the caller handles
+// aborted ones).
+func (c *cleanerState) cleanable(b []byte) (records.Header, bool) {
 	h, err := records.ParseBatch(b)
-	return h, err == nil && !h.IsControl() && !h.IsTransactional()
+	if err != nil || h.IsControl() {
+		return h, false
+	}
+	if h.IsTransactional() {
+		return h, c.txn != nil && !c.txn.aborted(h.ProducerID, h.BaseOffset)
+	}
+	return h, true
 }
 
 // noteKeys records the offset of each keyed record of batch b, unless b
 // does not decode (then it is copied as it is, and none of its keys count).
 func (c *cleanerState) noteKeys(b []byte) {
-	bh, ok := cleanable(b)
+	bh, ok := c.cleanable(b)
+	if plant.Enabled(plant.CompactAbortedShadows) && c.txn != nil && bh.IsTransactional() && !bh.IsControl() {
+		ok = true
+	}
 	if !ok {
 		return
 	}
@@ -277,7 +313,12 @@ func (c *cleanerState) openOutput(l *Log, s *segment) error {
 // tombstones (b itself when nothing goes, or when b does not decode).
 // records.Filter keeps the batch's offsets, timestamps and producer fields.
 func (c *cleanerState) cleanBatch(l *Log, b []byte, now time.Time, cfg CleanConfig) ([]byte, error) {
-	bh, ok := cleanable(b)
+	if c.txn != nil {
+		if out, done := c.txn.cleanTxnBatch(l, b, now, cfg); done {
+			return out, nil
+		}
+	}
+	bh, ok := c.cleanable(b)
 	if !ok {
 		return b, nil
 	}

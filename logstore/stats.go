@@ -28,6 +28,11 @@ type CleanerStats struct {
 	BytesWritten    int64
 	RecordsRemoved  int64
 	BatchesEmptied  int64 // batches kept with no records, to keep their offsets
+	// AbortedRecordsRemoved counts the records of aborted transactions
+	// removed (also in RecordsRemoved); MarkersRemoved the transaction
+	// markers removed (compact_txn.go).
+	AbortedRecordsRemoved int64
+	MarkersRemoved        int64
 	// PassSegments and PassSegmentsDone give the progress of the pass in
 	// flight (both 0 when idle).
 	PassSegments     int

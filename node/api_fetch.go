@@ -260,10 +260,12 @@ func (r *Reactor) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartitio
 		return sp // only the first partition may exceed the budget
 	}
 	if len(data) > 0 {
-		sp.RecordBatches = data
 		if readCommitted {
-			sp.AbortedTransactions = abortedIn(p, rp.FetchOffset, data)
+			var n int
+			sp.AbortedTransactions, n = abortedIn(p, rp.FetchOffset, data)
+			data = data[:n]
 		}
+		sp.RecordBatches = data
 	}
 	*budget -= len(data)
 	return sp
@@ -272,21 +274,16 @@ func (r *Reactor) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartitio
 // abortedIn lists the aborted transactions a read_committed client must
 // skip in data (read from offset): those whose range overlaps it. The
 // client drops a listed producer's batches from FirstOffset up to its abort
-// marker.
-func abortedIn(p *partition.Partition, offset int64, data []byte) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
-	end := offset
-	if bs, err := records.Split(data); err == nil && len(bs) > 0 {
-		if h, err := records.ParseHeader(bs[len(bs)-1]); err == nil {
-			end = h.NextOffset()
-		}
-	}
-	var out []kmsg.FetchResponseTopicPartitionAbortedTransaction
-	for _, a := range p.AbortedTxns(offset, end) {
+// marker. n is how much of data to serve: less when a marker removed by
+// compaction would leave the client dropping too much (partition.ReadCommitted).
+func abortedIn(p *partition.Partition, offset int64, data []byte) (out []kmsg.FetchResponseTopicPartitionAbortedTransaction, n int) {
+	as, n := p.ReadCommitted(offset, data)
+	for _, a := range as {
 		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
 		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
 		out = append(out, at)
 	}
-	return out
+	return out, n
 }
 
 // readLeader returns the partition whose reads (Fetch, ListOffsets) this

@@ -95,6 +95,9 @@ type Config struct {
 	// pass between snapshots of the metadata (0: ctlSnapshotEvery). Tests
 	// set it small so that snapshots and log compaction happen.
 	ControllerSnapshotEntries int
+	// MaintenanceTicks is how often (in ticks) retention and compaction
+	// run (0: maintenanceTicks, 100).
+	MaintenanceTicks int
 
 	AutoCreateTopics       bool
 	DefaultPartitions      int32

@@ -169,7 +169,7 @@ func (r *Reactor) partitionView(p *partition.Partition, v *ReplicaView, full boo
 	}
 	v.Name = fmt.Sprintf("%s-%d", p.Topic, p.Index)
 	h := fnv.New64a()
-	h.Write(p.Checkpoint())
+	h.Write(p.ReplicatedState())
 	h.Write(binary.BigEndian.AppendUint64(nil, uint64(v.HighWatermark)))
 	v.StateHash = h.Sum64()
 }

@@ -28,7 +28,10 @@ func (r *Reactor) maintain() {
 			r.retain(p, now.UnixMilli(), limit)
 		}
 		if p.Cfg.Compact {
-			cc := logstore.CleanConfig{DeleteRetentionMs: p.Cfg.DeleteRetentionMs, BytesPerStepMax: 8 << 20}
+			// Transaction-aware: nothing at or past the last stable
+			// offset, aborted records removed, markers after their data
+			// (logstore/compact_txn.go).
+			cc := logstore.CleanConfig{DeleteRetentionMs: p.Cfg.DeleteRetentionMs, BytesPerStepMax: 8 << 20, Txns: p.CleanView()}
 			if _, err := rep.CleanStep(now, cc, limit); err != nil {
 				r.env.Logf("node %d: compact %s-%d: %v", r.self, p.Topic, p.Index, err)
 			}

@@ -36,7 +36,11 @@ func (r *Reactor) onTick() {
 	r.txnsSync()
 	r.auditTick()
 	r.shareDLQTick()
-	if r.ticks%maintenanceTicks == 0 || r.buggify(bugMaintenanceEarly) {
+	every := uint64(maintenanceTicks)
+	if r.cfg.MaintenanceTicks > 0 {
+		every = uint64(r.cfg.MaintenanceTicks)
+	}
+	if r.ticks%every == 0 || r.buggify(bugMaintenanceEarly) {
 		r.maintain()
 	}
 	r.repairDamaged()

@@ -52,6 +52,8 @@ type BrokerConfig struct {
 	// CtlSnapshotEntries is node.Config.ControllerSnapshotEntries (0: the
 	// default, 1024).
 	CtlSnapshotEntries int
+	// MaintenanceTicks is node.Config.MaintenanceTicks (0: the default).
+	MaintenanceTicks int
 	// Sites is told every BUGGIFY site that fires (node.Env.OnBuggify).
 	Sites *siteCounter
 	// Shares configures share groups (share.go; zero: Kafka's defaults).
@@ -105,6 +107,7 @@ func BrokerFactory(bc BrokerConfig) Factory {
 		cfg.LeaseMargin = bc.LeaseMargin
 		bc.configureBalance(int(env.ID), &cfg.Balancer, &cfg.BalancerMovesMax, &cfg.Rack)
 		cfg.ControllerSnapshotEntries = bc.CtlSnapshotEntries
+		cfg.MaintenanceTicks = bc.MaintenanceTicks
 		if bc.Auth != nil {
 			bc.Auth.configure(&cfg)
 		}

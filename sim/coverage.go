@@ -50,6 +50,9 @@ var coveragePaths = []string{
 	"topic re-created",
 	"partitions added to a topic",
 	covBalancerMove, // issue 23 (balance.go)
+	// Transactions on a compacted topic (txncompact.go).
+	"compaction removed an aborted transaction's records",
+	"compaction removed a transaction marker",
 }
 
 const (

@@ -237,6 +237,12 @@ func ChooseOptions(seed int64) Options {
 	}
 	o.Broker.Shares = o.Share.brokerShares()
 	o.Retention = chooseRetention(seed)
+	if o.Retention.Compact {
+		// Compaction every 10 ticks, not 100: passes, and the second
+		// passes that remove transaction markers, happen within the run
+		// (txncompact.go).
+		o.Broker.MaintenanceTicks = 10
+	}
 	o.Expiry = chooseExpiry(seed)
 	o.Bounce = rate(0.5, 0.5, 3)
 	o.Topics = chooseTopics(seed)

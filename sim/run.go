@@ -179,6 +179,7 @@ type run struct {
 	// share is the share-group workload (share.go), if any.
 	share *shareWork
 	ret   *retWorkload // the retention workload (retention.go), if any
+	txc   *txcWorkload // transactions on a compacted topic (txncompact.go), if any
 	exp   *expWorkload // the producer-id expiry workload (expiry.go), if any
 	churn *churn       // topic churn (topics.go), if any
 	// coverage counts the rare paths the run reached (coverage.go).
@@ -423,6 +424,7 @@ func (r *run) safety() {
 	r.startKIP848()
 	r.startShare()
 	r.startRetention()
+	r.startTxnCompact()
 	r.startExpiry()
 	r.startBounce()
 	r.startChurn()
@@ -482,6 +484,7 @@ func (r *run) liveness() {
 	r.finishTxn()
 	r.finishShare()
 	r.finishRetention()
+	r.finishTxnCompact()
 	r.finishExpiry()
 	r.finishChurn()
 }

@@ -44,6 +44,8 @@
 //	                              before other members revoked those partitions
 //	balancer-ignores-bound        the balancer proposes every move it finds at
 //	                              once, past its bound on moves in flight
+//	compact-aborted-shadows       compaction lets a record of an aborted
+//	                              transaction shadow older records of its key
 package plant
 
 // Bug names.
@@ -75,4 +77,6 @@ const (
 	ConsumerAssignBeforeRevoke = "consumer-assign-before-revoke"
 	// BalancerIgnoresBound: node/balance.go.
 	BalancerIgnoresBound = "balancer-ignores-bound"
+	// CompactAbortedShadows: logstore/compact.go.
+	CompactAbortedShadows = "compact-aborted-shadows"
 )

@@ -283,7 +283,10 @@ func applyBatch(t *Producers, x *Txns, h records.Header, data []byte, index, ter
 		t.Mark(h.ProducerID, h.ProducerEpoch)
 	default:
 		t.Record(h.ProducerID, h.ProducerEpoch, SeqBatch{
-			FirstSeq: h.BaseSequence, LastSeq: LastSeq(h.BaseSequence, h.RecordCount),
+			// From the offsets, not the record count: a batch compaction
+			// emptied keeps its offsets and sequences (as Kafka's
+			// lastSequence is baseSequence + lastOffsetDelta).
+			FirstSeq: h.BaseSequence, LastSeq: LastSeq(h.BaseSequence, h.LastOffsetDelta+1),
 			BaseOffset: h.BaseOffset, Index: index, Term: term,
 		})
 	}
@@ -527,6 +530,19 @@ func (p *Partition) EpochEndOffset(epoch int32) (endOffset int64, foundEpoch int
 // Checkpoint returns the applied state, for the log's snapshot point.
 func (p *Partition) Checkpoint() []byte {
 	return EncodeCheckpoint(Checkpoint{StartOffset: p.startOffset, Producers: p.applied, Txns: p.txns})
+}
+
+// ReplicatedState is Checkpoint for comparing replicas at the same applied
+// index: on a compacted partition without the aborted-transaction index,
+// which replicas may hold differently (an emptied marker counts as an
+// abort on the replica that applies it: txns.go), everything else being
+// the same.
+func (p *Partition) ReplicatedState() []byte {
+	t := p.txns
+	if p.Cfg.Compact {
+		t = &Txns{open: p.txns.open}
+	}
+	return EncodeCheckpoint(Checkpoint{StartOffset: p.startOffset, Producers: p.applied, Txns: t})
 }
 
 func encodeOffset(off int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(off)) }

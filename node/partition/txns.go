@@ -9,6 +9,7 @@ import (
 
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/internal/plant"
+	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/node/records"
 	"github.com/floe-broker/floe/node/replica"
 )
@@ -65,6 +66,16 @@ func (t *Txns) Apply(h records.Header, data []byte) {
 		return
 	}
 	m, err := batchMarker(data)
+	if errors.Is(err, errNoMarker) {
+		// A marker compaction removed (logstore/compact_txn.go): it goes
+		// only after every batch of its transaction was emptied on the
+		// replica that cleaned it, but this replica may hold those batches
+		// still whole (it had them before the leader cleaned, and was sent
+		// the cleaned marker). Taken as an abort, which hides them: an
+		// aborted transaction's data must never show, and a committed
+		// one's records were all superseded by later ones of their keys.
+		m.Type, err = records.ControlAbort, nil
+	}
 	if err != nil {
 		return
 	}
@@ -207,6 +218,86 @@ func (p *Partition) LastStableOffset() int64 {
 
 // AbortedTxns returns the aborted transactions overlapping [from, to).
 func (p *Partition) AbortedTxns(from, to int64) []AbortedTxn { return p.txns.Aborted(from, to) }
+
+// ReadCommitted prepares batches read from offset for a read_committed
+// Fetch: it returns the aborted transactions the client must be told (those
+// overlapping the batches) and how many bytes of data to serve.
+//
+// A client drops a listed producer's batches from the transaction's first
+// offset until it meets that producer's abort marker, so a marker whose
+// record compaction removed (an empty control batch) must not stay
+// listed while the same answer holds later batches of the producer. If the
+// transaction's batches in the answer are all empty too (compaction
+// removed them first, as it always does on the replica that cleaned), the
+// transaction is left out: nothing of it shows. If some still hold
+// records (this replica was sent the cleaned marker after it had the
+// data), the answer stops before the marker; the next read starts at the
+// marker and then leaves the transaction out.
+func (p *Partition) ReadCommitted(offset int64, data []byte) ([]AbortedTxn, int) {
+	bs, err := records.Split(data)
+	if err != nil || len(bs) == 0 {
+		return p.txns.Aborted(offset, offset), len(data)
+	}
+	hs := make([]records.Header, len(bs))
+	for i, b := range bs {
+		if hs[i], err = records.ParseHeader(b); err != nil {
+			return p.txns.Aborted(offset, offset), len(data)
+		}
+	}
+	for n := len(hs); ; {
+		var out []AbortedTxn
+		cut := n
+		for _, a := range p.txns.Aborted(offset, hs[n-1].NextOffset()) {
+			i := sort.Search(n, func(i int) bool { return hs[i].BaseOffset >= a.LastOffset })
+			if i == n || hs[i].BaseOffset != a.LastOffset || !hs[i].IsControl() || hs[i].RecordCount > 0 {
+				out = append(out, a) // its marker is whole, or not in this answer
+				continue
+			}
+			if liveBatchOf(hs[:i], a) {
+				cut = min(cut, i)
+				out = append(out, a)
+			}
+		}
+		if cut == n {
+			size := 0
+			for _, h := range hs[:n] {
+				size += h.Size()
+			}
+			return out, size
+		}
+		n = cut
+	}
+}
+
+// liveBatchOf reports whether some batch of aborted transaction a in hs
+// still holds records.
+func liveBatchOf(hs []records.Header, a AbortedTxn) bool {
+	for _, h := range hs {
+		if h.ProducerID == a.ProducerID && h.IsTransactional() && !h.IsControl() &&
+			h.BaseOffset >= a.FirstOffset && h.BaseOffset < a.LastOffset && h.RecordCount > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// CleanView is what the log cleaner needs of the partition's transactions
+// to compact a log that holds some (logstore/compact_txn.go): the last
+// stable offset, below which every transaction is decided, and the
+// aborted-transaction index.
+func (p *Partition) CleanView() *logstore.TxnView {
+	return &logstore.TxnView{
+		StableOffset: p.LastStableOffset(),
+		Aborted: func(from, to int64) []logstore.AbortedRange {
+			as := p.txns.Aborted(from, to)
+			out := make([]logstore.AbortedRange, len(as))
+			for i, a := range as {
+				out[i] = logstore.AbortedRange{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset, LastOffset: a.LastOffset}
+			}
+			return out
+		},
+	}
+}
 
 // OpenTxns returns how many transactions are open on the partition
 // (committed entries only).

@@ -323,4 +323,29 @@ var mutations = []mutation{
 		Why:         "vote fence: a log cut back below its snapshot is taken to end at the snapshot, so the replica votes as if it held the acknowledged entries it lost",
 		Run:         "^TestControllerLogCutBelowSnapshotIsFenced$",
 	},
+	// Transaction-aware compaction (issue 16), caught by sim/txncompact.go.
+	{
+		Name: "compact-aborted-kept", File: "logstore/compact_txn.go",
+		Original:    "if !t.aborted(h.ProducerID, h.BaseOffset) {",
+		Replacement: "if true {",
+		Why:         "compaction keeps aborted records (read_committed still hides them): their space is never reclaimed and their markers never go",
+	},
+	{
+		Name: "compact-past-lso", File: "logstore/compact.go",
+		Original:    "if txns != nil && s.nextOffset > txns.StableOffset {",
+		Replacement: "if false {",
+		Why:         "compaction past the last stable offset: an open transaction's records are taken for committed and shadow older values before it aborts",
+	},
+	{
+		Name: "compact-marker-early", File: "logstore/compact_txn.go",
+		Original:    "live := t.live[h.ProducerID]",
+		Replacement: "live := false",
+		Why:         "compaction: a marker goes while its transaction still has records, so a replica that applies it later takes a committed transaction for aborted",
+	},
+	{
+		Name: "fetch-lists-emptied-marker", File: "node/partition/txns.go",
+		Original:    "if i == n || hs[i].BaseOffset != a.LastOffset || !hs[i].IsControl() || hs[i].RecordCount > 0 {",
+		Replacement: "if true {",
+		Why:         "read_committed: an aborted transaction whose marker compaction removed stays listed, so the client drops its producer's later batches",
+	},
 }
