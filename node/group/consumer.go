@@ -84,8 +84,8 @@ type cmember struct {
 	// rejoinBy: a classic member told to rejoin is fenced if it has not by
 	// then; syncBy: one answered a JoinGroup must send its SyncGroup by
 	// then (0: none pending).
-	rejoinBy time.Duration
-	syncBy   time.Duration
+	rejoinBy       time.Duration
+	syncBy         time.Duration
 	deadline       time.Duration // session end without a heartbeat
 	revokeDeadline time.Duration // while unrevoked: when it is fenced for not revoking
 	timerArmed     bool
