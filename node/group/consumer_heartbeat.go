@@ -113,6 +113,11 @@ func (c *Coordinator) ConsumerGroupHeartbeat(now time.Duration, cl Client, req *
 	}
 	if upgraded {
 		c.finishUpgrade(g)
+		for _, id := range g.cons.memberIDs() {
+			if cm := g.cons.Members[id]; cm.Classic != nil {
+				c.touchConsumer(g, cm, now) // their sessions go on in the consumer group
+			}
+		}
 	}
 	resp.MemberID = kmsg.StringPtr(req.MemberID)
 	resp.HeartbeatIntervalMillis = int32(c.consumerTimeouts(req.Group).HeartbeatInterval.Milliseconds())

@@ -455,3 +455,27 @@ func mixedRun(t *testing.T, seed int64) (err error) {
 	}
 	return nil
 }
+
+// TestMigrationSilentClassicMembersExpire: classic members that never
+// speak again after the upgrade are fenced at the end of their (classic)
+// session, and the consumer member gets everything.
+func TestMigrationSilentClassicMembersExpire(t *testing.T) {
+	h, a, b := classicGroupOfTwo(t, Config{})
+	k := newClient("k", "t")
+	h.cgHeartbeat("g", k, nil)
+	if k.owned.count() != 0 || a.owned.count()+b.owned.count() != 4 {
+		t.Fatalf("k took %v while the classic members own %v and %v", k.owned, a.owned, b.owned)
+	}
+	for i := 0; i < 12; i++ {
+		h.advance(time.Second)
+		h.cgHeartbeat("g", k, nil)
+	}
+	cg := h.consumerGroup("g")
+	if len(cg.Members) != 1 {
+		t.Fatalf("%d members 12 s after the classic ones went silent (session 10 s)", len(cg.Members))
+	}
+	h.settle("g", []*cclient{k})
+	if k.owned.count() != 4 {
+		t.Fatalf("k owns %v", k.owned)
+	}
+}
