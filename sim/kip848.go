@@ -107,10 +107,17 @@ func (r *run) startKIP848() {
 		return
 	}
 	w := &kip848Workload{r: r, floor: map[int32]int64{}}
+	// With classic members, the consumer-protocol members start later, so
+	// the group is first a classic group whose members own partitions and
+	// is then upgraded online (kip848_classic.go).
+	late := time.Duration(0)
+	if r.o.KIP848Classic > 0 {
+		late = 1500 * time.Millisecond
+	}
 	for i := 0; i < r.o.KIP848Members; i++ {
 		m := w.newMember()
 		w.members = append(w.members, m)
-		r.w.After(r.think(), m.step)
+		r.w.After(late+r.think(), m.step)
 	}
 	for i := 0; i < r.o.KIP848Classic; i++ {
 		m := w.newClassic()
