@@ -10,7 +10,7 @@ func TestKIP848Workload(t *testing.T) {
 	taken, committed := 0, 0
 	for seed := int64(1); seed <= seeds; seed++ {
 		o := ChooseOptions(seed)
-		o.KIP848Members = 3
+		o.KIP848Members, o.KIP848Classic = 3, 0
 		res := Run(o)
 		if res.Failed() {
 			t.Fatalf("seed %d: %v", seed, res.Violations)
