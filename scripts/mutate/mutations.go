@@ -211,10 +211,10 @@ var mutations = []mutation{
 		Why:         "KIP-848 migration: the conversion to a consumer group loses the committed offsets (members restart from the beginning and commit backwards)",
 	},
 	{
-		Name: "migration-downgrade-target-as-owned", File: "node/group/migrate.go",
-		Original:    "as := encodeAssignment(cm.Assigned, cm.subscriptionVersion())",
-		Replacement: "as := encodeAssignment(cm.Target, cm.subscriptionVersion())",
-		Why:         "KIP-848 migration: a downgraded member is recorded as owning its target, not what it holds, so a quick re-upgrade hands a held partition to another",
+		Name: "migration-classic-sync-target", File: "node/group/migrate.go",
+		Original:    "return 0, encodeAssignment(m.Assigned, m.subscriptionVersion())",
+		Replacement: "return 0, encodeAssignment(m.Target, m.subscriptionVersion())",
+		Why:         "KIP-848 migration: a classic member's SyncGroup hands it its whole target, partitions another member has not revoked yet included",
 	},
 	// Transactions (issue 16): the partition's transaction state and the
 	// transaction coordinator.
