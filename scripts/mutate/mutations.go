@@ -210,12 +210,6 @@ var mutations = []mutation{
 		Replacement: "g.subscribed, g.offsets = nil, map[topicPartition]committed{}",
 		Why:         "KIP-848 migration: the conversion to a consumer group loses the committed offsets (members restart from the beginning and commit backwards)",
 	},
-	{
-		Name: "migration-classic-sync-target", File: "node/group/migrate.go",
-		Original:    "return 0, encodeAssignment(m.Assigned, m.subscriptionVersion())",
-		Replacement: "return 0, encodeAssignment(m.Target, m.subscriptionVersion())",
-		Why:         "KIP-848 migration: a classic member's SyncGroup hands it its whole target, partitions another member has not revoked yet included",
-	},
 	// Transactions (issue 16): the partition's transaction state and the
 	// transaction coordinator.
 	{
