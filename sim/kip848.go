@@ -55,6 +55,8 @@ const (
 type kip848Workload struct {
 	r       *run
 	members []*kip848Member
+	// classics are the group's classic members (kip848_classic.go).
+	classics []*kip848Classic
 	// floor is, per partition, the highest offset an acknowledged commit
 	// wrote or a fetch read: nothing acknowledged later may be below it.
 	floor   map[int32]int64
@@ -101,15 +103,42 @@ type kip848Member struct {
 const kip848Rebalance = 3000 * time.Millisecond
 
 func (r *run) startKIP848() {
-	if r.o.KIP848Members <= 0 {
+	if r.o.KIP848Members <= 0 && r.o.KIP848Classic <= 0 {
 		return
 	}
 	w := &kip848Workload{r: r, floor: map[int32]int64{}}
+	// With classic members, the consumer-protocol members start later, so
+	// the group is first a classic group whose members own partitions and
+	// is then upgraded online (kip848_classic.go).
+	late := time.Duration(0)
+	if r.o.KIP848Classic > 0 {
+		late = 1500 * time.Millisecond
+	}
 	for i := 0; i < r.o.KIP848Members; i++ {
 		m := w.newMember()
 		w.members = append(w.members, m)
+		r.w.After(late+r.think(), m.step)
+	}
+	for i := 0; i < r.o.KIP848Classic; i++ {
+		m := w.newClassic()
+		w.classics = append(w.classics, m)
 		r.w.After(r.think(), m.step)
 	}
+}
+
+// holderName names a member other than self (classic or not) that
+// believes it owns p now, or "".
+func (w *kip848Workload) holderName(self any, p int32) string {
+	if o := w.holder(self, p); o != nil {
+		return fmt.Sprintf("%s (epoch %d)", o.id, o.epoch)
+	}
+	now := w.r.now()
+	for _, o := range w.classics {
+		if any(o) != self && o.owned[p] && now < o.claim {
+			return fmt.Sprintf("classic %s (%s, generation %d)", o.name, o.id, o.gen)
+		}
+	}
+	return ""
 }
 
 func (w *kip848Workload) newMember() *kip848Member {
@@ -118,10 +147,10 @@ func (w *kip848Workload) newMember() *kip848Member {
 }
 
 // holds reports whether another member than m believes it owns p now.
-func (w *kip848Workload) holder(m *kip848Member, p int32) *kip848Member {
+func (w *kip848Workload) holder(self any, p int32) *kip848Member {
 	now := w.r.now()
 	for _, o := range w.members {
-		if o != m && o.owned[p] && now < o.claim {
+		if any(o) != self && o.owned[p] && now < o.claim {
 			return o
 		}
 	}
@@ -307,9 +336,9 @@ func (m *kip848Member) answered(epoch int32, sent time.Duration, hr *kmsg.Consum
 			if m.owned[p] {
 				continue
 			}
-			if o := m.w.holder(m, p); o != nil {
-				r.violation("checker", fmt.Sprintf("kip848 ownership invalid: %s/%d given to %s (epoch %d) while %s (epoch %d) still owns it",
-					r.topic, p, m.id, m.epoch, o.id, o.epoch))
+			if o := m.w.holderName(m, p); o != "" {
+				r.violation("checker", fmt.Sprintf("kip848 ownership invalid: %s/%d given to %s (epoch %d) while %s still owns it",
+					r.topic, p, m.id, m.epoch, o))
 			}
 			m.owned[p] = true
 			r.cover(covKIP848Assigned)

@@ -10,7 +10,7 @@ func TestKIP848Workload(t *testing.T) {
 	taken, committed := 0, 0
 	for seed := int64(1); seed <= seeds; seed++ {
 		o := ChooseOptions(seed)
-		o.KIP848Members = 3
+		o.KIP848Members, o.KIP848Classic = 3, 0
 		res := Run(o)
 		if res.Failed() {
 			t.Fatalf("seed %d: %v", seed, res.Violations)
@@ -22,4 +22,31 @@ func TestKIP848Workload(t *testing.T) {
 		t.Fatalf("in %d seeds the members took %d partitions and committed %d times", seeds, taken, committed)
 	}
 	t.Logf("%d seeds: %d partitions taken, %d commits acknowledged", seeds, taken, committed)
+}
+
+// TestKIP848MixedWorkload runs seeds with consumer-protocol and classic
+// members in one group: the group is upgraded and downgraded as they come
+// and go (migrate.go), and the checkers hold. It checks the classic
+// members took partitions both in a classic group and inside a consumer
+// group, so the migration really ran.
+func TestKIP848MixedWorkload(t *testing.T) {
+	seeds := int64(4)
+	cov := map[string]int{}
+	for seed := int64(1); seed <= seeds; seed++ {
+		o := ChooseOptions(seed)
+		o.KIP848Members, o.KIP848Classic = 2, 2
+		res := Run(o)
+		if res.Failed() {
+			t.Fatalf("seed %d: %v", seed, res.Violations)
+		}
+		for _, c := range []string{covKIP848Assigned, covKIP848ClassicAssigned, covKIP848ClassicInCG, covKIP848ClassicLed, covKIP848Committed} {
+			cov[c] += res.Coverage[c]
+		}
+	}
+	for c, n := range cov {
+		if n == 0 {
+			t.Errorf("in %d seeds, never: %s", seeds, c)
+		}
+	}
+	t.Logf("%d seeds: %v", seeds, cov)
 }

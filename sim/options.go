@@ -29,6 +29,7 @@ type Options struct {
 	Groups         int // consumer groups the consumers share
 	TxnProducers   int // transactional producers (txn.go); 0: none
 	KIP848Members  int // members of the KIP-848 consumer group (kip848.go); 0: none
+	KIP848Classic  int // classic members of the same group (kip848_classic.go); 0: none
 	ThinkMax       time.Duration
 	OpTimeout      time.Duration // a produce's delivery timeout
 	RequestTimeout time.Duration // one request's client-side timeout
@@ -249,6 +250,7 @@ func ChooseOptions(seed int64) Options {
 	chooseMore(rng, &o)             // last: faults_more.go
 	o.Balance = chooseBalance(seed) // its own generator
 	o.Broker.Balance = o.Balance
+	o.KIP848Classic = chooseKIP848Classic(seed, o.KIP848Members) // its own generator
 	return o
 }
 
@@ -273,6 +275,9 @@ func (o Options) String() string {
 	}
 	if o.Auth.On {
 		fmt.Fprintf(&b, "\n%s", o.Auth)
+	}
+	if o.KIP848Members+o.KIP848Classic > 0 {
+		fmt.Fprintf(&b, "\nkip848: members=%d classic=%d", o.KIP848Members, o.KIP848Classic)
 	}
 	if o.Bounce > 0 {
 		fmt.Fprintf(&b, "\nbounced transfers/s: %.2f", o.Bounce)

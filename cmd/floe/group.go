@@ -347,6 +347,15 @@ func addGroupFlags(fs *flag.FlagSet) func() group.Config {
 	cInterval := fs.Int("group-consumer-heartbeat-interval-ms", 5000, "KIP-848 consumer groups: the heartbeat interval members are told")
 	cAssignors := fs.String("group-consumer-assignors", "uniform,range", "KIP-848 consumer groups: the server-side assignors, the first the default")
 	cMax := fs.Int("group-consumer-max-size", 0, "KIP-848 consumer groups: most members a group may have (0: no limit)")
+	policy := group.MigrationBidirectional
+	fs.Func("group-consumer-migration-policy", "KIP-848 online migration of groups with members between the classic and the consumer protocol: bidirectional, upgrade, downgrade or disabled (default bidirectional)", func(s string) error {
+		s = strings.ToLower(strings.TrimSpace(s))
+		if err := group.CheckMigrationPolicy(s); err != nil {
+			return err
+		}
+		policy = s
+		return nil
+	})
 	return func() group.Config {
 		c := group.Config{
 			InitialRebalanceDelay: time.Duration(*delay) * time.Millisecond,
@@ -358,6 +367,7 @@ func addGroupFlags(fs *flag.FlagSet) func() group.Config {
 			ConsumerHeartbeatInterval: time.Duration(*cInterval) * time.Millisecond,
 			ConsumerAssignors:         strings.Split(*cAssignors, ","),
 			ConsumerMaxSize:           *cMax,
+			ConsumerMigrationPolicy:   policy,
 		}
 		if *delay <= 0 {
 			c.InitialRebalanceDelay = -1 // no delay (0 would mean the default)

@@ -75,6 +75,9 @@ const (
 	NoGenerationFence            = "no-generation-fence"
 	// ConsumerAssignBeforeRevoke: node/group/consumer_heartbeat.go.
 	ConsumerAssignBeforeRevoke = "consumer-assign-before-revoke"
+	// MigrationForgetsClassicAssignment: node/group/migrate.go (a classic
+	// group upgraded to a consumer group forgets what its members own).
+	MigrationForgetsClassicAssignment = "migration-forgets-classic-assignment"
 	// BalancerIgnoresBound: node/balance.go.
 	BalancerIgnoresBound = "balancer-ignores-bound"
 	// CompactAbortedShadows: logstore/compact.go.

@@ -38,6 +38,11 @@ type Config struct {
 	ConsumerHeartbeatInterval time.Duration
 	ConsumerAssignors         []string
 	ConsumerMaxSize           int
+	// ConsumerMigrationPolicy is group.consumer.migration.policy: which
+	// online migrations between the classic and the consumer protocol a
+	// group with members may make (migrate.go): bidirectional (the
+	// default), upgrade, downgrade or disabled.
+	ConsumerMigrationPolicy string
 	// The bounds of a group's own timeouts (CheckConsumerTimeouts), Kafka's
 	// group.consumer.min/max.session.timeout.ms and
 	// group.consumer.min/max.heartbeat.interval.ms. Unset: Kafka's
@@ -157,7 +162,36 @@ func (c Config) WithDefaults() Config {
 		known = []string{AssignorUniform, AssignorRange}
 	}
 	c.ConsumerAssignors = known
+	if c.ConsumerMigrationPolicy == "" {
+		c.ConsumerMigrationPolicy = MigrationBidirectional
+	}
 	return c
+}
+
+// The values of group.consumer.migration.policy.
+const (
+	MigrationBidirectional = "bidirectional"
+	MigrationUpgrade       = "upgrade"
+	MigrationDowngrade     = "downgrade"
+	MigrationDisabled      = "disabled"
+)
+
+// CheckMigrationPolicy checks a group.consumer.migration.policy value
+// (Kafka takes it case-insensitively; so does Floe, lower-cased).
+func CheckMigrationPolicy(p string) error {
+	switch p {
+	case MigrationBidirectional, MigrationUpgrade, MigrationDowngrade, MigrationDisabled:
+		return nil
+	}
+	return fmt.Errorf("group.consumer.migration.policy %q: must be one of bidirectional, upgrade, downgrade, disabled", p)
+}
+
+func (c Config) upgradeEnabled() bool {
+	return c.ConsumerMigrationPolicy == MigrationBidirectional || c.ConsumerMigrationPolicy == MigrationUpgrade
+}
+
+func (c Config) downgradeEnabled() bool {
+	return c.ConsumerMigrationPolicy == MigrationBidirectional || c.ConsumerMigrationPolicy == MigrationDowngrade
 }
 
 // Record, Log and Timers are coord's: a record of __consumer_offsets, the

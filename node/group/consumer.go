@@ -76,7 +76,16 @@ type cmember struct {
 	Assigned        assignment  `json:"assigned,omitempty"` // what the member owns (as told)
 	Revoking        assignment  `json:"revoking,omitempty"` // given up, not yet confirmed
 	Target          assignment  `json:"target,omitempty"`   // its part of the target assignment
+	// Classic is set for a member that uses the classic protocol
+	// (JoinGroup, SyncGroup, Heartbeat) inside a consumer group
+	// (migrate.go).
+	Classic *classicMember `json:"classic,omitempty"`
 
+	// rejoinBy: a classic member told to rejoin is fenced if it has not by
+	// then; syncBy: one answered a JoinGroup must send its SyncGroup by
+	// then (0: none pending).
+	rejoinBy       time.Duration
+	syncBy         time.Duration
 	deadline       time.Duration // session end without a heartbeat
 	revokeDeadline time.Duration // while unrevoked: when it is fenced for not revoking
 	timerArmed     bool

@@ -45,6 +45,9 @@ func (c *Coordinator) DescribeConsumerGroup(name string, includeOperations bool,
 		dm.Assignment = describeAssignment(m.Assigned, byName)
 		dm.TargetAssignment = describeAssignment(m.Target, byName)
 		dm.MemberType = 1 // consumer protocol
+		if m.Classic != nil {
+			dm.MemberType = 0 // classic protocol (online migration)
+		}
 		out.Members = append(out.Members, dm)
 	}
 	return out

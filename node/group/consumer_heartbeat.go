@@ -67,8 +67,14 @@ func (c *Coordinator) ConsumerGroupHeartbeat(now time.Duration, cl Client, req *
 		fail(kerr.UnknownMemberID, "the group has no such member")
 		return
 	case g != nil && g.cons == nil && (len(g.members) > 0 || g.state != Empty):
-		fail(kerr.GroupIDNotFound, "the group is a classic group with members")
-		return
+		if req.MemberEpoch != epochJoin {
+			fail(kerr.GroupIDNotFound, "Group "+req.Group+" is not a consumer group.")
+			return
+		}
+		if e, msg := c.checkUpgrade(g); e != nil {
+			fail(e, msg)
+			return
+		}
 	}
 	created := false
 	if g == nil {
@@ -77,9 +83,16 @@ func (c *Coordinator) ConsumerGroupHeartbeat(now time.Duration, cl Client, req *
 		c.groups[req.Group] = g
 		created = true
 	}
-	converted := false
+	converted, upgraded := false, false
+	prevType := g.protocolType
 	if g.cons == nil {
-		g.cons, g.protocolType, converted = newConsumerGroup(), "consumer", true
+		cg, e, msg := c.fromClassic(g)
+		if e != nil {
+			fail(e, msg)
+			return
+		}
+		upgraded = len(cg.Members) > 0
+		g.cons, g.protocolType, converted = cg, "consumer", true
 	}
 	if g.cons.writing == 0 {
 		// nothing in flight: the image to fall back to is the current one
@@ -90,13 +103,21 @@ func (c *Coordinator) ConsumerGroupHeartbeat(now time.Duration, cl Client, req *
 	m, e, msg := c.heartbeatMember(g, a, now)
 	if e != nil {
 		if converted {
-			g.cons, g.protocolType = nil, ""
+			g.cons, g.protocolType = nil, prevType
 		}
 		if created {
 			delete(c.groups, req.Group)
 		}
 		fail(e, msg)
 		return
+	}
+	if upgraded {
+		c.finishUpgrade(g)
+		for _, id := range g.cons.memberIDs() {
+			if cm := g.cons.Members[id]; cm.Classic != nil {
+				c.touchConsumer(g, cm, now) // their sessions go on in the consumer group
+			}
+		}
 	}
 	resp.MemberID = kmsg.StringPtr(req.MemberID)
 	resp.HeartbeatIntervalMillis = int32(c.consumerTimeouts(req.Group).HeartbeatInterval.Milliseconds())
@@ -107,6 +128,17 @@ func (c *Coordinator) ConsumerGroupHeartbeat(now time.Duration, cl Client, req *
 		if req.MemberEpoch == epochJoin || a.owned == nil || !a.owned.equal(m.Assigned) {
 			resp.Assignment = c.responseAssignment(m.Assigned, a.byName)
 		}
+	}
+	if m == nil && req.MemberEpoch == epochLeave && c.canDowngrade(g) {
+		recs := c.downgrade(g, now)
+		c.env.Log.Write(recs, func(_ time.Duration, err error) {
+			if code := storeErrorCode(err, kerr.UnknownServerError); code != 0 {
+				resp = req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+				resp.ErrorCode = code
+			}
+			respond(resp)
+		})
+		return
 	}
 	after := encodeConsumerGroup(g.cons)
 	if string(after) == string(before) && !converted && g.cons.writing == 0 {
@@ -253,6 +285,9 @@ func (c *Coordinator) validateHeartbeat(cl Client, req *kmsg.ConsumerGroupHeartb
 func (c *Coordinator) heartbeatMember(g *group, a hbArgs, now time.Duration) (*cmember, *kerr.Error, string) {
 	cg, req := g.cons, a.req
 	m := cg.Members[req.MemberID]
+	if m != nil && m.Classic != nil {
+		return nil, kerr.UnknownMemberID, "the member uses the classic protocol"
+	}
 	switch req.MemberEpoch {
 	case epochLeave, epochLeaveStatic:
 		return nil, c.leaveConsumer(g, m, req, now), ""
@@ -527,6 +562,9 @@ func (c *Coordinator) consumerTimeouts(group string) ConsumerTimeouts {
 // session timeout.
 func (c *Coordinator) touchConsumer(g *group, m *cmember, now time.Duration) {
 	m.deadline = now + c.consumerTimeouts(g.name).Session
+	if m.Classic != nil && m.Classic.SessionMillis > 0 {
+		m.deadline = now + millis(m.Classic.SessionMillis) // its own, from its JoinGroup
+	}
 	c.armConsumerTimer(g, m, now)
 }
 
@@ -539,6 +577,11 @@ func (c *Coordinator) armConsumerTimer(g *group, m *cmember, now time.Duration) 
 	at := m.deadline
 	if m.State == memberUnrevoked && m.revokeDeadline > 0 && m.revokeDeadline < at {
 		at = m.revokeDeadline
+	}
+	for _, d := range []time.Duration{m.rejoinBy, m.syncBy} {
+		if d > 0 && d < at {
+			at = d
+		}
 	}
 	if m.timerArmed && m.timerAt <= at {
 		return
@@ -557,7 +600,8 @@ func (c *Coordinator) consumerTimer(g *group, m *cmember, tok uint64, now time.D
 		return
 	}
 	m.timerArmed = false
-	late := now >= m.deadline || (m.State == memberUnrevoked && m.revokeDeadline > 0 && now >= m.revokeDeadline)
+	late := now >= m.deadline || (m.State == memberUnrevoked && m.revokeDeadline > 0 && now >= m.revokeDeadline) ||
+		(m.rejoinBy > 0 && now >= m.rejoinBy) || (m.syncBy > 0 && now >= m.syncBy)
 	if !late {
 		c.armConsumerTimer(g, m, now)
 		return
@@ -566,5 +610,9 @@ func (c *Coordinator) consumerTimer(g *group, m *cmember, tok uint64, now time.D
 		g.cons.committed = encodeConsumerGroup(g.cons)
 	}
 	c.removeConsumerMember(g, m)
+	if m.Classic == nil && c.canDowngrade(g) {
+		c.env.Log.Write(c.downgrade(g, now), func(time.Duration, error) {})
+		return
+	}
 	c.writeConsumer(g, []Record{{Key: consumerKey(g.name), Value: encodeConsumerGroup(g.cons)}}, func(int16) {})
 }

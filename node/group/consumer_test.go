@@ -248,7 +248,9 @@ func TestConsumerGroupBadInputLeavesStateAsItWas(t *testing.T) {
 			t.Errorf("%s changed the group:\n%s\n%s", tc.name, image, got)
 		}
 	}
-	// a classic group with members keeps its id
+	// with online upgrades disabled, a classic group with members keeps
+	// its id (migrate_test.go covers the upgrade)
+	h.c.cfg.ConsumerMigrationPolicy = MigrationDisabled
 	h.joinNew("classic")
 	h.advance(h.c.cfg.InitialRebalanceDelay + time.Second)
 	r := h.cgHeartbeat("classic", newClient("x", "t"), nil)
@@ -256,10 +258,19 @@ func TestConsumerGroupBadInputLeavesStateAsItWas(t *testing.T) {
 	if h.c.groups["classic"].cons != nil {
 		t.Fatal("the classic group became a consumer group")
 	}
-	// classic APIs on the consumer group
-	jr := h.join(joinSpec{group: "g"}).must()
-	wantCode(t, "JoinGroup on a consumer group", jr.ErrorCode, kerr.InconsistentGroupProtocol)
+	// classic APIs on the consumer group: a classic member of another
+	// protocol type is refused, a consumer-protocol member is unknown to them
+	wrong := kmsg.NewPtrJoinGroupRequest()
+	wrong.Version, wrong.Group, wrong.ProtocolType = 9, "g", "connect"
+	wrong.SessionTimeoutMillis, wrong.RebalanceTimeoutMillis = 10000, 10000
+	wrong.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: consumerMeta([]string{"t"})}}
+	wr := &reply[kmsg.JoinGroupResponse]{t: t, label: "join connect"}
+	h.c.JoinGroup(h.now, Client{ID: "c"}, wrong, wr.set)
+	wantCode(t, "JoinGroup of another protocol type on a consumer group", wr.must().ErrorCode, kerr.InconsistentGroupProtocol)
 	wantCode(t, "Heartbeat on a consumer group", h.heartbeat("g", "a", a.epoch), kerr.UnknownMemberID)
+	if got := string(encodeConsumerGroup(h.consumerGroup("g"))); got != image {
+		t.Errorf("refused classic requests changed the group:\n%s\n%s", image, got)
+	}
 }
 
 func TestConsumerGroupRegexSeesNewTopics(t *testing.T) {

@@ -42,8 +42,9 @@
 //   - assign.go: the uniform and range server-side assignors.
 //   - consumer_records.go: the group's durable image.
 //   - consumer_describe.go: ConsumerGroupDescribe.
+//   - migrate.go: online migration between the two protocols (classic
+//     members inside a consumer group, upgrade and downgrade).
 //
-// What the broker does not do: online migration of a group with members
-// between the two protocols; offsets never expire (offsets.retention.minutes
-// is not applied). See docs/consumer-groups.md.
+// What the broker does not do: offsets never expire
+// (offsets.retention.minutes is not applied). See docs/consumer-groups.md.
 package group

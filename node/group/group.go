@@ -68,6 +68,11 @@ type member struct {
 	protocolType string
 	protocols    []protocol // in the member's order of preference
 	assignment   []byte
+	// synced is the last assignment the member was handed (its SyncGroup
+	// answer, or the one replayed), kept when a failed rebalance clears
+	// assignment: what it may still own (an upgrade to a consumer group
+	// starts from it, migrate.go).
+	synced []byte
 
 	joinWaiter func(joinResult)
 	syncWaiter func(code int16, assignment []byte)

@@ -78,7 +78,7 @@ func (c *Coordinator) JoinGroup(now time.Duration, cl Client, req *kmsg.JoinGrou
 	}
 	if g.cons != nil {
 		if len(g.cons.Members) > 0 {
-			fail(kerr.InconsistentGroupProtocol)
+			c.classicJoinConsumer(g, a, now) // a classic member of a consumer group (migrate.go)
 			return
 		}
 		c.downgradeConsumer(g)

@@ -37,6 +37,10 @@ func (c *Coordinator) LeaveGroup(now time.Duration, req *kmsg.LeaveGroupRequest)
 			codes[i] = kerr.UnknownMemberID.Code
 			continue
 		}
+		if g.cons != nil {
+			codes[i] = c.classicLeaveConsumer(g, lm, now)
+			continue
+		}
 		codes[i] = c.leaveOne(g, lm, now)
 	}
 	if req.Version < 3 {

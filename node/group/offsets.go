@@ -177,6 +177,8 @@ func consumerCommitCheck(cg *consumerGroup, memberID string, epoch int32, topics
 		return kerr.UnknownMemberID
 	case epoch == m.Epoch || plant.Enabled(plant.NoGenerationFence):
 		return nil
+	case m.Classic != nil:
+		return kerr.IllegalGeneration // a classic member: its exact generation, as Kafka
 	case epoch > m.Epoch || epoch < 0:
 		return kerr.StaleMemberEpoch
 	}

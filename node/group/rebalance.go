@@ -164,6 +164,7 @@ func (c *Coordinator) propagateAssignments(g *group, now time.Duration, code int
 	for _, m := range g.members {
 		if code == 0 {
 			m.assignment = assignments[m.id]
+			m.synced = m.assignment
 		} else {
 			m.assignment = nil
 		}
@@ -178,6 +179,15 @@ func (c *Coordinator) propagateAssignments(g *group, now time.Duration, code int
 // members, with assignments (nil: each member's current one). done gets the
 // outcome as a group error code.
 func (c *Coordinator) storeGroup(g *group, assignments map[string][]byte, done func(now time.Duration, code int16)) {
+	rec := Record{Key: groupKey(g.name), Value: groupValue(g, assignments)}
+	c.env.Log.Write([]Record{rec}, func(now time.Duration, err error) {
+		done(now, storeErrorCode(err, kerr.UnknownServerError))
+	})
+}
+
+// groupValue is the group's metadata record value, with assignments (nil:
+// each member's current one).
+func groupValue(g *group, assignments map[string][]byte) []byte {
 	v := kmsg.NewGroupMetadataValue()
 	v.Version = 3
 	v.ProtocolType = g.protocolType
@@ -203,8 +213,5 @@ func (c *Coordinator) storeGroup(g *group, assignments map[string][]byte, done f
 		}
 		v.Members = append(v.Members, gm)
 	}
-	rec := Record{Key: groupKey(g.name), Value: v.AppendTo(nil)}
-	c.env.Log.Write([]Record{rec}, func(now time.Duration, err error) {
-		done(now, storeErrorCode(err, kerr.UnknownServerError))
-	})
+	return v.AppendTo(nil)
 }

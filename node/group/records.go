@@ -126,7 +126,7 @@ func (c *Coordinator) replayGroup(key, value []byte) error {
 		m := &member{
 			id: vm.MemberID, instanceID: vm.InstanceID, clientID: vm.ClientID, clientHost: vm.ClientHost,
 			rebalance: millis(vm.RebalanceTimeoutMillis), session: millis(vm.SessionTimeoutMillis),
-			protocolType: v.ProtocolType, assignment: vm.Assignment,
+			protocolType: v.ProtocolType, assignment: vm.Assignment, synced: vm.Assignment,
 		}
 		if v.Version == 0 {
 			m.rebalance = m.session

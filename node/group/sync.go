@@ -45,6 +45,17 @@ func (c *Coordinator) SyncGroup(now time.Duration, req *kmsg.SyncGroupRequest, r
 	if req.Version >= 3 {
 		instanceID = req.InstanceID
 	}
+	if g != nil && g.cons != nil {
+		code, as := c.classicSyncConsumer(now, g, req, instanceID)
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode, resp.MemberAssignment = code, as
+		if code == 0 && req.Version >= 5 {
+			pt := "consumer"
+			resp.ProtocolType, resp.Protocol = &pt, req.Protocol
+		}
+		respond(resp)
+		return
+	}
 	if e := checkSync(g, req, instanceID); e != nil {
 		answer(e.Code, nil)
 		return
@@ -137,6 +148,9 @@ func (c *Coordinator) heartbeat(now time.Duration, name, memberID string, instan
 		return kerr.InvalidGroupID.Code
 	}
 	g := c.groups[name]
+	if g != nil && g.cons != nil {
+		return c.classicHeartbeatConsumer(now, g, memberID, instanceID, generation)
+	}
 	switch {
 	case g == nil || g.state == Empty:
 		return kerr.UnknownMemberID.Code

@@ -211,6 +211,21 @@ var mutations = []mutation{
 		Replacement: "",
 		Why:         "KIP-848: a partition another member owns counts as free, so it is given before its owner revoked it",
 	},
+	// Online migration between the classic and the consumer protocol
+	// (issue 19, node/group/migrate.go), caught by the sim's kip848
+	// checkers with classic members in the group (kip848_classic.go).
+	{
+		Name: "migration-upgrade-forgets-owned", File: "node/group/migrate.go",
+		Original:    "Assigned:        owned, Target: owned.clone(),",
+		Replacement: "Assigned:        assignment{}, Target: owned.clone(),",
+		Why:         "KIP-848 migration: an upgraded classic member owns nothing in the coordinator's view, so its partitions go to a consumer member at once",
+	},
+	{
+		Name: "migration-upgrade-drops-offsets", File: "node/group/migrate.go",
+		Original:    "g.subscribed = nil",
+		Replacement: "g.subscribed, g.offsets = nil, map[topicPartition]committed{}",
+		Why:         "KIP-848 migration: the conversion to a consumer group loses the committed offsets (members restart from the beginning and commit backwards)",
+	},
 	// Transactions (issue 16): the partition's transaction state and the
 	// transaction coordinator.
 	{

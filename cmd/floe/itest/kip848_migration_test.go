@@ -1,0 +1,151 @@
+//go:build cgo
+
+package itest
+
+// Online migration of a group with members between the classic and the
+// consumer protocol (issue 19, node/group/migrate.go) with real clients:
+// two franz-go classic consumers (cooperative-sticky) consume a group; a
+// confluent-kafka-go consumer (librdkafka 2.11) with group.protocol=consumer
+// joins it (upgrade), one classic member leaves, then the librdkafka
+// consumer closes (downgrade) and the last classic member takes
+// everything. Every record produced in each phase is consumed, and no
+// partition is ever owned by two members at once (as their assignment
+// callbacks report it).
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestKIP848MigrationMixedClients(t *testing.T) {
+	t.Parallel()
+	b := start(t, WithFlags("--group-consumer-heartbeat-interval-ms=300", "--group-consumer-session-timeout-ms=10000",
+		"--group-initial-rebalance-delay-ms=0"))
+	const topic, group, parts, n = "kip848-mig", "kip848-mig-g", int32(6), 20
+	makeTopic(t, b.KafkaAddr, topic, parts, nil)
+	o := &owners{by: map[int32]string{}, seen: map[string]bool{}}
+
+	classic := func(name string) *kgo.Client {
+		cl := kgoClient(t, b.KafkaAddr,
+			kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.Balancers(kgo.CooperativeStickyBalancer()),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(300*time.Millisecond),
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { o.assign(name, a[topic]) }),
+			kgo.OnPartitionsRevoked(func(ctx context.Context, c *kgo.Client, r map[string][]int32) {
+				_ = c.CommitMarkedOffsets(ctx)
+				o.revoke(name, r[topic])
+			}),
+			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.revoke(name, r[topic]) }),
+			kgo.AutoCommitMarks(), kgo.AutoCommitInterval(200*time.Millisecond),
+		)
+		go func() {
+			for {
+				fs := cl.PollFetches(context.Background())
+				if fs.IsClientClosed() {
+					return
+				}
+				fs.EachRecord(func(r *kgo.Record) {
+					o.consumed(string(r.Value))
+					cl.MarkCommitRecords(r)
+				})
+			}
+		}()
+		return cl
+	}
+	k1, k2 := classic("k1"), classic("k2")
+	producePhase(t, b.KafkaAddr, topic, "a", parts, n)
+	eventually(t, 60*time.Second, "the classic members consume phase a", func() bool { return o.allSeen("a", parts, n) })
+	admin := kgoClient(t, b.KafkaAddr)
+	if g := describeClassic(t, admin, group); g.State != "Stable" || len(g.Members) != 2 {
+		t.Fatalf("classic group before the upgrade: %s with %d members", g.State, len(g.Members))
+	}
+
+	// the librdkafka consumer-protocol member joins: the group is upgraded
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{
+		"bootstrap.servers": b.KafkaAddr, "group.id": group, "group.protocol": "consumer",
+		"auto.offset.reset": "earliest", "enable.auto.commit": true, "auto.commit.interval.ms": 200, "log_level": 3,
+	})
+	if err != nil {
+		t.Fatalf("new consumer: %v", err)
+	}
+	rebalance := func(_ *kafka.Consumer, ev kafka.Event) error {
+		ps := func(tps []kafka.TopicPartition) []int32 {
+			var out []int32
+			for _, tp := range tps {
+				out = append(out, tp.Partition)
+			}
+			return out
+		}
+		switch e := ev.(type) {
+		case kafka.AssignedPartitions:
+			o.assign("rdk", ps(e.Partitions))
+		case kafka.RevokedPartitions:
+			o.revoke("rdk", ps(e.Partitions))
+		}
+		return nil
+	}
+	if err := c.Subscribe(topic, rebalance); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if m, ok := c.Poll(100).(*kafka.Message); ok {
+				o.consumed(string(m.Value))
+			}
+		}
+	}()
+	closeRdk := func() {
+		close(stop)
+		wg.Wait()
+		c.Close()
+	}
+	eventually(t, 60*time.Second, "the group is a consumer group of three, each owning partitions", func() bool {
+		g := describeConsumerGroup(t, admin, group)
+		if g.ErrorCode != 0 || len(g.Members) != 3 || g.State != "Stable" {
+			return false
+		}
+		for _, m := range g.Members {
+			if len(m.Assignment.TopicPartitions) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	producePhase(t, b.KafkaAddr, topic, "b", parts, n)
+	eventually(t, 60*time.Second, "the mixed group consumes phase b", func() bool { return o.allSeen("b", parts, n) })
+
+	// a classic member leaves: the other two share the six partitions
+	k2.Close()
+	producePhase(t, b.KafkaAddr, topic, "c", parts, n)
+	eventually(t, 60*time.Second, "the two left consume phase c", func() bool { return o.allSeen("c", parts, n) })
+
+	// the consumer-protocol member leaves: the group is classic again
+	closeRdk()
+	eventually(t, 60*time.Second, "the group is classic again, its one member stable", func() bool {
+		g := describeClassic(t, admin, group)
+		return g.ErrorCode == 0 && g.State == "Stable" && len(g.Members) == 1
+	})
+	producePhase(t, b.KafkaAddr, topic, "d", parts, n)
+	eventually(t, 60*time.Second, "the last classic member consumes phase d", func() bool { return o.allSeen("d", parts, n) })
+	k1.Close()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, d := range o.double {
+		t.Error(d)
+	}
+}
