@@ -36,7 +36,7 @@ func runServe(args []string) error {
 	peers := fs.String("peers", "", "initial controller voters: `1@host:port,2@host:port,...`")
 	join := fs.String("join", "", "raft address of a running broker, to join its cluster")
 	rack := fs.String("rack", "", "rack (failure domain) of this broker")
-	balancer := fs.String("balancer", "count", "continuous balancing by the controller's leader: off, or count (replicas, then preferred leaders, per broker); load (bytes on disk) is not built yet")
+	balancer := fs.String("balancer", "count", "continuous balancing by the controller's leader: off; count (replicas, then preferred leaders, per broker); or load (count, then bytes on disk per broker, with hysteresis)")
 	balancerMoves := fs.Int("balancer-moves", 4, "most reassignments in flight at once for the balancer to start another (>= 1)")
 	autoCreate := fs.Bool("auto-create-topics", true, "create unknown topics on Metadata requests")
 	partitions := fs.Int("default-partitions", 1, "partitions of auto-created topics")

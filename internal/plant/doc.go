@@ -39,6 +39,8 @@
 //	                              before other members revoked those partitions
 //	balancer-ignores-bound        the balancer proposes every move it finds at
 //	                              once, past its bound on moves in flight
+//	balancer-load-flaps           the load goal moves with no hysteresis: a
+//	                              move that leaves the load gap as it was counts
 package plant
 
 // Bug names.
@@ -67,4 +69,7 @@ const (
 	ConsumerAssignBeforeRevoke = "consumer-assign-before-revoke"
 	// BalancerIgnoresBound: node/balance.go.
 	BalancerIgnoresBound = "balancer-ignores-bound"
+	// BalancerLoadFlaps: node/controller/balance.go (the load goal moves
+	// with no hysteresis: a move that does not shrink the load gap counts).
+	BalancerLoadFlaps = "balancer-load-flaps"
 )

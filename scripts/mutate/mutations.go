@@ -265,4 +265,10 @@ var mutations = []mutation{
 		Replacement: "if b.leaders[src]-b.leaders[dst] < 1 {",
 		Why:         "hysteresis: a difference of one preferred leadership is moved back and forth forever",
 	},
+	{
+		Name: "balancer-load-half-gap", File: "node/controller/balance.go",
+		Original:    "after := gap - 2*max(p.Bytes, 0)",
+		Replacement: "after := gap - max(p.Bytes, 0)",
+		Why:         "load hysteresis: a move is judged to shrink the gap by its size, not twice it, so a partition bigger than the gap goes back and forth",
+	},
 }
