@@ -64,6 +64,10 @@ type raft struct {
 	maxInflightMsgs     int
 	maxInflightBytes    uint64
 	rand                *rand.Rand
+	// sendBudget holds the members whose entry traffic from this leader
+	// is rate-limited (throttle.go), with the bytes each may still be
+	// sent; a member not in it is not limited.
+	sendBudget map[uint64]int64
 
 	// msgs may be sent at once; msgsAfterPersist only once the state they
 	// reveal (term, vote, log) is durable.

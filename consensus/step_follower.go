@@ -65,7 +65,11 @@ func (r *raft) handleAppend(m Message) {
 // than the leader knows: it commits only what it holds.
 func (r *raft) handleHeartbeat(m Message) {
 	r.log.commitTo(min(m.Commit, r.log.lastIndex()))
-	if r.fenced() {
+	// A heartbeat's commit is at most what the leader counts as ours
+	// (sendHeartbeat), so one past our log end means we lost entries we
+	// acknowledged with no fence to say so: a broker restarted on an
+	// empty disk under the same id. Same answer as a fenced member's.
+	if r.fenced() || m.Commit > r.log.lastIndex() {
 		// A leader with nothing new to send would never learn that we lost
 		// entries it counts as ours: refuse, with our real log end.
 		r.send(Message{To: m.From, Type: MsgAppResp, Index: r.log.lastIndex() + 1, Reject: true,

@@ -179,9 +179,17 @@ func (r *raft) maybeSendAppend(to uint64, sendIfEmpty bool) bool {
 	}
 	prevIndex := pr.next - 1
 	prevTerm, errTerm := r.log.term(prevIndex)
-	ents, errEnts := r.log.entries(pr.next, r.maxMsgBytes)
+	maxBytes := r.maxMsgBytes
+	budget, limited := r.sendBudget[to]
+	if limited && budget > 0 && maxBytes > 0 {
+		maxBytes = min(maxBytes, uint64(budget)) // at least one entry still goes
+	}
+	ents, errEnts := r.log.entries(pr.next, maxBytes)
 	if errTerm != nil || errEnts != nil {
 		return r.maybeSendSnapshot(to, pr)
+	}
+	if limited && budget <= 0 {
+		ents = nil // out of budget: the entries wait for AddSendBudget
 	}
 	if len(ents) == 0 && !sendIfEmpty {
 		return false
@@ -196,6 +204,9 @@ func (r *raft) maybeSendAppend(to uint64, sendIfEmpty bool) bool {
 	})
 	last := prevIndex + uint64(len(ents))
 	pr.sentEntries(last, len(ents), payloadBytes(ents))
+	if limited {
+		r.sendBudget[to] = budget - int64(payloadBytes(ents))
+	}
 	pr.sentCommit = max(pr.sentCommit, r.log.committed)
 	return true
 }

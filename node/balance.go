@@ -43,6 +43,7 @@ type balancerState struct {
 	// Moves and LeaderMoves count the balancer's commands the controller
 	// accepted, proposed by this broker (metrics).
 	moves, leaderMoves uint64
+	reportingSizes     bool // a ReportSizes is in flight
 }
 
 func (r *Reactor) balancerMovesMax() int {
@@ -93,7 +94,7 @@ func (r *Reactor) runBalancer(isAlive func(int32) bool) {
 	if plant.Enabled(plant.BalancerIgnoresBound) {
 		movesMax = 1 << 20 // planted bug: every move at once
 	}
-	in := r.ctl.state.BalanceInput(isAlive, movesMax)
+	in := r.ctl.state.BalanceInputMode(isAlive, movesMax, r.cfg.Balancer)
 	for _, m := range controller.Plan(in) {
 		leader := m.Leader()
 		b.proposing++
@@ -130,6 +131,53 @@ func (r *Reactor) cancelStuckMoves(alive func(int32) bool) bool {
 		}
 	}
 	return cancelled
+}
+
+// sizeReportTicks is how often (in ticks) a broker running the load
+// balancer measures the partitions it leads.
+const sizeReportTicks = 40
+
+// A size report is sent for a partition whose log size moved from the one
+// in the metadata by more than 1/sizeReportFraction of it and by at least
+// sizeReportMinBytes: small changes would only grow the controller's log.
+const (
+	sizeReportFraction = 16
+	sizeReportMinBytes = 512
+)
+
+// sendSizeReports tells the controller the size of every partition this
+// broker leads whose size moved past the report threshold (load balancer
+// only: with --balancer count or off nothing reads the sizes). One
+// ReportSizes is in flight at a time.
+func (r *Reactor) sendSizeReports() {
+	if r.cfg.Balancer != controller.BalanceLoad || r.bal.reportingSizes || r.ticks%sizeReportTicks != 0 || r.controllerLeader() == 0 {
+		return
+	}
+	st := r.ctl.state
+	var reps []controller.SizeReport
+	for _, g := range sortedKeys(r.parts) {
+		p := r.parts[g]
+		if !p.IsLeader() || !r.leaseHeld(p) {
+			continue
+		}
+		_, cp, ok := st.PartitionByGroup(g)
+		if !ok {
+			continue
+		}
+		size := p.Replica().Stats().SizeBytes
+		diff := size - cp.Bytes
+		if diff < 0 {
+			diff = -diff
+		}
+		if diff >= sizeReportMinBytes && diff*sizeReportFraction > cp.Bytes {
+			reps = append(reps, controller.SizeReport{Group: g, Bytes: size})
+		}
+	}
+	if len(reps) == 0 {
+		return
+	}
+	r.bal.reportingSizes = true
+	r.propose(&controller.Command{ReportSizes: reps}, func(controller.Result) { r.bal.reportingSizes = false })
 }
 
 // BalancerStats are the balancer's figures on this broker.

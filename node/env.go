@@ -128,6 +128,10 @@ type Config struct {
 	Balancer controller.BalanceMode
 	// BalancerMovesMax bounds the replica moves in flight at once (0: 4).
 	BalancerMovesMax int
+	// MoveRateBytes limits, in bytes per second, the log entries a
+	// partition's leader sends each replica it is adding in a
+	// reassignment (balancer's or operator's): throttle.go. 0: no limit.
+	MoveRateBytes int64
 }
 
 // withDefaults fills unset fields.

@@ -29,6 +29,9 @@ type Reactor struct {
 	host *consensus.Host
 	ctl  *ctlGroup
 	bal  balancerState // the controller leader's balancing (balance.go)
+	// throttled: per partition group, the members whose catch-up this
+	// replica limits (throttle.go).
+	throttled map[uint64][]uint64
 
 	parts  map[uint64]*partition.Partition // by Raft group
 	byName map[topicPartition]*partition.Partition

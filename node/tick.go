@@ -50,6 +50,8 @@ func (r *Reactor) onTick() {
 		r.evacuate()
 	}
 	r.balancerTick()
+	r.sendSizeReports()
+	r.throttleMoves()
 	// Twice, half an election timeout apart: a leader's check-quorum
 	// clears its followers' recently-active marks once per election
 	// timeout, and a group whose clearing falls on the very tick of a

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand"
 	"slices"
 	"time"
@@ -30,7 +31,19 @@ import (
 //   - balancer-bound: no more than MovesMax reassignments the balancer
 //     started are in flight;
 //   - balancer-rack-spread: a move the balancer started never leaves a
-//     partition's replicas on fewer racks than before.
+//     partition's replicas on fewer racks than before;
+//   - balancer-flap: once the cluster has healed (every broker up, no
+//     faults, writes over), the balancer never starts the exact reverse of
+//     a move of the same partition it completed, while the partitions'
+//     reported sizes are what they were when that move started. With
+//     every input of the planner unchanged, a reversal can only be
+//     flapping (node/controller/balance.go: every move lowers a potential).
+//
+// A seed that draws the balancer draws its mode too: count, or load
+// (bytes on disk, goal 3, from the sizes the partitions' leaders report).
+// The load goal is what can flap: the planted bug balancer-load-flaps
+// takes away its hysteresis, and balancer-flap or the liveness check below
+// (the healed cluster comes to rest) must catch it.
 //
 // Coverage: "balancer move completed" counts the balancer's replica moves
 // whose walk the controller recorded as done (the partition settled on
@@ -47,11 +60,19 @@ const covBalancerMove = "balancer move completed"
 // BalanceOptions turn the balancer on in a run.
 type BalanceOptions struct {
 	On       bool
-	MovesMax int // the brokers' bound on moves in flight
+	MovesMax int  // the brokers' bound on moves in flight
+	Load     bool // --balancer load, not count
+}
+
+func (b BalanceOptions) mode() controller.BalanceMode {
+	if b.Load {
+		return controller.BalanceLoad
+	}
+	return controller.BalanceCount
 }
 
 func (b BalanceOptions) String() string {
-	return fmt.Sprintf("balancer: count, moves in flight <= %d, topic %s on brokers 1-3", b.MovesMax, balanceTopic)
+	return fmt.Sprintf("balancer: %v, moves in flight <= %d, topic %s on brokers 1-3", b.mode(), b.MovesMax, balanceTopic)
 }
 
 // chooseBalance draws the balancer knob with its own generator, so the
@@ -61,7 +82,9 @@ func chooseBalance(seed int64) BalanceOptions {
 	if rng.Intn(2) == 0 {
 		return BalanceOptions{}
 	}
-	return BalanceOptions{On: true, MovesMax: 1 + rng.Intn(2)}
+	o := BalanceOptions{On: true, MovesMax: 1 + rng.Intn(2)}
+	o.Load = rng.Intn(2) == 0
+	return o
 }
 
 // WithBalancer returns o with the balancer on.
@@ -86,7 +109,7 @@ func (bc BrokerConfig) configureBalance(id int, mode *controller.BalanceMode, mo
 	if !bc.Balance.On {
 		return
 	}
-	*mode, *movesMax, *rack = controller.BalanceCount, bc.Balance.MovesMax, simRack(bc, id)
+	*mode, *movesMax, *rack = bc.Balance.mode(), bc.Balance.MovesMax, simRack(bc, id)
 }
 
 // createSkewed creates balanceTopic with every replica on brokers 1-3.
@@ -133,11 +156,29 @@ type balanceSeen struct {
 	// by the reassignment epoch it started at.
 	started map[string]balanceMove
 	done    map[string]bool // moves counted as completed, by key
+	// last: per partition, the balancer's move last seen completed.
+	last map[string]balanceMove
+	// resting: the cluster has healed (awaitBalance); balancer-flap is
+	// checked from then on.
+	resting bool
 }
 
 type balanceMove struct {
-	epoch  int32
-	target []int32
+	epoch    int32
+	target   []int32
+	replicas []int32 // the replica set it moved from
+	sizes    uint64  // fingerprint of every partition's reported size at its start
+}
+
+// sizesPrint fingerprints the reported sizes of every partition in st.
+func sizesPrint(st *controller.State) uint64 {
+	h := fnv.New64a()
+	for _, name := range st.TopicNames() {
+		for _, p := range st.Topics[name].Partitions {
+			fmt.Fprintf(h, "%s/%d=%d;", name, p.Index, p.Bytes)
+		}
+	}
+	return h.Sum64()
 }
 
 // observeBalance checks the balancer's moves in every up broker's
@@ -148,7 +189,7 @@ func (r *run) observeBalance() {
 	}
 	bs := &r.balance
 	if bs.started == nil {
-		bs.started, bs.done = map[string]balanceMove{}, map[string]bool{}
+		bs.started, bs.done, bs.last = map[string]balanceMove{}, map[string]bool{}, map[string]balanceMove{}
 	}
 	for _, id := range r.w.IDs() {
 		rc := r.inv.broker(id)
@@ -164,9 +205,10 @@ func (r *run) observeBalance() {
 			racks[bid] = st.Brokers[bid].Rack
 		}
 		inFlight := 0
+		sizes := sizesPrint(st)
 		for _, name := range st.TopicNames() {
 			for _, p := range st.Topics[name].Partitions {
-				r.observeBalancePartition(id, name, p, racks, &inFlight)
+				r.observeBalancePartition(id, name, p, racks, sizes, &inFlight)
 			}
 		}
 		if inFlight > r.o.Balance.MovesMax {
@@ -175,7 +217,7 @@ func (r *run) observeBalance() {
 	}
 }
 
-func (r *run) observeBalancePartition(id netx.NodeID, topic string, p controller.Partition, racks map[int32]string, inFlight *int) {
+func (r *run) observeBalancePartition(id netx.NodeID, topic string, p controller.Partition, racks map[int32]string, sizes uint64, inFlight *int) {
 	bs := &r.balance
 	key := fmt.Sprintf("%s/%d", topic, p.Index)
 	if p.BalancerMove && p.Target != nil {
@@ -184,7 +226,12 @@ func (r *run) observeBalancePartition(id netx.NodeID, topic string, p controller
 			r.inv.fail("balancer-rack-spread", "n%v: %s moves from %v to %v, fewer racks (%v)", id, key, p.Replicas, p.Target, racks)
 		}
 		if m, ok := bs.started[key]; !ok || p.ReassignEpoch > m.epoch {
-			bs.started[key] = balanceMove{epoch: p.ReassignEpoch, target: slices.Clone(p.Target)}
+			mv := balanceMove{epoch: p.ReassignEpoch, target: slices.Clone(p.Target), replicas: slices.Clone(p.Replicas), sizes: sizes}
+			if last, ok := bs.last[key]; ok && bs.resting && last.sizes == sizes &&
+				sameMembers(mv.replicas, last.target) && sameMembers(mv.target, last.replicas) {
+				r.inv.fail("balancer-flap", "n%v: %s moves back from %v to %v, reversing the balancer's move at epoch %d with every partition's size unchanged", id, key, mv.replicas, mv.target, last.epoch)
+			}
+			bs.started[key] = mv
 		}
 		return
 	}
@@ -195,6 +242,7 @@ func (r *run) observeBalancePartition(id netx.NodeID, topic string, p controller
 	done := fmt.Sprintf("%s@%d", key, m.epoch)
 	if !bs.done[done] {
 		bs.done[done] = true
+		bs.last[key] = m
 		r.cover(covBalancerMove)
 	}
 }
@@ -223,6 +271,7 @@ func (r *run) awaitBalance() {
 	if !r.o.Balance.On {
 		return
 	}
+	r.balance.resting = true
 	atRest := func() bool {
 		for _, id := range r.w.IDs() {
 			rc := r.inv.broker(id)
@@ -233,7 +282,7 @@ func (r *run) awaitBalance() {
 			if !ok {
 				return false
 			}
-			in := st.BalanceInput(func(int32) bool { return true }, r.o.Balance.MovesMax)
+			in := st.BalanceInputMode(func(int32) bool { return true }, r.o.Balance.MovesMax, r.o.Balance.mode())
 			for _, p := range in.Partitions {
 				if !p.Settled {
 					return false

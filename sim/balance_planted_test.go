@@ -14,3 +14,10 @@ import (
 func TestPlantedBugBalancerIgnoresBound(t *testing.T) {
 	catchPlanted(t, plant.BalancerIgnoresBound)
 }
+
+// The load goal's planted bug: with no hysteresis, moves go back and
+// forth in the healed cluster; balancer-flap must catch it within the
+// default seeds.
+func TestPlantedBugBalancerLoadFlaps(t *testing.T) {
+	catchPlanted(t, plant.BalancerLoadFlaps)
+}

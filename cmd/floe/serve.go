@@ -46,8 +46,9 @@ func runServe(args []string) error {
 	peers := fs.String("peers", "", "initial controller voters: `1@host:port,2@host:port,...`")
 	join := fs.String("join", "", "raft address of a running broker, to join its cluster")
 	rack := fs.String("rack", "", "rack (failure domain) of this broker")
-	balancer := fs.String("balancer", "count", "continuous balancing by the controller's leader: off, or count (replicas, then preferred leaders, per broker); load (bytes on disk) is not built yet")
+	balancer := fs.String("balancer", "count", "continuous balancing by the controller's leader: off; count (replicas, then preferred leaders, per broker); or load (count, then bytes on disk per broker, with hysteresis)")
 	balancerMoves := fs.Int("balancer-moves", 4, "most reassignments in flight at once for the balancer to start another (>= 1)")
+	moveRate := fs.Int64("balancer-move-rate-bytes", 0, "bytes per second of log a partition's leader sends each replica a reassignment adds (the balancer's or an operator's), like Kafka's leader.replication.throttled.rate but per moving replica; 0: no limit")
 	autoCreate := fs.Bool("auto-create-topics", true, "create unknown topics on Metadata requests")
 	partitions := fs.Int("default-partitions", 1, "partitions of auto-created topics")
 	replication := fs.Int("default-replication-factor", 0, "replication factor of new topics (0: min(3, brokers))")
@@ -99,6 +100,9 @@ func runServe(args []string) error {
 	if *balancerMoves < 1 || *balancerMoves > 1000 {
 		return fmt.Errorf("--balancer-moves must be between 1 and 1000, got %d", *balancerMoves)
 	}
+	if *moveRate < 0 {
+		return fmt.Errorf("--balancer-move-rate-bytes must be 0 (no limit) or a positive number of bytes per second, got %d", *moveRate)
+	}
 	peerList, err := parsePeers(*peers)
 	if err != nil {
 		return fmt.Errorf("--peers: %v", err)
@@ -125,7 +129,7 @@ func runServe(args []string) error {
 			DefaultPartitions: int32(*partitions), DefaultReplication: int16(*replication),
 			OffsetsTopicPartitions: int32(*offsetsPartitions), Groups: groupCfg(), Security: secCfg,
 			Shares: shareCfg(), Telemetry: telemetryCfg(),
-			Balancer: balanceMode, BalancerMovesMax: *balancerMoves,
+			Balancer: balanceMode, BalancerMovesMax: *balancerMoves, MoveRateBytes: *moveRate,
 		},
 	}
 	b, err := runtime.Start(opts)

@@ -46,6 +46,8 @@
 //	                              once, past its bound on moves in flight
 //	compact-aborted-shadows       compaction lets a record of an aborted
 //	                              transaction shadow older records of its key
+//	balancer-load-flaps           the load goal moves with no hysteresis: a
+//	                              move that leaves the load gap as it was counts
 package plant
 
 // Bug names.
@@ -82,4 +84,7 @@ const (
 	BalancerIgnoresBound = "balancer-ignores-bound"
 	// CompactAbortedShadows: logstore/compact.go.
 	CompactAbortedShadows = "compact-aborted-shadows"
+	// BalancerLoadFlaps: node/controller/balance.go (the load goal moves
+	// with no hysteresis: a move that does not shrink the load gap counts).
+	BalancerLoadFlaps = "balancer-load-flaps"
 )

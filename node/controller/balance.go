@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/floe-broker/floe/internal/plant"
 )
 
 // Continuous balancing (issue 23). The controller's leader asks Plan, every
@@ -26,7 +28,22 @@ import (
 //  2. preferred leaders per broker: once no replica move is in flight, while
 //     two eligible brokers differ by two or more preferred leaderships, a
 //     partition led (preferred) by the fuller one and replicated on the
-//     emptier one makes the emptier one its preferred leader.
+//     emptier one makes the emptier one its preferred leader;
+//  3. with --balancer load, bytes on disk per broker: once goals 1 and 2
+//     have nothing to move, a replica moves from a heavier broker to a
+//     lighter one (see loadMove) when the cluster's load spread is past
+//     LoadSpreadPct of the mean and the move shrinks the pair's gap by at
+//     least LoadMarginPct of the mean (hysteresis). A broker's load is the
+//     sum of the sizes its partitions' leaders last reported (Partition.Bytes,
+//     ReportSizes), over the partitions it holds or is moving onto.
+//     A load move never changes goal 1 or goal 2: it goes only from a broker
+//     holding more replicas than the destination (the two swap which one
+//     holds the extra replica, so the sum of squares stays the same), and
+//     moves a preferred leadership only between brokers whose leader counts
+//     differ the same way. So the triple (sum of squares of replicas,
+//     of leaders, of loads) drops lexicographically with every move, and
+//     on an input that does not change balancing stops; a move and its
+//     reverse can never both shrink the loads' sum of squares (no flapping).
 //
 // Each move strictly lowers the sum of squares of the per-broker counts, so
 // repeated balancing stops; at rest no pair of brokers differs by two with
@@ -48,6 +65,13 @@ type BalanceMode int
 const (
 	BalanceOff   BalanceMode = iota // no balancing
 	BalanceCount                    // replicas, then preferred leaders, per broker
+	BalanceLoad                     // count, then bytes on disk per broker
+)
+
+// Load hysteresis defaults (percent of the mean load per eligible broker).
+const (
+	LoadSpreadPctDefault = 10 // act only while max-min load exceeds this
+	LoadMarginPctDefault = 5  // a move must shrink its pair's gap by this
 )
 
 // ParseBalanceMode parses --balancer's value.
@@ -58,14 +82,17 @@ func ParseBalanceMode(s string) (BalanceMode, error) {
 	case "count", "":
 		return BalanceCount, nil
 	case "load":
-		return BalanceOff, fmt.Errorf("--balancer load (bytes on disk) is not built yet: use count or off")
+		return BalanceLoad, nil
 	}
-	return BalanceOff, fmt.Errorf("--balancer %q: want off or count", s)
+	return BalanceOff, fmt.Errorf("--balancer %q: want off, count or load", s)
 }
 
 func (m BalanceMode) String() string {
-	if m == BalanceCount {
+	switch m {
+	case BalanceCount:
 		return "count"
+	case BalanceLoad:
+		return "load"
 	}
 	return "off"
 }
@@ -90,6 +117,7 @@ type BalancePartition struct {
 	Replicas []int32 // preferred leader first
 	Target   []int32 // non-nil while a reassignment is in flight
 	Settled  bool
+	Bytes    int64 // the size its leader last reported (load goal)
 }
 
 // BalanceInput is everything Plan decides from.
@@ -100,6 +128,10 @@ type BalanceInput struct {
 	// already in flight (any reassignment) included, and the leader moves
 	// proposed in one round.
 	MovesMax int
+	// Load turns on goal 3 (bytes on disk); LoadSpreadPct and
+	// LoadMarginPct are its hysteresis (0: the defaults).
+	Load                         bool
+	LoadSpreadPct, LoadMarginPct int
 }
 
 // Move is one proposed change to a partition.
@@ -128,7 +160,12 @@ func (m Move) String() string {
 // InputFrom builds the balancer's input from the metadata; alive reports
 // whether a broker is heard from.
 func (s *State) BalanceInput(alive func(id int32) bool, movesMax int) BalanceInput {
-	in := BalanceInput{MovesMax: movesMax}
+	return s.BalanceInputMode(alive, movesMax, BalanceCount)
+}
+
+// BalanceInputMode is BalanceInput for a mode (load turns goal 3 on).
+func (s *State) BalanceInputMode(alive func(id int32) bool, movesMax int, mode BalanceMode) BalanceInput {
+	in := BalanceInput{MovesMax: movesMax, Load: mode == BalanceLoad}
 	for _, id := range s.BrokerIDs() {
 		b := s.Brokers[id]
 		in.Brokers = append(in.Brokers, BalanceBroker{ID: id, Rack: b.Rack, Alive: alive(id), Decommissioned: b.Decommissioned})
@@ -138,6 +175,7 @@ func (s *State) BalanceInput(alive func(id int32) bool, movesMax int) BalanceInp
 			in.Partitions = append(in.Partitions, BalancePartition{
 				Topic: name, Index: p.Index, Epoch: p.ReassignEpoch,
 				Replicas: slices.Clone(p.Replicas), Target: slices.Clone(p.Target), Settled: p.Settled(),
+				Bytes: p.Bytes,
 			})
 		}
 	}
@@ -149,10 +187,11 @@ type balancer struct {
 	in       BalanceInput
 	ids      []int32 // eligible brokers, by id
 	rack     map[int32]string
-	ok       map[int32]bool // eligible
-	replicas map[int32]int  // replicas per broker, moves planned so far included
-	leaders  map[int32]int  // preferred leaderships per broker
-	used     map[int]bool   // partitions (by input position) already moved this round
+	ok       map[int32]bool  // eligible
+	replicas map[int32]int   // replicas per broker, moves planned so far included
+	leaders  map[int32]int   // preferred leaderships per broker
+	load     map[int32]int64 // reported bytes per broker
+	used     map[int]bool    // partitions (by input position) already moved this round
 	out      []Move
 }
 
@@ -175,22 +214,35 @@ func Plan(in BalanceInput) []Move {
 		b.out = append(b.out, m)
 		budget--
 	}
-	if inFlight > 0 || len(b.out) > 0 {
+	if len(b.out) > 0 {
 		return b.out
 	}
-	for n := 0; n < in.MovesMax; n++ {
-		m, ok := b.leaderMove()
+	if inFlight == 0 {
+		for n := 0; n < in.MovesMax; n++ {
+			m, ok := b.leaderMove()
+			if !ok {
+				break
+			}
+			b.out = append(b.out, m)
+		}
+	}
+	if len(b.out) > 0 || !in.Load {
+		return b.out
+	}
+	for budget > 0 {
+		m, ok := b.loadMove()
 		if !ok {
 			break
 		}
 		b.out = append(b.out, m)
+		budget--
 	}
 	return b.out
 }
 
 func newBalancer(in BalanceInput) *balancer {
 	b := &balancer{in: in, rack: map[int32]string{}, ok: map[int32]bool{},
-		replicas: map[int32]int{}, leaders: map[int32]int{}, used: map[int]bool{}}
+		replicas: map[int32]int{}, leaders: map[int32]int{}, load: map[int32]int64{}, used: map[int]bool{}}
 	brokers := slices.Clone(in.Brokers)
 	sort.Slice(brokers, func(i, j int) bool { return brokers[i].ID < brokers[j].ID })
 	for _, br := range brokers {
@@ -207,6 +259,7 @@ func newBalancer(in BalanceInput) *balancer {
 		}
 		for _, id := range set {
 			b.replicas[id]++
+			b.load[id] += max(p.Bytes, 0)
 		}
 		if len(set) > 0 {
 			b.leaders[set[0]]++
@@ -306,6 +359,102 @@ func (b *balancer) leaderMove() (Move, bool) {
 		}
 	}
 	return Move{}, false
+}
+
+// loadMove finds the next load move (goal 3): while the spread of load
+// over the eligible brokers exceeds LoadSpreadPct of the mean, the move
+// between a heavier src and a lighter dst (src holding more replicas than
+// dst, so goal 1 is unchanged) that shrinks their gap the most, provided
+// it shrinks it by at least LoadMarginPct of the mean. Heaviest pairs are
+// tried first; ties go to the lower id and the earlier partition.
+func (b *balancer) loadMove() (Move, bool) {
+	if len(b.ids) < 2 {
+		return Move{}, false
+	}
+	spreadPct, marginPct := b.in.LoadSpreadPct, b.in.LoadMarginPct
+	if spreadPct <= 0 {
+		spreadPct = LoadSpreadPctDefault
+	}
+	if marginPct <= 0 {
+		marginPct = LoadMarginPctDefault
+	}
+	var total int64
+	for _, id := range b.ids {
+		total += b.load[id]
+	}
+	order := slices.Clone(b.ids)
+	sort.SliceStable(order, func(i, j int) bool { return b.load[order[i]] > b.load[order[j]] })
+	hi, lo := b.load[order[0]], b.load[order[len(order)-1]]
+	n := int64(len(b.ids))
+	// spread > spreadPct% of mean  <=>  100*n*spread > spreadPct*total
+	if 100*n*(hi-lo) <= int64(spreadPct)*total && !plant.Enabled(plant.BalancerLoadFlaps) {
+		return Move{}, false
+	}
+	margin := (int64(marginPct)*total + 100*n - 1) / (100 * n) // ceil(marginPct% of mean)
+	margin = max(margin, 1)
+	for _, src := range order {
+		for k := len(order) - 1; k >= 0; k-- {
+			dst := order[k]
+			gap := b.load[src] - b.load[dst]
+			if gap <= 0 {
+				break
+			}
+			if b.replicas[src] <= b.replicas[dst] {
+				continue
+			}
+			if m, ok := b.loadMoveBetween(src, dst, gap, margin); ok {
+				return m, true
+			}
+		}
+	}
+	return Move{}, false
+}
+
+// loadMoveBetween picks the partition whose move from src to dst shrinks
+// their load gap the most, by at least margin.
+func (b *balancer) loadMoveBetween(src, dst int32, gap, margin int64) (Move, bool) {
+	best, bestPos, bestGain := -1, 0, int64(0)
+	for i, p := range b.in.Partitions {
+		if !b.movable(i) || slices.Contains(p.Replicas, dst) {
+			continue
+		}
+		pos := slices.Index(p.Replicas, src)
+		if pos < 0 || (pos == 0 && b.leaders[src] <= b.leaders[dst]) {
+			continue
+		}
+		target := slices.Clone(p.Replicas)
+		target[pos] = dst
+		if RackSpread(p.Replicas, b.rack) > RackSpread(target, b.rack) {
+			continue
+		}
+		after := gap - 2*max(p.Bytes, 0)
+		if after < 0 {
+			after = -after
+		}
+		gain := gap - after
+		// The planted bug: no hysteresis, any move off the heavier broker
+		// counts (the best one it finds, even if it widens the gap).
+		ok := gain >= margin || plant.Enabled(plant.BalancerLoadFlaps)
+		if ok && (best < 0 || gain > bestGain) {
+			best, bestPos, bestGain = i, pos, gain
+		}
+	}
+	if best < 0 {
+		return Move{}, false
+	}
+	p := b.in.Partitions[best]
+	target := slices.Clone(p.Replicas)
+	target[bestPos] = dst
+	b.used[best] = true
+	b.replicas[src]--
+	b.replicas[dst]++
+	b.load[src] -= max(p.Bytes, 0)
+	b.load[dst] += max(p.Bytes, 0)
+	if bestPos == 0 {
+		b.leaders[src]--
+		b.leaders[dst]++
+	}
+	return Move{Topic: p.Topic, Partition: p.Index, Epoch: p.Epoch, Target: target, From: src, To: dst}, true
 }
 
 // RackSpread is how many distinct racks the replicas span (a broker the

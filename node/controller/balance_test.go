@@ -438,13 +438,13 @@ func TestBalancerCommandsRefuseStaleState(t *testing.T) {
 }
 
 func TestParseBalanceMode(t *testing.T) {
-	for in, want := range map[string]string{"off": "off", "count": "count", "": "count"} { //floe:unordered independent cases
+	for in, want := range map[string]string{"off": "off", "count": "count", "": "count", "load": "load"} { //floe:unordered independent cases
 		m, err := ParseBalanceMode(in)
 		if err != nil || m.String() != want {
 			t.Errorf("%q: %v %v", in, m, err)
 		}
 	}
-	for _, bad := range []string{"load", "on", "COUNT"} {
+	for _, bad := range []string{"on", "COUNT", "bytes"} {
 		if _, err := ParseBalanceMode(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

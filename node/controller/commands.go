@@ -34,6 +34,7 @@ type Command struct {
 	AlterUser        *AlterUser        `json:"alter_user,omitempty"`
 	BootstrapUsers   *BootstrapUsers   `json:"bootstrap_users,omitempty"`
 	Prefer           *Prefer           `json:"prefer,omitempty"`
+	ReportSizes      []SizeReport      `json:"report_sizes,omitempty"`
 }
 
 // CreatePartitions adds partitions (already placed) to a topic.
@@ -61,6 +62,13 @@ type LeaderReport struct {
 	Group  uint64 `json:"group"`
 	Leader int32  `json:"leader"`
 	Epoch  int32  `json:"epoch"`
+}
+
+// SizeReport records a partition group's log size in bytes, as its
+// leader measured it: the balancer's load goal (balance.go) reads it.
+type SizeReport struct {
+	Group uint64 `json:"group"`
+	Bytes int64  `json:"bytes"`
 }
 
 // Reassign starts (Target non-empty) or cancels (Target empty) moving a
@@ -170,6 +178,12 @@ func (s *State) Apply(c *Command) Result {
 			if _, p, ok := s.PartitionByGroup(r.Group); ok && r.Epoch >= p.LeaderEpoch &&
 				(slices.Contains(p.Replicas, r.Leader) || slices.Contains(p.Target, r.Leader)) {
 				p.Leader, p.LeaderEpoch = r.Leader, r.Epoch
+			}
+		}
+	case len(c.ReportSizes) > 0:
+		for _, r := range c.ReportSizes {
+			if _, p, ok := s.PartitionByGroup(r.Group); ok && r.Bytes >= 0 {
+				p.Bytes = r.Bytes
 			}
 		}
 	case c.AllocProducerIDs != nil:

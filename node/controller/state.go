@@ -83,6 +83,9 @@ type Partition struct {
 	// BalancerMove is set while Target is a move the balancer proposed
 	// (balance.go), not an operator's.
 	BalancerMove bool `json:"balancer_move,omitempty"`
+	// Bytes is the size of the partition's log as its leader last
+	// reported it (ReportSizes); the balancer's load goal reads it.
+	Bytes int64 `json:"bytes,omitempty"`
 }
 
 // Settled reports whether Replicas is the group's committed membership as

@@ -177,3 +177,12 @@ func (r *Replica) Sync() error { return r.log.Sync() }
 
 // Close closes the log. The replica is not used after.
 func (r *Replica) Close() error { return r.log.Close() }
+
+// AddSendBudget limits the entry bytes this replica sends member id as
+// leader (consensus/throttle.go).
+func (r *Replica) AddSendBudget(id uint64, bytes, capBytes int64) {
+	r.raft.AddSendBudget(id, bytes, capBytes)
+}
+
+// Unthrottle lifts the limit on what this replica sends member id.
+func (r *Replica) Unthrottle(id uint64) { r.raft.Unthrottle(id) }

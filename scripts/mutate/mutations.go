@@ -108,12 +108,6 @@ var mutations = []mutation{
 	},
 	// Producer-id expiry (producer.id.expiration.ms; sim/expiry.go).
 	{
-		Name: "pending-table-partial-on-read-error", File: "node/partition/partition.go",
-		Original:    "return fmt.Errorf(\"partition %s-%d: rebuilding the producer table: %w\", p.Topic, p.Index, err)",
-		Replacement: "break",
-		Why:         "idempotence: a new leader that could not read its log's tail judges retries without it and writes them twice",
-	},
-	{
 		Name: "producer-never-expires", File: "node/partition/producers.go",
 		Original:    "return lastMs <= nowMs-t.expirationMs",
 		Replacement: "return false",
@@ -362,5 +356,11 @@ var mutations = []mutation{
 		Original:    "if i == n || hs[i].BaseOffset != a.LastOffset || !hs[i].IsControl() || hs[i].RecordCount > 0 {",
 		Replacement: "if true {",
 		Why:         "read_committed: an aborted transaction whose marker compaction removed stays listed, so the client drops its producer's later batches",
+	},
+	{
+		Name: "balancer-load-half-gap", File: "node/controller/balance.go",
+		Original:    "after := gap - 2*max(p.Bytes, 0)",
+		Replacement: "after := gap - max(p.Bytes, 0)",
+		Why:         "load hysteresis: a move is judged to shrink the gap by its size, not twice it, so a partition bigger than the gap goes back and forth",
 	},
 }
