@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"errors"
 	"path"
 	"testing"
 )
@@ -46,5 +47,30 @@ func TestRecoveryReadErrorCutsNothing(t *testing.T) {
 			t.Fatalf("%d failed reads: %v", fails, err)
 		}
 		must(t, l.Close())
+	}
+}
+
+// A read of entries that fails (EIO) is not damage either: the error must
+// not wrap ErrCorrupt, or the node's repair takes the entry for damaged and
+// discards it and everything after it (the simulator with 30% of reads
+// failing: the controller's commit index went back at a restart). Reading
+// again returns the entries intact.
+func TestEntriesReadErrorIsNotCorruption(t *testing.T) {
+	fsys := newSim(7)
+	l, _ := openLog(t, fsys, Options{SegmentBytes: 1 << 20, IndexIntervalBytes: 256})
+	appendBatches(t, l, 20, 2, 1, 0)
+	must(t, l.Sync())
+	fsys.SetFailProb(OpRead, 1)
+	_, err := l.Entries(1, l.LastIndex()+1, 1<<20)
+	fsys.SetFailProb(OpRead, 0)
+	if err == nil {
+		t.Fatalf("read with every file read failing: no error")
+	}
+	if errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a failed read reported as corruption: %v", err)
+	}
+	es, err := l.Entries(1, l.LastIndex()+1, 1<<20)
+	if err != nil || uint64(len(es)) != l.LastIndex() {
+		t.Fatalf("reading again: %d entries, %v; want %d", len(es), err, l.LastIndex())
 	}
 }

@@ -254,7 +254,7 @@ func (s *entryScanner) ensure(n int) error {
 			if errors.Is(err, io.EOF) {
 				return errTruncated
 			}
-			return err
+			return readFault{err}
 		}
 	}
 	return nil
@@ -303,8 +303,22 @@ func (s *entryScanner) next(verify bool) (entryHeader, []byte, error) {
 
 var errChecksum = errors.New("entry checksum mismatch")
 
+// readFault is a failed read of a segment file (an I/O error, not what the
+// file holds): the entry may be intact, and reading again may work.
+type readFault struct{ err error }
+
+func (e readFault) Error() string { return e.err.Error() }
+func (e readFault) Unwrap() error { return e.err }
+
 // corruptAt builds the error a read returns for a damaged entry: it wraps
-// ErrCorrupt and names the segment and position.
+// ErrCorrupt and names the segment and position. A failed read is not
+// damage and does not wrap ErrCorrupt: taken for damage, a transient I/O
+// error made repair discard a replica's intact entries (simulator, 30% of
+// reads failing: the controller's commit index went back at a restart).
 func corruptAt(s *segment, pos int64, err error) error {
+	var rf readFault
+	if errors.As(err, &rf) {
+		return fmt.Errorf("read segment %s at byte %d: %w", s.name, pos, rf.err)
+	}
 	return fmt.Errorf("%w: segment %s at byte %d: %v", ErrCorrupt, s.name, pos, err)
 }

@@ -332,6 +332,14 @@ var mutations = []mutation{
 		Why:         "vote fence: a log cut back below its snapshot is taken to end at the snapshot, so the replica votes as if it held the acknowledged entries it lost",
 		Run:         "^TestControllerLogCutBelowSnapshotIsFenced$",
 	},
+	// A failed read is not damage (sim TestHeavyReadFaultsLoseNothing).
+	{
+		Name: "read-fault-is-damage", File: "logstore/segment.go",
+		Original:    "if errors.As(err, &rf) {",
+		Replacement: "if false {",
+		Why:         "corruption detection: an I/O error on read is reported as a damaged entry, and repair discards intact committed entries",
+		Run:         "^TestHeavyReadFaultsLoseNothing$",
+	},
 	// Transaction-aware compaction (issue 16), caught by sim/txncompact.go.
 	{
 		Name: "compact-aborted-kept", File: "logstore/compact_txn.go",
