@@ -183,15 +183,8 @@ func CheckQuotaValue(e QuotaEntity, key string, v float64) error {
 	return nil
 }
 
-// QuotaError is a refused quota change: Kafka's INVALID_REQUEST and why.
-type QuotaError struct{ Reason string }
-
-func (e *QuotaError) Error() string { return "INVALID_REQUEST: " + e.Reason }
-
-// Unwrap makes errors.Is(err, kerr.InvalidRequest) hold.
-func (e *QuotaError) Unwrap() error { return kerr.InvalidRequest }
-
-func quotaErr(reason string) error { return &QuotaError{Reason: reason} }
+// quotaErr is a refused quota change: Kafka's INVALID_REQUEST and why.
+func quotaErr(reason string) error { return withMessage(kerr.InvalidRequest, reason) }
 
 // alterClientQuota applies an AlterClientQuota, all or nothing.
 func (s *State) alterClientQuota(a *AlterClientQuota) Result {

@@ -96,8 +96,8 @@ func TestAlterClientQuotaRemoveAndErrors(t *testing.T) {
 		{Entity: e, Set: map[string]float64{QuotaProducerByteRate: 1}, Remove: []string{QuotaProducerByteRate}},
 	} {
 		res := apply(t, s, &Command{AlterClientQuota: a})
-		var qe *QuotaError
-		if !errors.Is(res.Err, kerr.InvalidRequest) || !errors.As(res.Err, &qe) {
+		var ce *Error
+		if !errors.Is(res.Err, kerr.InvalidRequest) || !errors.As(res.Err, &ce) || ce.Message == "" {
 			t.Errorf("%+v: %v, want INVALID_REQUEST", a, res.Err)
 		}
 	}
