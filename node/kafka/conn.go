@@ -55,6 +55,10 @@ type conn struct {
 	ready   []*slot
 
 	inflight chan struct{} // one token per request read and not yet written
+	// mutedUntil is when the reader may read again (unix nanoseconds):
+	// a response throttled after it is sent (KIP-219) mutes the
+	// connection for its throttle time (throttle.go).
+	mutedUntil atomic.Int64
 	pending  atomic.Int32  // requests read and not yet written
 	wake     chan struct{} // capacity 1: the head slot may be ready, or the reader stopped
 	dead     chan struct{} // closed by abort
@@ -142,6 +146,11 @@ func (c *conn) readLoop() {
 	}
 	for {
 		if !c.acquire() {
+			c.stopReading(ReasonShutdown)
+			return
+		}
+		if !c.waitMuted() {
+			<-c.inflight
 			c.stopReading(ReasonShutdown)
 			return
 		}
@@ -418,6 +427,7 @@ func (sl *slot) respond(resp kmsg.Response) {
 		c.srv.cfg.Logger.Warn("kafka: handler responded twice; ignored", "conn", c.id, "api", kmsg.NameForKey(sl.key), "correlation_id", sl.corr)
 		return
 	}
+	c.muteFor(resp)
 	c.mu.Lock()
 	sl.resp, sl.ready = resp, true
 	head := len(c.queue) > 0 && c.queue[0] == sl
