@@ -59,11 +59,11 @@ type conn struct {
 	// a response throttled after it is sent (KIP-219) mutes the
 	// connection for its throttle time (throttle.go).
 	mutedUntil atomic.Int64
-	pending  atomic.Int32  // requests read and not yet written
-	wake     chan struct{} // capacity 1: the head slot may be ready, or the reader stopped
-	dead     chan struct{} // closed by abort
-	abortMu  sync.Once
-	exits    atomic.Int32
+	pending    atomic.Int32  // requests read and not yet written
+	wake       chan struct{} // capacity 1: the head slot may be ready, or the reader stopped
+	dead       chan struct{} // closed by abort
+	abortMu    sync.Once
+	exits      atomic.Int32
 
 	mu sync.Mutex
 	// queue holds, in arrival order, the requests read whose responses are

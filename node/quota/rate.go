@@ -35,13 +35,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// MaxThrottle is the longest throttle a Rate with this config hands out:
-// the whole sampled span (Samples windows). Beyond it the samples that
-// caused the excess have expired anyway.
-func (c Config) MaxThrottle() time.Duration {
-	c = c.withDefaults()
-	return time.Duration(c.Samples) * c.Window
-}
+// MaxThrottle is the longest throttle handed out: what a response's
+// throttle_time_ms (an int32 of milliseconds) can say.
+const MaxThrottle = time.Duration(math.MaxInt32) * time.Millisecond
 
 // sample is one window: the sum recorded in it and when it began.
 type sample struct {
@@ -139,8 +135,9 @@ func (r *Rate) Measure(now time.Time) float64 {
 
 // Throttle is how long a client whose rate is measured at now must wait
 // for it to fall to bound (per second): Kafka's
-// (rate - bound) / bound * windowSize, rounded to the millisecond and
-// capped at MaxThrottle; 0 when the rate is within bound or bound is not
+// (rate - bound) / bound * windowSize, rounded to the millisecond (Kafka
+// does not cap it for byte rates; MaxThrottle only keeps it in the
+// response field's range); 0 when the rate is within bound or bound is not
 // positive (no quota).
 func (r *Rate) Throttle(bound float64, now time.Time) time.Duration {
 	if !(bound > 0) {
@@ -151,8 +148,10 @@ func (r *Rate) Throttle(bound float64, now time.Time) time.Duration {
 		return 0
 	}
 	ms := math.Round((rate - bound) / bound * float64(r.WindowSize(now)) / float64(time.Millisecond))
-	d := time.Duration(ms) * time.Millisecond
-	return min(d, r.cfg.MaxThrottle())
+	if ms >= float64(math.MaxInt32) {
+		return MaxThrottle
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // RecordAndThrottle records v at now and returns the throttle against

@@ -66,14 +66,14 @@ func (m *naive) measure(now time.Time) float64 {
 	return sum / ws.Seconds()
 }
 
-// throttle is Kafka's formula, in milliseconds, capped at the sampled span.
+// throttle is Kafka's formula, in milliseconds.
 func (m *naive) throttle(bound float64, now time.Time) time.Duration {
 	rate := m.measure(now)
 	if rate <= bound {
 		return 0
 	}
 	ms := math.Round((rate - bound) / bound * float64(m.windowSize(now).Milliseconds()))
-	return min(time.Duration(ms)*time.Millisecond, time.Duration(m.cfg.Samples)*m.cfg.Window)
+	return time.Duration(ms) * time.Millisecond
 }
 
 func TestRateMatchesNaiveModel(t *testing.T) {
@@ -143,11 +143,10 @@ func TestRateExpires(t *testing.T) {
 }
 
 func TestThrottleCapped(t *testing.T) {
-	cfg := Config{Samples: 11, Window: time.Second}
-	r := NewRate(cfg)
+	r := NewRate(Config{Samples: 11, Window: time.Second})
 	now := time.Unix(100, 0)
-	if d := r.RecordAndThrottle(1e12, 1, now); d != cfg.MaxThrottle() {
-		t.Fatalf("throttle %v, want the cap %v", d, cfg.MaxThrottle())
+	if d := r.RecordAndThrottle(1e15, 1, now); d != MaxThrottle {
+		t.Fatalf("throttle %v, want the int32 cap %v", d, MaxThrottle)
 	}
 }
 
@@ -180,5 +179,43 @@ func TestUnrecord(t *testing.T) {
 	r.Unrecord(700, now)
 	if got := r.Measure(now); got != 50 {
 		t.Fatalf("rate %v, want 50", got)
+	}
+}
+
+// The lower bound the end-to-end test relies on (cmd/floe/itest
+// quotas_test.go): a client that waits out every throttle, with up to k
+// requests of size bytes read before the throttle is known (one burst),
+// has sent at most 1.25*bound*(T + Samples*Window) + burst bytes by time
+// T. It holds when a burst is well within what the sampled span allows
+// (a quarter of bound*(Samples-1)*Window here): a burst whose throttle
+// outlasts every sample is forgotten by the next request, since Kafka's
+// rate only remembers Samples windows, and throttles of a few
+// milliseconds lose up to half a millisecond each to rounding.
+func TestThrottledBytesBound(t *testing.T) {
+	for seed := int64(1); seed <= 400; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		cfg := Config{Samples: 2 + rng.Intn(12), Window: time.Duration(100+rng.Intn(1000)) * time.Millisecond}
+		bound := float64(10_000 + rng.Intn(1_000_000))
+		k := 1 + rng.Intn(5)
+		size := float64(1000 + rng.Intn(100_000))
+		if burstMax := bound * float64(cfg.Samples-1) * cfg.Window.Seconds() / 4; float64(k)*size > burstMax {
+			size = burstMax / float64(k)
+		}
+		r := NewRate(cfg)
+		start := time.Unix(1000, 0)
+		now, total := start, 0.0
+		for now.Sub(start) < 60*time.Second {
+			var d time.Duration
+			for i := 0; i < k; i++ { // k requests read together
+				d = max(d, r.RecordAndThrottle(size, bound, now))
+				total += size
+			}
+			limit := 1.25*bound*(now.Sub(start)+time.Duration(cfg.Samples)*cfg.Window).Seconds() + float64(k)*size
+			if total > limit {
+				t.Fatalf("seed %d (cfg %+v, bound %v, size %v, k %d): %v bytes by %v, more than %v",
+					seed, cfg, bound, size, k, total, now.Sub(start), limit)
+			}
+			now = now.Add(d + time.Duration(rng.Intn(5))*time.Millisecond)
+		}
 	}
 }

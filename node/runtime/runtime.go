@@ -20,6 +20,7 @@ import (
 	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node"
 	"github.com/floe-broker/floe/node/kafka"
+	"github.com/floe-broker/floe/node/quota"
 )
 
 // Options configures a production broker.
@@ -43,6 +44,9 @@ type Options struct {
 	// MaxRequestBytes caps one Kafka request.
 	MaxRequestBytes int32
 	Logger          *slog.Logger
+	// Quotas is how client byte rates are sampled against their quotas
+	// (quotas.go); zero: Kafka's defaults, 11 windows of 1 s.
+	Quotas quota.Config
 	// AuditLogFile, when set, is a file every audit record this broker
 	// generates is appended to, one JSON line each (auditfile.go).
 	AuditLogFile string
@@ -61,7 +65,8 @@ type Broker struct {
 	sec     *security
 	admin   *adminServer
 	metrics *metrics
-	tracer  *tracer // nil when tracing is off (tracing.go)
+	quotas  *quotaEnforcer // client byte-rate quotas (quotas.go)
+	tracer  *tracer        // nil when tracing is off (tracing.go)
 	lock    *os.File
 	audit   *auditFile
 
@@ -86,6 +91,7 @@ func Start(opts Options) (*Broker, error) {
 	}
 	b := &Broker{opts: opts, log: opts.Logger, loop: newLoop(), lock: lock, fatalErr: make(chan error, 1)}
 	b.metrics = newMetrics()
+	b.quotas = newQuotaEnforcer(b.metrics.reg, opts.Quotas, time.Now)
 	if b.tracer, err = newTracer(os.Getenv, opts.Node.NodeID); err != nil {
 		_ = unlockDir(lock)
 		return nil, err
@@ -318,17 +324,22 @@ func (h handler) task(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg.Res
 	client := node.Client{ConnID: c.ID, ClientID: c.ClientID, Remote: c.Remote, Prepared: node.Prepare(req),
 		Principal: c.Principal, Listener: c.Listener}
 	testPrincipal(c, &client)
+	// enforce applies the client's byte-rate quota (quotas.go); it runs on
+	// the reactor, which holds the metadata it resolves quotas from.
+	enforce := func(respond func(kmsg.Response)) func(kmsg.Response) {
+		return h.b.quotas.wrap(h.b.reactor.ClientQuota, client.Principal, client.ClientID, req, respond)
+	}
 	if h.b.tracer != nil {
 		if rt := h.b.tracer.start(c, req); rt != nil {
 			client.Trace = &rt.core
 			respond = rt.respond(respond)
 			return func() {
 				rt.begin()
-				h.b.reactor.HandleRequest(client, req, respond)
+				h.b.reactor.HandleRequest(client, req, enforce(respond))
 			}
 		}
 	}
-	return func() { h.b.reactor.HandleRequest(client, req, respond) }
+	return func() { h.b.reactor.HandleRequest(client, req, enforce(respond)) }
 }
 
 func kafkaVersions() []kafka.ApiRange {
