@@ -70,7 +70,7 @@ func newQuotaEnforcer(reg prometheus.Registerer, cfg quota.Config, now func() ti
 		Name: "floe_quota_throttled_responses_total", Help: "Answers that carried a throttle time, by quota (produce, fetch).",
 	}, []string{"quota"})
 	q.bytes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "floe_quota_recorded_bytes_total", Help: "Bytes counted against byte-rate quotas, by quota (produce, fetch).",
+		Name: "floe_quota_recorded_bytes_total", Help: "Bytes counted against byte-rate quotas, by quota (produce, fetch); a throttled fetch's bytes, not sent, are not.",
 	}, []string{"quota"})
 	for _, l := range []string{"produce", "fetch"} {
 		q.throttle.WithLabelValues(l)
@@ -125,6 +125,9 @@ type quotaLookup func(quotaKey, principal, clientID string) (controller.QuotaMat
 // req's client: it runs on the reactor's thread (lookup reads the
 // metadata), as does the returned function.
 func (q *quotaEnforcer) wrap(lookup quotaLookup, principal, clientID string, req kmsg.Request, respond func(kmsg.Response)) func(kmsg.Response) {
+	if q == nil {
+		return respond
+	}
 	switch r := req.(type) {
 	case *kmsg.ProduceRequest:
 		m, ok := lookup(controller.QuotaProducerByteRate, principal, clientID)
@@ -156,9 +159,9 @@ func (q *quotaEnforcer) wrap(lookup quotaLookup, principal, clientID string, req
 				return
 			}
 			n := fetchBytes(fr)
-			q.bytes.WithLabelValues("fetch").Add(float64(n))
 			d := q.record(controller.QuotaConsumerByteRate, m, float64(n), true)
 			if d <= 0 {
+				q.bytes.WithLabelValues("fetch").Add(float64(n))
 				respond(resp)
 				return
 			}
