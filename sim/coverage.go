@@ -49,7 +49,8 @@ var coveragePaths = []string{
 	covCtlSnapInstalled,
 	"topic re-created",
 	"partitions added to a topic",
-	covBalancerMove, // issue 23 (balance.go)
+	covBalancerMove,        // issue 23 (balance.go)
+	"client quota altered", // issue 20 (quotas.go)
 }
 
 const (

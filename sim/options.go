@@ -54,6 +54,8 @@ type Options struct {
 	Topics bool
 	// Balance turns on the controller's balancer (balance.go).
 	Balance BalanceOptions
+	// Quotas turns on the client-quota admin workload (quotas.go).
+	Quotas bool
 
 	// Knobs are randomized sizes (faults_more.go).
 	Knobs knobs
@@ -237,6 +239,7 @@ func ChooseOptions(seed int64) Options {
 	chooseMore(rng, &o)             // last: faults_more.go
 	o.Balance = chooseBalance(seed) // its own generator
 	o.Broker.Balance = o.Balance
+	o.Quotas = chooseQuotas(seed) // its own generator
 	return o
 }
 
@@ -279,6 +282,9 @@ func (o Options) String() string {
 	}
 	if o.Balance.On {
 		fmt.Fprintf(&b, "\n%s", o.Balance)
+	}
+	if o.Quotas {
+		fmt.Fprintf(&b, "\nclient quotas altered through any broker")
 	}
 	return b.String()
 }

@@ -39,6 +39,8 @@
 //	                              before other members revoked those partitions
 //	balancer-ignores-bound        the balancer proposes every move it finds at
 //	                              once, past its bound on moves in flight
+//	quota-alter-missed-by-follower  a broker other than the controller's
+//	                              leader does not apply an AlterClientQuota
 package plant
 
 // Bug names.
@@ -67,4 +69,6 @@ const (
 	ConsumerAssignBeforeRevoke = "consumer-assign-before-revoke"
 	// BalancerIgnoresBound: node/balance.go.
 	BalancerIgnoresBound = "balancer-ignores-bound"
+	// QuotaAlterMissed: node/controller.go.
+	QuotaAlterMissed = "quota-alter-missed-by-follower"
 )

@@ -265,4 +265,11 @@ var mutations = []mutation{
 		Replacement: "if b.leaders[src]-b.leaders[dst] < 1 {",
 		Why:         "hysteresis: a difference of one preferred leadership is moved back and forth forever",
 	},
+	// Client quotas (issue 20), caught by sim/quotas.go's quota-state check.
+	{
+		Name: "quota-remove-ignored", File: "node/controller/quotas.go",
+		Original:    "delete(values, k)",
+		Replacement: "_ = k",
+		Why:         "client quotas: AlterClientQuotas removals are acknowledged but the quota stays in force",
+	},
 }
