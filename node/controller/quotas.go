@@ -294,32 +294,35 @@ func dflt(typ string) QuotaEntityPart { return QuotaEntityPart{Type: typ} }
 //  3. user;                     4. default user and client id;
 //  5. default user and default client id;
 //  6. default user;             7. client id;   8. default client id.
+//
+// It runs for every produce and fetch while any quota exists, so it builds
+// the entity keys (QuotaEntity.Key's text) directly.
 func (s *State) ClientQuota(key, user, clientID string) (QuotaMatch, bool) {
 	if len(s.ClientQuotas) == 0 {
 		return QuotaMatch{}, false
 	}
-	u, du := named(QuotaEntityUser, user), dflt(QuotaEntityUser)
-	c, dc := named(QuotaEntityClientID, clientID), dflt(QuotaEntityClientID)
-	order := []struct {
-		e          QuotaEntity
+	u := named(QuotaEntityUser, user).display()
+	c := named(QuotaEntityClientID, clientID).display()
+	const d = "<default>"
+	order := [...]struct {
+		entity     string
 		user, clnt bool // whether the rate is per user, per client id
 	}{
-		{QuotaEntity{u, c}, true, true},
-		{QuotaEntity{u, dc}, true, true},
-		{QuotaEntity{u}, true, false},
-		{QuotaEntity{du, c}, true, true},
-		{QuotaEntity{du, dc}, true, true},
-		{QuotaEntity{du}, true, false},
-		{QuotaEntity{c}, false, true},
-		{QuotaEntity{dc}, false, true},
+		{"client-id=" + c + ",user=" + u, true, true},
+		{"client-id=" + d + ",user=" + u, true, true},
+		{"user=" + u, true, false},
+		{"client-id=" + c + ",user=" + d, true, true},
+		{"client-id=" + d + ",user=" + d, true, true},
+		{"user=" + d, true, false},
+		{"client-id=" + c, false, true},
+		{"client-id=" + d, false, true},
 	}
 	for _, o := range order {
-		ek := o.e.Key()
-		v, ok := s.quotaIndex[ek][key]
+		v, ok := s.quotaIndex[o.entity][key]
 		if !ok {
 			continue
 		}
-		m := QuotaMatch{Limit: v, Entity: ek}
+		m := QuotaMatch{Limit: v, Entity: o.entity}
 		if o.user {
 			m.User = user
 		}

@@ -64,6 +64,23 @@ func TestClientQuotaPrecedence(t *testing.T) {
 	if m.Limit != 4000 || m.User != "bob" || m.ClientID != "other" {
 		t.Fatalf("bob/other: %+v", m)
 	}
+	// A user named "<default>" (or with separators in its name) is not
+	// the default user, nor confused with another entity.
+	w := NewState("c")
+	setQuota(t, w, ent(pUser("<default>")), QuotaProducerByteRate, 7)
+	setQuota(t, w, ent(pUser("a,client-id=b")), QuotaProducerByteRate, 9)
+	if m, ok := w.ClientQuota(QuotaProducerByteRate, "bob", ""); ok {
+		t.Fatalf("the user named <default> applies to bob: %+v", m)
+	}
+	if m, ok := w.ClientQuota(QuotaProducerByteRate, "<default>", ""); !ok || m.Limit != 7 {
+		t.Fatalf("the user named <default>: %+v %v", m, ok)
+	}
+	if m, ok := w.ClientQuota(QuotaProducerByteRate, "a", "b"); ok {
+		t.Fatalf("user a with client b matched %+v", m)
+	}
+	if m, ok := w.ClientQuota(QuotaProducerByteRate, "a,client-id=b", "x"); !ok || m.Limit != 9 {
+		t.Fatalf("the user named a,client-id=b: %+v %v", m, ok)
+	}
 }
 
 func TestAlterClientQuotaRemoveAndErrors(t *testing.T) {
