@@ -261,11 +261,46 @@ func (s *State) checkQuotas() error {
 	return nil
 }
 
+// quotaSlot is a user / client-id entity as the lookup index keys it:
+// each type absent, the default, or a name. (ip entities never match a
+// client's user and client id, and are not indexed.)
+type quotaSlot struct {
+	user, client       string
+	hasUser, hasClient bool
+	userDflt, clntDflt bool
+}
+
+// indexedQuota is one indexed entity: its key and values.
+type indexedQuota struct {
+	entity string
+	values map[string]float64
+}
+
 // quotasChanged rebuilds the lookup index.
 func (s *State) quotasChanged() {
-	s.quotaIndex = make(map[string]map[string]float64, len(s.ClientQuotas))
+	s.quotaIndex = make(map[quotaSlot]indexedQuota, len(s.ClientQuotas))
 	for _, q := range s.ClientQuotas {
-		s.quotaIndex[q.Entity.Key()] = q.Values
+		var k quotaSlot
+		ip := false
+		for _, p := range q.Entity {
+			switch p.Type {
+			case QuotaEntityUser:
+				k.hasUser, k.userDflt = true, p.Name == nil
+				if p.Name != nil {
+					k.user = *p.Name
+				}
+			case QuotaEntityClientID:
+				k.hasClient, k.clntDflt = true, p.Name == nil
+				if p.Name != nil {
+					k.client = *p.Name
+				}
+			default:
+				ip = true
+			}
+		}
+		if !ip {
+			s.quotaIndex[k] = indexedQuota{entity: q.Entity.Key(), values: q.Values}
+		}
 	}
 }
 
@@ -295,34 +330,35 @@ func dflt(typ string) QuotaEntityPart { return QuotaEntityPart{Type: typ} }
 //  5. default user and default client id;
 //  6. default user;             7. client id;   8. default client id.
 //
-// It runs for every produce and fetch while any quota exists, so it builds
-// the entity keys (QuotaEntity.Key's text) directly.
+// It runs for every produce and fetch while any quota exists: eight
+// lookups in an index keyed by structs, nothing allocated.
 func (s *State) ClientQuota(key, user, clientID string) (QuotaMatch, bool) {
-	if len(s.ClientQuotas) == 0 {
+	if len(s.quotaIndex) == 0 {
 		return QuotaMatch{}, false
 	}
-	u := named(QuotaEntityUser, user).display()
-	c := named(QuotaEntityClientID, clientID).display()
-	const d = "<default>"
 	order := [...]struct {
-		entity     string
+		slot       quotaSlot
 		user, clnt bool // whether the rate is per user, per client id
 	}{
-		{"client-id=" + c + ",user=" + u, true, true},
-		{"client-id=" + d + ",user=" + u, true, true},
-		{"user=" + u, true, false},
-		{"client-id=" + c + ",user=" + d, true, true},
-		{"client-id=" + d + ",user=" + d, true, true},
-		{"user=" + d, true, false},
-		{"client-id=" + c, false, true},
-		{"client-id=" + d, false, true},
+		{quotaSlot{user: user, client: clientID, hasUser: true, hasClient: true}, true, true},
+		{quotaSlot{user: user, hasUser: true, hasClient: true, clntDflt: true}, true, true},
+		{quotaSlot{user: user, hasUser: true}, true, false},
+		{quotaSlot{client: clientID, hasUser: true, hasClient: true, userDflt: true}, true, true},
+		{quotaSlot{hasUser: true, hasClient: true, userDflt: true, clntDflt: true}, true, true},
+		{quotaSlot{hasUser: true, userDflt: true}, true, false},
+		{quotaSlot{client: clientID, hasClient: true}, false, true},
+		{quotaSlot{hasClient: true, clntDflt: true}, false, true},
 	}
 	for _, o := range order {
-		v, ok := s.quotaIndex[o.entity][key]
+		iq, ok := s.quotaIndex[o.slot]
 		if !ok {
 			continue
 		}
-		m := QuotaMatch{Limit: v, Entity: o.entity}
+		v, ok := iq.values[key]
+		if !ok {
+			continue
+		}
+		m := QuotaMatch{Limit: v, Entity: iq.entity}
 		if o.user {
 			m.User = user
 		}

@@ -186,3 +186,17 @@ func TestDescribeClientQuotasMatching(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkClientQuota is the lookup every produce and fetch pays while
+// any quota exists (the reactor's thread, node/runtime quotas.go).
+func BenchmarkClientQuota(b *testing.B) {
+	s := NewState("c")
+	setQuota(b, s, ent(dflt(QuotaEntityClientID)), QuotaProducerByteRate, 1<<20)
+	setQuota(b, s, ent(pUser("alice")), QuotaConsumerByteRate, 1<<20)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, ok := s.ClientQuota(QuotaProducerByteRate, "bob", "app"); !ok {
+			b.Fatal("no quota")
+		}
+	}
+}

@@ -120,10 +120,10 @@ type State struct {
 	UsersBootstrapped bool `json:"users_bootstrapped,omitempty"`
 	// ClientQuotas are the client quotas, sorted by entity key
 	// (quotas.go).
-	ClientQuotas []ClientQuota                 `json:"client_quotas,omitempty"`
-	byGroup      map[uint64]groupRef           // derived, rebuilt on restore
-	sec          securityIndex                 // derived from ACLs and Roles
-	quotaIndex   map[string]map[string]float64 // derived from ClientQuotas: values by entity key
+	ClientQuotas []ClientQuota              `json:"client_quotas,omitempty"`
+	byGroup      map[uint64]groupRef        // derived, rebuilt on restore
+	sec          securityIndex              // derived from ACLs and Roles
+	quotaIndex   map[quotaSlot]indexedQuota // derived from ClientQuotas (quotas.go)
 }
 
 type groupRef struct {

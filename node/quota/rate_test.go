@@ -219,3 +219,14 @@ func TestThrottledBytesBound(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRecordAndThrottle is what one throttled request costs.
+func BenchmarkRecordAndThrottle(b *testing.B) {
+	r := NewRate(Config{})
+	now := time.Unix(1000, 0)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		now = now.Add(time.Millisecond)
+		r.RecordAndThrottle(1000, 1e6, now)
+	}
+}

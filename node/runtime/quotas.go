@@ -117,20 +117,22 @@ func (q *quotaEnforcer) sweep(now time.Time) {
 	}
 }
 
-// lookup resolves the quota on quotaKey for a client; it runs on the
-// reactor's thread.
-type quotaLookup func(quotaKey, principal, clientID string) (controller.QuotaMatch, bool)
+// quotaSource resolves the quota on quotaKey for a client (the reactor:
+// node.Reactor.ClientQuota); it is asked on the reactor's thread.
+type quotaSource interface {
+	ClientQuota(quotaKey, principal, clientID string) (controller.QuotaMatch, bool)
+}
 
 // wrap returns respond, enforcing the byte-rate quota that applies to
 // req's client: it runs on the reactor's thread (lookup reads the
 // metadata), as does the returned function.
-func (q *quotaEnforcer) wrap(lookup quotaLookup, principal, clientID string, req kmsg.Request, respond func(kmsg.Response)) func(kmsg.Response) {
+func (q *quotaEnforcer) wrap(src quotaSource, principal, clientID string, req kmsg.Request, respond func(kmsg.Response)) func(kmsg.Response) {
 	if q == nil {
 		return respond
 	}
 	switch r := req.(type) {
 	case *kmsg.ProduceRequest:
-		m, ok := lookup(controller.QuotaProducerByteRate, principal, clientID)
+		m, ok := src.ClientQuota(controller.QuotaProducerByteRate, principal, clientID)
 		if !ok {
 			return respond
 		}
@@ -148,7 +150,7 @@ func (q *quotaEnforcer) wrap(lookup quotaLookup, principal, clientID string, req
 			q.deliver(&cp, "produce", d, respond)
 		}
 	case *kmsg.FetchRequest:
-		m, ok := lookup(controller.QuotaConsumerByteRate, principal, clientID)
+		m, ok := src.ClientQuota(controller.QuotaConsumerByteRate, principal, clientID)
 		if !ok {
 			return respond
 		}

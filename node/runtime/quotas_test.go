@@ -12,6 +12,17 @@ import (
 
 type fakeNow struct{ t time.Time }
 
+// fakeSource has a quota of 1000 B/s for client id "slow" only.
+type fakeSource struct{ asked []string }
+
+func (f *fakeSource) ClientQuota(key, principal, clientID string) (controller.QuotaMatch, bool) {
+	f.asked = append(f.asked, key+" "+principal+" "+clientID)
+	if clientID != "slow" {
+		return controller.QuotaMatch{}, false
+	}
+	return controller.QuotaMatch{Limit: 1000, Entity: "client-id=slow", ClientID: "slow"}, true
+}
+
 func (f *fakeNow) now() time.Time { return f.t }
 
 func produceReq(version int16, bytes int) *kmsg.ProduceRequest {
@@ -32,14 +43,8 @@ func produceReq(version int16, bytes int) *kmsg.ProduceRequest {
 func TestQuotaEnforcer(t *testing.T) {
 	clock := &fakeNow{t: time.Unix(1000, 0)}
 	q := newQuotaEnforcer(nil, quota.Config{Samples: 11, Window: time.Second}, clock.now)
-	var asked []string
-	lookup := func(key, principal, clientID string) (controller.QuotaMatch, bool) {
-		asked = append(asked, key+" "+principal+" "+clientID)
-		if clientID != "slow" {
-			return controller.QuotaMatch{}, false
-		}
-		return controller.QuotaMatch{Limit: 1000, Entity: "client-id=slow", ClientID: "slow"}, true
-	}
+	lookup := &fakeSource{}
+	asked := &lookup.asked
 	var got kmsg.Response
 	respond := func(r kmsg.Response) { got = r }
 
@@ -56,8 +61,8 @@ func TestQuotaEnforcer(t *testing.T) {
 	if !ok || pr == orig || pr.ThrottleMillis != 15000 || orig.ThrottleMillis != 0 {
 		t.Fatalf("over the quota: %+v (original throttle %d)", got, orig.ThrottleMillis)
 	}
-	if asked[0] != "producer_byte_rate User:alice slow" {
-		t.Fatalf("lookup asked %q", asked)
+	if (*asked)[0] != "producer_byte_rate User:alice slow" {
+		t.Fatalf("lookup asked %q", *asked)
 	}
 
 	// Another client has no quota: untouched, whatever it sends.

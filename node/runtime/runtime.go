@@ -324,22 +324,20 @@ func (h handler) task(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg.Res
 	client := node.Client{ConnID: c.ID, ClientID: c.ClientID, Remote: c.Remote, Prepared: node.Prepare(req),
 		Principal: c.Principal, Listener: c.Listener}
 	testPrincipal(c, &client)
-	// enforce applies the client's byte-rate quota (quotas.go); it runs on
-	// the reactor, which holds the metadata it resolves quotas from.
-	enforce := func(respond func(kmsg.Response)) func(kmsg.Response) {
-		return h.b.quotas.wrap(h.b.reactor.ClientQuota, client.Principal, client.ClientID, req, respond)
-	}
+	// The events apply the client's byte-rate quota (quotas.go) on the
+	// reactor, which holds the metadata quotas are resolved from.
+	q, r := h.b.quotas, h.b.reactor
 	if h.b.tracer != nil {
 		if rt := h.b.tracer.start(c, req); rt != nil {
 			client.Trace = &rt.core
 			respond = rt.respond(respond)
 			return func() {
 				rt.begin()
-				h.b.reactor.HandleRequest(client, req, enforce(respond))
+				r.HandleRequest(client, req, q.wrap(r, client.Principal, client.ClientID, req, respond))
 			}
 		}
 	}
-	return func() { h.b.reactor.HandleRequest(client, req, enforce(respond)) }
+	return func() { r.HandleRequest(client, req, q.wrap(r, client.Principal, client.ClientID, req, respond)) }
 }
 
 func kafkaVersions() []kafka.ApiRange {
