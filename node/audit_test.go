@@ -126,7 +126,7 @@ func TestAuditRecordsEveryKind(t *testing.T) {
 			return r.Resources[0] == audit.Resource{Type: "role", Name: "viewer"} && strings.Contains(r.StatusDetail, "User:carol")
 		}},
 		{"the quota change", func(r audit.Record) bool {
-			return r.API.Operation == "AlterClientQuotas" && r.Status == "Success" && len(r.Resources) == 1 &&
+			return r.ClassUID == 6003 && r.API.Operation == "AlterClientQuotas" && r.Status == "Success" && len(r.Resources) == 1 &&
 				r.Resources[0] == audit.Resource{Type: "client_quota", Name: "user=alice"} && r.StatusDetail == "set producer_byte_rate=1024"
 		}},
 		{"the failed authentication", func(r audit.Record) bool {
