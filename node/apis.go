@@ -71,6 +71,8 @@ var apis = [kmsg.MaxKey + 1]api{
 	kmsg.OffsetDelete:                 {0, 0, serveOffsetDelete},
 	kmsg.DescribeUserSCRAMCredentials: {0, 0, serveDescribeUserScramCredentials},
 	kmsg.AlterUserSCRAMCredentials:    {0, 0, serveAlterUserScramCredentials},
+	kmsg.DescribeClientQuotas:         {0, 1, serveDescribeClientQuotas},
+	kmsg.AlterClientQuotas:            {0, 1, serveAlterClientQuotas},
 	kmsg.DescribeCluster:              {0, 1, serveDescribeCluster},
 	kmsg.UnregisterBroker:             {0, 0, serveUnregisterBroker},
 	kmsg.AddPartitionsToTxn:           {0, 4, serveAddPartitionsToTxn},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/floe-broker/floe/node/acl"
 	"github.com/floe-broker/floe/node/audit"
+	"github.com/floe-broker/floe/node/controller"
 )
 
 // auditChanges wraps a request's respond so that a change request's answer
@@ -82,6 +83,7 @@ var changeExtractors = map[int16]func(kmsg.Request, kmsg.Response) []change{
 	21: changesDeleteRecords,
 	64: changesUnregisterBroker,
 	51: changesAlterUserSCRAM,
+	49: changesAlterClientQuotas,
 }
 
 func changesCreateTopics(kreq kmsg.Request, kresp kmsg.Response) []change {
@@ -304,4 +306,33 @@ func scramMechanism(m int8) string {
 		return "SCRAM-SHA-512"
 	}
 	return fmt.Sprintf("mechanism %d", m)
+}
+
+// changesAlterClientQuotas records each entry's entity and its ops.
+func changesAlterClientQuotas(kreq kmsg.Request, kresp kmsg.Response) []change {
+	req := kreq.(*kmsg.AlterClientQuotasRequest)
+	if req.ValidateOnly {
+		return nil
+	}
+	resp := kresp.(*kmsg.AlterClientQuotasResponse)
+	var out []change
+	for i, res := range resp.Entries {
+		var e controller.QuotaEntity
+		for _, p := range res.Entity {
+			e = append(e, controller.QuotaEntityPart{Type: p.Type, Name: p.Name})
+		}
+		var ops []string
+		if i < len(req.Entries) {
+			for _, op := range req.Entries[i].Ops {
+				if op.Remove {
+					ops = append(ops, "remove "+op.Key)
+				} else {
+					ops = append(ops, fmt.Sprintf("set %s=%v", op.Key, op.Value))
+				}
+			}
+		}
+		out = append(out, change{action: "alter_client_quota", res: audit.Resource{Type: "client_quota", Name: e.Key()},
+			code: res.ErrorCode, msg: res.ErrorMessage, detail: strings.Join(ops, ", ")})
+	}
+	return out
 }

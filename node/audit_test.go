@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/node/audit"
+	"github.com/floe-broker/floe/node/controller"
 )
 
 func audited(cfg *Config) {
@@ -91,6 +92,10 @@ func TestAuditRecordsEveryKind(t *testing.T) {
 	if code, _ := alterRole(t, c, asAdmin, "viewer", kmsg.IncrementalAlterConfigOpAppend, "User:carol"); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
+	quota := alterQuotaReq("alice", nil, controller.QuotaProducerByteRate, 1024, false)
+	if resp := c.requestAs(1, asAdmin, quota).(*kmsg.AlterClientQuotasResponse); resp.Entries[0].ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(resp.Entries[0].ErrorCode))
+	}
 	c.nodes[1].r.AuditAuthentication(asAlice, "User:alice", "SCRAM-SHA-256", false, "wrong password")
 	drainAudit(t, c)
 
@@ -119,6 +124,10 @@ func TestAuditRecordsEveryKind(t *testing.T) {
 		}},
 		{"the role binding", func(r audit.Record) bool {
 			return r.Resources[0] == audit.Resource{Type: "role", Name: "viewer"} && strings.Contains(r.StatusDetail, "User:carol")
+		}},
+		{"the quota change", func(r audit.Record) bool {
+			return r.ClassUID == 6003 && r.API.Operation == "AlterClientQuotas" && r.Status == "Success" && len(r.Resources) == 1 &&
+				r.Resources[0] == audit.Resource{Type: "client_quota", Name: "user=alice"} && r.StatusDetail == "set producer_byte_rate=1024"
 		}},
 		{"the failed authentication", func(r audit.Record) bool {
 			return r.ClassUID == 3002 && r.AuthProtocol == "SCRAM-SHA-256" && r.Status == "Failure" && r.StatusDetail == "wrong password"

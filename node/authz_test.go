@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/controller"
 )
 
 // Clients of the authorization tests: a super user, a principal granted
@@ -314,6 +316,12 @@ func authCases(c *cluster) map[int16]authCase {
 		d.Name, d.Mechanism = "nobody", 1 // alice gets RESOURCE_NOT_FOUND
 		a.Deletions = append(a.Deletions, d)
 		return a
+	}}
+	cases[48] = authCase{needs: []string{"ALLOW DESCRIBE_CONFIGS CLUSTER LITERAL kafka-cluster"}, denied: kerr.ClusterAuthorizationFailed, req: func() kmsg.Request {
+		return kmsg.NewPtrDescribeClientQuotasRequest()
+	}}
+	cases[49] = authCase{needs: []string{"ALLOW ALTER_CONFIGS CLUSTER LITERAL kafka-cluster"}, denied: kerr.ClusterAuthorizationFailed, req: func() kmsg.Request {
+		return alterQuotaReq("alice", kmsg.StringPtr("app"), controller.QuotaProducerByteRate, 1024, false)
 	}}
 	cases[64] = authCase{needs: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}, denied: kerr.ClusterAuthorizationFailed, req: func() kmsg.Request {
 		u := kmsg.NewPtrUnregisterBrokerRequest()

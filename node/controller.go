@@ -60,6 +60,9 @@ func (c *ctlGroup) Apply(e consensus.Entry) {
 		if len(cmd.DeleteACLs) > 0 && plant.Enabled(plant.ACLDeleteMissed) && c.r.controllerLeader() != c.r.self {
 			return // planted bug: a broker other than the controller's leader keeps the deleted ACLs
 		}
+		if cmd.AlterClientQuota != nil && plant.Enabled(plant.QuotaAlterMissed) && c.r.controllerLeader() != c.r.self {
+			return // planted bug: a broker other than the controller's leader keeps its old client quotas
+		}
 		res := c.state.Apply(cmd)
 		c.dirty = true
 		if cmd.ReqID != "" {

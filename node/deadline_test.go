@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/node/controller"
 )
 
 // apiCase is one request of the majority-loss check: the bound its answer
@@ -184,6 +186,9 @@ func majorityLossCases(q, g, member string, gen int32, hw int64, deadBroker int3
 	ausd.Name, ausd.Mechanism = "nobody", 1
 	aus.Deletions = append(aus.Deletions, ausd)
 	cases[51] = apiCase{aus, none, true}
+
+	cases[48] = apiCase{kmsg.NewPtrDescribeClientQuotasRequest(), none, false}
+	cases[49] = apiCase{alterQuotaReq("alice", nil, controller.QuotaProducerByteRate, 1024, false), none, true}
 
 	ub := kmsg.NewPtrUnregisterBrokerRequest()
 	ub.BrokerID = deadBroker

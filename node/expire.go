@@ -288,6 +288,23 @@ func expiredAdmin(req kmsg.Request) kmsg.Response {
 		return resp
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return expiredAlterUsers(q)
+	case *kmsg.DescribeClientQuotasRequest:
+		resp := q.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+		resp.ErrorCode = timedOut
+		return resp
+	case *kmsg.AlterClientQuotasRequest:
+		resp := q.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+		for _, e := range q.Entries {
+			res := kmsg.NewAlterClientQuotasResponseEntry()
+			res.ErrorCode = timedOut
+			for _, p := range e.Entity {
+				re := kmsg.NewAlterClientQuotasResponseEntryEntity()
+				re.Type, re.Name = p.Type, p.Name
+				res.Entity = append(res.Entity, re)
+			}
+			resp.Entries = append(resp.Entries, res)
+		}
+		return resp
 	}
 	return nil
 }

@@ -53,6 +53,8 @@ var coveragePaths = []string{
 	// Transactions on a compacted topic (txncompact.go).
 	"compaction removed an aborted transaction's records",
 	"compaction removed a transaction marker",
+	covBalancerMove,        // issue 23 (balance.go)
+	"client quota altered", // issue 20 (quotas.go)
 }
 
 const (

@@ -55,6 +55,8 @@ type Options struct {
 	Topics bool
 	// Balance turns on the controller's balancer (balance.go).
 	Balance BalanceOptions
+	// Quotas turns on the client-quota admin workload (quotas.go).
+	Quotas bool
 
 	// Knobs are randomized sizes (faults_more.go).
 	Knobs knobs
@@ -251,6 +253,7 @@ func ChooseOptions(seed int64) Options {
 	o.Balance = chooseBalance(seed) // its own generator
 	o.Broker.Balance = o.Balance
 	o.KIP848Classic = chooseKIP848Classic(seed, o.KIP848Members) // its own generator
+	o.Quotas = chooseQuotas(seed)                                // its own generator
 	return o
 }
 
@@ -296,6 +299,9 @@ func (o Options) String() string {
 	}
 	if o.Balance.On {
 		fmt.Fprintf(&b, "\n%s", o.Balance)
+	}
+	if o.Quotas {
+		fmt.Fprintf(&b, "\nclient quotas altered through any broker")
 	}
 	return b.String()
 }

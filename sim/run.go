@@ -177,11 +177,12 @@ type run struct {
 
 	txn *txnWorkload // the transactional workload (txn.go), if any
 	// share is the share-group workload (share.go), if any.
-	share *shareWork
-	ret   *retWorkload // the retention workload (retention.go), if any
-	txc   *txcWorkload // transactions on a compacted topic (txncompact.go), if any
-	exp   *expWorkload // the producer-id expiry workload (expiry.go), if any
-	churn *churn       // topic churn (topics.go), if any
+	share  *shareWork
+	ret    *retWorkload // the retention workload (retention.go), if any
+	txc    *txcWorkload // transactions on a compacted topic (txncompact.go), if any
+	exp    *expWorkload // the producer-id expiry workload (expiry.go), if any
+	churn  *churn       // topic churn (topics.go), if any
+	quotas *quotaWork   // client-quota changes (quotas.go), if any
 	// coverage counts the rare paths the run reached (coverage.go).
 	coverage map[string]int
 	// fencedViews and snapshotViews count views showing a vote fence and
@@ -428,6 +429,7 @@ func (r *run) safety() {
 	r.startExpiry()
 	r.startBounce()
 	r.startChurn()
+	r.startQuotas()
 	if r.auth != nil {
 		r.auth.start()
 	}
@@ -487,6 +489,7 @@ func (r *run) liveness() {
 	r.finishTxnCompact()
 	r.finishExpiry()
 	r.finishChurn()
+	r.finishQuotas()
 }
 
 // probe writes to partition part until a write is acknowledged (or the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/floe-broker/floe/node"
 	"github.com/floe-broker/floe/node/controller"
+	"github.com/floe-broker/floe/node/quota"
 	"github.com/floe-broker/floe/node/runtime"
 )
 
@@ -63,6 +64,8 @@ func runServe(args []string) error {
 	listeners := fs.String("listeners", "", "Kafka listeners `NAME://host:port,...` (names PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, or any name in --listener-security-protocol-map); replaces --kafka-addr")
 	protoMap := fs.String("listener-security-protocol-map", "", "listener name to security protocol: `NAME:PROTOCOL,...`")
 	advListeners := fs.String("advertised-listeners", "", "addresses clients are told to use, per listener: `NAME://host:port,...` (default: the listen addresses)")
+	quotaWindows := fs.Int("quota-window-num", quota.DefaultSamples, "samples kept to measure a client's byte rate against its quota (Kafka's quota.window.num, 2-1000)")
+	quotaWindow := fs.Duration("quota-window-size", quota.DefaultWindow, "length of one quota sample (Kafka's quota.window.size.seconds, 10ms-1h)")
 	secFlags := addSecurityFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -97,6 +100,12 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	if *quotaWindows < 2 || *quotaWindows > 1000 {
+		return fmt.Errorf("--quota-window-num must be between 2 and 1000, got %d", *quotaWindows)
+	}
+	if *quotaWindow < 10*time.Millisecond || *quotaWindow > time.Hour {
+		return fmt.Errorf("--quota-window-size must be between 10ms and 1h, got %v", *quotaWindow)
+	}
 	if *balancerMoves < 1 || *balancerMoves > 1000 {
 		return fmt.Errorf("--balancer-moves must be between 1 and 1000, got %d", *balancerMoves)
 	}
@@ -122,6 +131,7 @@ func runServe(args []string) error {
 		DataDir: *dataDir, Listeners: plan.listen, Security: sec, AdminAddr: *adminAddr, RaftAddr: *raftAddr,
 		MaxRequestBytes: int32(*maxRequest), Logger: logger, AuditLogFile: *security.auditFile,
 		ProduceStageSample: stageSampleOption(*stageSample),
+		Quotas:             quota.Config{Samples: *quotaWindows, Window: *quotaWindow},
 		Node: node.Config{
 			NodeID: int32(*nodeID), KafkaHost: plan.advertise[0].Host, KafkaPort: plan.advertise[0].Port,
 			Listeners: plan.advertise, BootstrapUsers: bootstrap, RaftAddr: advRaft, Rack: *rack,

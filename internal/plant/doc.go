@@ -48,6 +48,8 @@
 //	                              transaction shadow older records of its key
 //	balancer-load-flaps           the load goal moves with no hysteresis: a
 //	                              move that leaves the load gap as it was counts
+//	quota-alter-missed-by-follower  a broker other than the controller's
+//	                              leader does not apply an AlterClientQuota
 package plant
 
 // Bug names.
@@ -87,4 +89,6 @@ const (
 	// BalancerLoadFlaps: node/controller/balance.go (the load goal moves
 	// with no hysteresis: a move that does not shrink the load gap counts).
 	BalancerLoadFlaps = "balancer-load-flaps"
+	// QuotaAlterMissed: node/controller.go.
+	QuotaAlterMissed = "quota-alter-missed-by-follower"
 )

@@ -35,6 +35,7 @@ type Command struct {
 	BootstrapUsers   *BootstrapUsers   `json:"bootstrap_users,omitempty"`
 	Prefer           *Prefer           `json:"prefer,omitempty"`
 	ReportSizes      []SizeReport      `json:"report_sizes,omitempty"`
+	AlterClientQuota *AlterClientQuota `json:"alter_client_quota,omitempty"`
 }
 
 // CreatePartitions adds partitions (already placed) to a topic.
@@ -206,6 +207,8 @@ func (s *State) Apply(c *Command) Result {
 		return s.bootstrapUsers(c.BootstrapUsers)
 	case c.Prefer != nil:
 		return s.prefer(c.Prefer)
+	case c.AlterClientQuota != nil:
+		return s.alterClientQuota(c.AlterClientQuota)
 	default:
 		return Result{Err: kerr.InvalidRequest}
 	}

@@ -60,7 +60,7 @@ func genConfigMap(t *rapid.T, label string) map[string]string {
 
 func genCommand(t *rapid.T) *Command {
 	c := &Command{ReqID: rapid.SampledFrom([]string{"", "r1"}).Draw(t, "reqID")}
-	switch rapid.IntRange(0, 16).Draw(t, "command") {
+	switch rapid.IntRange(0, 17).Draw(t, "command") {
 	case 0:
 		c.RegisterBroker = &Broker{ID: genBrokerID.Draw(t, "id"), KafkaHost: "h", KafkaPort: rapid.Int32Range(1, 3).Draw(t, "port"),
 			RaftAddr: "r", Rack: genRack.Draw(t, "rack"), Decommissioned: rapid.Bool().Draw(t, "decom")}
@@ -112,6 +112,8 @@ func genCommand(t *rapid.T) *Command {
 				Scram: rapid.SliceOfN(rapid.Custom(genCredential), 0, 2).Draw(t, "scram")})
 		}
 		c.BootstrapUsers = b
+	case 16:
+		c.AlterClientQuota = genAlterClientQuota(t)
 	default:
 		// A well-formed placement, so that topics do get created.
 		n := rapid.IntRange(1, 3).Draw(t, "partitions")
@@ -171,6 +173,30 @@ func genRoleChange(t *rapid.T) *RoleChange {
 		c.Remove = members.Draw(t, "remove")
 	}
 	return c
+}
+
+// genQuotaEntity draws a quota entity over a small universe, valid or
+// not (unknown types, a type twice, an ip combined, a bad address).
+func genQuotaEntity(t *rapid.T) QuotaEntity {
+	n := rapid.IntRange(0, 3).Draw(t, "entityParts")
+	var e QuotaEntity
+	for i := 0; i < n; i++ {
+		p := QuotaEntityPart{Type: rapid.SampledFrom([]string{QuotaEntityUser, QuotaEntityClientID, QuotaEntityIP, "group"}).Draw(t, "entityType")}
+		if rapid.IntRange(0, 2).Draw(t, "entityDefault") > 0 {
+			name := rapid.SampledFrom([]string{"alice", "bob", "10.0.0.1", "", "<default>"}).Draw(t, "entityName")
+			p.Name = &name
+		}
+		e = append(e, p)
+	}
+	return e
+}
+
+func genAlterClientQuota(t *rapid.T) *AlterClientQuota {
+	keys := rapid.SampledFrom([]string{QuotaProducerByteRate, QuotaConsumerByteRate, QuotaRequestPercentage,
+		QuotaConnectionCreationRate, "x"})
+	return &AlterClientQuota{Entity: genQuotaEntity(t),
+		Set:    rapid.MapOfN(keys, rapid.SampledFrom([]float64{1024, 0, -5, 1.5, 200}), 0, 2).Draw(t, "quotaSet"),
+		Remove: rapid.SliceOfN(keys, 0, 2).Draw(t, "quotaRemove")}
 }
 
 // genCommands draws a sequence, usually starting by registering a few

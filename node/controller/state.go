@@ -120,9 +120,13 @@ type State struct {
 	// Users holds the SCRAM credentials, by user name (users.go).
 	Users map[string]*User `json:"users,omitempty"`
 	// UsersBootstrapped is set once BootstrapUsers applied.
-	UsersBootstrapped bool                `json:"users_bootstrapped,omitempty"`
-	byGroup           map[uint64]groupRef // derived, rebuilt on restore
-	sec               securityIndex       // derived from ACLs and Roles
+	UsersBootstrapped bool `json:"users_bootstrapped,omitempty"`
+	// ClientQuotas are the client quotas, sorted by entity key
+	// (quotas.go).
+	ClientQuotas []ClientQuota              `json:"client_quotas,omitempty"`
+	byGroup      map[uint64]groupRef        // derived, rebuilt on restore
+	sec          securityIndex              // derived from ACLs and Roles
+	quotaIndex   map[quotaSlot]indexedQuota // derived from ClientQuotas (quotas.go)
 }
 
 type groupRef struct {
@@ -186,6 +190,10 @@ func Restore(b []byte) (*State, error) {
 	if err := s.checkUsers(); err != nil {
 		return nil, err
 	}
+	if err := s.checkQuotas(); err != nil {
+		return nil, err
+	}
+	s.quotasChanged()
 	s.reindex()
 	s.securityChanged()
 	return s, nil

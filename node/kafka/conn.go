@@ -57,11 +57,15 @@ type conn struct {
 	ready   []*slot
 
 	inflight chan struct{} // one token per request read and not yet written
-	pending  atomic.Int32  // requests read and not yet written
-	wake     chan struct{} // capacity 1: the head slot may be ready, or the reader stopped
-	dead     chan struct{} // closed by abort
-	abortMu  sync.Once
-	exits    atomic.Int32
+	// mutedUntil is when the reader may read again (unix nanoseconds):
+	// a response throttled after it is sent (KIP-219) mutes the
+	// connection for its throttle time (throttle.go).
+	mutedUntil atomic.Int64
+	pending    atomic.Int32  // requests read and not yet written
+	wake       chan struct{} // capacity 1: the head slot may be ready, or the reader stopped
+	dead       chan struct{} // closed by abort
+	abortMu    sync.Once
+	exits      atomic.Int32
 
 	mu sync.Mutex
 	// queue holds, in arrival order, the requests read whose responses are
@@ -145,6 +149,11 @@ func (c *conn) readLoop() {
 	}
 	for {
 		if !c.acquire() {
+			c.stopReading(ReasonShutdown)
+			return
+		}
+		if !c.waitMuted() {
+			<-c.inflight
 			c.stopReading(ReasonShutdown)
 			return
 		}
@@ -428,6 +437,7 @@ func (sl *slot) respond(resp kmsg.Response) {
 		c.srv.cfg.Logger.Warn("kafka: handler responded twice; ignored", "conn", c.id, "api", kmsg.NameForKey(sl.key), "correlation_id", sl.corr)
 		return
 	}
+	c.muteFor(resp)
 	c.mu.Lock()
 	sl.resp, sl.ready = resp, true
 	head := len(c.queue) > 0 && c.queue[0] == sl

@@ -20,6 +20,7 @@ import (
 	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node"
 	"github.com/floe-broker/floe/node/kafka"
+	"github.com/floe-broker/floe/node/quota"
 )
 
 // Options configures a production broker.
@@ -43,6 +44,9 @@ type Options struct {
 	// MaxRequestBytes caps one Kafka request.
 	MaxRequestBytes int32
 	Logger          *slog.Logger
+	// Quotas is how client byte rates are sampled against their quotas
+	// (quotas.go); zero: Kafka's defaults, 11 windows of 1 s.
+	Quotas quota.Config
 	// AuditLogFile, when set, is a file every audit record this broker
 	// generates is appended to, one JSON line each (auditfile.go).
 	AuditLogFile string
@@ -65,7 +69,8 @@ type Broker struct {
 	sec     *security
 	admin   *adminServer
 	metrics *metrics
-	tracer  *tracer // nil when tracing is off (tracing.go)
+	quotas  *quotaEnforcer // client byte-rate quotas (quotas.go)
+	tracer  *tracer        // nil when tracing is off (tracing.go)
 	stages  *stageHistograms
 	lock    *os.File
 	audit   *auditFile
@@ -96,6 +101,7 @@ func Start(opts Options) (*Broker, error) {
 		sample = ProduceStageSampleDefault
 	}
 	b.stages = newStageHistograms(b.metrics.reg, sample)
+	b.quotas = newQuotaEnforcer(b.metrics.reg, opts.Quotas, time.Now)
 	if b.tracer, err = newTracer(os.Getenv, opts.Node.NodeID); err != nil {
 		_ = unlockDir(lock)
 		return nil, err
@@ -340,6 +346,9 @@ func (h handler) taskRead(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg
 	client := node.Client{ConnID: c.ID, ClientID: c.ClientID, Remote: c.Remote, Prepared: node.Prepare(req),
 		Principal: c.Principal, Listener: c.Listener}
 	testPrincipal(c, &client)
+	// The events apply the client's byte-rate quota (quotas.go) on the
+	// reactor, which holds the metadata quotas are resolved from.
+	q, r := h.b.quotas, h.b.reactor
 	var rt *reqTrace
 	if h.b.tracer != nil {
 		rt = h.b.tracer.start(c, req)
@@ -355,10 +364,10 @@ func (h handler) taskRead(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg
 		respond = rt.respond(respond)
 		return func() {
 			rt.begin()
-			h.b.reactor.HandleRequest(client, req, respond)
+			r.HandleRequest(client, req, q.wrap(r, client.Principal, client.ClientID, req, respond))
 		}
 	}
-	return func() { h.b.reactor.HandleRequest(client, req, respond) }
+	return func() { r.HandleRequest(client, req, q.wrap(r, client.Principal, client.ClientID, req, respond)) }
 }
 
 // produceKey is the Kafka API key of Produce.

@@ -138,6 +138,10 @@ type tracedResponse struct {
 	rt *reqTrace
 }
 
+// Unwrap implements kafka.Unwrapper: the server reads the throttle time
+// through it.
+func (tr *tracedResponse) Unwrap() kmsg.Response { return tr.Response }
+
 // Written implements kafka.WrittenNotifier.
 func (tr *tracedResponse) Written(err error) { tr.rt.finish(time.Now(), err, true) }
 

@@ -371,4 +371,11 @@ var mutations = []mutation{
 		Replacement: "after := gap - max(p.Bytes, 0)",
 		Why:         "load hysteresis: a move is judged to shrink the gap by its size, not twice it, so a partition bigger than the gap goes back and forth",
 	},
+	// Client quotas (issue 20), caught by sim/quotas.go's quota-state check.
+	{
+		Name: "quota-remove-ignored", File: "node/controller/quotas.go",
+		Original:    "delete(values, k)",
+		Replacement: "_ = k",
+		Why:         "client quotas: AlterClientQuotas removals are acknowledged but the quota stays in force",
+	},
 }

@@ -1,0 +1,161 @@
+package itest
+
+// Client quotas through franz-go: kadm's AlterClientQuotas and
+// DescribeClientQuotas, Kafka's INVALID_REQUEST for bad input, and a
+// producer and a consumer slowed to their byte rates. The rate check is a
+// lower bound on the time taken that a broker without quotas fails by
+// far: B bytes at a quota of Q bytes/s take at least
+// (B - burst)/(1.25*Q) - span seconds, where span is the sampled window
+// (samples x window size) and burst what the client can have in flight
+// before a throttle reaches it; node/quota TestThrottledBytesBound checks
+// that bound against the rate arithmetic itself.
+
+import (
+	"errors"
+	"math/rand"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// throttleCount counts the throttles a franz-go client is told of.
+type throttleCount struct{ after, total atomic.Int64 }
+
+func (c *throttleCount) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, after bool) {
+	if d > 0 {
+		c.total.Add(1)
+		if after {
+			c.after.Add(1)
+		}
+	}
+}
+
+func TestClientQuotasThrottleFranzGo(t *testing.T) {
+	const (
+		rate      = 200_000 // bytes/s, produce and fetch
+		samples   = 11
+		window    = 100 * time.Millisecond
+		records   = 1000
+		valueSize = 1000
+		batchMax  = 16 << 10
+	)
+	span := time.Duration(samples) * window
+	b := start(t, WithFlags("--quota-window-num=11", "--quota-window-size=100ms"))
+	adm := kadm.NewClient(kgoClient(t, b.KafkaAddr))
+	ctx := ctxFor(t, opWaitMax)
+	makeTopic(t, b.KafkaAddr, "quota-t", 1, nil)
+
+	slow := kadm.ClientQuotaEntity{{Type: "client-id", Name: ptr("slow")}}
+	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: slow, Ops: []kadm.AlterClientQuotaOp{
+		{Key: "producer_byte_rate", Value: rate}, {Key: "consumer_byte_rate", Value: rate}}}})
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("alter quotas: %v %+v", err, res)
+	}
+	desc, err := adm.DescribeClientQuotas(ctx, true, []kadm.DescribeClientQuotaComponent{{Type: "client-id", MatchName: ptr("slow"), MatchType: 0}})
+	if err != nil || len(desc) != 1 || len(desc[0].Values) != 2 ||
+		desc[0].Values[0] != (kadm.ClientQuotaValue{Key: "consumer_byte_rate", Value: rate}) ||
+		desc[0].Values[1] != (kadm.ClientQuotaValue{Key: "producer_byte_rate", Value: rate}) {
+		t.Fatalf("describe quotas: %v %+v", err, desc)
+	}
+
+	// Bad input: Kafka's INVALID_REQUEST, nothing stored.
+	for name, e := range map[string]kadm.AlterClientQuotaEntry{
+		"unknown key":   {Entity: slow, Ops: []kadm.AlterClientQuotaOp{{Key: "producer_bytes_rate", Value: 1}}},
+		"negative rate": {Entity: slow, Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: -5}}},
+		"bad entity":    {Entity: kadm.ClientQuotaEntity{{Type: "topic", Name: ptr("x")}}, Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1}}},
+		"ip with user": {Entity: kadm.ClientQuotaEntity{{Type: "ip", Name: ptr("127.0.0.1")}, {Type: "user", Name: ptr("a")}},
+			Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 1}}},
+	} {
+		res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{e})
+		if err != nil || len(res) != 1 || !errors.Is(res[0].Err, kerr.InvalidRequest) || res[0].ErrMessage == "" {
+			t.Errorf("%s: %v %+v, want INVALID_REQUEST with a message", name, err, res)
+		}
+	}
+	if all, err := adm.DescribeClientQuotas(ctx, false, nil); err != nil || len(all) != 1 {
+		t.Fatalf("after bad input: %v %+v", err, all)
+	}
+
+	// Produce 1 MB as "slow": throttled, and no faster than the bound.
+	var pt throttleCount
+	pcl := kgoClient(t, b.KafkaAddr, kgo.ClientID("slow"), kgo.DefaultProduceTopic("quota-t"),
+		kgo.ProducerBatchMaxBytes(batchMax), kgo.WithHooks(&pt))
+	rng := rand.New(rand.NewSource(1)) // random values: compressed, a batch stays this size
+	begin := time.Now()
+	pctx := ctxFor(t, 2*time.Minute)
+	var failed atomic.Value
+	for i := 0; i < records; i++ {
+		value := make([]byte, valueSize)
+		rng.Read(value)
+		pcl.Produce(pctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.Store(err)
+			}
+		})
+	}
+	if err := pcl.Flush(pctx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	took := time.Since(begin)
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	produced := float64(records * valueSize)
+	burst := float64(5 * batchMax) // franz-go keeps at most 5 produce requests in flight per broker
+	lower := time.Duration(((produced-burst)/(1.25*rate) - span.Seconds()) * float64(time.Second))
+	t.Logf("produce: %d records of %d bytes in %v at a quota of %d B/s (lower bound %v), %d throttles (%d after the response)",
+		records, valueSize, took, rate, lower, pt.total.Load(), pt.after.Load())
+	if pt.after.Load() == 0 {
+		t.Error("the producer was never told of a throttle applied after the response")
+	}
+	if took < lower {
+		t.Errorf("produced %.0f bytes in %v at a quota of %d B/s: faster than the lower bound %v", produced, took, rate, lower)
+	}
+
+	// Consume it back as "slow": throttled too.
+	var ct throttleCount
+	ccl := kgoClient(t, b.KafkaAddr, kgo.ClientID("slow"), kgo.ConsumeTopics("quota-t"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<10), kgo.FetchMaxPartitionBytes(64<<10),
+		kgo.WithHooks(&ct))
+	begin = time.Now()
+	cctx := ctxFor(t, 2*time.Minute)
+	got := 0
+	for got < records {
+		fs := ccl.PollFetches(cctx)
+		if err := cctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records before the deadline", got, records)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		got += fs.NumRecords()
+	}
+	took = time.Since(begin)
+	lower = time.Duration(((produced-64<<10)/(1.25*rate) - span.Seconds()) * float64(time.Second))
+	t.Logf("fetch: %d records in %v (lower bound %v), %d throttles", got, took, lower, ct.total.Load())
+	if ct.after.Load() == 0 {
+		t.Error("the consumer was never told of a throttle")
+	}
+	if took < lower {
+		t.Errorf("fetched %.0f bytes in %v at a quota of %d B/s: faster than the lower bound %v", produced, took, rate, lower)
+	}
+
+	m := scrapeMetrics(t, b)
+	t.Logf("recorded bytes: produce %v fetch %v", m[`floe_quota_recorded_bytes_total{quota="produce"}`], m[`floe_quota_recorded_bytes_total{quota="fetch"}`])
+	for _, q := range []string{"produce", "fetch"} {
+		if v := m[`floe_quota_throttled_responses_total{quota="`+q+`"}`]; v < 1 {
+			t.Errorf("floe_quota_throttled_responses_total{quota=%q} = %v", q, v)
+		}
+	}
+
+	// Removed, the quota is gone from Describe.
+	res, err = adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: slow, Ops: []kadm.AlterClientQuotaOp{
+		{Key: "producer_byte_rate", Remove: true}, {Key: "consumer_byte_rate", Remove: true}}}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("remove quotas: %v %+v", err, res)
+	}
+	if all, err := adm.DescribeClientQuotas(ctx, false, nil); err != nil || len(all) != 0 {
+		t.Fatalf("after removal: %v %+v", err, all)
+	}
+}
