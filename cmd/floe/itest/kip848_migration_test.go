@@ -62,9 +62,16 @@ func TestKIP848MigrationMixedClients(t *testing.T) {
 	producePhase(t, b.KafkaAddr, topic, "a", parts, n)
 	eventually(t, 60*time.Second, "the classic members consume phase a", func() bool { return o.allSeen("a", parts, n) })
 	admin := kgoClient(t, b.KafkaAddr)
-	if g := describeClassic(t, admin, group); g.State != "Stable" || len(g.Members) != 2 {
-		t.Fatalf("classic group before the upgrade: %s with %d members", g.State, len(g.Members))
-	}
+	// Every record of phase a can be consumed by the first member while
+	// the second one's join still rebalances the group: wait for it.
+	var state string
+	var members int
+	eventually(t, 60*time.Second, "the classic group stable with 2 members before the upgrade", func() bool {
+		g := describeClassic(t, admin, group)
+		state, members = g.State, len(g.Members)
+		return state == "Stable" && members == 2
+	})
+	t.Logf("classic group before the upgrade: %s with %d members", state, members)
 
 	// the librdkafka consumer-protocol member joins: the group is upgraded
 	c, err := kafka.NewConsumer(&kafka.ConfigMap{
