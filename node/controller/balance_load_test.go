@@ -107,8 +107,14 @@ func (m *balModel) balanceLoad(t *rapid.T) {
 			if mv.Leader() {
 				continue
 			}
-			if done[hop{mv.Partition, mv.To, mv.From}] {
-				t.Fatalf("flapping: partition %d moves back from %d to %d (round %d)", mv.Partition, mv.From, mv.To, round)
+			// A move undone once can happen when the goals meet: the
+			// replica goal moves a partition off a broker, the load goal
+			// then moves a bigger one off it, and the replica goal brings
+			// the first back (rapid seed 10499058746583339205; the
+			// potential still falls every round, so this ends). Making the
+			// same move twice would be a cycle.
+			if done[hop{mv.Partition, mv.From, mv.To}] {
+				t.Fatalf("flapping: partition %d moves from %d to %d a second time (round %d)", mv.Partition, mv.From, mv.To, round)
 			}
 			done[hop{mv.Partition, mv.From, mv.To}] = true
 		}
