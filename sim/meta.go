@@ -135,3 +135,25 @@ func errName(code int16) string {
 	}
 	return fmt.Sprintf("error code %d", code)
 }
+
+// askLeader asks any broker for the leader of single-partition topic and
+// calls done with it (0 when the answer is lost, an error, or names none).
+// The workloads' withLeader caches it.
+func (r *run) askLeader(topic string, done func(netx.NodeID)) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	r.kn.call(r.meta.anyNode(), req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		var lead netx.NodeID
+		if err == nil {
+			for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+				if t.Topic != nil && *t.Topic == topic && len(t.Partitions) == 1 && t.Partitions[0].ErrorCode == 0 && t.Partitions[0].Leader > 0 {
+					lead = netx.NodeID(t.Partitions[0].Leader)
+				}
+			}
+		}
+		done(lead)
+	})
+}

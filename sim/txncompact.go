@@ -120,21 +120,11 @@ func (w *txcWorkload) withLeader(then func(netx.NodeID)) {
 		then(w.leader)
 		return
 	}
-	r := w.r
-	req := kmsg.NewPtrMetadataRequest()
-	req.Version = 12
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(txcTopic)
-	req.Topics = append(req.Topics, rt)
-	r.kn.call(r.meta.anyNode(), req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
-		if err == nil {
-			for _, t := range resp.(*kmsg.MetadataResponse).Topics {
-				if t.Topic != nil && *t.Topic == txcTopic && len(t.Partitions) == 1 && t.Partitions[0].ErrorCode == 0 && t.Partitions[0].Leader > 0 {
-					w.leader = netx.NodeID(t.Partitions[0].Leader)
-				}
-			}
+	w.r.askLeader(txcTopic, func(lead netx.NodeID) {
+		if lead != 0 {
+			w.leader = lead
 		}
-		r.w.After(w.backoff(), func() { then(w.leader) })
+		w.r.w.After(w.backoff(), func() { then(w.leader) })
 	})
 }
 
