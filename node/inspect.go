@@ -46,6 +46,10 @@ type ReplicaView struct {
 	Fenced       bool
 	Fence        consensus.VoteFence
 	DurableIndex uint64
+	// DurableAgreed is DurableIndex cut back below any durable entry Raft
+	// has already replaced in memory (replica.DurableAgreedIndex): what
+	// the member holds durably of the log Raft's commit speaks of.
+	DurableAgreed uint64
 	// Opening tells replicas of one group on one broker apart: it changes
 	// when the replica is closed and opened again (deleted and re-created
 	// by a membership change, or reopened after a repair), within one run
@@ -181,7 +185,7 @@ func viewOf(rep *replica.Replica) ReplicaView {
 		Group: uint64(rep.Group), Term: st.Term, Vote: st.Vote, Commit: st.Commit,
 		DurableTerm: dhs.Term, DurableVote: dhs.Vote, DurableCommit: dhs.Commit,
 		Leader: st.RaftState == consensus.StateLeader, Lead: st.Lead, Applied: rep.Applied(),
-		FirstIndex: rep.FirstIndex(), LastIndex: rep.LastIndex(), DurableIndex: rep.DurableIndex(), Damaged: rep.Damaged(),
+		FirstIndex: rep.FirstIndex(), LastIndex: rep.LastIndex(), DurableIndex: rep.DurableIndex(), DurableAgreed: rep.DurableAgreedIndex(), Damaged: rep.Damaged(),
 		CommitIndex: st.Commit, Settled: rep.Settled(),
 	}
 	if t, err := rep.RaftTermAt(v.CommitIndex); err == nil {

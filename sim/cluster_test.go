@@ -353,6 +353,16 @@ var optionalRegressionSeeds = []struct {
 	// the acknowledged-entries-unfenced invariant sees the low fence at
 	// the restart). Found on 113312f; the code since runs it differently.
 	{"controller-log-cut-below-snapshot-fenced-at-snapshot", 911081, true, true},
+	// The acknowledged-entries-unfenced invariant took a restarted
+	// ex-leader's own uncommitted tail (durable, term 2) for committed
+	// entries it held: at the look, Raft had already stepped the new
+	// leader's append and counted its entries at those indexes committed,
+	// and the Take that truncates the old tail had not run. A crash then
+	// kept the truncation and not the new entries, which were never
+	// acknowledged (fixed in the checker: it counts only durable entries
+	// Raft's log agrees with, replica.DurableAgreedIndex).
+	{"held-tail-replaced-before-take", 912108, true, true},
+	{"held-tail-replaced-before-take-2", 913181, false, true},
 }
 
 func TestSimOptionalFaultRegressions(t *testing.T) {

@@ -108,7 +108,8 @@ type nodeGroupTerm struct {
 type memberSeen struct {
 	inc, opening, term      uint64
 	leader, damaged         bool
-	commit, last, durIdx    uint64
+	commit, last            uint64
+	durIdx                  uint64 // durable and agreeing with Raft's log (ReplicaView.DurableAgreed)
 	durTerm, durVote, durCo uint64
 	// retention and compaction (retention.go)
 	first                     uint64
@@ -348,7 +349,7 @@ func (iv *invariants) member(id netx.NodeID, inc uint64, v node.ReplicaView) {
 	iv.r.coverView(prev, ok, v, inc)
 	iv.r.retentionInvariants(id, inc, prev, ok, v)
 	iv.r.leaseInvariant(id, inc, v)
-	now := memberSeen{inc: inc, opening: v.Opening, term: v.Term, leader: v.Leader, damaged: v.Damaged, commit: v.Commit, last: v.LastIndex, durIdx: v.DurableIndex, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit,
+	now := memberSeen{inc: inc, opening: v.Opening, term: v.Term, leader: v.Leader, damaged: v.Damaged, commit: v.Commit, last: v.LastIndex, durIdx: v.DurableAgreed, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit,
 		first: v.FirstIndex, segRemoved: v.SegmentsRemoved, cleanerPasses: v.CleanerPasses}
 	iv.seen[k] = now
 	if ok && prev.inc != inc && !iv.r.nem.more.lies(id) {

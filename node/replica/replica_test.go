@@ -498,3 +498,53 @@ func TestApplyCommittedBusy(t *testing.T) {
 		}
 	}
 }
+
+// TestDurableAgreedIndexBelowReplacedTail: a deposed leader holds its own
+// uncommitted tail durably; a new leader's append replaces it and commits
+// over it. Until the next Take truncates the log, Raft's commit covers the
+// new entries while the durable ones at those indexes are the old ones:
+// DurableAgreedIndex stops below them (sim seeds 912108 and 913181, where
+// the simulator's acknowledged-entries-unfenced invariant took the old
+// tail for committed entries the replica held).
+func TestDurableAgreedIndexBelowReplacedTail(t *testing.T) {
+	g := newGroup(t)
+	m1 := g.add(1, 1, 2, 3)
+	g.add(2, 1, 2, 3)
+	g.add(3, 1, 2, 3)
+	g.pump()
+	m1.rep.raft.Campaign()
+	g.pump()
+	g.propose(m1, 2)
+	st := m1.rep.BasicStatus()
+	agreed, term := st.Commit, st.Term
+	if m1.rep.LastIndex() != agreed {
+		t.Fatalf("last %d, commit %d: want a settled group", m1.rep.LastIndex(), agreed)
+	}
+	// Two entries the deposed leader alone makes durable.
+	for i := 0; i < 2; i++ {
+		if _, _, err := m1.rep.Propose(EntryBatch+1, []byte("old")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.settle(m1)
+	if d := m1.rep.DurableIndex(); d != agreed+2 {
+		t.Fatalf("durable %d, want %d", d, agreed+2)
+	}
+	// The new leader's append: one entry of a later term at agreed+1,
+	// committed.
+	app := consensus.Message{Type: consensus.MsgApp, From: 2, To: 1, Term: term + 1, LogTerm: term, Index: agreed,
+		Entries: []consensus.Entry{{Term: term + 1, Index: agreed + 1, Type: EntryBatch + 1, Data: []byte("new")}}, Commit: agreed + 1}
+	if err := m1.rep.raft.Step(app); err != nil {
+		t.Fatal(err)
+	}
+	if c := m1.rep.BasicStatus().Commit; c != agreed+1 {
+		t.Fatalf("commit %d after the append, want %d", c, agreed+1)
+	}
+	if d, a := m1.rep.DurableIndex(), m1.rep.DurableAgreedIndex(); d != agreed+2 || a != agreed {
+		t.Fatalf("before Take: durable %d, agreed %d; want %d and %d", d, a, agreed+2, agreed)
+	}
+	g.settle(m1)
+	if d, a := m1.rep.DurableIndex(), m1.rep.DurableAgreedIndex(); d != agreed+1 || a != agreed+1 {
+		t.Fatalf("after the sync: durable %d, agreed %d; want %d", d, a, agreed+1)
+	}
+}
