@@ -94,6 +94,8 @@ var apis = [kmsg.MaxKey + 1]api{
 	kmsg.ConsumerGroupDescribe:        {0, 1, serveConsumerGroupDescribe},
 	kmsg.GetTelemetrySubscriptions:    {0, 0, serveGetTelemetrySubscriptions},
 	kmsg.PushTelemetry:                {0, 0, servePushTelemetry},
+	kmsg.DescribeLogDirs:              {0, 4, serveDescribeLogDirs},
+	kmsg.DescribeTopicPartitions:      {0, 0, serveDescribeTopicPartitions},
 }
 
 // apiFor returns key's entry; its serve is nil when key is not served.

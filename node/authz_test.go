@@ -332,6 +332,7 @@ func authCases(c *cluster) map[int16]authCase {
 	addShareAuthCases(cases)
 	addConsumerAuthCases(cases)
 	addTelemetryAuthCases(cases)
+	addDescribeAuthCases(cases)
 	return cases
 }
 

@@ -207,6 +207,7 @@ func majorityLossCases(q, g, member string, gen int32, hw int64, deadBroker int3
 	txnMajorityLossCases(cases, q, g, member, gen, none)
 	addShareMajorityLossCases(cases, g)
 	addConsumerMajorityLossCases(cases, g)
+	addDescribeMajorityLossCases(cases, q)
 	return cases
 }
 

@@ -42,6 +42,11 @@ type Env struct {
 	// leader of __audit_log chains it). The runtime writes them to
 	// --audit-log-file. It must not block.
 	AuditSink func(record []byte)
+	// DiskSpace, when set, tells the data directory's path as the operator
+	// knows it and the size and free space of its filesystem, in bytes
+	// (DescribeLogDirs). Nil: the path is Config.DataDir and the sizes are
+	// unknown.
+	DiskSpace func() (dir string, totalBytes, usableBytes int64, err error)
 }
 
 // Disk runs fsyncs off the reactor.

@@ -274,6 +274,14 @@ func expiredAdmin(req kmsg.Request) kmsg.Response {
 		resp := q.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 		resp.ErrorCode = timedOut
 		return resp
+	case *kmsg.DescribeLogDirsRequest:
+		return expiredDescribeLogDirs(q)
+	case *kmsg.DescribeTopicPartitionsRequest:
+		resp := q.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
+		for _, t := range q.Topics {
+			resp.Topics = append(resp.Topics, describeTopicError(t.Topic, timedOut))
+		}
+		return resp
 	case *kmsg.DescribeClusterRequest:
 		resp := q.ResponseKind().(*kmsg.DescribeClusterResponse)
 		resp.ErrorCode, resp.ControllerID = timedOut, -1

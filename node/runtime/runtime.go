@@ -149,6 +149,8 @@ func Start(opts Options) (*Broker, error) {
 		Rand:  rand.New(rand.NewSource(time.Now().UnixNano())),
 		Logf:  func(format string, args ...any) { b.log.Info(fmt.Sprintf(format, args...)) },
 		Fatal: b.fatal,
+
+		DiskSpace: diskSpace(opts.DataDir),
 	}
 	if b.audit != nil {
 		env.AuditSink = b.audit.write
