@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -132,8 +133,16 @@ func TestDescribeLogDirs(t *testing.T) {
 }
 
 // addDescribeAuthCases: DescribeLogDirs needs DESCRIBE on the cluster,
-// DescribeTopicPartitions DESCRIBE on each topic.
+// DescribeTopicPartitions DESCRIBE on each topic, ElectLeaders ALTER on
+// the cluster.
 func addDescribeAuthCases(cases map[int16]authCase) {
+	cases[43] = authCase{needs: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}, denied: kerr.ClusterAuthorizationFailed,
+		req: func() kmsg.Request { return electReq(0, 1000, "t", 0) },
+		check: func(t *testing.T, resp kmsg.Response, allowed bool) {
+			if got := electCodes(resp); allowed && (len(got) != 1 || got[0] != kerr.ElectionNotNeeded.Code) {
+				t.Errorf("alice's ElectLeaders on a one-broker cluster: %v, want ELECTION_NOT_NEEDED", got)
+			}
+		}}
 	cases[35] = authCase{needs: []string{"ALLOW DESCRIBE CLUSTER LITERAL kafka-cluster"}, denied: kerr.ClusterAuthorizationFailed,
 		req: func() kmsg.Request {
 			d := kmsg.NewPtrDescribeLogDirsRequest()
@@ -161,10 +170,12 @@ func addDescribeAuthCases(cases map[int16]authCase) {
 		}}
 }
 
-// addDescribeMajorityLossCases: both read this broker's memory and
-// answer at once.
+// addDescribeMajorityLossCases: the describes read this broker's memory
+// and answer at once; a preferred election cannot move a leader without a
+// quorum, so it fails by its timeout (or needs none).
 func addDescribeMajorityLossCases(cases map[int16]apiCase, q string) {
 	none := requestTimeoutDefault
+	cases[43] = apiCase{electReq(0, 60, q, 0), 60 * time.Millisecond, true}
 	d := kmsg.NewPtrDescribeLogDirsRequest()
 	d.Version = 4
 	cases[35] = apiCase{d, none, false}

@@ -95,6 +95,7 @@ var apis = [kmsg.MaxKey + 1]api{
 	kmsg.GetTelemetrySubscriptions:    {0, 0, serveGetTelemetrySubscriptions},
 	kmsg.PushTelemetry:                {0, 0, servePushTelemetry},
 	kmsg.DescribeLogDirs:              {0, 4, serveDescribeLogDirs},
+	kmsg.ElectLeaders:                 {0, 2, serveElectLeaders},
 	kmsg.DescribeTopicPartitions:      {0, 0, serveDescribeTopicPartitions},
 }
 

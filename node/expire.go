@@ -274,6 +274,8 @@ func expiredAdmin(req kmsg.Request) kmsg.Response {
 		resp := q.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 		resp.ErrorCode = timedOut
 		return resp
+	case *kmsg.ElectLeadersRequest:
+		return expiredElectLeaders(q)
 	case *kmsg.DescribeLogDirsRequest:
 		return expiredDescribeLogDirs(q)
 	case *kmsg.DescribeTopicPartitionsRequest:

@@ -159,6 +159,8 @@ func (r *Reactor) handleRPC(from uint64, b []byte) {
 		r.handleShareRPC(from, kind, &rd)
 	case rpcShareDLQAppend, rpcShareDLQAck:
 		r.handleShareDLQRPC(from, kind, &rd)
+	case rpcElectPreferred:
+		r.handleElectRPC(&rd)
 	default:
 		r.stats.BadFrames++
 	}
