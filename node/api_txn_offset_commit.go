@@ -29,18 +29,7 @@ func serveTxnOffsetCommit(r *Reactor, c Client, kreq kmsg.Request, respond func(
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)
 	az := r.authorize(c, req)
 	answer := func(code func(topic string) int16) {
-		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewTxnOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, code(rt.Topic)
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		respond(resp)
+		respond(group.TxnOffsetCommitAnswer(req, func(ti, _ int) int16 { return code(req.Topics[ti].Topic) }))
 	}
 	all := func(code int16) func(string) int16 { return func(string) int16 { return code } }
 	switch {

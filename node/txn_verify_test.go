@@ -21,31 +21,10 @@ func TestTxnVerifyAcrossBrokers(t *testing.T) {
 	createTopic(t, c, 1, "v", 3, 3, nil)
 	waitLeaders(t, c, "v", 3)
 	const id = "vx"
-	initCode := func(r kmsg.Response) int16 { return r.(*kmsg.InitProducerIDResponse).ErrorCode }
-	init := func(pid int64, epoch int16) (int64, int16) {
-		ir := txnCall(t, c, 1, id, func() kmsg.Request {
-			r := kmsg.NewPtrInitProducerIDRequest()
-			r.Version, r.TransactionalID, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch = 4, kmsg.StringPtr(id), 60000, pid, epoch
-			return r
-		}, initCode).(*kmsg.InitProducerIDResponse)
-		if ir.ErrorCode != 0 {
-			t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
-		}
-		return ir.ProducerID, ir.ProducerEpoch
-	}
-	addCode := func(r kmsg.Response) int16 {
-		return r.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode
-	}
-	endCode := func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }
-	add := func(pid int64, epoch int16, p int32) {
-		t.Helper()
-		if code := addCode(txnCall(t, c, 1, id, func() kmsg.Request { return addPartitionsReq(id, pid, epoch, "v", p) }, addCode)); code != 0 {
-			t.Fatalf("add v-%d: %v", p, kerr.ErrorForCode(code))
-		}
-	}
+	add := func(pid int64, epoch int16, p int32) { t.Helper(); txnAdd(t, c, id, pid, epoch, "v", p) }
 	end := func(pid int64, epoch int16, commit bool) {
 		t.Helper()
-		if code := endCode(txnCall(t, c, 1, id, func() kmsg.Request { return endTxnReq(id, pid, epoch, commit) }, endCode)); code != 0 {
+		if code := txnEnd(t, c, 1, id, pid, epoch, commit); code != 0 {
 			t.Fatalf("end (commit %v): %v", commit, kerr.ErrorForCode(code))
 		}
 	}
@@ -65,7 +44,7 @@ func TestTxnVerifyAcrossBrokers(t *testing.T) {
 		return sp.ErrorCode == 0 && sp.LastStableOffset == sp.HighWatermark
 	}
 
-	pid, epoch := init(-1, -1)
+	pid, epoch := txnInit(t, c, id, 60000, -1, -1)
 	co := findTxnCoordinator(t, c, 1, id)
 	var remote []int32
 	for p := int32(0); p < 3; p++ {
@@ -122,7 +101,7 @@ func TestTxnVerifyAcrossBrokers(t *testing.T) {
 
 	// Fenced: the old epoch's first batch is refused once the producer
 	// was initialized again.
-	pid2, epoch2 := init(pid, epoch)
+	pid2, epoch2 := txnInit(t, c, id, 60000, pid, epoch)
 	if code := produce(q, pid, epoch, 0); code != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("fenced epoch's batch to v-%d: %v, want INVALID_PRODUCER_EPOCH", q, kerr.ErrorForCode(code))
 	}
@@ -177,16 +156,7 @@ func TestTxnOffsetCommitVerified(t *testing.T) {
 	createTopic(t, c, 1, "w", 1, 3, nil)
 	waitLeaders(t, c, "w", 1)
 	const id = "ox"
-	initCode := func(r kmsg.Response) int16 { return r.(*kmsg.InitProducerIDResponse).ErrorCode }
-	ir := txnCall(t, c, 1, id, func() kmsg.Request {
-		r := kmsg.NewPtrInitProducerIDRequest()
-		r.Version, r.TransactionalID, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch = 4, kmsg.StringPtr(id), 60000, -1, -1
-		return r
-	}, initCode).(*kmsg.InitProducerIDResponse)
-	if ir.ErrorCode != 0 {
-		t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
-	}
-	pid, epoch := ir.ProducerID, ir.ProducerEpoch
+	pid, epoch := txnInit(t, c, id, 60000, -1, -1)
 	co := findTxnCoordinator(t, c, 1, id)
 	name := ""
 	for i := 0; i < 20 && name == ""; i++ {
@@ -229,8 +199,7 @@ func TestTxnOffsetCommitVerified(t *testing.T) {
 	if code := commit(7); code != 0 {
 		t.Fatalf("offsets after AddOffsetsToTxn: %v", kerr.ErrorForCode(code))
 	}
-	endCode := func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }
-	if code := endCode(txnCall(t, c, 1, id, func() kmsg.Request { return endTxnReq(id, pid, epoch, true) }, endCode)); code != 0 {
+	if code := txnEnd(t, c, 1, id, pid, epoch, true); code != 0 {
 		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
 	}
 	ok := c.runUntil(10*time.Second, func() bool {
