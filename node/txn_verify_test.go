@@ -210,3 +210,110 @@ func TestTxnOffsetCommitVerified(t *testing.T) {
 		t.Fatal("the committed transaction's offset never became the group's")
 	}
 }
+
+// Transaction version 2 (KIP-890 part 2) across brokers: Produce v12 and
+// TxnOffsetCommit v5 need no AddPartitionsToTxn or AddOffsetsToTxn (the
+// partition's leader adds the partition, over the RPC when the coordinator
+// is elsewhere); EndTxn v5 answers a bumped epoch, and a late batch of
+// the ended transaction at the old epoch is refused on a partition it
+// never touched (the implicit add is fenced) instead of opening a
+// transaction there.
+func TestTxnV2AcrossBrokers(t *testing.T) {
+	c := newCluster(t, 3, 23)
+	c.waitReady()
+	createTopic(t, c, 1, "y", 3, 3, nil)
+	waitLeaders(t, c, "y", 3)
+	const id = "yx"
+	pid, epoch := txnInit(t, c, id, 60000, -1, -1)
+	co := findTxnCoordinator(t, c, 1, id)
+	var remote []int32
+	for p := int32(0); p < 3; p++ {
+		if leaderOf(c, "y", p) != co {
+			remote = append(remote, p)
+		}
+	}
+	if len(remote) < 2 {
+		t.Fatalf("the coordinator (node %d) leads too many partitions to exercise the add RPC", co)
+	}
+	p, q := remote[0], remote[1]
+	produce := func(version int16, p int32, epoch int16, seq int32) int16 {
+		req := produceReq("y", p, -1, txnBatchOf(pid, epoch, seq, "x"))
+		req.Version, req.TransactionID = version, kmsg.StringPtr(id)
+		return c.request(leaderOf(c, "y", p), req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	stable := func(p int32) bool {
+		sp := readCommitted(t, c, "y", p)
+		return sp.ErrorCode == 0 && sp.LastStableOffset == sp.HighWatermark
+	}
+	// v11 without AddPartitionsToTxn is refused (classic flow); v12 adds.
+	if code := produce(11, p, epoch, 0); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("produce v11 to y-%d never added: %v, want INVALID_TXN_STATE", p, kerr.ErrorForCode(code))
+	}
+	if code := produce(12, p, epoch, 0); code != 0 {
+		t.Fatalf("produce v12 to y-%d: %v", p, kerr.ErrorForCode(code))
+	}
+	name := ""
+	for i := 0; i < 20 && name == ""; i++ {
+		if g := fmt.Sprintf("g%d", i); findCoordinator(t, c, 1, g) != co {
+			name = g
+		}
+	}
+	commitCode := func(r kmsg.Response) int16 {
+		return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	commitOffsets := func(version int16, off int64) int16 {
+		resp, _ := groupCall(t, c, 1, name, func() kmsg.Request {
+			req := txnCommitReq(id, pid, epoch, name, "", -1, "y", 0, off)
+			req.Version = version
+			return req
+		}, commitCode)
+		return commitCode(resp)
+	}
+	if code := commitOffsets(4, 3); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("TxnOffsetCommit v4 without AddOffsetsToTxn: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	if code := commitOffsets(5, 3); code != 0 {
+		t.Fatalf("TxnOffsetCommit v5: %v", kerr.ErrorForCode(code))
+	}
+	endCode := func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }
+	er := txnCall(t, c, 1, id, func() kmsg.Request {
+		req := endTxnReq(id, pid, epoch, true)
+		req.Version = 5
+		return req
+	}, endCode).(*kmsg.EndTxnResponse)
+	if er.ErrorCode != 0 || er.ProducerID != pid || er.ProducerEpoch != epoch+1 {
+		t.Fatalf("EndTxn v5: %v, producer %d epoch %d; want %d epoch %d", kerr.ErrorForCode(er.ErrorCode), er.ProducerID, er.ProducerEpoch, pid, epoch+1)
+	}
+	if !c.runUntil(10*time.Second, func() bool { return stable(p) }) {
+		t.Fatalf("y-%d: the committed transaction did not close", p)
+	}
+	// A late batch of the ended transaction, to a partition it never
+	// wrote: the implicit add at the old epoch is fenced.
+	if code := produce(12, q, epoch, 0); code != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("late v12 batch at the old epoch to y-%d: %v, want INVALID_PRODUCER_EPOCH", q, kerr.ErrorForCode(code))
+	}
+	if !stable(q) {
+		t.Fatalf("y-%d: the old epoch opened a transaction", q)
+	}
+	// The next transaction at the new epoch.
+	if code := produce(12, q, epoch+1, 0); code != 0 {
+		t.Fatalf("produce v12 at the new epoch to y-%d: %v", q, kerr.ErrorForCode(code))
+	}
+	if code := endCode(txnCall(t, c, 1, id, func() kmsg.Request {
+		req := endTxnReq(id, pid, epoch+1, false)
+		req.Version = 5
+		return req
+	}, endCode)); code != 0 {
+		t.Fatalf("abort v5: %v", kerr.ErrorForCode(code))
+	}
+	if !c.runUntil(10*time.Second, func() bool { return stable(q) }) {
+		t.Fatalf("y-%d: the aborted transaction did not close", q)
+	}
+	ok := c.runUntil(10*time.Second, func() bool {
+		resp, _ := groupCall(t, c, 1, name, fetchReq(name, "y", 0), fetchRespCode)
+		return fetchRespCode(resp) == 0 && fetchedOffset(resp) == 3
+	})
+	if !ok {
+		t.Fatal("the committed transaction's offset (TxnOffsetCommit v5) never became the group's")
+	}
+}

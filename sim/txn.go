@@ -47,6 +47,20 @@ package sim
 //     missing (lost write) or the partition's last stable offset stays
 //     behind (liveness).
 //
+// Transaction version 2 (KIP-890 part 2): the producers of index i with
+// seed+i even (the zombie's index is TxnProducers) use it: no
+// AddPartitionsToTxn (Produce v12: the partition's leader adds the
+// partition), EndTxn v5, whose answer is the next epoch. Their zombie is
+// fenced by the implicit add at the old epoch. After an acknowledged abort
+// such a producer sends, with txnLateProb, a late write: a batch at the
+// aborted transaction's epoch and next sequence, with a value of that
+// transaction, to a random partition (a retry the network delayed). It may
+// land in the aborted transaction while that one's marker has not reached
+// the partition, but must never be visible; a coordinator that did not bump
+// the epoch at EndTxn would let it open a transaction at the same epoch,
+// which the producer's next commit then commits (aborted read), or take
+// the sequence the producer's next batch there uses (lost write).
+//
 // Not checked here: transactional offsets (TxnOffsetCommit).
 
 import (
@@ -72,6 +86,7 @@ const (
 	// txnZombieWaitMax bounds a zombie's pause.
 	txnZombieWaitMax = 30 * time.Second
 	txnStrayProb     = 0.1
+	txnLateProb      = 0.5
 )
 
 type txnOutcome uint8
@@ -120,13 +135,13 @@ func (r *run) startTxn() {
 	w.createTopic(func() {
 		w.ready = true
 		for i := 0; i < r.o.TxnProducers; i++ {
-			p := w.newProducer(fmt.Sprintf("tx%d", i), false)
+			p := w.newProducer(fmt.Sprintf("tx%d", i), false, (r.o.Seed+int64(i))%2 == 0)
 			r.active++
 			p.find()
 		}
 		// One more producer turns zombie now and then: its pauses would
 		// starve the others' transactions of time.
-		z := w.newProducer("txz", true)
+		z := w.newProducer("txz", true, (r.o.Seed+int64(r.o.TxnProducers))%2 == 0)
 		r.active++
 		z.find()
 		r.active--
@@ -205,10 +220,11 @@ type txnProducer struct {
 	zombie bool
 }
 
-func (w *txnWorkload) newProducer(id string, zombie bool) *txnProducer {
+func (w *txnWorkload) newProducer(id string, zombie, tv2 bool) *txnProducer {
 	p := &txnProducer{w: w, zombie: zombie}
-	p.txnSession = txnSession{r: w.r, id: id, pid: -1, think: w.r.think, backoff: w.r.backoff,
-		open: func() bool { return p.cur != nil }, next: p.begin, abort: func() { p.end(false) },
+	p.txnSession = txnSession{r: w.r, id: id, pid: -1, think: w.r.think, backoff: w.r.backoff, tv2: tv2,
+		onEpoch: func() { p.seq = map[int32]int32{} },
+		open:    func() bool { return p.cur != nil }, next: p.begin, abort: func() { p.end(false) },
 		ready: func() {
 			p.seq = map[int32]int32{}
 			p.then(p.begin)
@@ -323,6 +339,10 @@ func (p *txnProducer) add(parts []int32, deadline time.Duration, next func()) {
 		p.end(false)
 		return
 	}
+	if p.tv2 {
+		next() // the partitions' leaders add them (Produce v12)
+		return
+	}
 	p.addPartitions(txnTopic, parts, func(code int16, err error) {
 		switch {
 		case code == 0:
@@ -377,7 +397,7 @@ func (p *txnProducer) produce(parts []int32, i int, deadline time.Duration, done
 		}
 		batch := records.Build(records.BuildOptions{BaseTimestamp: r.w.Clock().Now().UnixMilli(), Transactional: true,
 			Producer: &records.Producer{ID: p.pid, Epoch: p.epoch, BaseSequence: p.seq[part]}}, recs)
-		r.kn.call(leader, r.txnProduceRequest(txnTopic, part, p.id, batch), r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		r.kn.call(leader, r.txnProduceRequest(txnTopic, part, p.id, p.tv2, batch), r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 			code := kerr.UnknownServerError.Code
 			if err == nil {
 				code = resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
@@ -394,6 +414,34 @@ func (p *txnProducer) produce(parts []int32, i int, deadline time.Duration, done
 				p.gaveUp = true
 				p.end(false)
 			}
+		})
+	})
+}
+
+// lateWrite sends, after a think, a batch of aborted transaction t at its
+// producer id, epoch and the partition's next sequence (as they are now,
+// before the EndTxn answer's epoch is taken) holding a new value of t: a
+// delayed retry arriving after the abort.
+func (p *txnProducer) lateWrite(t *txnRec) {
+	w, r := p.w, p.w.r
+	part := int32(r.rng.Intn(txnPartitions))
+	v := fmt.Sprintf("%s.%d.late", t.name, part)
+	t.values[part] = append(t.values[part], v)
+	pid, epoch, seq := p.pid, p.epoch, p.seq[part]
+	batch := records.Build(records.BuildOptions{BaseTimestamp: r.w.Clock().Now().UnixMilli(), Transactional: true,
+		Producer: &records.Producer{ID: pid, Epoch: epoch, BaseSequence: seq}}, []records.Record{{Value: []byte(v)}})
+	p.then(func() {
+		w.leader(part, func(leader netx.NodeID) {
+			if leader == 0 {
+				return
+			}
+			r.kn.call(leader, r.txnProduceRequest(txnTopic, part, p.id, true, batch), r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+				code := kerr.UnknownServerError.Code
+				if err == nil {
+					code = resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+				}
+				r.w.Tracef("txn: late write %s (%d epoch %d seq %d) to %d: %s (err %v)", v, pid, epoch, seq, part, errName(code), err)
+			})
 		})
 	})
 }
@@ -437,6 +485,9 @@ func (p *txnProducer) end(commit bool) {
 		},
 		settled: func(o txnOutcome) {
 			t.outcome, p.cur = o, nil
+			if o == txnAborted && p.tv2 && r.rng.Float64() < txnLateProb {
+				p.lateWrite(t)
+			}
 		},
 	})
 }

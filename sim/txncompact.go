@@ -162,7 +162,7 @@ func (w *txcWorkload) produce(t *txcTxn, txnID string, ps producerStamp, done fu
 		for i, v := range t.values {
 			recs[i] = records.Record{Key: []byte(t.keys[i]), Value: []byte(v)}
 		}
-		r.kn.call(leader, r.txnProduceRequest(txcTopic, 0, txnID, records.Build(o, recs)), r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		r.kn.call(leader, r.txnProduceRequest(txcTopic, 0, txnID, false, records.Build(o, recs)), r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 			code := int16(-1)
 			if err == nil {
 				p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]

@@ -31,6 +31,11 @@ type txnSession struct {
 	// clients do (KIP-360), or its next batch could be taken for a
 	// duplicate of the abandoned one.
 	gaveUp bool
+	// tv2: the producer uses transaction version 2 (KIP-890 part 2):
+	// EndTxn v5, whose answer is the epoch to use next (onEpoch is called
+	// when it changes).
+	tv2     bool
+	onEpoch func()
 	// afterFind, when set, is what to do once the coordinator is found
 	// again (instead of resume).
 	afterFind func()
@@ -193,10 +198,18 @@ func (s *txnSession) end(commit bool, h txnEnd) {
 	}
 	req := kmsg.NewPtrEndTxnRequest()
 	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = 3, s.id, s.pid, s.epoch, commit
+	if s.tv2 {
+		req.Version = 5
+	}
 	r.kn.call(s.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		var code int16
+		pid, epoch := s.pid, s.epoch
 		if err == nil {
-			code = resp.(*kmsg.EndTxnResponse).ErrorCode
+			er := resp.(*kmsg.EndTxnResponse)
+			code = er.ErrorCode
+			if s.tv2 {
+				pid, epoch = er.ProducerID, er.ProducerEpoch
+			}
 		}
 		if h.answered != nil {
 			h.answered(commit, code, err)
@@ -207,6 +220,10 @@ func (s *txnSession) end(commit bool, h txnEnd) {
 				h.settled(txnCommitted)
 			} else {
 				h.settled(txnAborted)
+			}
+			if pid != s.pid || epoch != s.epoch {
+				s.pid, s.epoch = pid, epoch
+				s.onEpoch()
 			}
 			if s.gaveUp {
 				s.pid, s.gaveUp = -1, false
@@ -230,11 +247,15 @@ func (s *txnSession) end(commit bool, h txnEnd) {
 	})
 }
 
-// txnProduceRequest is an acks=all Produce (v9) of one batch to one
-// partition, transactional when txnID is not empty.
-func (r *run) txnProduceRequest(topic string, part int32, txnID string, batch []byte) *kmsg.ProduceRequest {
+// txnProduceRequest is an acks=all Produce (v9, or v12 for a transaction
+// version 2 client: the leader adds the partition to the transaction) of
+// one batch to one partition, transactional when txnID is not empty.
+func (r *run) txnProduceRequest(topic string, part int32, txnID string, tv2 bool, batch []byte) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.Version, req.Acks = 9, -1
+	if tv2 {
+		req.Version = 12
+	}
 	if txnID != "" {
 		req.TransactionID = kmsg.StringPtr(txnID)
 	}
