@@ -267,7 +267,7 @@ var mutations = []mutation{
 	{
 		Name: "txn-v2-joins-old-epoch", File: "node/partition/txns.go",
 		Original:    "return ok && o.Epoch == epoch",
-		Replacement: "return ok",
+		Replacement: "return ok && o.Epoch <= epoch",
 		Why:         "KIP-890 part 2: a batch of the next epoch joins the previous transaction still open on the partition (its marker not yet landed), and that transaction's marker decides it",
 	},
 	{
