@@ -9,6 +9,43 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// awayFromTxnCoordinator returns the coordinator of transactional id and
+// two partitions of topic (3 partitions) led by other brokers, so that the
+// coordinator is asked over the node RPC.
+func awayFromTxnCoordinator(t *testing.T, c *cluster, id, topic string) (co, p, q int32) {
+	t.Helper()
+	co = findTxnCoordinator(t, c, 1, id)
+	var remote []int32
+	for p := int32(0); p < 3; p++ {
+		if leaderOf(c, topic, p) != co {
+			remote = append(remote, p)
+		}
+	}
+	if len(remote) < 2 {
+		t.Fatalf("the transaction coordinator (node %d) leads too many partitions of %s to exercise the RPC", co, topic)
+	}
+	return co, remote[0], remote[1]
+}
+
+// txnStable reports that nothing is open on the partition (what a hanging
+// transaction would break for good).
+func txnStable(t *testing.T, c *cluster, topic string, p int32) bool {
+	sp := readCommitted(t, c, topic, p)
+	return sp.ErrorCode == 0 && sp.LastStableOffset == sp.HighWatermark
+}
+
+// groupAwayFrom returns a group whose coordinator is not broker co.
+func groupAwayFrom(t *testing.T, c *cluster, co int32) string {
+	t.Helper()
+	for i := 0; i < 20; i++ {
+		if g := fmt.Sprintf("g%d", i); findCoordinator(t, c, 1, g) != co {
+			return g
+		}
+	}
+	t.Fatalf("every group is coordinated by the transaction's coordinator (node %d)", co)
+	return ""
+}
+
 // KIP-890 part 1 across brokers (txn_verify.go): a partition leader that
 // is not the transaction's coordinator appends the first transactional
 // batch of a producer only once the coordinator said the partition is part
@@ -37,25 +74,10 @@ func TestTxnVerifyAcrossBrokers(t *testing.T) {
 		resp := c.request(leaderOf(c, "v", p), produceTo(p, pid, epoch, seq))
 		return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
 	}
-	// stable: nothing is open on the partition (what a hanging
-	// transaction would break for good).
-	stable := func(p int32) bool {
-		sp := readCommitted(t, c, "v", p)
-		return sp.ErrorCode == 0 && sp.LastStableOffset == sp.HighWatermark
-	}
+	stable := func(p int32) bool { return txnStable(t, c, "v", p) }
 
 	pid, epoch := txnInit(t, c, id, 60000, -1, -1)
-	co := findTxnCoordinator(t, c, 1, id)
-	var remote []int32
-	for p := int32(0); p < 3; p++ {
-		if leaderOf(c, "v", p) != co {
-			remote = append(remote, p)
-		}
-	}
-	if len(remote) < 2 {
-		t.Fatalf("the coordinator (node %d) leads too many partitions to exercise the verification RPC", co)
-	}
-	p, q := remote[0], remote[1]
+	_, p, q := awayFromTxnCoordinator(t, c, id, "v")
 
 	// A partition never added: refused, and nothing opens there.
 	if code := produce(p, pid, epoch, 0); code != kerr.InvalidTxnState.Code {
@@ -158,15 +180,7 @@ func TestTxnOffsetCommitVerified(t *testing.T) {
 	const id = "ox"
 	pid, epoch := txnInit(t, c, id, 60000, -1, -1)
 	co := findTxnCoordinator(t, c, 1, id)
-	name := ""
-	for i := 0; i < 20 && name == ""; i++ {
-		if g := fmt.Sprintf("g%d", i); findCoordinator(t, c, 1, g) != co {
-			name = g
-		}
-	}
-	if name == "" {
-		t.Fatalf("every group is coordinated by the transaction's coordinator (node %d)", co)
-	}
+	name := groupAwayFrom(t, c, co)
 	commitCode := func(r kmsg.Response) int16 {
 		return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 	}
@@ -225,26 +239,13 @@ func TestTxnV2AcrossBrokers(t *testing.T) {
 	waitLeaders(t, c, "y", 3)
 	const id = "yx"
 	pid, epoch := txnInit(t, c, id, 60000, -1, -1)
-	co := findTxnCoordinator(t, c, 1, id)
-	var remote []int32
-	for p := int32(0); p < 3; p++ {
-		if leaderOf(c, "y", p) != co {
-			remote = append(remote, p)
-		}
-	}
-	if len(remote) < 2 {
-		t.Fatalf("the coordinator (node %d) leads too many partitions to exercise the add RPC", co)
-	}
-	p, q := remote[0], remote[1]
+	co, p, q := awayFromTxnCoordinator(t, c, id, "y")
 	produce := func(version int16, p int32, epoch int16, seq int32) int16 {
 		req := produceReq("y", p, -1, txnBatchOf(pid, epoch, seq, "x"))
 		req.Version, req.TransactionID = version, kmsg.StringPtr(id)
 		return c.request(leaderOf(c, "y", p), req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
 	}
-	stable := func(p int32) bool {
-		sp := readCommitted(t, c, "y", p)
-		return sp.ErrorCode == 0 && sp.LastStableOffset == sp.HighWatermark
-	}
+	stable := func(p int32) bool { return txnStable(t, c, "y", p) }
 	// v11 without AddPartitionsToTxn is refused (classic flow); v12 adds.
 	if code := produce(11, p, epoch, 0); code != kerr.InvalidTxnState.Code {
 		t.Fatalf("produce v11 to y-%d never added: %v, want INVALID_TXN_STATE", p, kerr.ErrorForCode(code))
@@ -252,12 +253,7 @@ func TestTxnV2AcrossBrokers(t *testing.T) {
 	if code := produce(12, p, epoch, 0); code != 0 {
 		t.Fatalf("produce v12 to y-%d: %v", p, kerr.ErrorForCode(code))
 	}
-	name := ""
-	for i := 0; i < 20 && name == ""; i++ {
-		if g := fmt.Sprintf("g%d", i); findCoordinator(t, c, 1, g) != co {
-			name = g
-		}
-	}
+	name := groupAwayFrom(t, c, co)
 	commitCode := func(r kmsg.Response) int16 {
 		return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 	}
