@@ -226,7 +226,7 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 	// the coordinator's word (txn_verify.go); the request waits with it.
 	sp.BaseOffset = pendingOffset
 	pr.remaining++
-	r.verifyTxnProduce(req.TransactionID, p, h, func(err error) {
+	r.verifyTxnProduce(req.TransactionID, p, h, req.Version >= 12, func(err error) {
 		if pr.done && req.Acks != 0 {
 			return // answered already (timed out): nothing is appended
 		}

@@ -1,6 +1,6 @@
 package node
 
-// TxnOffsetCommit (key 28), versions 0-3: node/group's (group/txn.go),
+// TxnOffsetCommit (key 28), versions 0-5: node/group's (group/txn.go),
 // routed to the group's coordinator. The offsets are written to
 // __consumer_offsets as the producer's transactional batch and stay pending
 // (OffsetFetch with requireStable: UNSTABLE_OFFSET_COMMIT) until the
@@ -10,8 +10,10 @@ package node
 // once the transaction's coordinator confirmed the partition was added
 // (AddOffsetsToTxn; txn_verify.go): INVALID_TXN_STATE if not,
 // PRODUCER_FENCED for a fenced epoch, COORDINATOR_LOAD_IN_PROGRESS (which
-// clients retry) when the coordinator cannot answer now. v4+
-// (TRANSACTION_ABORTABLE, KIP-890 part 2's implicit add) is not advertised.
+// clients retry) when the coordinator cannot answer now. v5 (KIP-890 part
+// 2, transaction version 2) needs no AddOffsetsToTxn: the same call adds
+// the group's partition to the transaction. v4 only lets the answer carry
+// TRANSACTION_ABORTABLE, which Floe never sends.
 //
 // Authorization: WRITE on the transactional id
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition), READ on the
@@ -29,18 +31,7 @@ func serveTxnOffsetCommit(r *Reactor, c Client, kreq kmsg.Request, respond func(
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)
 	az := r.authorize(c, req)
 	answer := func(code func(topic string) int16) {
-		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewTxnOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, code(rt.Topic)
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		respond(resp)
+		respond(group.TxnOffsetCommitAnswer(req, func(ti, _ int) int16 { return code(req.Topics[ti].Topic) }))
 	}
 	all := func(code int16) func(string) int16 { return func(string) int16 { return code } }
 	switch {
@@ -70,7 +61,7 @@ func serveTxnOffsetCommit(r *Reactor, c Client, kreq kmsg.Request, respond func(
 		answer(all(kerr.NotCoordinator.Code))
 		return
 	}
-	r.verifyTxnPartition(req.TransactionalID, p, req.ProducerID, req.ProducerEpoch, func(err error) {
+	r.verifyTxnPartition(req.TransactionalID, p, req.ProducerID, req.ProducerEpoch, req.Version >= 5, func(err error) {
 		if code := txnOffsetsVerifyCode(err); code != 0 {
 			answer(all(code))
 			return

@@ -40,7 +40,7 @@ type api struct {
 
 // apis is the table, indexed by API key; a zero entry is not served.
 var apis = [kmsg.MaxKey + 1]api{
-	kmsg.Produce:                      {0, 11, serveProduce},
+	kmsg.Produce:                      {0, 12, serveProduce},
 	kmsg.Fetch:                        {4, 12, serveFetch},
 	kmsg.ListOffsets:                  {1, 10, serveListOffsets},
 	kmsg.Metadata:                     {0, 12, serveMetadata},
@@ -77,9 +77,9 @@ var apis = [kmsg.MaxKey + 1]api{
 	kmsg.UnregisterBroker:             {0, 0, serveUnregisterBroker},
 	kmsg.AddPartitionsToTxn:           {0, 4, serveAddPartitionsToTxn},
 	kmsg.AddOffsetsToTxn:              {0, 3, serveAddOffsetsToTxn},
-	kmsg.EndTxn:                       {0, 4, serveEndTxn},
+	kmsg.EndTxn:                       {0, 5, serveEndTxn},
 	kmsg.WriteTxnMarkers:              {0, 1, serveWriteTxnMarkers},
-	kmsg.TxnOffsetCommit:              {0, 3, serveTxnOffsetCommit},
+	kmsg.TxnOffsetCommit:              {0, 5, serveTxnOffsetCommit},
 	kmsg.DescribeTransactions:         {0, 0, serveDescribeTransactions},
 	kmsg.ListTransactions:             {0, 1, serveListTransactions},
 	kmsg.DescribeProducers:            {0, 0, serveDescribeProducers},

@@ -64,6 +64,40 @@ func txnCall(t *testing.T, c *cluster, ask int32, id string, mk func() kmsg.Requ
 	return resp
 }
 
+// txnInit initializes a transactional producer (InitProducerId v4 with
+// the pid and epoch it holds, -1 for none) and returns its new ones.
+func txnInit(t *testing.T, c *cluster, id string, timeoutMs int32, pid int64, epoch int16) (int64, int16) {
+	t.Helper()
+	ir := txnCall(t, c, 1, id, func() kmsg.Request {
+		r := kmsg.NewPtrInitProducerIDRequest()
+		r.Version, r.TransactionalID, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch = 4, kmsg.StringPtr(id), timeoutMs, pid, epoch
+		return r
+	}, func(r kmsg.Response) int16 { return r.(*kmsg.InitProducerIDResponse).ErrorCode }).(*kmsg.InitProducerIDResponse)
+	if ir.ErrorCode != 0 {
+		t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
+	}
+	return ir.ProducerID, ir.ProducerEpoch
+}
+
+// txnAdd adds partitions of topic to the producer's transaction.
+func txnAdd(t *testing.T, c *cluster, id string, pid int64, epoch int16, topic string, parts ...int32) {
+	t.Helper()
+	addCode := func(r kmsg.Response) int16 {
+		return r.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := addCode(txnCall(t, c, 1, id, func() kmsg.Request { return addPartitionsReq(id, pid, epoch, topic, parts...) }, addCode)); code != 0 {
+		t.Fatalf("add %s %v: %v", topic, parts, kerr.ErrorForCode(code))
+	}
+}
+
+// txnEnd sends EndTxn (asking broker ask for the coordinator) and returns
+// its error code.
+func txnEnd(t *testing.T, c *cluster, ask int32, id string, pid int64, epoch int16, commit bool) int16 {
+	t.Helper()
+	endCode := func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }
+	return endCode(txnCall(t, c, ask, id, func() kmsg.Request { return endTxnReq(id, pid, epoch, commit) }, endCode))
+}
+
 func txnBatchOf(pid int64, epoch int16, seq int32, vals ...string) []byte {
 	var recs []records.Record
 	for _, v := range vals {
@@ -93,29 +127,11 @@ func TestTxnAcrossBrokers(t *testing.T) {
 	createTopic(t, c, 1, "d", 3, 3, nil)
 	waitLeaders(t, c, "d", 3)
 	const id = "tx"
-	initCode := func(r kmsg.Response) int16 { return r.(*kmsg.InitProducerIDResponse).ErrorCode }
-	init := func() (int64, int16) {
-		ir := txnCall(t, c, 1, id, func() kmsg.Request {
-			r := kmsg.NewPtrInitProducerIDRequest()
-			r.Version, r.TransactionalID, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch = 4, kmsg.StringPtr(id), 2000, -1, -1
-			return r
-		}, initCode).(*kmsg.InitProducerIDResponse)
-		if ir.ErrorCode != 0 {
-			t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
-		}
-		return ir.ProducerID, ir.ProducerEpoch
-	}
-	addCode := func(r kmsg.Response) int16 {
-		return r.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode
-	}
-	endCode := func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }
 	seq := map[int32]int32{}
 	// run opens a transaction on every partition and writes one value to
 	// each.
 	run := func(pid int64, epoch int16, name string) {
-		if code := addCode(txnCall(t, c, 1, id, func() kmsg.Request { return addPartitionsReq(id, pid, epoch, "d", 0, 1, 2) }, addCode)); code != 0 {
-			t.Fatalf("add partitions: %v", kerr.ErrorForCode(code))
-		}
+		txnAdd(t, c, id, pid, epoch, "d", 0, 1, 2)
 		for p := int32(0); p < 3; p++ {
 			req := produceReq("d", p, -1, txnBatchOf(pid, epoch, seq[p], fmt.Sprintf("%s-%d", name, p)))
 			req.TransactionID = kmsg.StringPtr(id)
@@ -135,7 +151,7 @@ func TestTxnAcrossBrokers(t *testing.T) {
 		return true
 	}
 
-	pid, epoch := init()
+	pid, epoch := txnInit(t, c, id, 2000, -1, -1)
 	remote := 0
 	for p := int32(0); p < 3; p++ {
 		if leaderOf(c, "d", p) != findTxnCoordinator(t, c, 1, id) {
@@ -151,7 +167,7 @@ func TestTxnAcrossBrokers(t *testing.T) {
 			t.Fatalf("open transaction: d-%d lso %d, %d bytes read_committed", p, sp.LastStableOffset, len(sp.RecordBatches))
 		}
 	}
-	if code := endCode(txnCall(t, c, 1, id, func() kmsg.Request { return endTxnReq(id, pid, epoch, true) }, endCode)); code != 0 {
+	if code := txnEnd(t, c, 1, id, pid, epoch, true); code != 0 {
 		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
 	}
 	if !c.runUntil(10*time.Second, stable) {
@@ -164,7 +180,7 @@ func TestTxnAcrossBrokers(t *testing.T) {
 	}
 
 	run(pid, epoch, "b")
-	if code := endCode(txnCall(t, c, 1, id, func() kmsg.Request { return endTxnReq(id, pid, epoch, false) }, endCode)); code != 0 {
+	if code := txnEnd(t, c, 1, id, pid, epoch, false); code != 0 {
 		t.Fatalf("abort: %v", kerr.ErrorForCode(code))
 	}
 	if !c.runUntil(10*time.Second, stable) {
@@ -189,7 +205,7 @@ func TestTxnAcrossBrokers(t *testing.T) {
 	if !c.runUntil(30*time.Second, stable) {
 		t.Fatal("after the coordinator crashed: the open transaction was never aborted")
 	}
-	if code := endCode(txnCall(t, c, ask, id, func() kmsg.Request { return endTxnReq(id, pid, epoch, true) }, endCode)); code != kerr.ProducerFenced.Code {
+	if code := txnEnd(t, c, ask, id, pid, epoch, true); code != kerr.ProducerFenced.Code {
 		t.Fatalf("commit after the timeout abort: %v, want PRODUCER_FENCED", kerr.ErrorForCode(code))
 	}
 }

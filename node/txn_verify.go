@@ -36,6 +36,18 @@ package node
 // written there, or they would stay pending, and the partition's
 // transaction open, for good.
 //
+// Transaction version 2 (KIP-890 part 2: Produce v12+, TxnOffsetCommit
+// v5+): the client sends no AddPartitionsToTxn; the same call adds the
+// partition instead of verifying it (txn.Coordinator.AddPartitions here,
+// the RPC without VerifyOnly there), which starts the transaction when none
+// is ongoing. A duplicated or late add is harmless because every end of a
+// TV2 transaction bumps the producer epoch (txn.Coordinator.EndTxnV2): an
+// add at the old epoch is fenced. A transaction of the producer open here
+// at another epoch (the previous one, whose marker has not landed yet)
+// does not count as open: the batch must not join it, so it is added, and
+// the coordinator answers CONCURRENT_TRANSACTIONS until that marker is
+// written.
+//
 // Errors the produce gets: the coordinator's INVALID_TXN_STATE (partition
 // not added, or no transaction ongoing); INVALID_PRODUCER_EPOCH for a
 // fenced epoch or a producer id the coordinator does not know (produce has
@@ -95,7 +107,7 @@ type verifyCall struct {
 // transactions and calls cont with nil when it may be appended, or with
 // the error the partition's answer gets: before it returns when no
 // coordinator on another broker needs asking, else once it answers.
-func (r *Reactor) verifyTxnProduce(txnID *string, p *partition.Partition, h records.Header, cont func(error)) {
+func (r *Reactor) verifyTxnProduce(txnID *string, p *partition.Partition, h records.Header, add bool, cont func(error)) {
 	if !h.IsTransactional() {
 		cont(nil)
 		return
@@ -104,14 +116,15 @@ func (r *Reactor) verifyTxnProduce(txnID *string, p *partition.Partition, h reco
 		cont(withMessage(kerr.InvalidRecord, "a transactional batch needs a transactional id and a producer id"))
 		return
 	}
-	r.verifyTxnPartition(*txnID, p, h.ProducerID, h.ProducerEpoch, cont)
+	r.verifyTxnPartition(*txnID, p, h.ProducerID, h.ProducerEpoch, add, cont)
 }
 
 // verifyTxnPartition calls cont with nil once the coordinator of txnID
 // said p is part of producer pid's ongoing transaction at epoch, or when a
 // transaction of pid is open on p already (counting entries not yet
-// committed); else with the error (produceVerifyError's).
-func (r *Reactor) verifyTxnPartition(txnID string, p *partition.Partition, pid int64, epoch int16, cont func(error)) {
+// committed); else with the error (produceVerifyError's). With add (a
+// transaction version 2 client) the coordinator adds p instead.
+func (r *Reactor) verifyTxnPartition(txnID string, p *partition.Partition, pid int64, epoch int16, add bool, cont func(error)) {
 	key := verifyKey{uint64(p.Replica().Group), pid}
 	v := &r.txns.verify
 	if call := v.byKey[key]; call != nil {
@@ -122,13 +135,20 @@ func (r *Reactor) verifyTxnPartition(txnID string, p *partition.Partition, pid i
 		call.waiters = append(call.waiters, cont) // after the first batch, in order
 		return
 	}
-	if p.PendingOpen(pid) {
+	if p.PendingOpenAt(pid, epoch) {
 		cont(nil)
 		return
 	}
 	tp := txn.TopicPartition{Topic: p.Topic, Partition: p.Index}
 	if co, err := r.txnCoordinatorFor(txnID); err == nil {
-		cont(verifyAnswer(co.Verify(txnID, pid, epoch, []txn.TopicPartition{tp})))
+		if !add {
+			cont(verifyAnswer(co.Verify(txnID, pid, epoch, []txn.TopicPartition{tp})))
+			return
+		}
+		call := r.newVerifyCall(key, epoch, p.Term(), cont)
+		co.AddPartitions(txnID, pid, epoch, []txn.TopicPartition{tp}, r.monoNow(), func(err *kerr.Error) {
+			r.verifyDone(call.id, produceVerifyError(err))
+		})
 		return
 	}
 	lead, err := r.txnCoordinatorBroker(txnID)
@@ -140,7 +160,7 @@ func (r *Reactor) verifyTxnPartition(txnID string, p *partition.Partition, pid i
 		cont(nil) // the hole this file closes
 		return
 	}
-	r.sendVerify(lead, key, txnID, epoch, tp, p.Term(), cont)
+	r.sendVerify(lead, key, txnID, epoch, tp, p.Term(), add, cont)
 }
 
 // verifyAnswer maps a coordinator's verification to the produce's error.
@@ -180,7 +200,9 @@ func (r *Reactor) txnCoordinatorBroker(id string) (uint64, error) {
 	return uint64(lead), nil
 }
 
-func (r *Reactor) sendVerify(to uint64, key verifyKey, txnID string, epoch int16, tp txn.TopicPartition, term uint64, cont func(error)) {
+// newVerifyCall registers a call for (partition, producer) key, answered
+// within txnVerifyTimeout.
+func (r *Reactor) newVerifyCall(key verifyKey, epoch int16, term uint64, cont func(error)) *verifyCall {
 	v := &r.txns.verify
 	if v.calls == nil {
 		v.calls, v.byKey = map[uint64]*verifyCall{}, map[verifyKey]*verifyCall{}
@@ -193,11 +215,16 @@ func (r *Reactor) sendVerify(to uint64, key verifyKey, txnID string, epoch int16
 	v.calls[call.id], v.byKey[key] = call, call
 	tid := r.after(txnVerifyTimeout, func() { r.verifyAnswered(call.id, nil) })
 	call.cancel = func() { r.cancelTimer(tid) }
+	return call
+}
 
+func (r *Reactor) sendVerify(to uint64, key verifyKey, txnID string, epoch int16, tp txn.TopicPartition, term uint64, add bool, cont func(error)) {
+	v := &r.txns.verify
+	call := r.newVerifyCall(key, epoch, term, cont)
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
 	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = txnID, key.pid, epoch, true
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = txnID, key.pid, epoch, !add
 	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
 	tt.Topic, tt.Partitions = tp.Topic, []int32{tp.Partition}
 	tx.Topics = append(tx.Topics, tt)
@@ -214,6 +241,22 @@ func (r *Reactor) sendVerify(to uint64, key verifyKey, txnID string, epoch int16
 // verifyAnswered completes a call with the coordinator's answer (nil:
 // none came in time).
 func (r *Reactor) verifyAnswered(id uint64, resp *kmsg.AddPartitionsToTxnResponse) {
+	var err error
+	switch {
+	case resp == nil:
+		err = withMessage(kerr.NotEnoughReplicas, "the transaction coordinator did not answer the verification")
+	case resp.ErrorCode != 0:
+		err = produceVerifyError(kerrFor(resp.ErrorCode))
+	default:
+		err = verifyResult(resp)
+	}
+	r.verifyDone(id, err)
+}
+
+// verifyDone completes a call with the coordinator's answer, unless the
+// producer's transaction ended on the partition meanwhile or the partition
+// changed leader.
+func (r *Reactor) verifyDone(id uint64, answer error) {
 	v := &r.txns.verify
 	call := v.calls[id]
 	if call == nil {
@@ -222,18 +265,12 @@ func (r *Reactor) verifyAnswered(id uint64, resp *kmsg.AddPartitionsToTxnRespons
 	delete(v.calls, id)
 	delete(v.byKey, call.key)
 	call.cancel()
-	var err error
+	err := answer
 	switch p := r.parts[call.key.group]; {
 	case call.voided:
 		err = withMessage(kerr.InvalidTxnState, "the producer's transaction ended on the partition while it was being verified")
 	case p == nil || !p.IsLeader() || p.Term() != call.term:
 		err = kerr.NotLeaderForPartition
-	case resp == nil:
-		err = withMessage(kerr.NotEnoughReplicas, "the transaction coordinator did not answer the verification")
-	case resp.ErrorCode != 0:
-		err = produceVerifyError(kerrFor(resp.ErrorCode))
-	default:
-		err = verifyResult(resp)
 	}
 	for _, w := range call.waiters {
 		w(err)

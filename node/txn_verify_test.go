@@ -9,6 +9,43 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// awayFromTxnCoordinator returns the coordinator of transactional id and
+// two partitions of topic (3 partitions) led by other brokers, so that the
+// coordinator is asked over the node RPC.
+func awayFromTxnCoordinator(t *testing.T, c *cluster, id, topic string) (co, p, q int32) {
+	t.Helper()
+	co = findTxnCoordinator(t, c, 1, id)
+	var remote []int32
+	for p := int32(0); p < 3; p++ {
+		if leaderOf(c, topic, p) != co {
+			remote = append(remote, p)
+		}
+	}
+	if len(remote) < 2 {
+		t.Fatalf("the transaction coordinator (node %d) leads too many partitions of %s to exercise the RPC", co, topic)
+	}
+	return co, remote[0], remote[1]
+}
+
+// txnStable reports that nothing is open on the partition (what a hanging
+// transaction would break for good).
+func txnStable(t *testing.T, c *cluster, topic string, p int32) bool {
+	sp := readCommitted(t, c, topic, p)
+	return sp.ErrorCode == 0 && sp.LastStableOffset == sp.HighWatermark
+}
+
+// groupAwayFrom returns a group whose coordinator is not broker co.
+func groupAwayFrom(t *testing.T, c *cluster, co int32) string {
+	t.Helper()
+	for i := 0; i < 20; i++ {
+		if g := fmt.Sprintf("g%d", i); findCoordinator(t, c, 1, g) != co {
+			return g
+		}
+	}
+	t.Fatalf("every group is coordinated by the transaction's coordinator (node %d)", co)
+	return ""
+}
+
 // KIP-890 part 1 across brokers (txn_verify.go): a partition leader that
 // is not the transaction's coordinator appends the first transactional
 // batch of a producer only once the coordinator said the partition is part
@@ -21,31 +58,10 @@ func TestTxnVerifyAcrossBrokers(t *testing.T) {
 	createTopic(t, c, 1, "v", 3, 3, nil)
 	waitLeaders(t, c, "v", 3)
 	const id = "vx"
-	initCode := func(r kmsg.Response) int16 { return r.(*kmsg.InitProducerIDResponse).ErrorCode }
-	init := func(pid int64, epoch int16) (int64, int16) {
-		ir := txnCall(t, c, 1, id, func() kmsg.Request {
-			r := kmsg.NewPtrInitProducerIDRequest()
-			r.Version, r.TransactionalID, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch = 4, kmsg.StringPtr(id), 60000, pid, epoch
-			return r
-		}, initCode).(*kmsg.InitProducerIDResponse)
-		if ir.ErrorCode != 0 {
-			t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
-		}
-		return ir.ProducerID, ir.ProducerEpoch
-	}
-	addCode := func(r kmsg.Response) int16 {
-		return r.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode
-	}
-	endCode := func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }
-	add := func(pid int64, epoch int16, p int32) {
-		t.Helper()
-		if code := addCode(txnCall(t, c, 1, id, func() kmsg.Request { return addPartitionsReq(id, pid, epoch, "v", p) }, addCode)); code != 0 {
-			t.Fatalf("add v-%d: %v", p, kerr.ErrorForCode(code))
-		}
-	}
+	add := func(pid int64, epoch int16, p int32) { t.Helper(); txnAdd(t, c, id, pid, epoch, "v", p) }
 	end := func(pid int64, epoch int16, commit bool) {
 		t.Helper()
-		if code := endCode(txnCall(t, c, 1, id, func() kmsg.Request { return endTxnReq(id, pid, epoch, commit) }, endCode)); code != 0 {
+		if code := txnEnd(t, c, 1, id, pid, epoch, commit); code != 0 {
 			t.Fatalf("end (commit %v): %v", commit, kerr.ErrorForCode(code))
 		}
 	}
@@ -58,25 +74,10 @@ func TestTxnVerifyAcrossBrokers(t *testing.T) {
 		resp := c.request(leaderOf(c, "v", p), produceTo(p, pid, epoch, seq))
 		return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
 	}
-	// stable: nothing is open on the partition (what a hanging
-	// transaction would break for good).
-	stable := func(p int32) bool {
-		sp := readCommitted(t, c, "v", p)
-		return sp.ErrorCode == 0 && sp.LastStableOffset == sp.HighWatermark
-	}
+	stable := func(p int32) bool { return txnStable(t, c, "v", p) }
 
-	pid, epoch := init(-1, -1)
-	co := findTxnCoordinator(t, c, 1, id)
-	var remote []int32
-	for p := int32(0); p < 3; p++ {
-		if leaderOf(c, "v", p) != co {
-			remote = append(remote, p)
-		}
-	}
-	if len(remote) < 2 {
-		t.Fatalf("the coordinator (node %d) leads too many partitions to exercise the verification RPC", co)
-	}
-	p, q := remote[0], remote[1]
+	pid, epoch := txnInit(t, c, id, 60000, -1, -1)
+	_, p, q := awayFromTxnCoordinator(t, c, id, "v")
 
 	// A partition never added: refused, and nothing opens there.
 	if code := produce(p, pid, epoch, 0); code != kerr.InvalidTxnState.Code {
@@ -122,7 +123,7 @@ func TestTxnVerifyAcrossBrokers(t *testing.T) {
 
 	// Fenced: the old epoch's first batch is refused once the producer
 	// was initialized again.
-	pid2, epoch2 := init(pid, epoch)
+	pid2, epoch2 := txnInit(t, c, id, 60000, pid, epoch)
 	if code := produce(q, pid, epoch, 0); code != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("fenced epoch's batch to v-%d: %v, want INVALID_PRODUCER_EPOCH", q, kerr.ErrorForCode(code))
 	}
@@ -177,26 +178,9 @@ func TestTxnOffsetCommitVerified(t *testing.T) {
 	createTopic(t, c, 1, "w", 1, 3, nil)
 	waitLeaders(t, c, "w", 1)
 	const id = "ox"
-	initCode := func(r kmsg.Response) int16 { return r.(*kmsg.InitProducerIDResponse).ErrorCode }
-	ir := txnCall(t, c, 1, id, func() kmsg.Request {
-		r := kmsg.NewPtrInitProducerIDRequest()
-		r.Version, r.TransactionalID, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch = 4, kmsg.StringPtr(id), 60000, -1, -1
-		return r
-	}, initCode).(*kmsg.InitProducerIDResponse)
-	if ir.ErrorCode != 0 {
-		t.Fatalf("init: %v", kerr.ErrorForCode(ir.ErrorCode))
-	}
-	pid, epoch := ir.ProducerID, ir.ProducerEpoch
+	pid, epoch := txnInit(t, c, id, 60000, -1, -1)
 	co := findTxnCoordinator(t, c, 1, id)
-	name := ""
-	for i := 0; i < 20 && name == ""; i++ {
-		if g := fmt.Sprintf("g%d", i); findCoordinator(t, c, 1, g) != co {
-			name = g
-		}
-	}
-	if name == "" {
-		t.Fatalf("every group is coordinated by the transaction's coordinator (node %d)", co)
-	}
+	name := groupAwayFrom(t, c, co)
 	commitCode := func(r kmsg.Response) int16 {
 		return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 	}
@@ -229,8 +213,7 @@ func TestTxnOffsetCommitVerified(t *testing.T) {
 	if code := commit(7); code != 0 {
 		t.Fatalf("offsets after AddOffsetsToTxn: %v", kerr.ErrorForCode(code))
 	}
-	endCode := func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }
-	if code := endCode(txnCall(t, c, 1, id, func() kmsg.Request { return endTxnReq(id, pid, epoch, true) }, endCode)); code != 0 {
+	if code := txnEnd(t, c, 1, id, pid, epoch, true); code != 0 {
 		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
 	}
 	ok := c.runUntil(10*time.Second, func() bool {
@@ -239,5 +222,94 @@ func TestTxnOffsetCommitVerified(t *testing.T) {
 	})
 	if !ok {
 		t.Fatal("the committed transaction's offset never became the group's")
+	}
+}
+
+// Transaction version 2 (KIP-890 part 2) across brokers: Produce v12 and
+// TxnOffsetCommit v5 need no AddPartitionsToTxn or AddOffsetsToTxn (the
+// partition's leader adds the partition, over the RPC when the coordinator
+// is elsewhere); EndTxn v5 answers a bumped epoch, and a late batch of
+// the ended transaction at the old epoch is refused on a partition it
+// never touched (the implicit add is fenced) instead of opening a
+// transaction there.
+func TestTxnV2AcrossBrokers(t *testing.T) {
+	c := newCluster(t, 3, 23)
+	c.waitReady()
+	createTopic(t, c, 1, "y", 3, 3, nil)
+	waitLeaders(t, c, "y", 3)
+	const id = "yx"
+	pid, epoch := txnInit(t, c, id, 60000, -1, -1)
+	co, p, q := awayFromTxnCoordinator(t, c, id, "y")
+	produce := func(version int16, p int32, epoch int16, seq int32) int16 {
+		req := produceReq("y", p, -1, txnBatchOf(pid, epoch, seq, "x"))
+		req.Version, req.TransactionID = version, kmsg.StringPtr(id)
+		return c.request(leaderOf(c, "y", p), req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	stable := func(p int32) bool { return txnStable(t, c, "y", p) }
+	// v11 without AddPartitionsToTxn is refused (classic flow); v12 adds.
+	if code := produce(11, p, epoch, 0); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("produce v11 to y-%d never added: %v, want INVALID_TXN_STATE", p, kerr.ErrorForCode(code))
+	}
+	if code := produce(12, p, epoch, 0); code != 0 {
+		t.Fatalf("produce v12 to y-%d: %v", p, kerr.ErrorForCode(code))
+	}
+	name := groupAwayFrom(t, c, co)
+	commitCode := func(r kmsg.Response) int16 {
+		return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	commitOffsets := func(version int16, off int64) int16 {
+		resp, _ := groupCall(t, c, 1, name, func() kmsg.Request {
+			req := txnCommitReq(id, pid, epoch, name, "", -1, "y", 0, off)
+			req.Version = version
+			return req
+		}, commitCode)
+		return commitCode(resp)
+	}
+	if code := commitOffsets(4, 3); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("TxnOffsetCommit v4 without AddOffsetsToTxn: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	if code := commitOffsets(5, 3); code != 0 {
+		t.Fatalf("TxnOffsetCommit v5: %v", kerr.ErrorForCode(code))
+	}
+	endCode := func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }
+	er := txnCall(t, c, 1, id, func() kmsg.Request {
+		req := endTxnReq(id, pid, epoch, true)
+		req.Version = 5
+		return req
+	}, endCode).(*kmsg.EndTxnResponse)
+	if er.ErrorCode != 0 || er.ProducerID != pid || er.ProducerEpoch != epoch+1 {
+		t.Fatalf("EndTxn v5: %v, producer %d epoch %d; want %d epoch %d", kerr.ErrorForCode(er.ErrorCode), er.ProducerID, er.ProducerEpoch, pid, epoch+1)
+	}
+	if !c.runUntil(10*time.Second, func() bool { return stable(p) }) {
+		t.Fatalf("y-%d: the committed transaction did not close", p)
+	}
+	// A late batch of the ended transaction, to a partition it never
+	// wrote: the implicit add at the old epoch is fenced.
+	if code := produce(12, q, epoch, 0); code != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("late v12 batch at the old epoch to y-%d: %v, want INVALID_PRODUCER_EPOCH", q, kerr.ErrorForCode(code))
+	}
+	if !stable(q) {
+		t.Fatalf("y-%d: the old epoch opened a transaction", q)
+	}
+	// The next transaction at the new epoch.
+	if code := produce(12, q, epoch+1, 0); code != 0 {
+		t.Fatalf("produce v12 at the new epoch to y-%d: %v", q, kerr.ErrorForCode(code))
+	}
+	if code := endCode(txnCall(t, c, 1, id, func() kmsg.Request {
+		req := endTxnReq(id, pid, epoch+1, false)
+		req.Version = 5
+		return req
+	}, endCode)); code != 0 {
+		t.Fatalf("abort v5: %v", kerr.ErrorForCode(code))
+	}
+	if !c.runUntil(10*time.Second, func() bool { return stable(q) }) {
+		t.Fatalf("y-%d: the aborted transaction did not close", q)
+	}
+	ok := c.runUntil(10*time.Second, func() bool {
+		resp, _ := groupCall(t, c, 1, name, fetchReq(name, "y", 0), fetchRespCode)
+		return fetchRespCode(resp) == 0 && fetchedOffset(resp) == 3
+	})
+	if !ok {
+		t.Fatal("the committed transaction's offset (TxnOffsetCommit v5) never became the group's")
 	}
 }

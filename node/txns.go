@@ -366,18 +366,7 @@ func expiredTxn(req kmsg.Request) kmsg.Response {
 		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = kerr.CoordinatorLoadInProgress.Code, -1, -1
 		return resp
 	case *kmsg.TxnOffsetCommitRequest:
-		resp := q.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-		for _, rt := range q.Topics {
-			st := kmsg.NewTxnOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, kerr.CoordinatorLoadInProgress.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp
+		return group.TxnOffsetCommitAnswer(q, func(int, int) int16 { return kerr.CoordinatorLoadInProgress.Code })
 	case *kmsg.WriteTxnMarkersRequest:
 		resp := q.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 		for _, m := range q.Markers {

@@ -47,6 +47,20 @@ package sim
 //     missing (lost write) or the partition's last stable offset stays
 //     behind (liveness).
 //
+// Transaction version 2 (KIP-890 part 2): the producers of index i with
+// seed+i even (the zombie's index is TxnProducers) use it: no
+// AddPartitionsToTxn (Produce v12: the partition's leader adds the
+// partition), EndTxn v5, whose answer is the next epoch. Their zombie is
+// fenced by the implicit add at the old epoch. After an acknowledged abort
+// such a producer sends, with txnLateProb, a late write: a batch at the
+// aborted transaction's epoch and next sequence, with a value of that
+// transaction, to a random partition (a retry the network delayed). It may
+// land in the aborted transaction while that one's marker has not reached
+// the partition, but must never be visible; a coordinator that did not bump
+// the epoch at EndTxn would let it open a transaction at the same epoch,
+// which the producer's next commit then commits (aborted read), or take
+// the sequence the producer's next batch there uses (lost write).
+//
 // Not checked here: transactional offsets (TxnOffsetCommit).
 
 import (
@@ -72,6 +86,7 @@ const (
 	// txnZombieWaitMax bounds a zombie's pause.
 	txnZombieWaitMax = 30 * time.Second
 	txnStrayProb     = 0.1
+	txnLateProb      = 0.5
 )
 
 type txnOutcome uint8
@@ -120,13 +135,13 @@ func (r *run) startTxn() {
 	w.createTopic(func() {
 		w.ready = true
 		for i := 0; i < r.o.TxnProducers; i++ {
-			p := &txnProducer{w: w, id: fmt.Sprintf("tx%d", i), pid: -1}
+			p := w.newProducer(fmt.Sprintf("tx%d", i), false, (r.o.Seed+int64(i))%2 == 0)
 			r.active++
 			p.find()
 		}
 		// One more producer turns zombie now and then: its pauses would
 		// starve the others' transactions of time.
-		z := &txnProducer{w: w, id: "txz", pid: -1, zombie: true}
+		z := w.newProducer("txz", true, (r.o.Seed+int64(r.o.TxnProducers))%2 == 0)
 		r.active++
 		z.find()
 		r.active--
@@ -196,112 +211,25 @@ func (w *txnWorkload) leader(part int32, then func(netx.NodeID)) {
 
 // txnProducer runs transactions one after another.
 type txnProducer struct {
-	w     *txnWorkload
-	id    string
-	coord netx.NodeID // 0: unknown
-	pid   int64
-	epoch int16
-	seq   map[int32]int32
-	cur   *txnRec
+	txnSession
+	w   *txnWorkload
+	seq map[int32]int32
+	cur *txnRec
 	// zombie: this producer's multi-partition transactions go quiet
 	// past their timeout half the time, and carry on.
 	zombie bool
-	// afterFind, when set, is what to do once the coordinator is found
-	// again (instead of resume).
-	afterFind func()
-	// gaveUp: a produce of the current transaction was given up with its
-	// outcome unknown, so the partition's sequence may have moved: after
-	// the abort the producer takes a new epoch (sequences restart), as
-	// clients do (KIP-360), or its next batch could be taken for a
-	// duplicate of the abandoned one.
-	gaveUp bool
 }
 
-func (p *txnProducer) stopped() bool {
-	if p.w.r.stopping && p.cur == nil {
-		p.w.r.active--
-		return true
-	}
-	return false
-}
-
-// find looks for the transaction coordinator.
-func (p *txnProducer) find() {
-	if p.stopped() {
-		return
-	}
-	r := p.w.r
-	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.Version, req.CoordinatorType, req.CoordinatorKeys = 4, 1, []string{p.id}
-	r.kn.call(r.meta.anyNode(), req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
-		if err == nil {
-			if cs := resp.(*kmsg.FindCoordinatorResponse).Coordinators; len(cs) == 1 && cs[0].ErrorCode == 0 && cs[0].NodeID > 0 {
-				p.coord = netx.NodeID(cs[0].NodeID)
-				p.then(p.resume)
-				return
-			}
-		}
-		r.w.After(r.backoff(), p.find)
-	})
-}
-
-// resume continues after the coordinator is known: a producer without a
-// producer id initializes; one in the middle of ending a transaction
-// retries the end as an abort.
-func (p *txnProducer) resume() {
-	if next := p.afterFind; next != nil {
-		p.afterFind = nil
-		next()
-		return
-	}
-	switch {
-	case p.pid < 0:
-		p.init()
-	case p.cur != nil:
-		p.end(false)
-	default:
-		p.begin()
-	}
-}
-
-func (p *txnProducer) then(fn func()) { p.w.r.w.After(p.w.r.think(), fn) }
-
-// coordFailed handles an error from the coordinator: look for it again if
-// it moved, else retry after a backoff.
-func (p *txnProducer) coordFailed(err error, code int16, retry func()) {
-	r := p.w.r
-	if err != nil || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code {
-		p.coord = 0
-		r.w.After(r.backoff(), p.find)
-		return
-	}
-	r.w.After(r.backoff(), retry)
-}
-
-// init gets a producer id and epoch (fencing any earlier incarnation and
-// aborting its open transaction).
-func (p *txnProducer) init() {
-	if p.stopped() {
-		return
-	}
-	r := p.w.r
-	req := kmsg.NewPtrInitProducerIDRequest()
-	req.Version = 4
-	req.TransactionalID = kmsg.StringPtr(p.id)
-	req.TransactionTimeoutMillis = txnTimeoutMs
-	req.ProducerID, req.ProducerEpoch = -1, -1
-	r.kn.call(p.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
-		var code int16
-		if err == nil {
-			ir := resp.(*kmsg.InitProducerIDResponse)
-			if code = ir.ErrorCode; code == 0 {
-				p.pid, p.epoch, p.seq = ir.ProducerID, ir.ProducerEpoch, map[int32]int32{}
-				p.then(p.begin)
-				return
-			}
-		}
-		p.coordFailed(err, code, p.init)
-	})
+func (w *txnWorkload) newProducer(id string, zombie, tv2 bool) *txnProducer {
+	p := &txnProducer{w: w, zombie: zombie}
+	p.txnSession = txnSession{r: w.r, id: id, pid: -1, think: w.r.think, backoff: w.r.backoff, tv2: tv2,
+		onEpoch: func() { p.seq = map[int32]int32{} },
+		open:    func() bool { return p.cur != nil }, next: p.begin, abort: func() { p.end(false) },
+		ready: func() {
+			p.seq = map[int32]int32{}
+			p.then(p.begin)
+		}}
+	return p
 }
 
 // begin starts a transaction on 1-3 partitions.
@@ -411,28 +339,15 @@ func (p *txnProducer) add(parts []int32, deadline time.Duration, next func()) {
 		p.end(false)
 		return
 	}
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch = 3, p.id, p.pid, p.epoch
-	rt := kmsg.NewAddPartitionsToTxnRequestTopic()
-	rt.Topic = txnTopic
-	rt.Partitions = append(rt.Partitions, parts...)
-	req.Topics = append(req.Topics, rt)
-	r.kn.call(p.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
-		code := kerr.UnknownServerError.Code
-		if err == nil {
-			code = 0
-			for _, t := range resp.(*kmsg.AddPartitionsToTxnResponse).Topics {
-				for _, sp := range t.Partitions {
-					if sp.ErrorCode != 0 {
-						code = sp.ErrorCode
-					}
-				}
-			}
-		}
+	if p.tv2 {
+		next() // the partitions' leaders add them (Produce v12)
+		return
+	}
+	p.addPartitions(txnTopic, parts, func(code int16, err error) {
 		switch {
 		case code == 0:
 			next()
-		case r.now() < deadline && (err != nil || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code):
+		case r.now() < deadline && notCoord(err, code):
 			p.coord, p.afterFind = 0, func() { p.add(parts, deadline, next) }
 			r.w.After(r.backoff(), p.find)
 		case r.now() < deadline && (code == kerr.ConcurrentTransactions.Code || code == kerr.CoordinatorLoadInProgress.Code):
@@ -482,15 +397,7 @@ func (p *txnProducer) produce(parts []int32, i int, deadline time.Duration, done
 		}
 		batch := records.Build(records.BuildOptions{BaseTimestamp: r.w.Clock().Now().UnixMilli(), Transactional: true,
 			Producer: &records.Producer{ID: p.pid, Epoch: p.epoch, BaseSequence: p.seq[part]}}, recs)
-		req := kmsg.NewPtrProduceRequest()
-		req.Version, req.Acks = 9, -1
-		req.TransactionID = kmsg.StringPtr(p.id)
-		req.TimeoutMillis = int32((r.o.RequestTimeout * 8 / 10).Milliseconds())
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = txnTopic
-		rt.Partitions = []kmsg.ProduceRequestTopicPartition{{Partition: part, Records: batch}}
-		req.Topics = append(req.Topics, rt)
-		r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		r.kn.call(leader, r.txnProduceRequest(txnTopic, part, p.id, p.tv2, batch), r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 			code := kerr.UnknownServerError.Code
 			if err == nil {
 				code = resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
@@ -507,6 +414,34 @@ func (p *txnProducer) produce(parts []int32, i int, deadline time.Duration, done
 				p.gaveUp = true
 				p.end(false)
 			}
+		})
+	})
+}
+
+// lateWrite sends, after a think, a batch of aborted transaction t at its
+// producer id, epoch and the partition's next sequence (as they are now,
+// before the EndTxn answer's epoch is taken) holding a new value of t: a
+// delayed retry arriving after the abort.
+func (p *txnProducer) lateWrite(t *txnRec) {
+	w, r := p.w, p.w.r
+	part := int32(r.rng.Intn(txnPartitions))
+	v := fmt.Sprintf("%s.%d.late", t.name, part)
+	t.values[part] = append(t.values[part], v)
+	pid, epoch, seq := p.pid, p.epoch, p.seq[part]
+	batch := records.Build(records.BuildOptions{BaseTimestamp: r.w.Clock().Now().UnixMilli(), Transactional: true,
+		Producer: &records.Producer{ID: pid, Epoch: epoch, BaseSequence: seq}}, []records.Record{{Value: []byte(v)}})
+	p.then(func() {
+		w.leader(part, func(leader netx.NodeID) {
+			if leader == 0 {
+				return
+			}
+			r.kn.call(leader, r.txnProduceRequest(txnTopic, part, p.id, true, batch), r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+				code := kerr.UnknownServerError.Code
+				if err == nil {
+					code = resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+				}
+				r.w.Tracef("txn: late write %s (%d epoch %d seq %d) to %d: %s (err %v)", v, pid, epoch, seq, part, errName(code), err)
+			})
 		})
 	})
 }
@@ -543,46 +478,17 @@ func (p *txnProducer) readThen(next func()) {
 // whatever is still open.
 func (p *txnProducer) end(commit bool) {
 	r := p.w.r
-	if p.coord == 0 {
-		p.find()
-		return
-	}
-	req := kmsg.NewPtrEndTxnRequest()
-	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = 3, p.id, p.pid, p.epoch, commit
-	r.kn.call(p.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
-		var code int16
-		if err == nil {
-			code = resp.(*kmsg.EndTxnResponse).ErrorCode
-		}
-		t := p.cur
-		r.w.Tracef("txn: %s end (commit %v): %s (err %v)", t.name, commit, errName(code), err)
-		switch {
-		case err == nil && code == 0:
-			t.outcome = txnAborted
-			if commit {
-				t.outcome = txnCommitted
+	t := p.cur
+	p.txnSession.end(commit, txnEnd{
+		answered: func(commit bool, code int16, err error) {
+			r.w.Tracef("txn: %s end (commit %v): %s (err %v)", t.name, commit, errName(code), err)
+		},
+		settled: func(o txnOutcome) {
+			t.outcome, p.cur = o, nil
+			if o == txnAborted && p.tv2 && r.rng.Float64() < txnLateProb {
+				p.lateWrite(t)
 			}
-			p.cur = nil
-			if p.gaveUp {
-				p.pid, p.gaveUp = -1, false
-			}
-			p.then(p.resume)
-		case commit || err != nil || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code:
-			if err != nil || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code {
-				p.coord = 0
-			}
-			if p.coord == 0 {
-				r.w.After(r.backoff(), p.find) // resume retries the end as an abort
-				return
-			}
-			r.w.After(r.backoff(), func() { p.end(false) })
-		default:
-			// The abort was refused (fenced, not open, concurrent): the
-			// outcome is unknown; a new producer epoch settles it.
-			t.outcome = txnUnknown
-			p.cur, p.pid, p.gaveUp = nil, -1, false
-			p.then(p.init)
-		}
+		},
 	})
 }
 
@@ -634,26 +540,17 @@ func (w *txnWorkload) fetch(part int32, offset int64, done func(ok bool, vals []
 			fail()
 			return
 		}
-		req := kmsg.NewPtrFetchRequest()
-		req.Version, req.ReplicaID, req.MaxBytes, req.IsolationLevel = 12, -1, 256<<10, 1
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = txnTopic
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = part, offset, 64<<10, -1, -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		r.kn.call(leader, txnFetchRequest(txnTopic, part, offset, 64<<10, true), r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 			if err != nil {
 				delete(w.leaders, part)
 				fail()
 				return
 			}
-			fr := resp.(*kmsg.FetchResponse)
-			if fr.ErrorCode != 0 || len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+			sp, ok := fetchedPartition(resp.(*kmsg.FetchResponse))
+			if !ok {
 				fail()
 				return
 			}
-			sp := fr.Topics[0].Partitions[0]
 			if sp.ErrorCode != 0 {
 				delete(w.leaders, part)
 				fail()

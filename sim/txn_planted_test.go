@@ -58,3 +58,9 @@ func TestPlantedBugTxnFetchServesOpen(t *testing.T) { catchPlanted(t, plant.TxnF
 // broker lets the workload's stray writes (a partition never added) open
 // transactions that the commit's markers never close.
 func TestPlantedBugTxnVerifySkipped(t *testing.T) { catchPlanted(t, plant.TxnVerifySkipped) }
+
+// An EndTxn v5 that does not bump the producer epoch lets a transaction
+// version 2 producer's late write of an aborted transaction open a new
+// transaction at the same epoch, which its next commit commits (txn.go,
+// lateWrite).
+func TestPlantedBugTxnEndNoBump(t *testing.T) { catchPlanted(t, plant.TxnEndNoBump) }

@@ -38,7 +38,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/netx"
@@ -97,7 +96,7 @@ func (r *run) startTxnCompact() {
 	r.createTopic(txcTopic, configs, func() {
 		w.ready = true
 		for i := 0; i < txcProducers; i++ {
-			p := &txcProducer{w: w, id: fmt.Sprintf("txc%d", i), pid: -1}
+			p := w.newProducer(fmt.Sprintf("txc%d", i))
 			r.active++
 			p.find()
 		}
@@ -106,9 +105,11 @@ func (r *run) startTxnCompact() {
 	})
 }
 
-func (w *txcWorkload) after(f func()) {
-	w.r.w.After(time.Duration(w.rng.Int63n(int64(w.r.o.ThinkMax)+1)), f)
+func (w *txcWorkload) think() time.Duration {
+	return time.Duration(w.rng.Int63n(int64(w.r.o.ThinkMax) + 1))
 }
+
+func (w *txcWorkload) after(f func()) { w.r.w.After(w.think(), f) }
 
 func (w *txcWorkload) backoff() time.Duration {
 	return 10*time.Millisecond + time.Duration(w.rng.Int63n(int64(40*time.Millisecond)))
@@ -161,17 +162,7 @@ func (w *txcWorkload) produce(t *txcTxn, txnID string, ps producerStamp, done fu
 		for i, v := range t.values {
 			recs[i] = records.Record{Key: []byte(t.keys[i]), Value: []byte(v)}
 		}
-		req := kmsg.NewPtrProduceRequest()
-		req.Version, req.Acks = 9, -1
-		if txnID != "" {
-			req.TransactionID = kmsg.StringPtr(txnID)
-		}
-		req.TimeoutMillis = int32((r.o.RequestTimeout * 8 / 10).Milliseconds())
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = txcTopic
-		rt.Partitions = []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: records.Build(o, recs)}}
-		req.Topics = append(req.Topics, rt)
-		r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		r.kn.call(leader, r.txnProduceRequest(txcTopic, 0, txnID, false, records.Build(o, recs)), r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 			code := int16(-1)
 			if err == nil {
 				p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
@@ -193,85 +184,21 @@ func (w *txcWorkload) produce(t *txcTxn, txnID string, ps producerStamp, done fu
 // txcProducer runs transactions one after another, with plain writes
 // between them.
 type txcProducer struct {
-	w      *txcWorkload
-	id     string
-	coord  netx.NodeID
-	pid    int64
-	epoch  int16
-	seq    int32
-	cur    *txcTxn
-	gaveUp bool
+	txnSession
+	w   *txcWorkload
+	seq int32
+	cur *txcTxn
 }
 
-func (p *txcProducer) stopped() bool {
-	if p.w.r.stopping && p.cur == nil {
-		p.w.r.active--
-		return true
-	}
-	return false
-}
-
-func (p *txcProducer) find() {
-	if p.stopped() {
-		return
-	}
-	r := p.w.r
-	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.Version, req.CoordinatorType, req.CoordinatorKeys = 4, 1, []string{p.id}
-	r.kn.call(r.meta.anyNode(), req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
-		if err == nil {
-			if cs := resp.(*kmsg.FindCoordinatorResponse).Coordinators; len(cs) == 1 && cs[0].ErrorCode == 0 && cs[0].NodeID > 0 {
-				p.coord = netx.NodeID(cs[0].NodeID)
-				p.w.after(p.resume)
-				return
-			}
-		}
-		r.w.After(p.w.backoff(), p.find)
-	})
-}
-
-func (p *txcProducer) resume() {
-	switch {
-	case p.pid < 0:
-		p.init()
-	case p.cur != nil:
-		p.end(false)
-	default:
-		p.next()
-	}
-}
-
-func (p *txcProducer) coordFailed(err error, code int16, retry func()) {
-	if err != nil || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code {
-		p.coord = 0
-		p.w.r.w.After(p.w.backoff(), p.find)
-		return
-	}
-	p.w.r.w.After(p.w.backoff(), retry)
-}
-
-func (p *txcProducer) init() {
-	if p.stopped() {
-		return
-	}
-	r := p.w.r
-	req := kmsg.NewPtrInitProducerIDRequest()
-	req.Version = 4
-	req.TransactionalID = kmsg.StringPtr(p.id)
-	req.TransactionTimeoutMillis = txnTimeoutMs
-	req.ProducerID, req.ProducerEpoch = -1, -1
-	r.kn.call(p.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
-		var code int16
-		if err == nil {
-			ir := resp.(*kmsg.InitProducerIDResponse)
-			if code = ir.ErrorCode; code == 0 {
-				p.pid, p.epoch, p.seq = ir.ProducerID, ir.ProducerEpoch, 0
-				p.w.after(p.next)
-				return
-			}
-		}
-		p.coordFailed(err, code, p.init)
-	})
+func (w *txcWorkload) newProducer(id string) *txcProducer {
+	p := &txcProducer{w: w}
+	p.txnSession = txnSession{r: w.r, id: id, pid: -1, think: w.think, backoff: w.backoff,
+		open: func() bool { return p.cur != nil }, next: p.next, abort: func() { p.end(false) },
+		ready: func() {
+			p.seq = 0
+			p.w.after(p.next)
+		}}
+	return p
 }
 
 // next runs a plain write or a transaction.
@@ -298,23 +225,7 @@ func (p *txcProducer) begin() {
 	w, r := p.w, p.w.r
 	t := w.newTxn(false)
 	p.cur = t
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch = 3, p.id, p.pid, p.epoch
-	rt := kmsg.NewAddPartitionsToTxnRequestTopic()
-	rt.Topic, rt.Partitions = txcTopic, []int32{0}
-	req.Topics = append(req.Topics, rt)
-	r.kn.call(p.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
-		code := kerr.UnknownServerError.Code
-		if err == nil {
-			code = 0
-			for _, t := range resp.(*kmsg.AddPartitionsToTxnResponse).Topics {
-				for _, sp := range t.Partitions {
-					if sp.ErrorCode != 0 {
-						code = sp.ErrorCode
-					}
-				}
-			}
-		}
+	p.addPartitions(txcTopic, []int32{0}, func(code int16, _ error) {
 		if code != 0 {
 			p.end(false)
 			return
@@ -347,48 +258,14 @@ func (p *txcProducer) write(deadline time.Duration) {
 	})
 }
 
-// end commits or aborts, as txnProducer.end does (txn.go): a failed
-// commit is retried as an abort; an abort refused leaves the outcome
-// unknown and the producer initializes again.
+// end commits or aborts (txnSession.end); an abort refused leaves the
+// outcome unknown and the producer initializes again.
 func (p *txcProducer) end(commit bool) {
-	r := p.w.r
-	if p.coord == 0 {
-		p.find()
-		return
-	}
-	req := kmsg.NewPtrEndTxnRequest()
-	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = 3, p.id, p.pid, p.epoch, commit
-	r.kn.call(p.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
-		var code int16
-		if err == nil {
-			code = resp.(*kmsg.EndTxnResponse).ErrorCode
-		}
-		t := p.cur
-		switch {
-		case err == nil && code == 0:
-			t.outcome = txnAborted
-			if commit {
-				t.outcome = txnCommitted
-			}
-			p.cur = nil
-			if p.gaveUp {
-				p.pid, p.gaveUp = -1, false
-			}
-			p.w.after(p.resume)
-		case commit || err != nil || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code:
-			if err != nil || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code {
-				p.coord = 0
-			}
-			if p.coord == 0 {
-				r.w.After(p.w.backoff(), p.find)
-				return
-			}
-			r.w.After(p.w.backoff(), func() { p.end(false) })
-		default:
-			t.outcome = txnUnknown
-			p.cur, p.pid, p.gaveUp = nil, -1, false
-			p.w.after(p.init)
-		}
+	t := p.cur
+	p.txnSession.end(commit, txnEnd{
+		settled: func(o txnOutcome) {
+			t.outcome, p.cur = o, nil
+		},
 	})
 }
 
@@ -410,30 +287,18 @@ func (w *txcWorkload) fetch(offset int64, committed bool, done func(txcRead)) {
 			done(txcRead{})
 			return
 		}
-		req := kmsg.NewPtrFetchRequest()
-		req.Version, req.ReplicaID, req.MaxBytes = 12, -1, 256<<10
-		if committed {
-			req.IsolationLevel = 1
-		}
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = txcTopic
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = offset, 16<<10, -1, -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
+		r.kn.call(leader, txnFetchRequest(txcTopic, 0, offset, 16<<10, committed), r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 			if err != nil {
 				w.leader = 0
 				done(txcRead{})
 				return
 			}
-			fr := resp.(*kmsg.FetchResponse)
-			if fr.ErrorCode != 0 || len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 || fr.Topics[0].Partitions[0].ErrorCode != 0 {
+			sp, ok := fetchedPartition(resp.(*kmsg.FetchResponse))
+			if !ok || sp.ErrorCode != 0 {
 				w.leader = 0
 				done(txcRead{})
 				return
 			}
-			sp := fr.Topics[0].Partitions[0]
 			aborted := sp.AbortedTransactions
 			if !committed {
 				aborted = nil

@@ -68,8 +68,10 @@ const (
 	TxnLSOIgnoresOpen       = "txn-lso-ignores-open"
 	TxnFetchServesOpen      = "txn-fetch-serves-open"
 	TxnVerifySkipped        = "txn-verify-skipped"
-	ACLAllowBeatsDeny       = "acl-allow-beats-deny"
-	ACLDeleteMissed         = "acl-delete-missed-by-follower"
+	// TxnEndNoBump: node/txn EndTxnV2 decides without the epoch bump.
+	TxnEndNoBump      = "txn-end-no-bump"
+	ACLAllowBeatsDeny = "acl-allow-beats-deny"
+	ACLDeleteMissed   = "acl-delete-missed-by-follower"
 
 	NoReadLease                  = "no-read-lease"
 	VoteNotPersisted             = "raft-vote-not-persisted"

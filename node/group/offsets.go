@@ -36,17 +36,7 @@ import (
 // OffsetCommit serves an OffsetCommit request; respond is called exactly
 // once, after the commit is durable or failed.
 func (c *Coordinator) OffsetCommit(now time.Duration, req *kmsg.OffsetCommitRequest, respond func(*kmsg.OffsetCommitResponse)) {
-	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	for _, rt := range req.Topics {
-		st := kmsg.NewOffsetCommitResponseTopic()
-		st.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewOffsetCommitResponseTopicPartition()
-			sp.Partition = rp.Partition
-			st.Partitions = append(st.Partitions, sp)
-		}
-		resp.Topics = append(resp.Topics, st)
-	}
+	resp := commitAnswer(req.Version, req.Topics)
 	g, err := c.commitGroup(now, req)
 	if err == nil && g == nil {
 		err = kerr.UnknownServerError
@@ -59,23 +49,7 @@ func (c *Coordinator) OffsetCommit(now time.Duration, req *kmsg.OffsetCommitRequ
 		respond(resp)
 		return
 	}
-	var recs []Record
-	var tps []topicPartition
-	var vals []committed
-	wall := c.wallMillis()
-	for ti, rt := range req.Topics {
-		for pi, rp := range rt.Partitions {
-			sp := &resp.Topics[ti].Partitions[pi]
-			v, e := c.commitValue(rt.Topic, rp, req.Version, wall)
-			if e != nil {
-				sp.ErrorCode = e.Code
-				continue
-			}
-			tp := topicPartition{rt.Topic, rp.Partition}
-			recs = append(recs, Record{Key: offsetKey(g.name, tp), Value: offsetValue(v)})
-			tps, vals = append(tps, tp), append(vals, v)
-		}
-	}
+	recs, tps, vals := c.offsetRecords(g, req.Topics, req.Version, resp)
 	if len(recs) == 0 {
 		c.dropIfUnused(g)
 		respond(resp)
@@ -105,13 +79,7 @@ func (c *Coordinator) OffsetCommit(now time.Duration, req *kmsg.OffsetCommitRequ
 			if c.groups[g.name] == g {
 				c.dropIfUnused(g)
 			}
-			for ti := range resp.Topics {
-				for pi := range resp.Topics[ti].Partitions {
-					if sp := &resp.Topics[ti].Partitions[pi]; sp.ErrorCode == 0 {
-						sp.ErrorCode = code
-					}
-				}
-			}
+			setUnsetCodes(resp, code)
 		}
 		if !early {
 			respond(resp)
@@ -227,6 +195,58 @@ func (c *Coordinator) commitValue(topic string, rp kmsg.OffsetCommitRequestTopic
 		v.leaderEpoch = rp.LeaderEpoch
 	}
 	return v, nil
+}
+
+// commitAnswer is the answer to a commit of topics, every partition's
+// code 0 for now. TxnOffsetCommit uses it too (txnAnswer converts it).
+func commitAnswer(version int16, topics []kmsg.OffsetCommitRequestTopic) *kmsg.OffsetCommitResponse {
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	resp.Version = version
+	for _, rt := range topics {
+		st := kmsg.NewOffsetCommitResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetCommitResponseTopicPartition()
+			sp.Partition = rp.Partition
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// offsetRecords are the records a commit of topics writes to group g,
+// with their partitions and values; a partition whose offset is refused
+// gets its error in resp instead.
+func (c *Coordinator) offsetRecords(g *group, topics []kmsg.OffsetCommitRequestTopic, version int16, resp *kmsg.OffsetCommitResponse) ([]Record, []topicPartition, []committed) {
+	var recs []Record
+	var tps []topicPartition
+	var vals []committed
+	wall := c.wallMillis()
+	for ti, rt := range topics {
+		for pi, rp := range rt.Partitions {
+			v, e := c.commitValue(rt.Topic, rp, version, wall)
+			if e != nil {
+				resp.Topics[ti].Partitions[pi].ErrorCode = e.Code
+				continue
+			}
+			tp := topicPartition{rt.Topic, rp.Partition}
+			recs = append(recs, Record{Key: offsetKey(g.name, tp), Value: offsetValue(v)})
+			tps, vals = append(tps, tp), append(vals, v)
+		}
+	}
+	return recs, tps, vals
+}
+
+// setUnsetCodes gives code to every partition of resp without an error.
+func setUnsetCodes(resp *kmsg.OffsetCommitResponse, code int16) {
+	for ti := range resp.Topics {
+		for pi := range resp.Topics[ti].Partitions {
+			if sp := &resp.Topics[ti].Partitions[pi]; sp.ErrorCode == 0 {
+				sp.ErrorCode = code
+			}
+		}
+	}
 }
 
 func setCommitCodes(resp *kmsg.OffsetCommitResponse, code int16) {

@@ -38,56 +38,23 @@ type txnOffsets map[string]map[topicPartition]committed
 // TxnOffsetCommit serves a TxnOffsetCommit request; respond is called
 // exactly once, after the write is durable or failed.
 func (c *Coordinator) TxnOffsetCommit(now time.Duration, req *kmsg.TxnOffsetCommitRequest, respond func(*kmsg.TxnOffsetCommitResponse)) {
-	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	for _, rt := range req.Topics {
-		st := kmsg.NewTxnOffsetCommitResponseTopic()
-		st.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			sp.Partition = rp.Partition
-			st.Partitions = append(st.Partitions, sp)
-		}
-		resp.Topics = append(resp.Topics, st)
-	}
-	setAll := func(code int16) {
-		for ti := range resp.Topics {
-			for pi := range resp.Topics[ti].Partitions {
-				if sp := &resp.Topics[ti].Partitions[pi]; sp.ErrorCode == 0 {
-					sp.ErrorCode = code
-				}
-			}
-		}
-	}
+	topics := commitTopics(req.Topics)
+	resp := commitAnswer(6, topics)
+	answer := func() { respond(txnAnswer(req, resp)) }
 	if c.env.TxnLog == nil {
-		setAll(kerr.CoordinatorNotAvailable.Code)
-		respond(resp)
+		setUnsetCodes(resp, kerr.CoordinatorNotAvailable.Code)
+		answer()
 		return
 	}
 	g, err := c.txnCommitGroup(now, req)
 	if err != nil {
-		setAll(err.Code)
-		respond(resp)
+		setUnsetCodes(resp, err.Code)
+		answer()
 		return
 	}
-	var recs []Record
-	var tps []topicPartition
-	var vals []committed
-	wall := c.wallMillis()
-	for ti, rt := range req.Topics {
-		for pi, rp := range rt.Partitions {
-			ocp := kmsg.OffsetCommitRequestTopicPartition{Partition: rp.Partition, Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, Metadata: rp.Metadata}
-			v, e := c.commitValue(rt.Topic, ocp, 6, wall)
-			if e != nil {
-				resp.Topics[ti].Partitions[pi].ErrorCode = e.Code
-				continue
-			}
-			tp := topicPartition{rt.Topic, rp.Partition}
-			recs = append(recs, Record{Key: offsetKey(g.name, tp), Value: offsetValue(v)})
-			tps, vals = append(tps, tp), append(vals, v)
-		}
-	}
+	recs, tps, vals := c.offsetRecords(g, topics, 6, resp)
 	if len(recs) == 0 {
-		respond(resp)
+		answer()
 		return
 	}
 	pid := req.ProducerID
@@ -97,15 +64,52 @@ func (c *Coordinator) TxnOffsetCommit(now time.Duration, req *kmsg.TxnOffsetComm
 			if code == kerr.InvalidProducerEpoch.Code {
 				code = kerr.ProducerFenced.Code
 			}
-			setAll(code)
-			respond(resp)
+			setUnsetCodes(resp, code)
+			answer()
 			return
 		}
 		for i, tp := range tps {
 			c.holdTxnOffset(pid, g.name, tp, vals[i])
 		}
-		respond(resp)
+		answer()
 	})
+}
+
+// commitTopics are a TxnOffsetCommit's topics as OffsetCommit (v6) would
+// carry them, so that both are checked and written by the same code.
+func commitTopics(topics []kmsg.TxnOffsetCommitRequestTopic) []kmsg.OffsetCommitRequestTopic {
+	out := make([]kmsg.OffsetCommitRequestTopic, len(topics))
+	for i, rt := range topics {
+		out[i].Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			out[i].Partitions = append(out[i].Partitions, kmsg.OffsetCommitRequestTopicPartition{
+				Partition: rp.Partition, Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, Metadata: rp.Metadata})
+		}
+	}
+	return out
+}
+
+// txnAnswer is the TxnOffsetCommit answer holding the codes of resp
+// (commitAnswer's shape).
+func txnAnswer(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.OffsetCommitResponse) *kmsg.TxnOffsetCommitResponse {
+	return TxnOffsetCommitAnswer(req, func(ti, pi int) int16 { return resp.Topics[ti].Partitions[pi].ErrorCode })
+}
+
+// TxnOffsetCommitAnswer is the answer to req with code(ti, pi) for the
+// pi-th partition of its ti-th topic.
+func TxnOffsetCommitAnswer(req *kmsg.TxnOffsetCommitRequest, code func(ti, pi int) int16) *kmsg.TxnOffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	for ti, rt := range req.Topics {
+		st := kmsg.NewTxnOffsetCommitResponseTopic()
+		st.Topic = rt.Topic
+		for pi, rp := range rt.Partitions {
+			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code(ti, pi)
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }
 
 // txnCommitGroup checks the committer as OffsetCommit would (v3+), and

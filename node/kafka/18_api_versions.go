@@ -14,8 +14,12 @@ package kafka
 //   - The response header is v0 whatever the version: never a tag byte
 //     (the writer knows; clients parse the header before knowing whether
 //     the response is flexible).
-//   - No features are advertised: in particular not transaction.version
-//     >= 2, which would switch clients to the KIP-890 transaction flow.
+//   - v3+ advertises one feature, transaction.version, supported 0-2 and
+//     finalized at 2 (epoch 1, as a cluster whose brokers all serve it):
+//     clients that know KIP-890 part 2 (franz-go 1.18+, the Java client
+//     4.0+) then use its flow (Produce v12 and TxnOffsetCommit v5 add
+//     implicitly, EndTxn v5 bumps the epoch; docs/transactions.md).
+//     Clients that do not keep the classic flow, which is still served.
 //
 // Version notes: v1 adds ThrottleMillis; v3 is flexible and adds the
 // client software fields and features; v4 lets SupportedFeatures' minimum
@@ -46,7 +50,31 @@ func answerApiVersions(req request, t *versionTable) (resp *kmsg.ApiVersionsResp
 		name, version = r.ClientSoftwareName, r.ClientSoftwareVersion
 	}
 	resp.ApiKeys = t.apiKeys
+	if r.Version >= 3 {
+		addTxnVersionFeature(resp)
+	}
 	return resp, name, version
+}
+
+// The transaction.version feature (KIP-890 part 2) and the level Floe
+// finalizes it at.
+const (
+	txnVersionFeature   = "transaction.version"
+	txnVersionFinalized = 2
+)
+
+// addTxnVersionFeature advertises transaction.version, finalized at 2.
+func addTxnVersionFeature(resp *kmsg.ApiVersionsResponse) {
+	sf := kmsg.NewApiVersionsResponseSupportedFeature()
+	sf.Name, sf.MinVersion, sf.MaxVersion = txnVersionFeature, 0, txnVersionFinalized
+	if resp.Version < 4 {
+		sf.MinVersion = 1 // v3 does not allow a minimum of 0
+	}
+	ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+	ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = txnVersionFeature, txnVersionFinalized, txnVersionFinalized
+	resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{sf}
+	resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{ff}
+	resp.FinalizedFeaturesEpoch = 1
 }
 
 // validSoftwareField reports whether s matches

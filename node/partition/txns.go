@@ -303,12 +303,14 @@ func (p *Partition) CleanView() *logstore.TxnView {
 // (committed entries only).
 func (p *Partition) OpenTxns() int { return p.txns.OpenCount() }
 
-// PendingOpen reports, on the leader, whether producer pid has a
-// transaction open here counting entries not yet committed.
-func (p *Partition) PendingOpen(pid int64) bool {
+// PendingOpenAt reports, on the leader, whether producer pid has a
+// transaction open here at epoch, counting entries not yet committed (a
+// transaction of an older epoch whose marker has not landed is not the
+// batch's: KIP-890 part 2 bumps the epoch at every end).
+func (p *Partition) PendingOpenAt(pid int64, epoch int16) bool {
 	if p.pendTxns == nil {
 		return false
 	}
-	_, ok := p.pendTxns.Open(pid)
-	return ok
+	o, ok := p.pendTxns.Open(pid)
+	return ok && o.Epoch == epoch
 }

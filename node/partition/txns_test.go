@@ -140,8 +140,8 @@ func TestTxnStateSurvivesRestartAndFailover(t *testing.T) {
 	// The new leader's pending view knows the open transaction.
 	_, err = r.produce(7, 0, 2, 1)
 	expectErr(t, err, kerr.InvalidTxnState)
-	if !r.p.PendingOpen(7) || r.p.PendingOpen(8) {
-		t.Fatalf("pending open: 7 %v 8 %v", r.p.PendingOpen(7), r.p.PendingOpen(8))
+	if !r.p.PendingOpenAt(7, 0) || r.p.PendingOpenAt(7, 1) || r.p.PendingOpenAt(8, 0) {
+		t.Fatalf("pending open: 7 at 0 %v, 7 at 1 %v, 8 %v", r.p.PendingOpenAt(7, 0), r.p.PendingOpenAt(7, 1), r.p.PendingOpenAt(8, 0))
 	}
 }
 

@@ -333,6 +333,74 @@ func (c *Coordinator) EndTxn(id string, pid int64, epoch int16, commit bool, now
 	}
 }
 
+// EndTxnV2 is EndTxn for a client of transaction version 2 (KIP-890 part
+// 2, EndTxn v5+): every decision bumps the producer epoch, written with
+// the decision, so the markers carry the new epoch and fence whatever the
+// client still had in flight at the old one (a late produce, which would
+// otherwise join the next transaction at the same epoch; a late EndTxn,
+// which would end it). done gets the producer id and epoch the client
+// uses next. A retry at the previous epoch of an end that completed
+// succeeds with the current epoch; an abort with nothing open (Kafka's
+// empty abort) bumps the epoch too. When the epoch is exhausted it is not
+// bumped (docs/transactions.md, Not done).
+func (c *Coordinator) EndTxnV2(id string, pid int64, epoch int16, commit bool, now time.Duration, done func(pid int64, epoch int16, err *kerr.Error)) {
+	m := c.txns[id]
+	answer := func(err *kerr.Error) {
+		if err != nil {
+			done(-1, -1, err)
+			return
+		}
+		done(m.pid, m.epoch, nil)
+	}
+	switch {
+	case c.closed:
+		answer(kerr.NotCoordinator)
+		return
+	case m == nil || m.pid != pid:
+		answer(kerr.InvalidProducerIDMapping)
+		return
+	case m.busy:
+		answer(kerr.ConcurrentTransactions)
+		return
+	case epoch == m.epoch-1:
+		answer(retriedEnd(m.state, commit))
+		return
+	case epoch != m.epoch:
+		answer(kerr.ProducerFenced)
+		return
+	}
+	bump := m.epoch < math.MaxInt16-1 && !plant.Enabled(plant.TxnEndNoBump)
+	switch {
+	case m.state == Ongoing && commit:
+		c.prepare(m, PrepareCommit, bump, answer)
+	case m.state == Ongoing:
+		c.stats.AbortsByEnd++
+		c.prepare(m, PrepareAbort, bump, answer)
+	case !commit && (m.state == Empty || m.state == CompleteCommit || m.state == CompleteAbort) && bump:
+		c.bump(m, m.pid, m.epoch+1, m.timeoutMs, func(_ int64, _ int16, err *kerr.Error) { answer(err) })
+	case !commit && (m.state == Empty || m.state == CompleteCommit || m.state == CompleteAbort):
+		answer(nil)
+	case m.state == PrepareCommit, m.state == PrepareAbort:
+		answer(kerr.ConcurrentTransactions)
+	default:
+		answer(kerr.InvalidTxnState)
+	}
+}
+
+// retriedEnd answers an EndTxn v5 at the epoch before m's: the retry of an
+// end that bumped it (the client never saw the answer). The same decision
+// succeeds once complete (the client is told the current epoch); anything
+// else is a fenced producer.
+func retriedEnd(st State, commit bool) *kerr.Error {
+	switch {
+	case st == CompleteCommit && commit, st == CompleteAbort && !commit:
+		return nil
+	case st == PrepareCommit && commit, st == PrepareAbort && !commit:
+		return kerr.ConcurrentTransactions
+	}
+	return kerr.ProducerFenced
+}
+
 // abort decides to abort m's open transaction; bumpEpoch fences its
 // producer (a timeout or another InitProducerId), unless the epoch is
 // exhausted, in which case the next InitProducerId hands out a new id.

@@ -39,8 +39,11 @@
 // Env.ProducerIDs, and no map order reaches an output. Every method must be
 // called on the owner's single thread.
 //
-// Not done: the transaction version 2 flow of KIP-890 part 2 (epoch bump per
-// transaction, implicit adds), transactional id expiry
+// Transaction version 2 (KIP-890 part 2): EndTxnV2 bumps the epoch with
+// every decision; the implicit adds are AddPartitions called by partition
+// leaders (node/txn_verify.go).
+//
+// Not done: transactional id expiry
 // (transactional.id.expiration.ms) and the Dead state, KIP-360 recovery of
 // a producer whose answer to a bump was lost (it is fenced instead).
 package txn

@@ -248,9 +248,27 @@ var mutations = []mutation{
 	},
 	{
 		Name: "txn-verify-skipped", File: "node/txn_verify.go",
-		Original:    "if p.PendingOpen(pid) {",
-		Replacement: "if p.PendingOpen(pid) || pid >= 0 {",
+		Original:    "if p.PendingOpenAt(pid, epoch) {",
+		Replacement: "if p.PendingOpenAt(pid, epoch) || pid >= 0 {",
 		Why:         "KIP-890 part 1: the first transactional batch of a producer is appended without asking the coordinator, so a write to a partition never added opens a transaction no marker closes",
+	},
+	{
+		Name: "txn-end-v2-no-bump", File: "node/txn/coordinator.go",
+		Original:    "bump := m.epoch < math.MaxInt16-1 && !plant.Enabled(plant.TxnEndNoBump)",
+		Replacement: "bump := false",
+		Why:         "KIP-890 part 2: EndTxn v5 decides without bumping the epoch, so a late write of the ended transaction joins the next one",
+	},
+	{
+		Name: "txn-v2-retry-any-state", File: "node/txn/coordinator.go",
+		Original:    "return kerr.ProducerFenced",
+		Replacement: "return nil",
+		Why:         "KIP-890 part 2: an EndTxn at the previous epoch is told success whatever happened, so a late EndTxn of the ended transaction is acknowledged as a decision it did not get",
+	},
+	{
+		Name: "txn-v2-joins-old-epoch", File: "node/partition/txns.go",
+		Original:    "return ok && o.Epoch == epoch",
+		Replacement: "return ok && o.Epoch <= epoch",
+		Why:         "KIP-890 part 2: a batch of the next epoch joins the previous transaction still open on the partition (its marker not yet landed), and that transaction's marker decides it",
 	},
 	{
 		Name: "txn-timeout-no-fence", File: "node/txn/coordinator.go",

@@ -9,6 +9,13 @@ package itest
 // result exactly once, in input order per key; read read_uncommitted it
 // must hold more (the aborted copies), which shows the aborts happened and
 // that read_committed filtering is what hides them.
+//
+// Floe finalizes transaction.version 2, so franz-go (1.18+) runs the
+// KIP-890 part 2 flow: no AddPartitionsToTxn or AddOffsetsToTxn (Produce
+// v12 and TxnOffsetCommit v5 add implicitly), and every EndTxn (v5) bumps
+// the producer epoch, which the test checks with DescribeTransactions. The
+// same pipeline with the client capped at Kafka 3.9's versions runs the
+// classic flow (the epoch stays).
 
 import (
 	"context"
@@ -19,7 +26,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 const (
@@ -33,11 +42,55 @@ func TestTxnGroupTransactSession(t *testing.T) {
 	makeTopic(t, b.KafkaAddr, "txn-out", 3, nil)
 	produceInputs(t, b.KafkaAddr, "txn-in")
 
-	runTransform(t, b.KafkaAddr, "txn-in", "txn-out", "etl", "etl-1", txnInputs)
+	rounds := runTransform(t, b.KafkaAddr, "txn-in", "txn-out", "etl", "etl-1", txnInputs)
+	// Every end bumped the epoch (transaction version 2): at least one
+	// per transaction.
+	if epoch := txnEpoch(t, b.KafkaAddr, "etl-1"); int(epoch) < rounds {
+		t.Fatalf("producer epoch %d after %d transactions: the client did not use transaction version 2", epoch, rounds)
+	}
+	checkPipeline(t, b.KafkaAddr)
+}
 
-	committed := consumeAll(t, b.KafkaAddr, "txn-out", kgo.ReadCommitted(), txnInputs)
+// TestTxnGroupTransactSessionV1: the same pipeline with franz-go capped at
+// Kafka 3.9's API versions (EndTxn 4, Produce 11), so it uses the classic
+// flow (AddPartitionsToTxn, AddOffsetsToTxn, one epoch for every
+// transaction): clients that do not know transaction version 2 keep
+// working.
+func TestTxnGroupTransactSessionV1(t *testing.T) {
+	b := start(t)
+	makeTopic(t, b.KafkaAddr, "txn-in", 3, nil)
+	makeTopic(t, b.KafkaAddr, "txn-out", 3, nil)
+	produceInputs(t, b.KafkaAddr, "txn-in")
+
+	runTransform(t, b.KafkaAddr, "txn-in", "txn-out", "etl", "etl-1", txnInputs, kgo.MaxVersions(kversion.V3_9_0()))
+	if epoch := txnEpoch(t, b.KafkaAddr, "etl-1"); epoch != 0 {
+		t.Fatalf("producer epoch %d: the capped client's ends bumped it (transaction version 2)", epoch)
+	}
+	checkPipeline(t, b.KafkaAddr)
+}
+
+// txnEpoch returns the producer epoch the coordinator holds for txnID.
+func txnEpoch(t *testing.T, addr, txnID string) int16 {
+	t.Helper()
+	adm := kadm.NewClient(kgoClient(t, addr))
+	ds, err := adm.DescribeTransactions(ctxFor(t, opWaitMax), txnID)
+	if err != nil {
+		t.Fatalf("describe transactions: %v", err)
+	}
+	d, ok := ds[txnID]
+	if !ok || d.Err != nil {
+		t.Fatalf("describe %s: %+v", txnID, d)
+	}
+	return d.ProducerEpoch
+}
+
+// checkPipeline checks the output of runTransform: each input exactly
+// once read_committed, more read_uncommitted.
+func checkPipeline(t *testing.T, addr string) {
+	t.Helper()
+	committed := consumeAll(t, addr, "txn-out", kgo.ReadCommitted(), txnInputs)
 	checkExactlyOnce(t, committed)
-	uncommitted := consumeAll(t, b.KafkaAddr, "txn-out", kgo.ReadUncommitted(), txnInputs)
+	uncommitted := consumeAll(t, addr, "txn-out", kgo.ReadUncommitted(), txnInputs)
 	if len(uncommitted) <= len(committed) {
 		t.Fatalf("read_uncommitted saw %d records, read_committed %d: no aborted transaction reached the log", len(uncommitted), len(committed))
 	}
@@ -59,16 +112,17 @@ func produceInputs(t *testing.T, addr, topic string) {
 
 // runTransform copies want input records to out in transactions until the
 // committed offsets of group cover them, aborting every third transaction.
-func runTransform(t *testing.T, addr, in, out, group, txnID string, want int) {
+// It returns how many transactions it ran.
+func runTransform(t *testing.T, addr, in, out, group, txnID string, want int, opts ...kgo.Opt) int {
 	t.Helper()
-	s, err := kgo.NewGroupTransactSession(
-		kgo.SeedBrokers(addr), kgo.MetadataMinAge(50*time.Millisecond),
-		kgo.TransactionalID(txnID), kgo.TransactionTimeout(10*time.Second),
+	s, err := kgo.NewGroupTransactSession(append([]kgo.Opt{
+		kgo.SeedBrokers(addr), kgo.MetadataMinAge(50 * time.Millisecond),
+		kgo.TransactionalID(txnID), kgo.TransactionTimeout(10 * time.Second),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(in),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DefaultProduceTopic(out),
-	)
+	}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +171,7 @@ func runTransform(t *testing.T, addr, in, out, group, txnID string, want int) {
 	if round < 3 {
 		t.Fatalf("only %d transactions: no abort was exercised", round)
 	}
+	return round
 }
 
 // fatalFetchErr returns the first fetch error that is not the poll's own
