@@ -251,7 +251,7 @@ func (r *Reactor) loadShareShard(cp *controller.Partition, p *partition.Partitio
 		return nil, kerr.CoordinatorLoadInProgress
 	}
 	for k, s := range states { //floe:unordered each key is restored on its own
-		if sp, err := share.Restore(r.groupShareConfig(k.Group).partition(), s); err == nil {
+		if sp, err := share.Restore(r.groupShareConfig(k.Group).partition(), s, r.monoNow()); err == nil {
 			sp.SetRand(r.env.Rand)
 			sh.parts[k] = sp
 		}
@@ -345,7 +345,7 @@ func (r *Reactor) writeShareStates(sh *shareShard, keys []share.Key, done func(e
 	}
 	recs := make([]group.Record, 0, len(keys))
 	for _, k := range keys {
-		recs = append(recs, group.Record{Key: share.EncodeKey(k), Value: share.EncodeState(sh.parts[k].State())})
+		recs = append(recs, group.Record{Key: share.EncodeKey(k), Value: share.EncodeState(sh.parts[k].State(r.monoNow()))})
 	}
 	log := &offsetsLog{r: r, group: sh.raftGroup, term: sh.term}
 	if plant.Enabled(plant.ShareAckBeforeDurable) {
