@@ -68,6 +68,22 @@ type ShareConfig struct {
 	// DeadLetterTopic is errors.deadletterqueue.topic.name (share_dlq.go);
 	// empty: rejected and over-limit records are archived, not copied.
 	DeadLetterTopic string
+	// DeadLetterPrefix is errors.deadletterqueue.topic.name.prefix
+	// (KIP-1191; share_dlq_check.go): the prefix every dead-letter topic's
+	// name must have; nil: "dlq."; empty: no rule.
+	DeadLetterPrefix *string
+	// DeadLetterNoAutoCreate is errors.deadletterqueue.auto.create.topics.enable
+	// false: a missing dead-letter topic is not created (Floe creates it by
+	// default, as issue 18 asks; Kafka's default is false).
+	DeadLetterNoAutoCreate bool
+}
+
+// deadLetterPrefix is the effective errors.deadletterqueue.topic.name.prefix.
+func (c ShareConfig) deadLetterPrefix() string {
+	if c.DeadLetterPrefix == nil {
+		return dlqDefaultPrefix
+	}
+	return *c.DeadLetterPrefix
 }
 
 func (c ShareConfig) withDefaults() ShareConfig {
