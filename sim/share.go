@@ -121,10 +121,15 @@ type shareWork struct {
 	values [shareParts]map[int64]string
 	// slow draws the consumers' slow acknowledgements (its own generator).
 	slow *rand.Rand
-	// backoff is the group's redelivery backoff (share_backoff.go).
-	backoff shareBackoff
-	stats   struct {
-		fetched, accepted, released, rejected, redelivered, crashes, slow, slowRefused, backoffChecked int
+	// backoff is the group's redelivery backoff (share_backoff.go);
+	// releasedNow, movedAt and move (its own generator) drive the
+	// coordinator moves of backoff seeds.
+	backoff     shareBackoff
+	releasedNow bool
+	movedAt     time.Duration
+	move        *rand.Rand
+	stats       struct {
+		fetched, accepted, released, rejected, redelivered, crashes, slow, slowRefused, backoffChecked, moves int
 	}
 }
 
@@ -151,7 +156,8 @@ func (r *run) startShare() {
 	}
 	w := &shareWork{r: r, rng: rand.New(rand.NewSource(r.o.Seed ^ 0x5a4e)), leaders: map[int32]netx.NodeID{},
 		final: map[int32]int64{}, limit: r.o.Share.DeliveryLimit, dlq: shareDLQOn(r.o.Seed),
-		slow: rand.New(rand.NewSource(r.o.Seed ^ 0x510e)), backoff: chooseShareBackoff(r.o.Seed)}
+		slow: rand.New(rand.NewSource(r.o.Seed ^ 0x510e)), backoff: chooseShareBackoff(r.o.Seed),
+		move: rand.New(rand.NewSource(r.o.Seed ^ 0x30fe))}
 	r.share = w
 	begin := func() {
 		w.ready = true
@@ -462,6 +468,7 @@ func (c *shareConsumer) fetch() {
 			}
 		}
 		c.ackedParts(sent, codes, sentAt)
+		w.maybeMoveCoordinator(c.coord)
 		c.idle(got)
 	})
 }
@@ -526,6 +533,7 @@ func (c *shareConsumer) acknowledge() {
 			}
 		}
 		c.ackedParts(sent, codes, sentAt)
+		c.w.maybeMoveCoordinator(c.coord)
 		c.then(r.think())
 	})
 }
@@ -726,8 +734,8 @@ func (r *run) finishShare() {
 		w.checkDLQ()
 	}
 	s := w.stats
-	r.note(fmt.Sprintf("share: %d handed out (%d redelivered), %d accepted, %d released, %d rejected, %d consumer crashes, %d slow acks (%d refused); final %v; dead-letter topic %v; backoff %+v (%d redeliveries after a release checked)",
-		s.fetched, s.redelivered, s.accepted, s.released, s.rejected, s.crashes, s.slow, s.slowRefused, w.final, w.dlq, w.backoff, s.backoffChecked))
+	r.note(fmt.Sprintf("share: %d handed out (%d redelivered), %d accepted, %d released, %d rejected, %d consumer crashes, %d slow acks (%d refused); final %v; dead-letter topic %v; backoff %+v (%d redeliveries after a release checked, %d coordinator moves)",
+		s.fetched, s.redelivered, s.accepted, s.released, s.rejected, s.crashes, s.slow, s.slowRefused, w.final, w.dlq, w.backoff, s.backoffChecked, s.moves))
 	if s.accepted > 0 {
 		r.cover("share record accepted")
 	}

@@ -21,6 +21,13 @@ package sim
 // Only releases are checked: a record whose lock lapsed starts backing
 // off without a write of its own, so a failover before the next write
 // may legitimately make it due at once (docs/patterns.md).
+//
+// So that a failover often falls inside a backoff, the workload itself
+// moves the coordinator now and then in backoff seeds: after a release is
+// answered, with probability shareMoveP (at most once per shareMoveGap,
+// before the heal), the coordinator hands off every leadership it holds,
+// as the nemesis's transfer fault does, and the broker that takes over
+// loads the share state from the log.
 
 import (
 	"fmt"
@@ -28,9 +35,15 @@ import (
 	"math/rand"
 	"strconv"
 	"time"
+
+	"github.com/floe-broker/floe/netx"
 )
 
-const shareBackoffSeedShare = 0.6
+const (
+	shareBackoffSeedShare = 0.6
+	shareMoveP            = 0.3
+	shareMoveGap          = time.Second
+)
 
 // shareBackoff is a seed's retry policy (zero Initial: none).
 type shareBackoff struct {
@@ -103,6 +116,7 @@ func (w *shareWork) noteRelease(sr *shareRec, count int16, sentAt time.Duration)
 	if count > sr.releasedCount || (count == sr.releasedCount && sentAt > sr.releasedAt) {
 		sr.releasedCount, sr.releasedAt = count, sentAt
 	}
+	w.releasedNow = true
 }
 
 // checkBackoff checks a redelivery with count, received now, against the
@@ -119,4 +133,26 @@ func (w *shareWork) checkBackoff(sr *shareRec, where string, count int16, now ti
 		return
 	}
 	w.r.cover("share redelivery after its backoff")
+}
+
+// maybeMoveCoordinator, after a release to coordinator co was answered,
+// may make co hand off its leaderships (see above).
+func (w *shareWork) maybeMoveCoordinator(co netx.NodeID) {
+	r := w.r
+	if w.backoff.Initial <= 0 || !w.releasedNow || r.stopping || co == 0 || r.now()-w.movedAt < shareMoveGap {
+		w.releasedNow = false
+		return
+	}
+	w.releasedNow = false
+	if w.move.Float64() >= shareMoveP {
+		return
+	}
+	w.movedAt = r.now()
+	w.stats.moves++
+	r.w.Tracef("share: coordinator n%d hands off its leaderships after a release", co)
+	r.w.Call(co, 0, "admin transfer-leaderships", func(inst Instance) {
+		if b, ok := inst.(*Broker); ok {
+			b.R.TransferLeaderships()
+		}
+	}, nil)
 }
