@@ -105,7 +105,7 @@ func Restore(cfg Config, s State, now time.Duration) (*Partition, error) {
 				// Acquired is never stored; an old image's in-flight record
 				// is due at once, as a lock lost with its coordinator is
 				// not the consumer's failure.
-				r.state, r.notBefore = Available, now+time.Duration(max(b.WaitMs, 0))*time.Millisecond
+				r.state, r.notBefore = Available, now+time.Duration(min(max(b.WaitMs, 0), maxWaitMs))*time.Millisecond
 				if r.count >= cfg.DeliveryLimit {
 					p.finish(r, ReasonDeliveryLimit)
 				}
@@ -117,6 +117,12 @@ func Restore(cfg Config, s State, now time.Duration) (*Partition, error) {
 	p.advance()
 	return p, nil
 }
+
+// maxWaitMs bounds a stored backoff remainder on restore: twice the
+// longest backoff a group may configure (floe.share.retry.backoff.max.ms,
+// a day, with full jitter), so a damaged image cannot hold a record back
+// for ever.
+const maxWaitMs = 2 * 86400000
 
 // KeyVersion leads every share-state record key. Floe stores share state
 // next to the group's other records (node/shares.go); Kafka's own key

@@ -287,7 +287,7 @@ var mutations = []mutation{
 	// sim/share_backoff.go (backoff-early).
 	{
 		Name: "share-backoff-restore-due-now", File: "node/share/state.go",
-		Original:    "r.state, r.notBefore = Available, now+time.Duration(max(b.WaitMs, 0))*time.Millisecond",
+		Original:    "r.state, r.notBefore = Available, now+time.Duration(min(max(b.WaitMs, 0), maxWaitMs))*time.Millisecond",
 		Replacement: "r.state, r.notBefore = Available, now",
 		Why:         "share retry backoff: a coordinator that takes over drops the persisted rest of a record's delay and redelivers it at once",
 	},
