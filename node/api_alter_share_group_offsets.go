@@ -63,7 +63,7 @@ func serveAlterShareGroupOffsets(r *Reactor, c Client, kreq kmsg.Request, respon
 			default:
 				k := share.Key{Group: req.GroupID, Topic: rt.Topic, Partition: rp.Partition}
 				sh.parts[k] = share.New(cfg, rp.StartOffset)
-				recs = append(recs, group.Record{Key: share.EncodeKey(k), Value: share.EncodeState(sh.parts[k].State())})
+				recs = append(recs, group.Record{Key: share.EncodeKey(k), Value: share.EncodeState(sh.parts[k].State(r.monoNow()))})
 			}
 			t.Partitions = append(t.Partitions, p)
 		}

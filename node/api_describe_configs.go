@@ -51,6 +51,7 @@ var topicConfigMetas = map[string]topicConfigMeta{
 	"compression.type":                    {"compression.type", kmsg.ConfigTypeString, "Only producer: batches are stored as the producer compressed them."},
 	"delete.retention.ms":                 {"log.cleaner.delete.retention.ms", kmsg.ConfigTypeLong, "How long compaction keeps a tombstone."},
 	"max.message.bytes":                   {"message.max.bytes", kmsg.ConfigTypeInt, "The largest record batch a produce may carry."},
+	dlqEnableConfig:                       {dlqEnableConfig, kmsg.ConfigTypeBoolean, "KIP-1191: true lets share groups name this topic as their dead-letter topic (errors.deadletterqueue.topic.name)."},
 	"message.timestamp.type":              {"log.message.timestamp.type", kmsg.ConfigTypeString, "CreateTime keeps the producer's timestamps; LogAppendTime stamps the leader's clock."},
 	"min.insync.replicas":                 {"min.insync.replicas", kmsg.ConfigTypeInt, "Replicas the leader must have heard from recently for an acks=all produce."},
 	"producer.id.expiration.ms":           {"producer.id.expiration.ms", kmsg.ConfigTypeInt, "How long a producer id's idempotence state outlives its last batch, on the partition's log time (the largest batch timestamp written). In Kafka a broker config only; Floe also takes it per topic."},
@@ -244,6 +245,8 @@ func (r *Reactor) staticBrokerConfigs() []staticBrokerConfig {
 		{"num.partitions", fmt.Sprint(r.cfg.DefaultPartitions), kmsg.ConfigTypeInt, "Partitions of a topic created without a count."},
 		{"default.replication.factor", fmt.Sprint(r.defaultReplication()), kmsg.ConfigTypeShort, "Replication factor of a topic created without one (unset: min(3, brokers))."},
 		{"offsets.topic.num.partitions", fmt.Sprint(r.cfg.OffsetsTopicPartitions), kmsg.ConfigTypeInt, "Partitions of __consumer_offsets."},
+		{dlqPrefixConfig, r.cfg.Shares.deadLetterPrefix(), kmsg.ConfigTypeString, "KIP-1191: the prefix a share group's dead-letter topic name must have (empty: any)."},
+		{dlqAutoCreateConfig, strconv.FormatBool(!r.cfg.Shares.DeadLetterNoAutoCreate), kmsg.ConfigTypeBoolean, "KIP-1191: whether a missing dead-letter topic is created (Floe's default true)."},
 	}
 	if r.cfg.Rack != "" {
 		out = append(out, staticBrokerConfig{"broker.rack", r.cfg.Rack, kmsg.ConfigTypeString, "This broker's rack, which placement spreads replicas across."})

@@ -46,6 +46,9 @@ func (r *Reactor) planIncrementalResource(rr kmsg.IncrementalAlterConfigsRequest
 		if err == nil && cmd != nil {
 			err = r.checkConsumerGroupConfigs(cmd) // consumer_group_configs.go
 		}
+		if err == nil && cmd != nil {
+			err = r.checkGroupDeadLetterTopic(cmd) // share_dlq_check.go
+		}
 		return configCommand(cmd, err)
 	}
 	return configCommand(r.planIncrementalConfigs(rr))

@@ -32,6 +32,9 @@ var topicConfigDefs = []topicConfigDef{
 	{"retention.ms", "604800000", validLong(-1), true},
 	{"segment.bytes", "1073741824", validLong(14), true},
 	{"segment.ms", "604800000", validLong(1), true},
+	// KIP-1191: whether share groups may use the topic as their
+	// dead-letter topic (share_dlq_check.go).
+	{dlqEnableConfig, "false", validBool, true},
 	// Accepted and stored, not acted on.
 	{"file.delete.delay.ms", "60000", validLong(0), false},
 	{"flush.messages", "9223372036854775807", validLong(1), false},

@@ -17,8 +17,10 @@ package node
 // And Floe's retry policy (beyond Kafka; node/share's Backoff): a record
 // released, or whose lock expired, is redelivered only after a backoff,
 // fixed (multiplier 1) or exponential, with jitter drawn from the node's
-// seeded generator. The delay is not persisted: after a failover released
-// records are due at once.
+// seeded generator. What is left of a record's delay is persisted with
+// the share-partition's state, so a coordinator failover does not cut it
+// short (node/share's Restore: it runs again from the restore, never
+// shorter whatever the brokers' clocks say).
 //
 //	floe.share.retry.backoff.ms          0 (none) to 3600000
 //	floe.share.retry.backoff.max.ms      0 (no cap) to 86400000

@@ -40,8 +40,10 @@ package node
 // the delivery count, the reason (rejected or delivery-limit) and the
 // time it was dead-lettered (ms); its timestamp is that time.
 //
-// Failures: the dead-letter topic is created with the broker's defaults
-// when missing (autoCreate); until it exists, or while its leader does
+// Failures: the dead-letter topic must pass KIP-1191's rules
+// (share_dlq_check.go: opted in, named with the prefix); until it does,
+// copies wait. It is created when missing, opted in, with the broker's
+// other defaults (unless auto-creation is off); until it exists, or while its leader does
 // not answer, copies wait (retried every dlqResend) and the records hold
 // the share-partition's start offset. A copy the dead-letter partition
 // refuses for good (larger than its max.message.bytes) is archived
@@ -109,6 +111,9 @@ type dlqState struct {
 	seq     uint64                      // copy ids
 	waiting map[uint64]func(code int16) // by copy id: the sender's handler of the answer
 	copies  map[*shareShard]map[share.Key]*dlqCopy
+	// blocked: why a group's dead letters wait for a topic that fails
+	// KIP-1191's rules (share_dlq_check.go), as last logged.
+	blocked map[string]string
 }
 
 // pumpDeadLetters starts the next copy of every share-partition of sh
@@ -189,9 +194,12 @@ func (r *Reactor) startDeadLetter(sh *shareShard, k share.Key, cfg ShareConfig) 
 	if !ok {
 		return
 	}
+	if r.deadLetterBlocked(k.Group, cfg.DeadLetterTopic) {
+		return // the records wait: never archived uncopied
+	}
 	t := r.ctl.state.Topics[cfg.DeadLetterTopic]
 	if t == nil || len(t.Partitions) == 0 {
-		r.autoCreate(cfg.DeadLetterTopic)
+		r.autoCreateWith(cfg.DeadLetterTopic, deadLetterTopicConfigs())
 		return
 	}
 	copies := r.dlqCopies(sh)

@@ -136,7 +136,7 @@ func TestShareDeadLetterRejectAndLimit(t *testing.T) {
 			t.Fatalf("dead-letter topic %q: %v", bad, kerr.ErrorForCode(res.ErrorCode))
 		}
 	}
-	if res := alterGroupConfigs(c, "sg", dlqTopicConfig, "q.dlq", "share.delivery.count.limit", "2"); res.ErrorCode != 0 {
+	if res := alterGroupConfigs(c, "sg", dlqTopicConfig, "dlq.q", "share.delivery.count.limit", "2"); res.ErrorCode != 0 {
 		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
 	}
 	for _, v := range []string{"a", "b", "c"} {
@@ -160,9 +160,9 @@ func TestShareDeadLetterRejectAndLimit(t *testing.T) {
 	if ack.ErrorCode != 0 || ack.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("second ack: %+v", ack)
 	}
-	got := waitDLQ(t, c, "q.dlq", 2)
+	got := waitDLQ(t, c, "dlq.q", 2)
 	c.runFor(2 * time.Second) // room for a wrong extra copy
-	got, _ = fetchRecordsAll(t, c, leaderOf(c, "q.dlq", 0), "q.dlq", 0)
+	got, _ = fetchRecordsAll(t, c, leaderOf(c, "dlq.q", 0), "dlq.q", 0)
 	if len(got) != 2 {
 		t.Fatalf("dead-letter topic holds %d records, want 2", len(got))
 	}
@@ -203,14 +203,14 @@ func TestShareDeadLetterAcrossFailover(t *testing.T) {
 	c := newClusterWith(t, 3, 42, earliestShares)
 	c.waitReady()
 	createTopic(t, c, 1, "q", 1, 3, nil)
-	createTopic(t, c, 1, "q.dlq", 1, 3, nil)
+	createTopic(t, c, 1, "dlq.q", 1, 3, map[string]string{dlqEnableConfig: "true"})
 	waitLeaders(t, c, "q", 1)
-	waitLeaders(t, c, "q.dlq", 1)
+	waitLeaders(t, c, "dlq.q", 1)
 	findCoordinator(t, c, 1, "g")
 	c.runFor(10 * time.Second)
 	lead := leaderOf(c, "q", 0)
 	g := groupLedBy(t, c, lead)
-	if res := alterGroupConfigs(c, g, dlqTopicConfig, "q.dlq"); res.ErrorCode != 0 {
+	if res := alterGroupConfigs(c, g, dlqTopicConfig, "dlq.q"); res.ErrorCode != 0 {
 		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
 	}
 	for _, v := range []string{"a", "b"} {
@@ -228,15 +228,15 @@ func TestShareDeadLetterAcrossFailover(t *testing.T) {
 	if a := c.request(lead, shareAckOf(c, "q", g, "m", 1, ackBatch(0, 0, share.AckReject))).(*kmsg.ShareAcknowledgeResponse); a.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("ack: %+v", a)
 	}
-	waitDLQ(t, c, "q.dlq", 1)
+	waitDLQ(t, c, "dlq.q", 1)
 	// The second: the coordinator dies as soon as it is answered.
 	if a := c.request(lead, shareAckOf(c, "q", g, "m", 2, ackBatch(1, 1, share.AckReject))).(*kmsg.ShareAcknowledgeResponse); a.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("ack: %+v", a)
 	}
 	c.nodes[lead].crash()
-	got := waitDLQ(t, c, "q.dlq", 2)
+	got := waitDLQ(t, c, "dlq.q", 2)
 	c.runFor(3 * time.Second)
-	got, _ = fetchRecordsAll(t, c, leaderOf(c, "q.dlq", 0), "q.dlq", 0)
+	got, _ = fetchRecordsAll(t, c, leaderOf(c, "dlq.q", 0), "dlq.q", 0)
 	if len(got) != 2 {
 		t.Fatalf("dead-letter topic holds %d records after the failover, want 2 (each once)", len(got))
 	}
@@ -274,7 +274,7 @@ func TestShareDeadLetterWaitsForMetadata(t *testing.T) {
 	c.waitReady()
 	createTopic(t, c, 1, "q", 1, 1, nil)
 	waitLeaders(t, c, "q", 1)
-	if res := alterGroupConfigs(c, "sg", dlqTopicConfig, "q.dlq", "share.delivery.count.limit", "2"); res.ErrorCode != 0 {
+	if res := alterGroupConfigs(c, "sg", dlqTopicConfig, "dlq.q", "share.delivery.count.limit", "2"); res.ErrorCode != 0 {
 		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
 	}
 	produceWithHeader(t, c, "q", "a")
@@ -305,7 +305,7 @@ func TestShareDeadLetterWaitsForMetadata(t *testing.T) {
 	if err != kerr.CoordinatorLoadInProgress {
 		t.Errorf("loading share state with lagging metadata: %v, want COORDINATOR_LOAD_IN_PROGRESS", err)
 	}
-	got := waitDLQ(t, c, "q.dlq", 1)
+	got := waitDLQ(t, c, "dlq.q", 1)
 	wantDLQHeaders(t, got[0], "sg", "q", 0, 2, "delivery-limit")
 }
 
@@ -343,7 +343,7 @@ func TestShareDeadLetterConfigSetWhileCoordinatorLags(t *testing.T) {
 	// dead-letter topic through the leader: committed by the other two.
 	c.w.Cut(netx.NodeID(co), netx.NodeID(ctlLead))
 	c.w.Cut(netx.NodeID(ctlLead), netx.NodeID(co))
-	if res := alterGroupConfigsAt(c, ctlLead, g, dlqTopicConfig, "q.dlq"); res.ErrorCode != 0 {
+	if res := alterGroupConfigsAt(c, ctlLead, g, dlqTopicConfig, "dlq.q"); res.ErrorCode != 0 {
 		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
 	}
 	if got := c.nodes[co].r.groupShareConfig(g).DeadLetterTopic; got != "" {
@@ -362,6 +362,6 @@ func TestShareDeadLetterConfigSetWhileCoordinatorLags(t *testing.T) {
 		t.Fatalf("the rejected record was archived while the coordinator's metadata lagged the dead-letter config")
 	}
 	c.w.Heal()
-	got := waitDLQ(t, c, "q.dlq", 1)
+	got := waitDLQ(t, c, "dlq.q", 1)
 	wantDLQHeaders(t, got[0], g, "q", 0, 1, "rejected")
 }

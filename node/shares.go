@@ -68,6 +68,22 @@ type ShareConfig struct {
 	// DeadLetterTopic is errors.deadletterqueue.topic.name (share_dlq.go);
 	// empty: rejected and over-limit records are archived, not copied.
 	DeadLetterTopic string
+	// DeadLetterPrefix is errors.deadletterqueue.topic.name.prefix
+	// (KIP-1191; share_dlq_check.go): the prefix every dead-letter topic's
+	// name must have; nil: "dlq."; empty: no rule.
+	DeadLetterPrefix *string
+	// DeadLetterNoAutoCreate is errors.deadletterqueue.auto.create.topics.enable
+	// false: a missing dead-letter topic is not created (Floe creates it by
+	// default, as issue 18 asks; Kafka's default is false).
+	DeadLetterNoAutoCreate bool
+}
+
+// deadLetterPrefix is the effective errors.deadletterqueue.topic.name.prefix.
+func (c ShareConfig) deadLetterPrefix() string {
+	if c.DeadLetterPrefix == nil {
+		return dlqDefaultPrefix
+	}
+	return *c.DeadLetterPrefix
 }
 
 func (c ShareConfig) withDefaults() ShareConfig {
@@ -251,7 +267,7 @@ func (r *Reactor) loadShareShard(cp *controller.Partition, p *partition.Partitio
 		return nil, kerr.CoordinatorLoadInProgress
 	}
 	for k, s := range states { //floe:unordered each key is restored on its own
-		if sp, err := share.Restore(r.groupShareConfig(k.Group).partition(), s); err == nil {
+		if sp, err := share.Restore(r.groupShareConfig(k.Group).partition(), s, r.monoNow()); err == nil {
 			sp.SetRand(r.env.Rand)
 			sh.parts[k] = sp
 		}
@@ -345,7 +361,7 @@ func (r *Reactor) writeShareStates(sh *shareShard, keys []share.Key, done func(e
 	}
 	recs := make([]group.Record, 0, len(keys))
 	for _, k := range keys {
-		recs = append(recs, group.Record{Key: share.EncodeKey(k), Value: share.EncodeState(sh.parts[k].State())})
+		recs = append(recs, group.Record{Key: share.EncodeKey(k), Value: share.EncodeState(sh.parts[k].State(r.monoNow()))})
 	}
 	log := &offsetsLog{r: r, group: sh.raftGroup, term: sh.term}
 	if plant.Enabled(plant.ShareAckBeforeDurable) {

@@ -239,3 +239,81 @@ func TestShareExpiredMemberRecordsReleased(t *testing.T) {
 		t.Fatalf("ack by the expired member: %v", kerr.ErrorForCode(a.ErrorCode))
 	}
 }
+
+// TestShareBackoffSurvivesFailover: a group with a fixed 20 s redelivery
+// backoff; a member releases offset 0 and accepts 1, and the coordinator
+// is killed the moment that is answered. The broker that takes over must
+// keep offset 0 back for the rest of its 20 s (measured in simulated time
+// from the release's answer; the delay is restarted from the restore, so
+// it may be later, never earlier), then hand it out with delivery count 2.
+// Before the backoff was persisted the new coordinator redelivered it at
+// once.
+func TestShareBackoffSurvivesFailover(t *testing.T) {
+	const backoff = 20 * time.Second
+	c := newClusterWith(t, 3, 19, earliestShares)
+	c.waitReady()
+	createTopic(t, c, 1, "q", 1, 3, nil)
+	waitLeaders(t, c, "q", 1)
+	produceValues(t, c, "q", 2)
+	findCoordinator(t, c, 1, "g")
+	c.runFor(10 * time.Second) // leaders settle on their preferred replicas
+	lead := leaderOf(c, "q", 0)
+	g := groupLedBy(t, c, lead)
+	if res := alterGroupConfigs(c, g, "floe.share.retry.backoff.ms", "20000", "floe.share.retry.backoff.multiplier", "1"); res.ErrorCode != 0 {
+		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
+	}
+	if co := shareJoin(t, c, lead, g, "a", "q"); co != lead {
+		t.Fatalf("group %s coordinated by %d, not %d", g, co, lead)
+	}
+	f := c.request(lead, shareFetchOf(c, "q", g, "a", 0)).(*kmsg.ShareFetchResponse)
+	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 1 {
+		t.Fatalf("acquired %+v, want 0-1", got)
+	}
+	ack := c.request(lead, shareAckOf(c, "q", g, "a", 1, ackBatch(0, 0, share.AckRelease), ackBatch(1, 1, share.AckAccept))).(*kmsg.ShareAcknowledgeResponse)
+	if ack.ErrorCode != 0 || ack.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("ack: %+v", ack)
+	}
+	released := c.clk.Monotonic()
+	c.nodes[lead].crash()
+
+	var co int32
+	if !c.runUntil(60*time.Second, func() bool {
+		c.runFor(50 * time.Millisecond)
+		for _, id := range sortedKeys(c.nodes) {
+			if n := c.nodes[id]; n.r != nil {
+				if _, err := n.r.shareShardFor(g); err == nil {
+					co = id
+					return true
+				}
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("no broker took over group %s", g)
+	}
+	if c.clk.Monotonic()-released >= backoff {
+		t.Fatalf("the failover took %v, longer than the backoff: nothing to check", c.clk.Monotonic()-released)
+	}
+	shareJoin(t, c, co, g, "b", "q")
+	epoch := int32(0)
+	for deadline := released + 3*backoff; ; {
+		f := c.request(co, shareFetchOf(c, "q", g, "b", epoch)).(*kmsg.ShareFetchResponse)
+		if f.ErrorCode != 0 {
+			t.Fatalf("share fetch from the new coordinator %d: %v", co, kerr.ErrorForCode(f.ErrorCode))
+		}
+		epoch++
+		if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) > 0 {
+			if at := c.clk.Monotonic() - released; at < backoff {
+				t.Fatalf("offset 0 redelivered %v after its release, before its %v backoff ran out: %+v", at, backoff, got)
+			}
+			if len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 0 || got[0].DeliveryCount != 2 {
+				t.Fatalf("acquired %+v, want offset 0 with delivery count 2", got)
+			}
+			return
+		}
+		if c.clk.Monotonic() > deadline {
+			t.Fatalf("offset 0 not redelivered within %v of its release", 3*backoff)
+		}
+		c.runFor(250 * time.Millisecond)
+	}
+}

@@ -89,13 +89,18 @@ func (r *Reactor) planTopic(s topicSpec) (*controller.Topic, error) {
 // autoCreate creates a topic with the broker defaults, once; concurrent
 // Metadata requests for the same missing topic share the creation.
 func (r *Reactor) autoCreate(name string) {
+	r.autoCreateWith(name, nil)
+}
+
+// autoCreateWith is autoCreate with the topic's own configs.
+func (r *Reactor) autoCreateWith(name string, configs map[string]string) {
 	if r.creating == nil {
 		r.creating = map[string]bool{}
 	}
 	if r.creating[name] {
 		return
 	}
-	t, err := r.planTopic(topicSpec{name: name, partitions: -1, replication: -1})
+	t, err := r.planTopic(topicSpec{name: name, partitions: -1, replication: -1, configs: configs})
 	if err != nil {
 		return
 	}

@@ -91,6 +91,11 @@ type shareRec struct {
 	rejectTried bool
 	// seenAt is when the fetch that handed it out with maxCount was sent.
 	seenAt time.Duration
+	// releasedCount is the highest delivery count a release of it was
+	// answered without error at, releasedAt when that release was sent
+	// (share_backoff.go).
+	releasedCount int16
+	releasedAt    time.Duration
 }
 
 type shareWork struct {
@@ -115,8 +120,17 @@ type shareWork struct {
 	dlq    bool
 	values [shareParts]map[int64]string
 	// slow draws the consumers' slow acknowledgements (its own generator).
-	slow  *rand.Rand
-	stats struct{ fetched, accepted, released, rejected, redelivered, crashes, slow, slowRefused int }
+	slow *rand.Rand
+	// backoff is the group's redelivery backoff (share_backoff.go);
+	// releasedNow, movedAt and move (its own generator) drive the
+	// coordinator moves of backoff seeds.
+	backoff     shareBackoff
+	releasedNow bool
+	movedAt     time.Duration
+	move        *rand.Rand
+	stats       struct {
+		fetched, accepted, released, rejected, redelivered, crashes, slow, slowRefused, backoffChecked, moves int
+	}
 }
 
 func (w *shareWork) rec(part int32, off int64) *shareRec {
@@ -142,7 +156,8 @@ func (r *run) startShare() {
 	}
 	w := &shareWork{r: r, rng: rand.New(rand.NewSource(r.o.Seed ^ 0x5a4e)), leaders: map[int32]netx.NodeID{},
 		final: map[int32]int64{}, limit: r.o.Share.DeliveryLimit, dlq: shareDLQOn(r.o.Seed),
-		slow: rand.New(rand.NewSource(r.o.Seed ^ 0x510e))}
+		slow: rand.New(rand.NewSource(r.o.Seed ^ 0x510e)), backoff: chooseShareBackoff(r.o.Seed),
+		move: rand.New(rand.NewSource(r.o.Seed ^ 0x30fe))}
 	r.share = w
 	begin := func() {
 		w.ready = true
@@ -154,8 +169,8 @@ func (r *run) startShare() {
 		}
 	}
 	w.createTopic(func() {
-		if w.dlq {
-			w.setDeadLetterTopic(begin)
+		if w.dlq || w.backoff.Initial > 0 {
+			w.setGroupConfigs(begin)
 			return
 		}
 		begin()
@@ -415,7 +430,7 @@ func (c *shareConsumer) fetch() {
 	r.kn.call(to, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		if err != nil {
 			w.lost = append(w.lost, r.now())
-			c.acked(sent, -1)
+			c.acked(sent, -1, sentAt)
 			c.lost(-1)
 			return
 		}
@@ -424,7 +439,7 @@ func (c *shareConsumer) fetch() {
 			w.lost = append(w.lost, r.now()) // a forward that got no answer
 		}
 		if fr.ErrorCode != 0 {
-			c.acked(sent, fr.ErrorCode) // nothing was applied
+			c.acked(sent, fr.ErrorCode, sentAt) // nothing was applied
 			c.lost(fr.ErrorCode)
 			return
 		}
@@ -452,7 +467,8 @@ func (c *shareConsumer) fetch() {
 				got += c.acquired(p.Partition, p.AcquiredRecords, sentAt)
 			}
 		}
-		c.ackedParts(sent, codes)
+		c.ackedParts(sent, codes, sentAt)
+		w.maybeMoveCoordinator(c.coord)
 		c.idle(got)
 	})
 }
@@ -496,15 +512,16 @@ func (c *shareConsumer) acknowledge() {
 		}
 	}
 	req.Topics = append(req.Topics, rt)
+	sentAt := r.now()
 	r.kn.call(to, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		if err != nil {
-			c.acked(sent, -1)
+			c.acked(sent, -1, sentAt)
 			c.lost(-1)
 			return
 		}
 		ar := resp.(*kmsg.ShareAcknowledgeResponse)
 		if ar.ErrorCode != 0 {
-			c.acked(sent, ar.ErrorCode)
+			c.acked(sent, ar.ErrorCode, sentAt)
 			c.lost(ar.ErrorCode)
 			return
 		}
@@ -515,7 +532,8 @@ func (c *shareConsumer) acknowledge() {
 				codes[p.Partition] = p.ErrorCode
 			}
 		}
-		c.ackedParts(sent, codes)
+		c.ackedParts(sent, codes, sentAt)
+		c.w.maybeMoveCoordinator(c.coord)
 		c.then(r.think())
 	})
 }
@@ -524,25 +542,27 @@ func (c *shareConsumer) acknowledge() {
 // (unknown), INVALID_RECORD_STATE, INVALID_REQUEST and top-level errors
 // not applied, except REQUEST_TIMED_OUT (a forward that got no answer);
 // anything else (a failed write) unknown.
-func (c *shareConsumer) acked(sent []held, code int16) {
+func (c *shareConsumer) acked(sent []held, code int16, sentAt time.Duration) {
 	for _, h := range sent {
-		c.w.ackOutcome(h, code, true)
+		c.w.ackOutcome(h, code, true, sentAt)
 	}
 }
 
 // ackedParts records per-partition outcomes; a partition the answer does
 // not name has an unknown outcome.
-func (c *shareConsumer) ackedParts(sent []held, codes map[int32]int16) {
+func (c *shareConsumer) ackedParts(sent []held, codes map[int32]int16, sentAt time.Duration) {
 	for _, h := range sent {
 		code, ok := codes[h.part]
 		if !ok {
 			code = -1
 		}
-		c.w.ackOutcome(h, code, false)
+		c.w.ackOutcome(h, code, false, sentAt)
 	}
 }
 
-func (w *shareWork) ackOutcome(h held, code int16, topLevel bool) {
+// ackOutcome records one acknowledgement's outcome; sentAt is when its
+// request was sent.
+func (w *shareWork) ackOutcome(h held, code int16, topLevel bool, sentAt time.Duration) {
 	sr := w.rec(h.part, h.off)
 	if h.ack == 3 {
 		sr.rejectTried = true
@@ -565,6 +585,7 @@ func (w *shareWork) ackOutcome(h held, code int16, topLevel bool) {
 			sr.rejected = h.count
 		default:
 			w.stats.released++
+			w.noteRelease(sr, h.count, sentAt)
 			return
 		}
 		if sr.maxCount > h.count {
@@ -628,6 +649,7 @@ func (w *shareWork) handedOut(part int32, off int64, count int16, sentAt time.Du
 		w.stats.redelivered++
 		w.r.cover("share record redelivered")
 	}
+	w.checkBackoff(sr, where, count, w.r.now())
 	sr.given[count] = true
 	if count > sr.maxCount {
 		sr.maxCount, sr.seenAt = count, sentAt
@@ -712,8 +734,8 @@ func (r *run) finishShare() {
 		w.checkDLQ()
 	}
 	s := w.stats
-	r.note(fmt.Sprintf("share: %d handed out (%d redelivered), %d accepted, %d released, %d rejected, %d consumer crashes, %d slow acks (%d refused); final %v; dead-letter topic %v",
-		s.fetched, s.redelivered, s.accepted, s.released, s.rejected, s.crashes, s.slow, s.slowRefused, w.final, w.dlq))
+	r.note(fmt.Sprintf("share: %d handed out (%d redelivered), %d accepted, %d released, %d rejected, %d consumer crashes, %d slow acks (%d refused); final %v; dead-letter topic %v; backoff %+v (%d redeliveries after a release checked, %d coordinator moves)",
+		s.fetched, s.redelivered, s.accepted, s.released, s.rejected, s.crashes, s.slow, s.slowRefused, w.final, w.dlq, w.backoff, s.backoffChecked, s.moves))
 	if s.accepted > 0 {
 		r.cover("share record accepted")
 	}

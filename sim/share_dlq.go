@@ -3,7 +3,8 @@ package sim
 // The share workload's dead-letter topic (issue 18): in most share seeds
 // (shareDLQSeedShare, drawn from the seed alone, so the seed's other
 // choices stay as they were) the group's errors.deadletterqueue.topic.name
-// is simshare.dlq, which no one creates: the coordinator must. After the
+// is dlq.simshare (KIP-1191's default prefix), which no one creates: the
+// coordinator must, opted in (errors.deadletterqueue.group.enable). After the
 // liveness phase the checker reads every partition of it and checks, from
 // what clients were told:
 //
@@ -35,7 +36,7 @@ import (
 )
 
 const (
-	shareDLQTopic     = "simshare.dlq"
+	shareDLQTopic     = "dlq.simshare"
 	shareDLQSeedShare = 0.75
 )
 
@@ -45,9 +46,10 @@ func shareDLQOn(seed int64) bool {
 	return rand.New(rand.NewSource(seed^0xd1e7)).Float64() < shareDLQSeedShare
 }
 
-// setDeadLetterTopic sets the group's dead-letter topic, retrying until
-// the controller took it, then calls done.
-func (w *shareWork) setDeadLetterTopic(done func()) {
+// setGroupConfigs sets the group's dead-letter topic (when the seed has
+// one) and its redelivery backoff (share_backoff.go), retrying until the
+// controller took them, then calls done.
+func (w *shareWork) setGroupConfigs(done func()) {
 	r := w.r
 	var try func()
 	try = func() {
@@ -57,9 +59,15 @@ func (w *shareWork) setDeadLetterTopic(done func()) {
 		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
 		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, shareGroup
-		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		c.Name, c.Value = "errors.deadletterqueue.topic.name", kmsg.StringPtr(shareDLQTopic)
-		rr.Configs = append(rr.Configs, c)
+		set := w.backoff.configs()
+		if w.dlq {
+			set = append(set, [2]string{"errors.deadletterqueue.topic.name", shareDLQTopic})
+		}
+		for _, kv := range set {
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = kv[0], kmsg.StringPtr(kv[1])
+			rr.Configs = append(rr.Configs, c)
+		}
 		req.Resources = append(req.Resources, rr)
 		r.kn.call(r.meta.anyNode(), req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 			if err == nil && len(resp.(*kmsg.IncrementalAlterConfigsResponse).Resources) == 1 &&

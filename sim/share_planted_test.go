@@ -30,3 +30,10 @@ func TestPlantedBugShareInFlightArchived(t *testing.T) {
 func TestPlantedBugShareDLQArchiveBeforeCopy(t *testing.T) {
 	catchPlanted(t, plant.ShareDLQArchiveBeforeCopy)
 }
+
+// The persisted share-partition image drops what is left of a record's
+// redelivery backoff: after a coordinator failover a record released
+// with a backoff is handed out again at once (backoff-early).
+func TestPlantedBugShareBackoffNotPersisted(t *testing.T) {
+	catchPlanted(t, plant.ShareBackoffNotPersisted)
+}

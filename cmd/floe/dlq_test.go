@@ -48,7 +48,7 @@ func TestDLQCLI(t *testing.T) {
 	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
 	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "workers"
 	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = "errors.deadletterqueue.topic.name", kmsg.StringPtr("jobs.dlq")
+	c.Name, c.Value = "errors.deadletterqueue.topic.name", kmsg.StringPtr("dlq.jobs")
 	rr.Configs = append(rr.Configs, c)
 	req.Resources = append(req.Resources, rr)
 	if resp, err := req.RequestWith(ctx, admin); err != nil || resp.Resources[0].ErrorCode != 0 {
@@ -86,7 +86,7 @@ func TestDLQCLI(t *testing.T) {
 
 	var out string
 	for ctx.Err() == nil {
-		if out, err = dlq("list", "workers"); err == nil && strings.Contains(out, "1 dead letters of group workers in jobs.dlq") {
+		if out, err = dlq("list", "workers"); err == nil && strings.Contains(out, "1 dead letters of group workers in dlq.jobs") {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -94,10 +94,10 @@ func TestDLQCLI(t *testing.T) {
 	if !containsFieldsPrefix(out, "0 0 jobs/0@1 1 rejected") || !strings.Contains(out, `"kb"`) || !strings.Contains(out, `"b"`) {
 		t.Fatalf("floe dlq list workers: %v\n%s", err, out)
 	}
-	if out, err := dlq("redrive", "workers", "--dry-run"); err != nil || !strings.Contains(out, "would send jobs.dlq/0@0 to jobs/0") {
+	if out, err := dlq("redrive", "workers", "--dry-run"); err != nil || !strings.Contains(out, "would send dlq.jobs/0@0 to jobs/0") {
 		t.Fatalf("floe dlq redrive --dry-run: %v\n%s", err, out)
 	}
-	if out, err := dlq("redrive", "workers"); err != nil || !strings.Contains(out, "redrove 1 dead letters of group workers from jobs.dlq") {
+	if out, err := dlq("redrive", "workers"); err != nil || !strings.Contains(out, "redrove 1 dead letters of group workers from dlq.jobs") {
 		t.Fatalf("floe dlq redrive: %v\n%s", err, out)
 	}
 	if out, err := dlq("replay", "workers"); err != nil || !strings.Contains(out, "redrove 0 dead letters") {

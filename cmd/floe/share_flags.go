@@ -15,13 +15,17 @@ func addShareFlags(fs *flag.FlagSet) func() node.ShareConfig {
 	limit := fs.Int("share-delivery-count-limit", 5, "deliveries of one record before it is archived")
 	session := fs.Int("share-session-timeout-ms", 45000, "how long a share group member may go without a heartbeat")
 	interval := fs.Int("share-heartbeat-interval-ms", 5000, "heartbeat interval share group members are told to use")
+	prefix := fs.String("dlq-topic-name-prefix", "dlq.", "KIP-1191 errors.deadletterqueue.topic.name.prefix: the prefix a share group's dead-letter topic name must have (empty: any name)")
+	autoCreate := fs.Bool("dlq-auto-create-topics", true, "KIP-1191 errors.deadletterqueue.auto.create.topics.enable: create a missing dead-letter topic (opted in)")
 	return func() node.ShareConfig {
 		return node.ShareConfig{
-			AutoOffsetReset:   *reset,
-			Lock:              time.Duration(*lock) * time.Millisecond,
-			DeliveryLimit:     int16(*limit),
-			SessionTimeout:    time.Duration(*session) * time.Millisecond,
-			HeartbeatInterval: time.Duration(*interval) * time.Millisecond,
+			DeadLetterPrefix:       prefix,
+			DeadLetterNoAutoCreate: !*autoCreate,
+			AutoOffsetReset:        *reset,
+			Lock:                   time.Duration(*lock) * time.Millisecond,
+			DeliveryLimit:          int16(*limit),
+			SessionTimeout:         time.Duration(*session) * time.Millisecond,
+			HeartbeatInterval:      time.Duration(*interval) * time.Millisecond,
 		}
 	}
 }

@@ -31,6 +31,9 @@
 //	                              skips them instead of redelivering them
 //	share-dlq-archive-before-copy a share coordinator archives a dead letter as it
 //	                              sends the copy, not once the copy is committed
+//	share-backoff-not-persisted   the persisted share-partition image drops what
+//	                              is left of a record's redelivery backoff, so
+//	                              after a failover it is redelivered at once
 //	acl-allow-beats-deny          an ALLOW ACL wins over a matching DENY
 //	acl-delete-missed-by-follower a broker other than the controller's leader
 //	                              does not apply a DeleteAcls
@@ -63,6 +66,8 @@ const (
 	ShareInFlightArchived = "share-in-flight-archived"
 	// ShareDLQArchiveBeforeCopy: node/share_dlq.go.
 	ShareDLQArchiveBeforeCopy = "share-dlq-archive-before-copy"
+	// ShareBackoffNotPersisted: node/share/state.go.
+	ShareBackoffNotPersisted = "share-backoff-not-persisted"
 
 	TxnMarkerBeforeDecision = "txn-marker-before-decision"
 	TxnLSOIgnoresOpen       = "txn-lso-ignores-open"

@@ -2,6 +2,7 @@ package share
 
 import (
 	"math/rand"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -80,5 +81,55 @@ func TestBackoffNotBeforeLater(t *testing.T) {
 	}
 	if got := p.Acquire(time.Second, "m", 3, 10); len(got) != 1 || got[0].First != 1 || got[0].Last != 2 {
 		t.Fatalf("acquired %+v, want 1-2", got)
+	}
+}
+
+// TestBackoffSurvivesRestore: the image taken 300 ms into a 1 s backoff
+// holds the 700 ms left, and a partition restored from it (on another
+// node, whose monotonic clock reads anything) keeps the record back for
+// those 700 ms from the restore, not less; the record behind it, released
+// with no backoff left, and a record whose image predates the field (no
+// wait_ms) are due at once. A jittered delay is stored rounded up to the
+// millisecond, so the restored one is never shorter.
+func TestBackoffSurvivesRestore(t *testing.T) {
+	cfg := Config{DeliveryLimit: 5, Lock: time.Minute, MaxInFlight: 100, Backoff: Backoff{Initial: time.Second, Multiplier: 1}}
+	p := New(cfg, 0)
+	p.Acquire(0, "m", 2, 2)
+	if err := p.Acknowledge(0, "m", []Ack{{First: 0, Last: 0, Types: []AckType{AckRelease}}}); err != nil {
+		t.Fatal(err)
+	}
+	st := DecodeStateMust(t, EncodeState(p.State(300*time.Millisecond)))
+	if want := (Batch{First: 0, Last: 0, State: Available, Count: 1, WaitMs: 700}); len(st.Batches) < 1 || st.Batches[0] != want {
+		t.Fatalf("image %+v, want first batch %+v", st.Batches, want)
+	}
+	const at = 5 * time.Hour // the new coordinator's clock
+	q, err := Restore(cfg, st, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := q.Acquire(at+699*time.Millisecond, "n", 2, 10); !reflect.DeepEqual(got, []Range{{1, 1, 2}}) {
+		t.Fatalf("699 ms after the restore acquired %+v, want only offset 1", got)
+	}
+	if got := q.Acquire(at+700*time.Millisecond, "n", 2, 10); !reflect.DeepEqual(got, []Range{{0, 0, 2}}) {
+		t.Fatalf("700 ms after the restore acquired %+v, want offset 0", got)
+	}
+	old, err := DecodeState([]byte(`{"start":0,"end":1,"batches":[{"first":0,"last":0,"state":0,"count":1}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err = Restore(cfg, old, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := q.Acquire(at, "n", 1, 10); !reflect.DeepEqual(got, []Range{{0, 0, 2}}) {
+		t.Fatalf("an image without wait_ms: acquired %+v, want offset 0 at once", got)
+	}
+	j := New(Config{DeliveryLimit: 5, Lock: time.Minute, MaxInFlight: 100, Backoff: Backoff{Initial: time.Second, Multiplier: 1, Jitter: 0.5}}, 0)
+	j.SetRand(rand.New(rand.NewSource(7)))
+	j.Acquire(0, "m", 1, 1)
+	j.ReleaseMember(time.Nanosecond, "m")
+	due := j.recs[0].notBefore
+	if w := j.State(time.Nanosecond).Batches[0].WaitMs; time.Duration(w)*time.Millisecond < due-time.Nanosecond || time.Duration(w-1)*time.Millisecond >= due-time.Nanosecond {
+		t.Fatalf("jittered delay %v stored as %d ms", due-time.Nanosecond, w)
 	}
 }

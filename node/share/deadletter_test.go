@@ -80,10 +80,10 @@ func TestDeadLetterSurvivesRestore(t *testing.T) {
 	if err := p.BeginDeadLetter(1); err != nil {
 		t.Fatal(err)
 	}
-	st := p.State()
+	st := p.State(0)
 	st.End = 3
 	st.Batches = append(st.Batches, Batch{First: 2, Last: 2, State: Available, Count: 3}) // at the limit
-	q, err := Restore(cfgDLQ(), DecodeStateMust(t, EncodeState(st)))
+	q, err := Restore(cfgDLQ(), DecodeStateMust(t, EncodeState(st)), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestDeadLetterSurvivesRestore(t *testing.T) {
 	if dl, ok := q.NextDeadLetter(0); !ok || dl.Offset != 1 {
 		t.Fatalf("next dead letter after restore %+v, want the pending offset 1", dl)
 	}
-	lag, err := Restore(cfg3(), st)
+	lag, err := Restore(cfg3(), st, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

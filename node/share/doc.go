@@ -40,7 +40,9 @@
 // Available with its delivery count, so after a failover records in
 // flight are redelivered, never skipped). The node writes it through Raft
 // after every change and answers only once it is committed; Restore
-// rebuilds a Partition from it. EncodeKey/EncodeState are the record
+// rebuilds a Partition from it. A record backing off (Config.Backoff) is
+// stored with the rest of its delay (Batch.WaitMs), which Restore starts
+// again, so a failover does not cut a backoff short. EncodeKey/EncodeState are the record
 // formats (see node/shares.go for where they are stored).
 //
 // Group is a share group's membership: members join with a client-chosen

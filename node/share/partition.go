@@ -80,8 +80,9 @@ type Config struct {
 // after its n-th delivery may be acquired again only once
 // min(Max, Initial*Multiplier^(n-1)) has passed, that delay scaled by a
 // random factor in [1-Jitter, 1+Jitter] (Partition.SetRand; none without
-// one). Multiplier 1 is a fixed backoff. The delay is not persisted: after
-// a failover released records are due at once.
+// one). Multiplier 1 is a fixed backoff. What is left of a delay is part
+// of the persisted image (Batch.WaitMs), so a failover does not cut it
+// short (Restore says how it is measured).
 type Backoff struct {
 	Initial    time.Duration
 	Max        time.Duration

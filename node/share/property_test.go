@@ -293,7 +293,7 @@ func runProperty(t *testing.T, seed int64) {
 				}
 			}
 		default:
-			q, err := Restore(cfg, DecodeStateMust(t, EncodeState(p.State())))
+			q, err := Restore(cfg, DecodeStateMust(t, EncodeState(p.State(now))), now)
 			if err != nil {
 				t.Fatalf("step %d: restore: %v", step, err)
 			}

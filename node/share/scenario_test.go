@@ -79,7 +79,7 @@ func TestRestoreRedeliversInFlightAndKeepsAcks(t *testing.T) {
 	if err := p.Acknowledge(0, "a", []Ack{{1, 1, []AckType{AckAccept}}, {2, 2, []AckType{AckReject}}}); err != nil {
 		t.Fatal(err)
 	}
-	q, err := Restore(cfg3(), p.State())
+	q, err := Restore(cfg3(), p.State(0), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +126,11 @@ func TestKeyAndStateRoundTrip(t *testing.T) {
 	if got, err := DecodeKey(b); err != nil || got != k {
 		t.Fatalf("%v %v", got, err)
 	}
-	s := State{Start: 4, End: 8, Batches: []Batch{{4, 5, Available, 1, 0}, {6, 6, Acknowledged, 2, 0}, {7, 7, DeadLettering, 3, ReasonRejected}}, DeadLetter: &Producer{PID: 9, Seq: 2}}
+	s := State{Start: 4, End: 8, Batches: []Batch{{4, 5, Available, 1, 0, 250}, {6, 6, Acknowledged, 2, 0, 0}, {7, 7, DeadLettering, 3, ReasonRejected, 0}}, DeadLetter: &Producer{PID: 9, Seq: 2}}
 	if got, err := DecodeState(EncodeState(s)); err != nil || !reflect.DeepEqual(got, s) {
 		t.Fatalf("%v %v", got, err)
 	}
-	if _, err := Restore(cfg3(), State{Start: 4, End: 5, Batches: []Batch{{3, 4, Available, 1, 0}}}); err == nil {
+	if _, err := Restore(cfg3(), State{Start: 4, End: 5, Batches: []Batch{{3, 4, Available, 1, 0, 0}}}, 0); err == nil {
 		t.Fatal("batch outside the window restored")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/floe-broker/floe/internal/plant"
 )
@@ -18,6 +19,11 @@ type Batch struct {
 	Count int16       `json:"count"`
 	// Reason is why a DeadLettering run is dead-lettered.
 	Reason Reason `json:"reason,omitempty"`
+	// WaitMs is, for an Available run backing off (Config.Backoff), how
+	// many milliseconds of its delay were left when the image was taken
+	// (rounded up); 0, or absent in an image written before the field
+	// existed: due at once. See Restore for how a new coordinator uses it.
+	WaitMs int64 `json:"wait_ms,omitempty"`
 }
 
 // State is a share-partition's persistent image: Start, End and the
@@ -32,8 +38,10 @@ type State struct {
 	DeadLetter *Producer `json:"dlq,omitempty"`
 }
 
-// State returns the partition's persistent image.
-func (p *Partition) State() State {
+// State returns the partition's persistent image at now (the caller's
+// monotonic clock, as for every other call): a record backing off is
+// stored with the part of its delay still to run after now.
+func (p *Partition) State(now time.Duration) State {
 	s := State{Start: p.start, End: p.End()}
 	if p.dlq.PID >= 0 {
 		d := p.dlq
@@ -48,22 +56,36 @@ func (p *Partition) State() State {
 				st = Archived
 			}
 		}
-		if n := len(s.Batches); n > 0 && s.Batches[n-1].Last == off-1 && s.Batches[n-1].State == st && s.Batches[n-1].Count == r.count && s.Batches[n-1].Reason == r.reason {
+		wait := int64(0)
+		if r.state == Available && r.notBefore > now && !plant.Enabled(plant.ShareBackoffNotPersisted) {
+			wait = int64((r.notBefore - now + time.Millisecond - 1) / time.Millisecond) // rounded up: never due early
+		}
+		if n := len(s.Batches); n > 0 && s.Batches[n-1].Last == off-1 && s.Batches[n-1].State == st && s.Batches[n-1].Count == r.count && s.Batches[n-1].Reason == r.reason && s.Batches[n-1].WaitMs == wait {
 			s.Batches[n-1].Last = off
 			continue
 		}
-		s.Batches = append(s.Batches, Batch{First: off, Last: off, State: st, Count: r.count, Reason: r.reason})
+		s.Batches = append(s.Batches, Batch{First: off, Last: off, State: st, Count: r.count, Reason: r.reason, WaitMs: wait})
 	}
 	return s
 }
 
-// Restore rebuilds a partition from its persistent image. Available
-// records at the delivery limit are archived, or dead-lettered when cfg
-// has a dead-letter topic (their last lock expired or was released
-// before the failover, and that was not written). DeadLettering records
-// stay so, their copy still owed, whatever cfg says (a broker whose
-// metadata lags may not know the group's dead-letter topic yet).
-func Restore(cfg Config, s State) (*Partition, error) {
+// Restore rebuilds a partition from its persistent image at now (the
+// restoring node's monotonic clock). Available records at the delivery
+// limit are archived, or dead-lettered when cfg has a dead-letter topic
+// (their last lock expired or was released before the failover, and that
+// was not written). DeadLettering records stay so, their copy still owed,
+// whatever cfg says (a broker whose metadata lags may not know the
+// group's dead-letter topic yet).
+//
+// A record that was backing off (Batch.WaitMs) is due WaitMs after now:
+// the rest of its delay, as the writing coordinator measured it when it
+// took the image, runs again from the restore. No clock of two nodes is
+// compared (wall clocks may be skewed or jump; monotonic clocks have
+// different origins), so a record is never due before the delay its
+// releasing coordinator drew, whatever the skew; the price is that it may
+// wait up to the time between that write and the restore longer (at most
+// one whole delay, Backoff.Max with its jitter).
+func Restore(cfg Config, s State, now time.Duration) (*Partition, error) {
 	if s.End < s.Start {
 		return nil, fmt.Errorf("share: state end %d below start %d", s.End, s.Start)
 	}
@@ -79,8 +101,14 @@ func Restore(cfg Config, s State) (*Partition, error) {
 			r := &p.recs[off-s.Start]
 			r.state, r.count = b.State, b.Count
 			switch {
-			case r.state == Acquired || (r.state == Available && r.count >= cfg.DeliveryLimit):
-				p.release(r, 0) // due at once: backoff is not persisted
+			case r.state == Acquired || r.state == Available:
+				// Acquired is never stored; an old image's in-flight record
+				// is due at once, as a lock lost with its coordinator is
+				// not the consumer's failure.
+				r.state, r.notBefore = Available, now+time.Duration(min(max(b.WaitMs, 0), maxWaitMs))*time.Millisecond
+				if r.count >= cfg.DeliveryLimit {
+					p.finish(r, ReasonDeliveryLimit)
+				}
 			case r.state == DeadLettering:
 				r.reason = b.Reason
 			}
@@ -89,6 +117,12 @@ func Restore(cfg Config, s State) (*Partition, error) {
 	p.advance()
 	return p, nil
 }
+
+// maxWaitMs bounds a stored backoff remainder on restore: twice the
+// longest backoff a group may configure (floe.share.retry.backoff.max.ms,
+// a day, with full jitter), so a damaged image cannot hold a record back
+// for ever.
+const maxWaitMs = 2 * 86400000
 
 // KeyVersion leads every share-state record key. Floe stores share state
 // next to the group's other records (node/shares.go); Kafka's own key

@@ -301,6 +301,14 @@ var mutations = []mutation{
 		Replacement: "for n < len(p.recs) && p.recs[n].state != Acquired {",
 		Why:         "share start offset: the SPSO moves past released records, which are then never redelivered",
 	},
+	// Share-group redelivery backoff across failover (issue 18), caught by
+	// sim/share_backoff.go (backoff-early).
+	{
+		Name: "share-backoff-restore-due-now", File: "node/share/state.go",
+		Original:    "r.state, r.notBefore = Available, now+time.Duration(min(max(b.WaitMs, 0), maxWaitMs))*time.Millisecond",
+		Replacement: "r.state, r.notBefore = Available, now",
+		Why:         "share retry backoff: a coordinator that takes over drops the persisted rest of a record's delay and redelivers it at once",
+	},
 	// The controller's balancer (issue 23), caught by sim/balance.go.
 	{
 		Name: "balancer-ignores-racks", File: "node/controller/balance.go",

@@ -10,10 +10,14 @@ package itest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestShareGroupDeadLetterTopic(t *testing.T) {
@@ -21,7 +25,7 @@ func TestShareGroupDeadLetterTopic(t *testing.T) {
 	makeTopic(t, b.KafkaAddr, "orders", 1, nil)
 	admin := kgoClient(t, b.KafkaAddr)
 	setGroupConfigs(t, admin, "billing", "share.auto.offset.reset", "earliest", "share.delivery.count.limit", "2",
-		"errors.deadletterqueue.topic.name", "orders.dlq")
+		"errors.deadletterqueue.topic.name", "dlq.orders")
 	var recs []*kgo.Record
 	for i := 0; i < 4; i++ {
 		recs = append(recs, &kgo.Record{Topic: "orders", Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("v%d", i)),
@@ -60,7 +64,7 @@ func TestShareGroupDeadLetterTopic(t *testing.T) {
 	}()
 
 	// A plain consumer reads the dead-letter topic.
-	reader := kgoClient(t, b.KafkaAddr, kgo.ConsumeTopics("orders.dlq"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	reader := kgoClient(t, b.KafkaAddr, kgo.ConsumeTopics("dlq.orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	var dead []*kgo.Record
 	eventually(t, bulkWaitMax, "two dead letters", func() bool {
 		pctx, pcancel := context.WithTimeout(ctx, opWaitMax/10)
@@ -112,4 +116,79 @@ func TestShareGroupDeadLetterTopic(t *testing.T) {
 	wantMetric(t, m, `floe_share_dead_lettered_total{group="billing"}`, 2)
 	wantMetric(t, m, `floe_share_dead_letters_pending{group="billing"}`, 0)
 	wantMetric(t, m, `floe_share_records_in_flight{group="billing"}`, 0)
+}
+
+// tryGroupConfig sets one group config and returns the resource's error
+// code and message.
+func tryGroupConfig(t *testing.T, cl *kgo.Client, group, name, value string) (int16, string) {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = name, kmsg.StringPtr(value)
+	rr.Configs = append(rr.Configs, c)
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(ctxFor(t, opWaitMax), cl)
+	if err != nil || len(resp.Resources) != 1 {
+		t.Fatalf("alter group configs of %s: %v %+v", group, err, resp)
+	}
+	msg := ""
+	if m := resp.Resources[0].ErrorMessage; m != nil {
+		msg = *m
+	}
+	return resp.Resources[0].ErrorCode, msg
+}
+
+// TestShareGroupDeadLetterOptIn: KIP-1191's opt-ins with a broker that
+// does not create dead-letter topics (--dlq-auto-create-topics=false, as
+// Kafka's default). A group may not name an existing topic without
+// errors.deadletterqueue.group.enable=true, a name without the prefix
+// dlq., or a missing topic: each is INVALID_CONFIG with the reason. Once
+// the topic is opted in (a topic config, set with kadm), the group takes
+// it, and a record a franz-go share consumer rejects is found there.
+func TestShareGroupDeadLetterOptIn(t *testing.T) {
+	b := start(t, WithFlags("--dlq-auto-create-topics=false"))
+	makeTopic(t, b.KafkaAddr, "orders", 1, nil)
+	makeTopic(t, b.KafkaAddr, "dlq.orders", 1, nil)
+	admin := kgoClient(t, b.KafkaAddr)
+	for _, bad := range []struct{ topic, why string }{
+		{"dlq.orders", "DLQ is not enabled on configured DLQ topic"},
+		{"orders.dead", "does not comply with the DLQ topic prefix"},
+		{"dlq.missing", "auto create is disabled"},
+		{"__consumer_offsets", "internal"},
+	} {
+		code, msg := tryGroupConfig(t, admin, "billing", "errors.deadletterqueue.topic.name", bad.topic)
+		if code != kerr.InvalidConfig.Code || !strings.Contains(msg, bad.why) {
+			t.Errorf("dead-letter topic %s: %v %q, want INVALID_CONFIG saying %q", bad.topic, kerr.ErrorForCode(code), msg, bad.why)
+		}
+	}
+	adm := kadm.NewClient(admin)
+	on := "true"
+	res, err := adm.AlterTopicConfigs(ctxFor(t, opWaitMax), []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "errors.deadletterqueue.group.enable", Value: &on}}, "dlq.orders")
+	if err == nil {
+		_, err = res.On("dlq.orders", nil)
+	}
+	if err != nil {
+		t.Fatalf("opt dlq.orders in: %v", err)
+	}
+	setGroupConfigs(t, admin, "billing", "share.auto.offset.reset", "earliest", "errors.deadletterqueue.topic.name", "dlq.orders")
+	if err := admin.ProduceSync(ctxFor(t, opWaitMax), &kgo.Record{Topic: "orders", Value: []byte("poison")}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	cl := newShareClient(t, b.KafkaAddr, "billing", "orders")
+	reader := kgoClient(t, b.KafkaAddr, kgo.ConsumeTopics("dlq.orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx := ctxFor(t, bulkWaitMax)
+	var dead []*kgo.Record
+	eventually(t, bulkWaitMax, "the rejected record in dlq.orders", func() bool {
+		pctx, pcancel := context.WithTimeout(ctx, opWaitMax/10)
+		defer pcancel()
+		cl.PollFetches(pctx).EachRecord(func(r *kgo.Record) { r.Ack(kgo.AckReject) })
+		cl.FlushAcks(pctx)
+		reader.PollFetches(pctx).EachRecord(func(r *kgo.Record) { dead = append(dead, r) })
+		return len(dead) >= 1
+	})
+	if len(dead) != 1 || string(dead[0].Value) != "poison" {
+		t.Fatalf("dead letters %+v, want the one rejected record", dead)
+	}
 }
