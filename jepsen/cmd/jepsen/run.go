@@ -268,8 +268,15 @@ func finish(dir string, h history.History, timeline []nemesis.Event, o options, 
 		return err
 	}
 	rep := check.Check(h, check.Options{Timeout: o.checkTimeout, StaleFetches: o.staleFetches})
-	header := fmt.Sprintf("run %s seed %d: %d nodes, %v, nemeses %s, targets %s, %d transactional producers, %d events, %d faults\n",
-		o.runID, o.seed, o.nodes, o.duration, o.nemeses, o.targets, o.txnProducers, len(h), len(timeline))
+	txn := "no transactional workload"
+	switch {
+	case o.txnProducers < 0:
+		txn = "transactional producers (recheck)"
+	case o.txnProducers > 0:
+		txn = fmt.Sprintf("%d transactional producers", o.txnProducers)
+	}
+	header := fmt.Sprintf("run %s seed %d: %d nodes, %v, nemeses %s, targets %s, %s, %d events, %d faults\n",
+		o.runID, o.seed, o.nodes, o.duration, o.nemeses, o.targets, txn, len(h), len(timeline))
 	avail := report.Measure(h, timeline)
 	if err := report.WriteJSON(dir, report.AvailabilityFile, avail); err != nil {
 		return err
@@ -318,7 +325,7 @@ func recheck(args []string) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	o := options{runID: filepath.Base(dir), checkTimeout: 5 * time.Minute, nemeses: "(recheck)", targets: "(recheck)"}
+	o := options{runID: filepath.Base(dir), checkTimeout: 5 * time.Minute, nemeses: "(recheck)", targets: "(recheck)", txnProducers: -1}
 	return finish(dir, h, timeline, o, os.Stderr)
 }
 
