@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 )
@@ -89,22 +88,5 @@ func TestTxnCheckerOtherAnomalies(t *testing.T) {
 	as, _ = txnAnomalies(txns, final, map[string]bool{})
 	if got := kindsOf(as); !strings.Contains(got, "uncommitted-read: T2 read its own write v2") {
 		t.Errorf("own uncommitted read not reported:\n%s", got)
-	}
-}
-
-func TestFindCycle(t *testing.T) {
-	for _, c := range []struct {
-		edges [][]int
-		want  string
-	}{
-		{[][]int{{1}, {2}, {}}, "[]"},
-		{[][]int{{1, 2}, {2}, {}}, "[]"},
-		{[][]int{{1}, {2}, {0}}, "[0 1 2]"},
-		{[][]int{{1}, {2}, {1}}, "[1 2]"},
-		{[][]int{{}, {1}}, "[1]"},
-	} {
-		if got := fmt.Sprint(findCycle(c.edges)); got != c.want {
-			t.Errorf("findCycle(%v) = %s, want %s", c.edges, got, c.want)
-		}
 	}
 }

@@ -54,6 +54,9 @@ var checkers = []struct {
 	{CommittedRegression, checkCommittedRegression},
 	{LinearizableLog, checkLinearizableLog},
 	{LinearizableOffsets, checkLinearizableOffsets},
+	{TxnOutcomes, checkTxnOutcomes},
+	{LSORegression, checkLSORegression},
+	{TxnReads, checkTxnReads},
 }
 
 // Names returns the names of every checker, in report order.

@@ -23,6 +23,14 @@
 //	                       produce appends at its offset, fetch reads a prefix
 //	linearizable-offsets   Porcupine, per (group, partition): committed offsets
 //	                       as a register
+//	txn                    transactions (history.Txn, TxnRead, TxnFinal; the
+//	                       simulator's checker, TxnAnomalies in txn.go):
+//	                       aborted-read, lost-write, duplicate,
+//	                       torn-transaction, uncommitted-read, g1c
+//	lso-regression         a last stable offset above its high watermark, or
+//	                       below one seen by a read that ended before
+//	txn-reads              a transactional read returned a value no
+//	                       transaction wrote there, or two values at an offset
 //
 // Every produce that did not complete ok (fail, info, or never completed)
 // "may have happened": it is never required to appear, and when it does, it

@@ -49,14 +49,15 @@ func checkHWMRegression(a *analysis, opts Options) Result {
 	}
 	for _, tp := range a.sortedTPs() {
 		r.stat("observations", int64(len(obs[tp])))
-		sweepRegressions(r, tp, bounds[tp], obs[tp])
+		sweepRegressions(r, HWMRegression, "high watermark", tp, bounds[tp], obs[tp])
 	}
 	return *r
 }
 
 // sweepRegressions reports each observation below the largest bound
-// established before it began.
-func sweepRegressions(r *Result, tp history.TP, bounds []bound, obs []observation) {
+// established before it began, as anomaly; what names the value in the
+// details.
+func sweepRegressions(r *Result, anomaly, what string, tp history.TP, bounds []bound, obs []observation) {
 	sort.SliceStable(bounds, func(i, j int) bool { return bounds[i].t < bounds[j].t })
 	sort.SliceStable(obs, func(i, j int) bool { return obs[i].start < obs[j].start })
 	best, bi := bound{v: -1}, 0
@@ -67,9 +68,9 @@ func sweepRegressions(r *Result, tp history.TP, bounds []bound, obs []observatio
 			}
 		}
 		if o.v < best.v {
-			d := tpDetail(tp, fmt.Sprintf("high watermark %d, after event %d showed %d", o.v, best.event, best.v))
+			d := tpDetail(tp, fmt.Sprintf("%s %d, after event %d showed %d", what, o.v, best.event, best.v))
 			d.Offsets, d.Events = []int64{best.v, o.v}, []int64{best.event, o.event}
-			r.add(HWMRegression, d)
+			r.add(anomaly, d)
 		}
 	}
 }

@@ -139,7 +139,10 @@ func (rep Report) Summary() string {
 }
 
 func (d Detail) String() string {
-	s := fmt.Sprintf("%s/%d", d.Topic, d.Partition)
+	var s string
+	if d.Topic != "" { // details of the txn checker name no partition
+		s = fmt.Sprintf("%s/%d", d.Topic, d.Partition)
+	}
 	if d.Group != "" {
 		s = d.Group + " " + s
 	}
@@ -151,6 +154,9 @@ func (d Detail) String() string {
 	}
 	if len(d.Events) > 0 {
 		s += fmt.Sprintf(" events %v", d.Events)
+	}
+	if s == "" {
+		return d.Msg
 	}
 	return s + ": " + d.Msg
 }

@@ -48,6 +48,23 @@ const (
 	// Assign records that a consumer's assignment changed: Assigned is the
 	// whole new assignment. Logged as a single ok event (no invoke).
 	Assign Func = "assign"
+	// Txn is one transaction over partitions of one topic: the invoke's
+	// Records are the values it will write (Offset -1), Abort whether it
+	// means to abort, Group the transactional id (its transactions run one
+	// after another, across clients). The completion's Reads are what it read
+	// (read_committed) between its writes, and Abort what it asked for in
+	// the end. ok: the coordinator acknowledged that
+	// end; info/fail: a commit was asked for and its answer is unknown, or
+	// (Abort) the producer gave up without asking to commit.
+	Txn Func = "txn"
+	// TxnRead is one direct fetch of one partition at Isolation
+	// (read_committed or read_uncommitted) from Offsets[0]; the completion
+	// carries Records, HWMs[0] and LSOs[0] of that one response.
+	TxnRead Func = "txn-read"
+	// TxnFinal is the final read_committed read of one partition after
+	// healing: every record up to HWMs[0], once the last stable offset
+	// (LSOs[0]) reached it.
+	TxnFinal Func = "txn-final"
 	// Nemesis is a fault or heal, for the reader; checkers ignore it.
 	// Logged as single info events by the nemesis process.
 	Nemesis Func = "nemesis"
@@ -92,6 +109,12 @@ type Offset struct {
 // TP returns the offset's topic-partition.
 func (o Offset) TP() TP { return TP{o.Topic, o.Partition} }
 
+// The isolation levels of TxnRead.
+const (
+	ReadCommitted   = "read_committed"
+	ReadUncommitted = "read_uncommitted"
+)
+
 // NoOffset is the offset of "nothing": no committed offset, no record yet.
 const NoOffset int64 = -1
 
@@ -115,6 +138,12 @@ type Op struct {
 	Offsets  []Offset `json:"offsets,omitempty"`
 	HWMs     []Offset `json:"hwms,omitempty"`
 	Assigned []TP     `json:"assigned,omitempty"`
+
+	// Abort, Reads: see Txn. Isolation, LSOs: see TxnRead and TxnFinal.
+	Abort     bool     `json:"abort,omitempty"`
+	Reads     []Record `json:"reads,omitempty"`
+	Isolation string   `json:"isolation,omitempty"`
+	LSOs      []Offset `json:"lsos,omitempty"`
 
 	// NotDurable marks a produce answered without the acks=all promise
 	// (acks=0 or acks=1): its ok proves nothing, so checkers treat it as

@@ -105,6 +105,16 @@ func checkShape(e Op) error {
 	switch e.F {
 	case Produce:
 		return onePartition(e)
+	case Txn:
+		if e.Type == Invoke && len(e.Records) == 0 {
+			return fmt.Errorf("txn with no records")
+		}
+		return nil
+	case TxnRead, TxnFinal:
+		if e.Type == Invoke && (e.Isolation != ReadCommitted && e.Isolation != ReadUncommitted || e.F == TxnFinal && e.Isolation != ReadCommitted) {
+			return fmt.Errorf("%s with isolation %q", e.F, e.Isolation)
+		}
+		fallthrough
 	case Fetch, Read:
 		if len(e.Offsets) != 1 && e.Type == Invoke {
 			return fmt.Errorf("%s invoke needs exactly one start offset, has %d", e.F, len(e.Offsets))
@@ -143,6 +153,9 @@ func onePartition(e Op) error {
 	for _, o := range e.HWMs {
 		tps = append(tps, o.TP())
 	}
+	for _, o := range e.LSOs {
+		tps = append(tps, o.TP())
+	}
 	for _, tp := range tps {
 		if tp != tps[0] {
 			return fmt.Errorf("%s spans %s and %s", e.F, tps[0], tp)
@@ -152,7 +165,7 @@ func onePartition(e Op) error {
 }
 
 func claimValues(values map[string]int64, e Op) error {
-	if e.F != Produce {
+	if e.F != Produce && e.F != Txn {
 		return nil
 	}
 	for _, r := range e.Records {

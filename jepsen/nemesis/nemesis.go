@@ -32,6 +32,9 @@ const (
 	Any        Target = "any"
 	Leader     Target = "leader"
 	Controller Target = "controller"
+	// Coordinator: the transaction coordinator of one of the transactional
+	// producers (Config.Coordinators).
+	Coordinator Target = "coordinator"
 )
 
 // AllKinds are the kinds that need no hook.
@@ -67,7 +70,10 @@ type Config struct {
 	Interval, Window time.Duration
 	Seed             int64
 	Membership       MembershipHook
-	Log              io.Writer
+	// Coordinators finds the transaction coordinators, for the
+	// coordinator target (workload.Workload.Coordinators).
+	Coordinators func(ctx context.Context) ([]int32, error)
+	Log          io.Writer
 }
 
 // Event is one fault in the timeline. Times are nanoseconds on the
@@ -115,8 +121,11 @@ func New(cfg Config, f Faults, topo Topology, rec *history.Recorder, now func() 
 		cfg.Targets = []Target{Any}
 	}
 	for _, t := range cfg.Targets {
-		if t != Any && t != Leader && t != Controller {
+		if t != Any && t != Leader && t != Controller && t != Coordinator {
 			return nil, fmt.Errorf("nemesis: unknown target %q", t)
+		}
+		if t == Coordinator && cfg.Coordinators == nil {
+			return nil, fmt.Errorf("nemesis: target %s needs the transactional workload", t)
 		}
 	}
 	if cfg.Log == nil {
@@ -206,6 +215,9 @@ func (n *Nemesis) HealAll(ctx context.Context) {
 func (n *Nemesis) pick(ctx context.Context, t Target) (int, string) {
 	ids := n.ids()
 	random := ids[n.rnd.Intn(len(ids))]
+	if t == Coordinator {
+		return n.pickCoordinator(ctx, ids, random)
+	}
 	if t == Any || n.topo == nil {
 		return random, ""
 	}
@@ -226,6 +238,21 @@ func (n *Nemesis) pick(ctx context.Context, t Target) (int, string) {
 		}
 	}
 	return random, fmt.Sprintf("no %s among the nodes (got %d)", t, chosen)
+}
+
+// pickCoordinator picks one of the transaction coordinators.
+func (n *Nemesis) pickCoordinator(ctx context.Context, ids []int, random int) (int, string) {
+	coords, err := n.cfg.Coordinators(ctx)
+	if err != nil || len(coords) == 0 {
+		return random, fmt.Sprintf("coordinator unknown: %v", err)
+	}
+	chosen := coords[n.rnd.Intn(len(coords))]
+	for _, id := range ids {
+		if int32(id) == chosen {
+			return id, fmt.Sprintf("coordinator %d", chosen)
+		}
+	}
+	return random, fmt.Sprintf("no coordinator among the nodes (got %d)", chosen)
 }
 
 func (n *Nemesis) ids() []int {

@@ -153,6 +153,17 @@ func TestTargetsLeaderAndController(t *testing.T) {
 	if v, _ := n.pick(context.Background(), Leader); v != 2 {
 		t.Errorf("leader target picked %d", v)
 	}
+	if _, err := New(Config{Kinds: []Kind{Kill}, Targets: []Target{Coordinator}}, f, topo, nil, nil); err == nil {
+		t.Error("coordinator target without Coordinators accepted")
+	}
+	coords := func(context.Context) ([]int32, error) { return []int32{3}, nil }
+	n, err = New(Config{Kinds: []Kind{Kill}, Targets: []Target{Coordinator}, Coordinators: coords}, f, topo, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := n.pick(context.Background(), Coordinator); v != 3 {
+		t.Errorf("coordinator target picked %d", v)
+	}
 }
 
 func contains(s []int, x int) bool {

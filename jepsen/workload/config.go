@@ -26,6 +26,15 @@ type Config struct {
 	OpTimeout time.Duration
 	Seed      int64
 	Log       io.Writer
+	// TxnProducers is the transactional workload's producers (txn.go; 0:
+	// none), over TxnPartitions partitions of TxnTopic, TxnRate
+	// transactions per second in all, with transaction.timeout.ms
+	// TxnTimeout. It adds a read_committed and a read_uncommitted reader.
+	TxnProducers  int
+	TxnTopic      string
+	TxnPartitions int32
+	TxnRate       float64
+	TxnTimeout    time.Duration
 	// ClientOpts are added to every client's options: TLS and SASL when
 	// the cluster runs with security on.
 	ClientOpts []kgo.Opt
@@ -53,6 +62,15 @@ func (c *Config) Defaults() {
 	}
 	if c.OpTimeout == 0 {
 		c.OpTimeout = 10 * time.Second
+	}
+	if c.TxnTopic == "" {
+		c.TxnTopic = "jepsen-txn"
+	}
+	if c.TxnPartitions == 0 {
+		c.TxnPartitions = 3
+	}
+	if c.TxnTimeout == 0 {
+		c.TxnTimeout = 10 * time.Second
 	}
 	if c.Log == nil {
 		c.Log = io.Discard

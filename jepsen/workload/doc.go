@@ -14,6 +14,12 @@
 //     the linearizability checker reads);
 //   - after healing, consumers drain to the end offsets and a final read
 //     fetches every partition from offset 0 to its high watermark.
+//   - with Config.TxnProducers, the transactional workload (txn.go):
+//     transactional producers over several partitions of their own topic
+//     (commits and aborts, read_committed reads inside transactions), a
+//     read_committed and a read_uncommitted reader, and a final
+//     read_committed read once every last stable offset reaches its high
+//     watermark.
 //
 // Harness code: it uses real time and goroutines, and is not part of the
 // deterministic core.

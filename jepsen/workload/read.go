@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -75,46 +76,84 @@ func (w *Workload) fetchLoop(ctx context.Context, i int) {
 // partition's leader, and returns the records and the high watermark of
 // that one response, and the broker that answered.
 func (w *Workload) fetch(ctx context.Context, p int32, start int64) ([]history.Record, int64, int32, error) {
-	md, err := w.adm.Metadata(ctx, w.cfg.Topic)
+	f, err := w.fetchAt(ctx, w.cfg.Topic, p, start, 0)
+	return f.recs, f.hwm, f.node, err
+}
+
+// fetched is one Fetch response for one partition.
+type fetched struct {
+	recs     []history.Record
+	hwm, lso int64
+	// next is the offset after the last batch returned, control batches
+	// (transaction markers) included; start when none was.
+	next int64
+	node int32 // the broker that answered (0: none)
+}
+
+// fetchAt sends one Fetch request for topic/p from start at isolation
+// (0 read_uncommitted, 1 read_committed) to the partition's leader.
+// read_committed drops the records of aborted transactions (the
+// response's aborted-transaction list) and control records, as clients do.
+func (w *Workload) fetchAt(ctx context.Context, topic string, p int32, start int64, isolation int8) (fetched, error) {
+	md, err := w.adm.Metadata(ctx, topic)
 	if err != nil {
-		return nil, 0, 0, err
+		return fetched{}, err
 	}
-	td, ok := md.Topics[w.cfg.Topic]
+	td, ok := md.Topics[topic]
 	if !ok || td.Partitions[p].Leader < 0 {
-		return nil, 0, 0, fmt.Errorf("no leader for partition %d", p)
+		return fetched{}, fmt.Errorf("no leader for %s/%d", topic, p)
 	}
-	leader := td.Partitions[p].Leader
+	f := fetched{node: td.Partitions[p].Leader}
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 1<<20
-	req.SessionEpoch = -1
+	req.SessionEpoch, req.IsolationLevel = -1, isolation
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = w.cfg.Topic, td.ID
+	rt.Topic, rt.TopicID = topic, td.ID
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = p, start, 1<<20, -1, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	kresp, err := w.admin.Broker(int(leader)).Request(ctx, req)
+	kresp, err := w.admin.Broker(int(f.node)).Request(ctx, req)
 	if err != nil {
-		return nil, 0, leader, err
+		return f, err
 	}
 	resp := kresp.(*kmsg.FetchResponse)
 	if err := kerrCode(resp.ErrorCode); err != nil {
-		return nil, 0, leader, err
+		return f, err
 	}
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return nil, 0, leader, errors.New("fetch response without the partition")
+		return f, errors.New("fetch response without the partition")
 	}
 	part := &resp.Topics[0].Partitions[0]
-	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: w.cfg.Topic, Partition: p, Offset: start},
-		part, kgo.DefaultDecompressor(), nil)
+	opts := kgo.ProcessFetchPartitionOpts{Topic: topic, Partition: p, Offset: start}
+	if isolation == 1 {
+		opts.IsolationLevel = kgo.ReadCommitted()
+	}
+	fp, _ := kgo.ProcessFetchPartition(opts, part, kgo.DefaultDecompressor(), nil)
 	if fp.Err != nil {
-		return nil, 0, leader, fp.Err
+		return f, fp.Err
 	}
-	var recs []history.Record
 	for _, r := range fp.Records {
-		recs = append(recs, history.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
+		f.recs = append(f.recs, history.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
 	}
-	return recs, fp.HighWatermark, leader, nil
+	f.hwm, f.lso, f.next = fp.HighWatermark, fp.LastStableOffset, max(start, batchesEnd(part.RecordBatches))
+	return f, nil
+}
+
+// batchesEnd returns the offset after the last complete record batch in
+// raw (base offset + last offset delta + 1), or -1 if there is none.
+func batchesEnd(raw []byte) int64 {
+	end := int64(-1)
+	for len(raw) >= 12 {
+		n := 12 + int(binary.BigEndian.Uint32(raw[8:12]))
+		if n < 27 || n > len(raw) {
+			break // a partial batch at the end of the response
+		}
+		base := int64(binary.BigEndian.Uint64(raw[0:8]))
+		end = base + int64(int32(binary.BigEndian.Uint32(raw[23:27]))) + 1
+		raw = raw[n:]
+	}
+	return end
 }
 
 // FinalRead reads every partition from offset 0 to its high watermark, one
@@ -135,10 +174,14 @@ func (w *Workload) FinalRead(ctx context.Context) error {
 		w.rec.Complete(inv, history.OK, history.Op{Records: recs,
 			HWMs: []history.Offset{{Topic: w.cfg.Topic, Partition: p, Offset: hwm}}})
 	}
+	var err error
 	if len(failed) > 0 {
-		return fmt.Errorf("final read failed on partitions %v", failed)
+		err = fmt.Errorf("final read failed on partitions %v", failed)
 	}
-	return nil
+	if w.cfg.TxnProducers > 0 {
+		err = errors.Join(err, w.txnFinalRead(ctx))
+	}
+	return err
 }
 
 func (w *Workload) readAll(ctx context.Context, p int32) ([]history.Record, int64, error) {

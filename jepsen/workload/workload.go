@@ -24,6 +24,8 @@ type Workload struct {
 	adm    *kadm.Client
 	procs  atomic.Int64 // last process id handed out
 	values atomic.Int64 // last value produced
+	// txnValues: last transactional value written
+	txnValues atomic.Int64
 
 	produceStop, consumeStop context.CancelFunc
 	producers, consumers     sync.WaitGroup
@@ -61,27 +63,40 @@ func (w *Workload) Close() { w.admin.Close() }
 
 func (w *Workload) newProcess() int64 { return w.procs.Add(1) }
 
-// Setup creates the topic and waits until every partition has a leader and
-// takes an acks=all write, or ctx ends.
+// Setup creates the topics and waits until every partition has a leader,
+// or ctx ends.
 func (w *Workload) Setup(ctx context.Context) error {
+	if err := w.createTopic(ctx, w.cfg.Topic, w.cfg.Partitions); err != nil {
+		return err
+	}
+	if w.cfg.TxnProducers > 0 {
+		if err := w.createTopic(ctx, w.cfg.TxnTopic, w.cfg.TxnPartitions); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createTopic creates topic and waits until every partition has a leader.
+func (w *Workload) createTopic(ctx context.Context, topic string, partitions int32) error {
 	for {
-		_, err := w.adm.CreateTopic(ctx, w.cfg.Partitions, w.cfg.Replication, nil, w.cfg.Topic)
+		_, err := w.adm.CreateTopic(ctx, partitions, w.cfg.Replication, nil, topic)
 		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
 			break
 		}
-		fmt.Fprintf(w.cfg.Log, "setup: create topic: %v\n", err)
+		fmt.Fprintf(w.cfg.Log, "setup: create topic %s: %v\n", topic, err)
 		if err := sleep(ctx, time.Second); err != nil {
-			return fmt.Errorf("creating topic %s: %w", w.cfg.Topic, err)
+			return fmt.Errorf("creating topic %s: %w", topic, err)
 		}
 	}
 	for {
-		t, err := w.Topology(ctx)
-		if err == nil && len(t.Leaders) == int(w.cfg.Partitions) {
+		t, err := w.topology(ctx, topic)
+		if err == nil && len(t.Leaders) == int(partitions) {
 			return nil
 		}
-		fmt.Fprintf(w.cfg.Log, "setup: waiting for leaders: %v %v\n", t.Leaders, err)
+		fmt.Fprintf(w.cfg.Log, "setup: waiting for leaders of %s: %v %v\n", topic, t.Leaders, err)
 		if err := sleep(ctx, time.Second); err != nil {
-			return fmt.Errorf("waiting for partition leaders: %w", err)
+			return fmt.Errorf("waiting for partition leaders of %s: %w", topic, err)
 		}
 	}
 }
@@ -96,9 +111,35 @@ type Topology struct {
 // Topology asks the cluster for the controller and the partition leaders
 // (the nemesis aims faults with it).
 func (w *Workload) Topology(ctx context.Context) (Topology, error) {
+	return w.topology(ctx, w.cfg.Topic)
+}
+
+// Coordinators are the transaction coordinators of the transactional
+// producers (FindCoordinator key type 1), for the nemesis.
+func (w *Workload) Coordinators(ctx context.Context) ([]int32, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
-	md, err := w.adm.Metadata(ctx, w.cfg.Topic)
+	var ids []string
+	for i := 0; i < w.cfg.TxnProducers; i++ {
+		ids = append(ids, txnID(i))
+	}
+	resp := w.adm.FindTxnCoordinators(ctx, ids...)
+	var out []int32
+	for _, id := range ids {
+		if c, ok := resp[id]; ok && c.Err == nil && c.NodeID >= 0 {
+			out = append(out, c.NodeID)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no transaction coordinator found: %v", resp.Error())
+	}
+	return out, nil
+}
+
+func (w *Workload) topology(ctx context.Context, topic string) (Topology, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
+	defer cancel()
+	md, err := w.adm.Metadata(ctx, topic)
 	if err != nil {
 		return Topology{Controller: -1}, err
 	}
@@ -107,7 +148,7 @@ func (w *Workload) Topology(ctx context.Context) (Topology, error) {
 		t.Brokers = append(t.Brokers, b.NodeID)
 	}
 	sort.Slice(t.Brokers, func(i, j int) bool { return t.Brokers[i] < t.Brokers[j] })
-	if td, ok := md.Topics[w.cfg.Topic]; ok {
+	if td, ok := md.Topics[topic]; ok {
 		for p, pd := range td.Partitions {
 			if pd.Err == nil && pd.Leader >= 0 {
 				t.Leaders[p] = pd.Leader
@@ -133,6 +174,16 @@ func (w *Workload) Start(ctx context.Context) {
 		}
 		w.consumers.Add(1)
 		go func() { defer w.consumers.Done(); w.offsetLoop(cctx, w.cfg.group(g)) }()
+	}
+	for i := 0; i < w.cfg.TxnProducers; i++ {
+		w.producers.Add(1)
+		go func(i int) { defer w.producers.Done(); w.txnLoop(pctx, i) }(i)
+	}
+	if w.cfg.TxnProducers > 0 {
+		for _, iso := range []string{history.ReadCommitted, history.ReadUncommitted} {
+			w.consumers.Add(1)
+			go func() { defer w.consumers.Done(); w.txnReadLoop(cctx, iso) }()
+		}
 	}
 	for i := 0; i < w.cfg.Fetchers; i++ {
 		w.consumers.Add(1)

@@ -25,7 +25,8 @@ func TestWorkloadAgainstKfake(t *testing.T) {
 	start := time.Now()
 	rec := history.NewRecorder(nil, func() int64 { return int64(time.Since(start)) })
 	w, err := New(Config{Brokers: c.ListenAddrs(), Partitions: 3, Replication: 3, Producers: 3, Rate: 200,
-		Groups: 1, Consumers: 2, Fetchers: 1, OpTimeout: 5 * time.Second, Seed: 1}, rec)
+		Groups: 1, Consumers: 2, Fetchers: 1, OpTimeout: 5 * time.Second, Seed: 1,
+		TxnProducers: 2, TxnRate: 50, TxnTimeout: 5 * time.Second}, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +39,9 @@ func TestWorkloadAgainstKfake(t *testing.T) {
 	topo, err := w.Topology(ctx)
 	if err != nil || len(topo.Leaders) != 3 || len(topo.Brokers) != 3 {
 		t.Fatalf("topology %+v, %v", topo, err)
+	}
+	if coords, err := w.Coordinators(ctx); err != nil || len(coords) != 2 {
+		t.Fatalf("transaction coordinators %v, %v", coords, err)
 	}
 	w.Start(ctx)
 	time.Sleep(3 * time.Second)
@@ -55,12 +59,17 @@ func TestWorkloadAgainstKfake(t *testing.T) {
 			seen[op.F]++
 		}
 	}
-	for _, f := range []history.Func{history.Produce, history.Poll, history.Commit, history.FetchOffset, history.Fetch, history.Read, history.Assign} {
+	for _, f := range []history.Func{history.Produce, history.Poll, history.Commit, history.FetchOffset, history.Fetch, history.Read, history.Assign,
+		history.Txn, history.TxnRead, history.TxnFinal} {
 		if seen[f] == 0 {
 			t.Errorf("no ok %s in %d events", f, len(h))
 		}
 	}
-	if rep := check.Check(h, check.Options{}); rep.Valid != check.Valid {
+	rep := check.Check(h, check.Options{})
+	if rep.Valid != check.Valid {
 		t.Fatalf("history of a correct broker judged %s:\n%s", rep.Valid, rep.Summary())
+	}
+	if r, _ := rep.Result(check.TxnOutcomes); r.Stats["committed"] == 0 || r.Stats["aborted"] == 0 {
+		t.Errorf("transactions: %v", r.Stats)
 	}
 }

@@ -28,6 +28,9 @@ type options struct {
 	notes                        []string // facts of the run for the summary
 	portBase                     int
 	staleFetches                 bool
+	txnProducers                 int
+	txnRate                      float64
+	txnTimeout                   time.Duration
 }
 
 // timings are the duration flags' defaults: a full run (about 10 minutes
@@ -65,7 +68,10 @@ func parseOptions(args []string, smoke bool) (options, error) {
 	fs.Float64Var(&o.rate, "rate", 50, "produce operations per second, all producers (0: unthrottled)")
 	fs.StringVar(&o.nemeses, "nemeses", "kill,pause,partition-one,partition-half,partition-bridge",
 		"comma-separated fault kinds, or none ("+kindsList()+")")
-	fs.StringVar(&o.targets, "targets", "any,leader,controller", "whom faults aim at: any, leader, controller")
+	fs.StringVar(&o.targets, "targets", "", "whom faults aim at: any, leader, controller, coordinator (a transaction coordinator; default: all four, coordinator only with --txn-producers)")
+	fs.IntVar(&o.txnProducers, "txn-producers", 3, "transactional producers on their own topic (0: no transactional workload)")
+	fs.Float64Var(&o.txnRate, "txn-rate", 10, "transactions per second, all transactional producers (0: unthrottled)")
+	fs.DurationVar(&o.txnTimeout, "txn-timeout", 10*time.Second, "the transactional producers' transaction.timeout.ms")
 	fs.Int64Var(&o.seed, "seed", time.Now().UnixNano()%1e9, "seed of the fault schedule and the workload's choices")
 	fs.StringVar(&o.pkg, "pkg", "./cmd/floe", "package of the broker binary")
 	fs.StringVar(&o.tags, "tags", "", "build tags (floe_bugs for a build that can plant bugs)")
@@ -90,7 +96,13 @@ func parseOptions(args []string, smoke bool) (options, error) {
 		o.nodes, o.replication, o.pkg = 1, 1, "./jepsen/internal/stubbroker"
 		o.plaintext = true // the kfake stand-in has no TLS
 	}
-	if o.nodes < 1 || o.partitions < 1 || o.producers < 1 {
+	if o.targets == "" {
+		o.targets = "any,leader,controller"
+		if o.txnProducers > 0 {
+			o.targets += ",coordinator"
+		}
+	}
+	if o.nodes < 1 || o.partitions < 1 || o.producers < 1 || o.txnProducers < 0 {
 		return o, fmt.Errorf("need at least one node, partition and producer")
 	}
 	o.runID = time.Now().UTC().Format("20060102-150405")

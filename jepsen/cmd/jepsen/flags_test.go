@@ -1,8 +1,12 @@
 package main
 
 import (
+	"io"
 	"testing"
 	"time"
+
+	"github.com/floe-broker/floe/jepsen/cluster"
+	"github.com/floe-broker/floe/jepsen/workload"
 )
 
 func TestSmokeFitsInFiveMinutes(t *testing.T) {
@@ -37,5 +41,36 @@ func TestFlagsOverrideSmoke(t *testing.T) {
 	}
 	if _, err := parseOptions([]string{"extra"}, false); err == nil {
 		t.Fatal("stray argument accepted")
+	}
+}
+
+// The coordinator target is a default only with transactional producers,
+// and the nemesis takes it.
+func TestCoordinatorTarget(t *testing.T) {
+	if o, _ := parseOptions(nil, true); o.targets != "any,leader,controller,coordinator" {
+		t.Errorf("default targets %q", o.targets)
+	}
+	if o, _ := parseOptions([]string{"--txn-producers", "0"}, true); o.targets != "any,leader,controller" {
+		t.Errorf("default targets without transactions %q", o.targets)
+	}
+	o, err := parseOptions([]string{"--nemeses", "kill", "--targets", "coordinator,leader"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.New(cluster.Config{RunID: "x", Nodes: 5, Image: "i"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := workload.New(workload.Config{Brokers: []string{"127.0.0.1:1"}, TxnProducers: o.txnProducers}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := newNemesis(o, c, w, nil, func() int64 { return 0 }, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	o.txnProducers = 0
+	if _, err := newNemesis(o, c, w, nil, func() int64 { return 0 }, io.Discard); err == nil {
+		t.Fatal("coordinator target accepted without transactional producers")
 	}
 }

@@ -154,6 +154,7 @@ func runWorkload(ctx context.Context, o options, c *cluster.Cluster, clientOpts 
 	w, err := workload.New(workload.Config{Brokers: c.KafkaAddrs(), Topic: "jepsen", Partitions: int32(o.partitions),
 		Replication: int16(o.replication), Producers: o.producers, Rate: o.rate, Groups: o.groups,
 		Consumers: o.consumers, Fetchers: o.fetchers, OpTimeout: o.opTimeout, Seed: o.seed, Log: log,
+		TxnProducers: o.txnProducers, TxnRate: o.txnRate, TxnTimeout: o.txnTimeout,
 		ClientOpts: clientOpts}, rec)
 	if err != nil {
 		return err
@@ -252,8 +253,12 @@ func newNemesis(o options, c *cluster.Cluster, w *workload.Workload, rec *histor
 		}
 		return t.Controller, leaders, err
 	}
-	return nemesis.New(nemesis.Config{Kinds: kinds, Targets: o.targetList(), Interval: o.interval,
-		Window: o.window, Seed: o.seed, Log: log}, c, topo, rec, now)
+	cfg := nemesis.Config{Kinds: kinds, Targets: o.targetList(), Interval: o.interval,
+		Window: o.window, Seed: o.seed, Log: log}
+	if o.txnProducers > 0 {
+		cfg.Coordinators = w.Coordinators
+	}
+	return nemesis.New(cfg, c, topo, rec, now)
 }
 
 // finish writes the timeline, checks the history, writes the results and
@@ -263,8 +268,20 @@ func finish(dir string, h history.History, timeline []nemesis.Event, o options, 
 		return err
 	}
 	rep := check.Check(h, check.Options{Timeout: o.checkTimeout, StaleFetches: o.staleFetches})
-	header := fmt.Sprintf("run %s seed %d: %d nodes, %v, nemeses %s, targets %s, %d events, %d faults\n",
-		o.runID, o.seed, o.nodes, o.duration, o.nemeses, o.targets, len(h), len(timeline))
+	txn := "no transactional workload"
+	switch {
+	case o.txnProducers < 0:
+		txn = "transactional producers (recheck)"
+	case o.txnProducers > 0:
+		txn = fmt.Sprintf("%d transactional producers", o.txnProducers)
+	}
+	header := fmt.Sprintf("run %s seed %d: %d nodes, %v, nemeses %s, targets %s, %s, %d events, %d faults\n",
+		o.runID, o.seed, o.nodes, o.duration, o.nemeses, o.targets, txn, len(h), len(timeline))
+	avail := report.Measure(h, timeline)
+	if err := report.WriteJSON(dir, report.AvailabilityFile, avail); err != nil {
+		return err
+	}
+	header += avail.String()
 	for _, n := range o.notes {
 		header += "note: " + n + "\n"
 	}
@@ -308,7 +325,7 @@ func recheck(args []string) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	o := options{runID: filepath.Base(dir), checkTimeout: 5 * time.Minute, nemeses: "(recheck)", targets: "(recheck)"}
+	o := options{runID: filepath.Base(dir), checkTimeout: 5 * time.Minute, nemeses: "(recheck)", targets: "(recheck)", txnProducers: -1}
 	return finish(dir, h, timeline, o, os.Stderr)
 }
 
@@ -320,6 +337,7 @@ func (o options) describe() map[string]any {
 		"rate": o.rate, "duration": o.duration.String(), "interval": o.interval.String(), "window": o.window.String(),
 		"nemeses": o.nemeses, "targets": o.targets, "pkg": o.pkg, "tags": o.tags, "env": o.env, "stub": o.stub,
 		"plant": o.plant, "expect_invalid": o.expectInvalid, "security": securityName(o.plaintext),
+		"txn_producers": o.txnProducers, "txn_rate": o.txnRate, "txn_timeout": o.txnTimeout.String(),
 	}
 }
 
