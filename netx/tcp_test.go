@@ -403,9 +403,11 @@ func TestTCPSurvivesGarbage(t *testing.T) {
 	}
 	// Whatever the garbage did, the transport still serves its real peer.
 	sendBatch(t, a, 1, 2, inB, "after-garbage", 100)
-	if s := b.Stats(); s.InboundRejected < 25 {
-		t.Fatalf("InboundRejected %d: garbage handshakes were accepted", s.InboundRejected)
-	}
+	// Each refusal is counted by that connection's own reader, which on a
+	// loaded machine may run after the real peer's batch is through (a run
+	// of -count=20 saw 6 of the 25 counted at this point): wait for them,
+	// bounded. Fewer than 25 in the end means garbage was accepted.
+	eventually(t, "the 25 garbage handshakes to be refused", func() bool { return b.Stats().InboundRejected >= 25 })
 }
 
 func TestTCPQueueFullDropsNewest(t *testing.T) {
