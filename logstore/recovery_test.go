@@ -14,33 +14,56 @@ import (
 // segmentNames lists the log's segment files, oldest first.
 func segmentNames(t *testing.T, fsys FS) []string {
 	t.Helper()
+	return filesEnding(t, fsys, ".log")
+}
+
+// filesEnding lists the log's files whose names end in suffix, in name
+// order.
+func filesEnding(t *testing.T, fsys FS, suffix string) []string {
+	t.Helper()
 	names, err := fsys.List("p0")
 	must(t, err)
 	var out []string
 	for _, n := range names {
-		if strings.HasSuffix(n, ".log") {
+		if strings.HasSuffix(n, suffix) {
 			out = append(out, n)
 		}
 	}
 	return out
 }
 
-func TestBitFlipInSealedSegmentIsDetectedOnRead(t *testing.T) {
-	fsys := newSim(3)
-	opts := Options{SegmentBytes: 2 << 10, IndexIntervalBytes: 256}
+// smallSegments gives a log of a few dozen batches several segments.
+var smallSegments = Options{SegmentBytes: 1 << 10, IndexIntervalBytes: 128}
+
+// writtenLog appends n batches of 2 records (term 1) to a new log on a
+// simulated disk (seed) and closes it. It returns the disk, the entries
+// and the log's segment files, oldest first.
+func writtenLog(t *testing.T, seed int64, opts Options, n int) (*SimFS, []Entry, []string) {
+	t.Helper()
+	fsys := newSim(seed)
 	l, _ := openLog(t, fsys, opts)
-	want := appendBatches(t, l, 60, 2, 1, 0)
+	es := appendBatches(t, l, n, 2, 1, 0)
 	must(t, l.Close())
-	segs := segmentNames(t, fsys)
+	return fsys, es, segmentNames(t, fsys)
+}
+
+// flipMiddle flips one bit of the middle byte of file.
+func flipMiddle(t *testing.T, fsys *SimFS, file string, bit uint) {
+	t.Helper()
+	data, err := fsys.ReadFile(file)
+	must(t, err)
+	must(t, fsys.FlipBit(file, int64(len(data)/2), bit))
+}
+
+func TestBitFlipInSealedSegmentIsDetectedOnRead(t *testing.T) {
+	opts := Options{SegmentBytes: 2 << 10, IndexIntervalBytes: 256}
+	fsys, want, segs := writtenLog(t, 3, opts, 60)
 	if len(segs) < 3 {
 		t.Fatalf("want several segments, have %v", segs)
 	}
 	// Flip one bit in the payload of an entry in the middle of the second
 	// (sealed) segment.
-	victim := path.Join("p0", segs[1])
-	data, err := fsys.ReadFile(victim)
-	must(t, err)
-	must(t, fsys.FlipBit(victim, int64(len(data)/2), 3))
+	flipMiddle(t, fsys, path.Join("p0", segs[1]), 3)
 
 	l, rec := openLog(t, fsys, opts)
 	if rec.Reason != "" {
@@ -143,12 +166,8 @@ func TestDamageInActiveSegmentIsReportedCorrupt(t *testing.T) {
 }
 
 func TestStaleOrMissingIndexFileIsRebuilt(t *testing.T) {
-	fsys := newSim(6)
-	opts := Options{SegmentBytes: 1 << 10, IndexIntervalBytes: 128}
-	l, _ := openLog(t, fsys, opts)
-	es := appendBatches(t, l, 40, 2, 1, 0)
-	must(t, l.Close())
-	segs := segmentNames(t, fsys)
+	opts := smallSegments
+	fsys, es, segs := writtenLog(t, 6, opts, 40)
 	idx0 := path.Join("p0", indexName(segs[0]))
 	idx1 := path.Join("p0", indexName(segs[1]))
 	must(t, fsys.Remove(idx0))
@@ -176,16 +195,8 @@ func TestSyncFailureFailsTheLog(t *testing.T) {
 	must(t, l.Sync())
 	appendBatches(t, l, 5, 1, 1, 0)
 	fsys.FailNext(OpSync, "", nil)
-	if err := l.Sync(); !errors.Is(err, ErrFailed) {
-		t.Fatalf("sync: %v, want ErrFailed", err)
-	}
-	if l.DurableIndex() != 5 {
-		t.Fatalf("a failed sync advanced DurableIndex to %d", l.DurableIndex())
-	}
-	if err := l.Append(Entry{Index: 11, Term: 1, Kind: 9}); !errors.Is(err, ErrFailed) {
-		t.Fatalf("append after a failed sync: %v", err)
-	}
-	l.Close()
+	syncFailsTheLog(t, l, "failing sync", synced, 11)
+	// Nothing after the synced entries was durable.
 	fsys.CrashWith(CrashLoseAll)
 	l, _ = openLog(t, fsys, Options{})
 	if err := sameEntries(allEntries(t, l), synced); err != nil {
@@ -202,20 +213,29 @@ func TestWriteFailureFailsTheLog(t *testing.T) {
 	// written, here by the sync.
 	must(t, l.Append(Entry{Index: 4, Term: 1, Kind: 9, Data: []byte("x")}))
 	fsys.FailNext(OpWrite, "", nil)
-	if err := l.Sync(); !errors.Is(err, ErrFailed) {
-		t.Fatalf("sync with a failing write: %v", err)
-	}
-	if l.DurableIndex() != 3 {
-		t.Fatalf("durable %d after a failed write", l.DurableIndex())
-	}
-	if err := l.Append(Entry{Index: 5, Term: 1, Kind: 9}); !errors.Is(err, ErrFailed) {
-		t.Fatalf("append on a failed log: %v", err)
-	}
-	l.Close()
+	syncFailsTheLog(t, l, "failing write", es, 5)
 	l, _ = openLog(t, fsys, Options{})
 	if err := sameEntries(allEntries(t, l), es); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// syncFailsTheLog checks that l's next sync, which meets the failure the
+// test injected (what), fails the log: the sync answers ErrFailed,
+// DurableIndex stays at the last synced entry, and an append (of index
+// next) answers ErrFailed too. It closes l.
+func syncFailsTheLog(t *testing.T, l *Log, what string, synced []Entry, next uint64) {
+	t.Helper()
+	if err := l.Sync(); !errors.Is(err, ErrFailed) {
+		t.Fatalf("sync with a %s: %v, want ErrFailed", what, err)
+	}
+	if want := synced[len(synced)-1].Index; l.DurableIndex() != want {
+		t.Fatalf("durable %d after a %s, want %d", l.DurableIndex(), what, want)
+	}
+	if err := l.Append(Entry{Index: next, Term: 1, Kind: 9}); !errors.Is(err, ErrFailed) {
+		t.Fatalf("append after a %s: %v", what, err)
+	}
+	l.Close()
 }
 
 // Damage in a segment followed by more segments: recovery cuts the log at
@@ -223,22 +243,15 @@ func TestWriteFailureFailsTheLog(t *testing.T) {
 // the node can fence its vote up to there), and sets the cut bytes and the
 // later segments aside as *.damaged files instead of deleting them.
 func TestDamageBeforeLaterSegmentsReportsWhatWasHeld(t *testing.T) {
-	fsys := newSim(9)
-	opts := Options{SegmentBytes: 1 << 10, IndexIntervalBytes: 128}
-	l, _ := openLog(t, fsys, opts)
-	es := appendBatches(t, l, 60, 2, 1, 0)
-	must(t, l.Close())
-	segs := segmentNames(t, fsys)
+	opts := smallSegments
+	fsys, es, segs := writtenLog(t, 9, opts, 60)
 	if len(segs) < 4 {
 		t.Fatalf("want several segments, have %v", segs)
 	}
 	// The second segment, without its index (so open scans it), with a
 	// flipped payload byte in the middle.
-	victim := path.Join("p0", segs[1])
 	must(t, fsys.Remove(path.Join("p0", indexName(segs[1]))))
-	data, err := fsys.ReadFile(victim)
-	must(t, err)
-	must(t, fsys.FlipBit(victim, int64(len(data)/2), 5))
+	flipMiddle(t, fsys, path.Join("p0", segs[1]), 5)
 	l, rec := openLog(t, fsys, opts)
 	if !rec.Corrupt || rec.HeldUnknown {
 		t.Fatalf("report %+v: want corrupt, with what followed known", rec)
@@ -249,16 +262,8 @@ func TestDamageBeforeLaterSegmentsReportsWhatWasHeld(t *testing.T) {
 	if l.LastIndex() >= es[len(es)-1].Index || sameEntries(allEntries(t, l), es[:l.LastIndex()]) != nil {
 		t.Fatalf("recovered %d entries", l.LastIndex())
 	}
-	names, err := fsys.List("p0")
-	must(t, err)
-	var damaged int
-	for _, n := range names {
-		if strings.HasSuffix(n, ".damaged") {
-			damaged++
-		}
-	}
-	if damaged != len(segs)-1 { // the cut tail of segs[1] and every later segment
-		t.Fatalf("%d files set aside as damaged, want %d: %v", damaged, len(segs)-1, names)
+	if damaged := filesEnding(t, fsys, ".damaged"); len(damaged) != len(segs)-1 { // the cut tail of segs[1] and every later segment
+		t.Fatalf("%d files set aside as damaged, want %d: %v", len(damaged), len(segs)-1, damaged)
 	}
 	must(t, l.Close())
 	// A second open finds a clean log and sets nothing else aside.
@@ -274,12 +279,8 @@ func TestDamageBeforeLaterSegmentsReportsWhatWasHeld(t *testing.T) {
 // held, and sets it aside.
 func TestDamagedFirstEntryIsNotTakenForAStaleFile(t *testing.T) {
 	for _, withIndex := range []bool{true, false} {
-		fsys := newSim(10)
-		opts := Options{SegmentBytes: 1 << 10, IndexIntervalBytes: 128}
-		l, _ := openLog(t, fsys, opts)
-		es := appendBatches(t, l, 30, 2, 1, 0)
-		must(t, l.Close())
-		segs := segmentNames(t, fsys)
+		opts := smallSegments
+		fsys, es, segs := writtenLog(t, 10, opts, 30)
 		must(t, fsys.FlipBit(path.Join("p0", segs[0]), 20, 1)) // the first entry's index field
 		if !withIndex {
 			must(t, fsys.Remove(path.Join("p0", indexName(segs[0]))))
@@ -297,16 +298,8 @@ func TestDamagedFirstEntryIsNotTakenForAStaleFile(t *testing.T) {
 		if !rec.Corrupt || rec.HeldThrough != es[len(es)-1].Index || l.LastIndex() != 0 {
 			t.Fatalf("report %+v, last index %d: want a corrupt cut at entry 1 holding through %d", rec, l.LastIndex(), es[len(es)-1].Index)
 		}
-		names, err := fsys.List("p0")
-		must(t, err)
-		var damaged int
-		for _, n := range names {
-			if strings.HasSuffix(n, ".damaged") {
-				damaged++
-			}
-		}
-		if damaged != len(segs) {
-			t.Fatalf("%d files set aside as damaged, want %d: %v", damaged, len(segs), names)
+		if damaged := filesEnding(t, fsys, ".damaged"); len(damaged) != len(segs) {
+			t.Fatalf("%d files set aside as damaged, want %d: %v", len(damaged), len(segs), damaged)
 		}
 	}
 }
@@ -316,12 +309,8 @@ func TestDamagedFirstEntryIsNotTakenForAStaleFile(t *testing.T) {
 func TestFlippedIndexFileIsRebuilt(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	for trial := 0; trial < 100; trial++ {
-		fsys := newSim(int64(100 + trial))
-		opts := Options{SegmentBytes: 1 << 10, IndexIntervalBytes: 128}
-		l, _ := openLog(t, fsys, opts)
-		es := appendBatches(t, l, 40, 2, 1, 0)
-		must(t, l.Close())
-		segs := segmentNames(t, fsys)
+		opts := smallSegments
+		fsys, es, segs := writtenLog(t, int64(100+trial), opts, 40)
 		idx := path.Join("p0", indexName(segs[rng.Intn(len(segs)-1)]))
 		data, err := fsys.ReadFile(idx)
 		must(t, err)

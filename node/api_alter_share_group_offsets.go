@@ -26,23 +26,14 @@ import (
 func serveAlterShareGroupOffsets(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-	az := r.authorize(c, req)
-	fail := func(err *kerr.Error) {
-		resp.ErrorCode = err.Code
-		respond(resp)
-	}
-	sh, err := r.authorizedShareShard(az, req.GroupID, kmsg.ACLOperationRead)
-	if err != nil {
-		fail(err)
-		return
-	}
-	if !sh.shareGroupEmpty(req.GroupID) {
-		fail(kerr.NonEmptyGroup)
-		return
-	}
+	changeEmptyShareGroup(r, c, req, resp, shareAdmin{group: req.GroupID, op: kmsg.ACLOperationRead}, &resp.ErrorCode, alterShareOffsets, respond)
+}
+
+// alterShareOffsets starts each named share-partition afresh at its
+// offset and answers it; it returns the records that make it so and the
+// error codes of the partitions they are for.
+func alterShareOffsets(r *Reactor, az *authz, sh *shareShard, req *kmsg.AlterShareGroupOffsetsRequest, resp *kmsg.AlterShareGroupOffsetsResponse) (recs []group.Record, pending []*int16) {
 	cfg := r.cfg.Shares.withDefaults().partition()
-	var recs []group.Record
-	var written []*kmsg.AlterShareGroupOffsetsResponseTopicPartition
 	for _, rt := range req.Topics {
 		t := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 		t.Topic = rt.Topic
@@ -69,19 +60,13 @@ func serveAlterShareGroupOffsets(r *Reactor, c Client, kreq kmsg.Request, respon
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
+	// Taken once resp.Topics is complete, so the pointers stay valid.
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
-			if resp.Topics[i].Partitions[j].ErrorCode == 0 {
-				written = append(written, &resp.Topics[i].Partitions[j])
+			if p := &resp.Topics[i].Partitions[j]; p.ErrorCode == 0 {
+				pending = append(pending, &p.ErrorCode)
 			}
 		}
 	}
-	r.writeShareRecords(sh, recs, func(err error) {
-		if err != nil {
-			for _, p := range written {
-				p.ErrorCode = kerr.NotLeaderForPartition.Code
-			}
-		}
-		respond(resp)
-	})
+	return recs, pending
 }

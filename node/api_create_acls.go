@@ -14,7 +14,6 @@ package node
 // pattern type: its ACLs are LITERAL.
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/node/acl"
@@ -25,38 +24,21 @@ func serveCreateACLs(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.
 	req := kreq.(*kmsg.CreateACLsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
-	allowed := r.authorize(c, req).cluster(kmsg.ACLOperationAlter)
-	var valid []acl.Binding
-	var at []int
+	bindings := make([]acl.Binding, len(req.Creations))
 	for i, cr := range req.Creations {
-		res := &resp.Results[i]
-		*res = kmsg.NewCreateACLsResponseResult()
-		if !allowed {
-			res.ErrorCode = errClusterAuth.Code
-			continue
-		}
-		b := bindingOfCreation(cr)
+		resp.Results[i] = kmsg.NewCreateACLsResponseResult()
+		bindings[i] = bindingOfCreation(cr)
 		if req.Version == 0 {
-			b.PatternType = kmsg.ACLResourcePatternTypeLiteral
+			bindings[i].PatternType = kmsg.ACLResourcePatternTypeLiteral
 		}
-		if err := b.Validate(); err != nil {
-			res.ErrorCode, res.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
-			continue
-		}
-		valid = append(valid, b)
-		at = append(at, i)
 	}
-	if len(valid) == 0 {
-		respond(resp)
-		return
-	}
-	r.propose(&controller.Command{CreateACLs: valid}, func(res controller.Result) {
-		code, msg := errParts(res.Err)
-		for _, i := range at {
+	serveACLChange(r, r.authorize(c, req).cluster(kmsg.ACLOperationAlter), aclChange[acl.Binding]{
+		entries: bindings,
+		setErr: func(i int, code int16, msg *string) {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
-		}
-		respond(resp)
-	})
+		},
+		command: func(valid []acl.Binding) *controller.Command { return &controller.Command{CreateACLs: valid} },
+	}, func() { respond(resp) })
 }
 
 func bindingOfCreation(cr kmsg.CreateACLsRequestCreation) acl.Binding {

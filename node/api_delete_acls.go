@@ -10,7 +10,6 @@ package node
 // match is listed under the first. v0 filters LITERAL patterns.
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/node/acl"
@@ -21,46 +20,34 @@ func serveDeleteACLs(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.
 	req := kreq.(*kmsg.DeleteACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))
-	allowed := r.authorize(c, req).cluster(kmsg.ACLOperationAlter)
-	var valid []acl.Filter
-	var at []int
+	filters := make([]acl.Filter, len(req.Filters))
 	for i, rf := range req.Filters {
-		res := &resp.Results[i]
-		*res = kmsg.NewDeleteACLsResponseResult()
-		if !allowed {
-			res.ErrorCode = errClusterAuth.Code
-			continue
-		}
-		f := acl.Filter{ResourceType: rf.ResourceType, ResourceName: rf.ResourceName, PatternType: rf.ResourcePatternType,
+		resp.Results[i] = kmsg.NewDeleteACLsResponseResult()
+		filters[i] = acl.Filter{ResourceType: rf.ResourceType, ResourceName: rf.ResourceName, PatternType: rf.ResourcePatternType,
 			Principal: rf.Principal, Host: rf.Host, Operation: rf.Operation, Permission: rf.PermissionType}
 		if req.Version == 0 {
-			f.PatternType = kmsg.ACLResourcePatternTypeLiteral
+			filters[i].PatternType = kmsg.ACLResourcePatternTypeLiteral
 		}
-		if err := f.Validate(); err != nil {
-			res.ErrorCode, res.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
-			continue
-		}
-		valid = append(valid, f)
-		at = append(at, i)
 	}
-	if len(valid) == 0 {
-		respond(resp)
+	serveACLChange(r, r.authorize(c, req).cluster(kmsg.ACLOperationAlter), aclChange[acl.Filter]{
+		entries: filters,
+		setErr: func(i int, code int16, msg *string) {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
+		},
+		command: func(valid []acl.Filter) *controller.Command { return &controller.Command{DeleteACLs: valid} },
+		applied: func(res controller.Result, k, i int) { addDeletedACLs(&resp.Results[i], res, k) },
+	}, func() { respond(resp) })
+}
+
+// addDeletedACLs lists, in filter k's answer, the ACLs it deleted.
+func addDeletedACLs(out *kmsg.DeleteACLsResponseResult, res controller.Result, k int) {
+	if res.DeletedACLs == nil || k >= len(res.DeletedACLs.Deleted) {
 		return
 	}
-	r.propose(&controller.Command{DeleteACLs: valid}, func(res controller.Result) {
-		code, msg := errParts(res.Err)
-		for k, i := range at {
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
-			if res.DeletedACLs == nil || k >= len(res.DeletedACLs.Deleted) {
-				continue
-			}
-			for _, b := range res.DeletedACLs.Deleted[k] {
-				m := kmsg.NewDeleteACLsResponseResultMatchingACL()
-				m.ResourceType, m.ResourceName, m.ResourcePatternType = b.ResourceType, b.ResourceName, b.PatternType
-				m.Principal, m.Host, m.Operation, m.PermissionType = b.Principal, b.Host, b.Operation, b.Permission
-				resp.Results[i].MatchingACLs = append(resp.Results[i].MatchingACLs, m)
-			}
-		}
-		respond(resp)
-	})
+	for _, b := range res.DeletedACLs.Deleted[k] {
+		m := kmsg.NewDeleteACLsResponseResultMatchingACL()
+		m.ResourceType, m.ResourceName, m.ResourcePatternType = b.ResourceType, b.ResourceName, b.PatternType
+		m.Principal, m.Host, m.Operation, m.PermissionType = b.Principal, b.Host, b.Operation, b.Permission
+		out.MatchingACLs = append(out.MatchingACLs, m)
+	}
 }

@@ -26,25 +26,14 @@ import (
 func serveDeleteShareGroupOffsets(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
-	az := r.authorize(c, req)
-	fail := func(err *kerr.Error) {
-		resp.ErrorCode = err.Code
-		respond(resp)
-	}
-	sh, err := r.authorizedShareShard(az, req.GroupID, kmsg.ACLOperationDelete)
-	if err != nil {
-		fail(err)
-		return
-	}
-	if !sh.hasShareGroup(req.GroupID) {
-		fail(kerr.GroupIDNotFound)
-		return
-	}
-	if !sh.shareGroupEmpty(req.GroupID) {
-		fail(kerr.NonEmptyGroup)
-		return
-	}
-	var recs []group.Record
+	changeEmptyShareGroup(r, c, req, resp, shareAdmin{group: req.GroupID, op: kmsg.ACLOperationDelete, mustExist: true}, &resp.ErrorCode, deleteShareOffsets, respond)
+}
+
+// deleteShareOffsets forgets the group's share-partitions of each named
+// topic and answers the topic; it returns the tombstones that make it so
+// and the error codes of the topics they are for (every topic answered
+// without an error, whether or not the group had state on it).
+func deleteShareOffsets(r *Reactor, az *authz, sh *shareShard, req *kmsg.DeleteShareGroupOffsetsRequest, resp *kmsg.DeleteShareGroupOffsetsResponse) (recs []group.Record, pending []*int16) {
 	for _, rt := range req.Topics {
 		t := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 		t.Topic = rt.Topic
@@ -65,14 +54,10 @@ func serveDeleteShareGroupOffsets(r *Reactor, c Client, kreq kmsg.Request, respo
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
-	r.writeShareRecords(sh, recs, func(err error) {
-		if err != nil {
-			for i := range resp.Topics {
-				if resp.Topics[i].ErrorCode == 0 {
-					resp.Topics[i].ErrorCode = kerr.NotLeaderForPartition.Code
-				}
-			}
+	for i := range resp.Topics {
+		if t := &resp.Topics[i]; t.ErrorCode == 0 {
+			pending = append(pending, &t.ErrorCode)
 		}
-		respond(resp)
-	})
+	}
+	return recs, pending
 }

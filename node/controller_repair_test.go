@@ -140,12 +140,47 @@ func TestDamagedControllerLogIsRepairedFromPeers(t *testing.T) {
 func TestControllerLogCutBelowCommitIsFenced(t *testing.T) {
 	c := newCluster(t, 3, 62)
 	c.waitReady()
-	for i := 0; i < 12; i++ {
-		createTopic(t, c, 1, fmt.Sprintf("cut-%d", i), 1, 3, nil)
-	}
-	waitLeaders(t, c, "cut-11", 1)
+	createNumbered(t, c, "cut", 0, 12)
 	const f = 3
 	transferController(t, c, 1)
+	r := cutControllerLog(t, c, f)
+	if !controllerFencedWithoutBound(r) {
+		t.Fatalf("a controller log cut below its recorded commit came back with fence %v (raft %v)",
+			fencesInForce(r)[controller.ControllerGroup], r.ctl.rep.VoteFence())
+	}
+	waitControllerCaughtUp(t, c, f, "cut-11")
+	open := map[uint64]any{}
+	for g, p := range r.parts {
+		open[g] = p
+	}
+	fenceLiftsInANewTerm(t, c, r)
+	c.runFor(2 * time.Second)
+	for g, p := range open {
+		if r.parts[g] != p {
+			t.Fatalf("group %d was closed or deleted while the controller was reopened", g)
+		}
+	}
+	if r.ctl.rep.BasicStatus().Lead == 0 {
+		t.Fatal("no controller leader known after the reopen")
+	}
+}
+
+// createNumbered creates topics prefix-from to prefix-(to-1), one
+// partition on three replicas each, through node 1, and waits for the
+// last one's leader.
+func createNumbered(t *testing.T, c *cluster, prefix string, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		createTopic(t, c, 1, fmt.Sprintf("%s-%d", prefix, i), 1, 3, nil)
+	}
+	waitLeaders(t, c, fmt.Sprintf("%s-%d", prefix, to-1), 1)
+}
+
+// cutControllerLog crashes node f, cuts its controller log back to half
+// of what its meta record says was committed, boots it and returns its
+// new reactor.
+func cutControllerLog(t *testing.T, c *cluster, f int32) *Reactor {
+	t.Helper()
 	seg := controllerSegment(t, c, f)
 	c.nodes[f].crash()
 	fs := c.nodes[f].fs
@@ -157,20 +192,34 @@ func TestControllerLogCutBelowCommitIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.nodes[f].boot()
+	return c.nodes[f].r
+}
+
+// controllerFencedWithoutBound: r's controller replica may vote for no
+// one, in the reactor's fences and in Raft.
+func controllerFencedWithoutBound(r *Reactor) bool {
+	fence := fencesInForce(r)[controller.ControllerGroup]
+	return fence.Index == fenceUnbounded && !r.ctl.rep.VoteFence().IsZero()
+}
+
+// waitControllerCaughtUp waits until node f has applied as much controller
+// metadata as node 1 and opened partition 0 of topic.
+func waitControllerCaughtUp(t *testing.T, c *cluster, f int32, topic string) {
+	t.Helper()
 	r := c.nodes[f].r
-	if fence := fencesInForce(r)[controller.ControllerGroup]; fence.Index != fenceUnbounded || r.ctl.rep.VoteFence().IsZero() {
-		t.Fatalf("a controller log cut below its recorded commit came back with fence %v (raft %v)", fence, r.ctl.rep.VoteFence())
-	}
 	if !c.runUntil(20*time.Second, func() bool {
-		_, ok := r.byName[topicPartition{"cut-11", 0}]
+		_, ok := r.byName[topicPartition{topic, 0}]
 		return ok && r.ctl.rep.Applied() >= c.nodes[1].r.ctl.rep.Applied()
 	}) {
 		t.Fatalf("node %d did not catch up", f)
 	}
-	open := map[uint64]any{}
-	for g, p := range r.parts {
-		open[g] = p
-	}
+}
+
+// fenceLiftsInANewTerm checks r's controller fence holds until an entry of
+// a newer term, then moves the controller's leadership to node 2 (a new
+// term) and waits for the fence to lift.
+func fenceLiftsInANewTerm(t *testing.T, c *cluster, r *Reactor) {
+	t.Helper()
 	if _, fenced := fencesInForce(r)[controller.ControllerGroup]; !fenced {
 		t.Fatal("the fence lifted before any entry of a newer term")
 	}
@@ -180,15 +229,6 @@ func TestControllerLogCutBelowCommitIsFenced(t *testing.T) {
 		return !fenced && r.ctl.rep.VoteFence().IsZero()
 	}) {
 		t.Fatalf("the fence %v did not lift after a new term", fencesInForce(r)[controller.ControllerGroup])
-	}
-	c.runFor(2 * time.Second)
-	for g, p := range open {
-		if r.parts[g] != p {
-			t.Fatalf("group %d was closed or deleted while the controller was reopened", g)
-		}
-	}
-	if r.ctl.rep.BasicStatus().Lead == 0 {
-		t.Fatal("no controller leader known after the reopen")
 	}
 }
 
@@ -206,10 +246,7 @@ func TestControllerLogCutBelowCommitIsFenced(t *testing.T) {
 func TestControllerLogCutBelowSnapshotIsFenced(t *testing.T) {
 	c := newCluster(t, 3, 64)
 	c.waitReady()
-	for i := 0; i < 4; i++ {
-		createTopic(t, c, 1, fmt.Sprintf("snap-%d", i), 1, 3, nil)
-	}
-	waitLeaders(t, c, "snap-3", 1)
+	createNumbered(t, c, "snap", 0, 4)
 	const f = 3
 	transferController(t, c, 1)
 	r := c.nodes[f].r
@@ -225,48 +262,20 @@ func TestControllerLogCutBelowSnapshotIsFenced(t *testing.T) {
 	c.runFor(500 * time.Millisecond)
 	r.cfg.ControllerSnapshotEntries = 1 << 30
 	snap := r.ctl.rep.Snapshot().Index
-	for i := 5; i < 8; i++ {
-		createTopic(t, c, 1, fmt.Sprintf("snap-%d", i), 1, 3, nil)
-	}
-	waitLeaders(t, c, "snap-7", 1)
+	createNumbered(t, c, "snap", 5, 8)
 	held := r.ctl.rep.DurableIndex()
 	if recorded := r.ctl.rep.DurableHardState().Commit; recorded != snap || r.ctl.rep.Snapshot().Index != snap || held <= snap {
 		t.Fatalf("the scenario needs a recorded commit at the snapshot point %d and entries past it: recorded commit %d, snapshot %d, durable log to %d",
 			snap, recorded, r.ctl.rep.Snapshot().Index, held)
 	}
-	seg := controllerSegment(t, c, f)
-	c.nodes[f].crash()
-	fs := c.nodes[f].fs
-	prefix := fs.CommittedPrefix("controller", path.Base(seg))
-	if prefix == 0 {
-		t.Fatal("no committed entry recorded in the controller's meta record")
-	}
-	if err := fs.TruncateFile(seg, prefix/2); err != nil {
-		t.Fatal(err)
-	}
-	c.nodes[f].boot()
-	r = c.nodes[f].r
+	r = cutControllerLog(t, c, f)
 	if last := r.ctl.rep.LastIndex(); last != snap {
 		t.Fatalf("the cut log restarted at %d, want right after the snapshot at %d", last, snap)
 	}
-	if fence := fencesInForce(r)[controller.ControllerGroup]; fence.Index != fenceUnbounded || r.ctl.rep.VoteFence().IsZero() {
+	if !controllerFencedWithoutBound(r) {
 		t.Fatalf("a controller log cut below its snapshot at %d (it held %d) came back with fence %v (raft %v)",
-			snap, held, fence, r.ctl.rep.VoteFence())
+			snap, held, fencesInForce(r)[controller.ControllerGroup], r.ctl.rep.VoteFence())
 	}
-	if !c.runUntil(20*time.Second, func() bool {
-		_, ok := r.byName[topicPartition{"snap-7", 0}]
-		return ok && r.ctl.rep.Applied() >= c.nodes[1].r.ctl.rep.Applied()
-	}) {
-		t.Fatalf("node %d did not catch up", f)
-	}
-	if _, fenced := fencesInForce(r)[controller.ControllerGroup]; !fenced {
-		t.Fatal("the fence lifted before any entry of a newer term")
-	}
-	transferController(t, c, 2) // a new term
-	if !c.runUntil(20*time.Second, func() bool {
-		_, fenced := fencesInForce(r)[controller.ControllerGroup]
-		return !fenced && r.ctl.rep.VoteFence().IsZero()
-	}) {
-		t.Fatalf("the fence %v did not lift after a new term", fencesInForce(r)[controller.ControllerGroup])
-	}
+	waitControllerCaughtUp(t, c, f, "snap-7")
+	fenceLiftsInANewTerm(t, c, r)
 }

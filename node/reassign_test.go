@@ -26,20 +26,28 @@ func reassign(t *testing.T, c *cluster, via int32, topic string, partition int32
 	}
 }
 
+// createOnReplicas creates topic, one partition placed on replicas (an
+// explicit assignment, so the test knows which broker a move adds and
+// which it drops), through broker via, and waits for its leader.
+func createOnReplicas(t *testing.T, c *cluster, via int32, topic string, replicas []int32) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	a.Partition, a.Replicas = 0, replicas
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	req.Topics = append(req.Topics, rt)
+	if code := c.request(via, req).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	waitLeaders(t, c, topic, 1)
+}
+
 func TestReassignUnderTraffic(t *testing.T) {
 	c := newCluster(t, 4, 21)
 	c.waitReady()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "mv", -1, -1
-	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	a.Partition, a.Replicas = 0, []int32{1, 2, 3}
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
-	req.Topics = append(req.Topics, rt)
-	if code := c.request(1, req).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
-		t.Fatal(kerr.ErrorForCode(code))
-	}
-	waitLeaders(t, c, "mv", 1)
+	createOnReplicas(t, c, 1, "mv", []int32{1, 2, 3})
 
 	var acked []string
 	produceSome := func(n int, tag string) {

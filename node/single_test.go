@@ -30,6 +30,17 @@ func createTopic(t *testing.T, c *cluster, id int32, name string, partitions int
 	}
 }
 
+// oneBrokerOneTopic starts a one-broker cluster (seed) with topic "t" of
+// one partition, led.
+func oneBrokerOneTopic(t *testing.T, seed int64) *cluster {
+	t.Helper()
+	c := newCluster(t, 1, seed)
+	c.waitReady()
+	createTopic(t, c, 1, "t", 1, 1, nil)
+	waitLeaders(t, c, "t", 1)
+	return c
+}
+
 // waitLeaders runs until every partition of topic has a ready leader.
 func waitLeaders(t *testing.T, c *cluster, topic string, partitions int32) {
 	t.Helper()
@@ -184,10 +195,7 @@ func TestSingleNodeProduceFetch(t *testing.T) {
 }
 
 func TestProduceRejectsCorruptBatchAndKeepsLog(t *testing.T) {
-	c := newCluster(t, 1, 2)
-	c.waitReady()
-	createTopic(t, c, 1, "t", 1, 1, nil)
-	waitLeaders(t, c, "t", 1)
+	c := oneBrokerOneTopic(t, 2)
 	if sp := produce(c, 1, "t", 0, -1, batchOf("good")); sp.ErrorCode != 0 {
 		t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
 	}
@@ -209,10 +217,7 @@ func TestProduceRejectsCorruptBatchAndKeepsLog(t *testing.T) {
 }
 
 func TestIdempotentDuplicateGetsOriginalOffset(t *testing.T) {
-	c := newCluster(t, 1, 3)
-	c.waitReady()
-	createTopic(t, c, 1, "t", 1, 1, nil)
-	waitLeaders(t, c, "t", 1)
+	c := oneBrokerOneTopic(t, 3)
 	mk := func(seq int32, vals ...string) []byte {
 		var recs []records.Record
 		for _, v := range vals {
@@ -240,10 +245,7 @@ func TestIdempotentDuplicateGetsOriginalOffset(t *testing.T) {
 }
 
 func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
-	c := newCluster(t, 1, 4)
-	c.waitReady()
-	createTopic(t, c, 1, "t", 1, 1, nil)
-	waitLeaders(t, c, "t", 1)
+	c := oneBrokerOneTopic(t, 4)
 	var acked []string
 	for i := 0; i < 30; i++ {
 		v := fmt.Sprintf("r%d", i)
@@ -272,10 +274,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 }
 
 func TestListOffsets(t *testing.T) {
-	c := newCluster(t, 1, 5)
-	c.waitReady()
-	createTopic(t, c, 1, "t", 1, 1, nil)
-	waitLeaders(t, c, "t", 1)
+	c := oneBrokerOneTopic(t, 5)
 	for i := 0; i < 4; i++ {
 		recs := []records.Record{{Value: []byte("x"), TimestampDelta: 0}, {Value: []byte("y"), TimestampDelta: 5}}
 		b := records.Build(records.BuildOptions{BaseTimestamp: int64(1000 * (i + 1))}, recs)

@@ -5,9 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // moveCatchUp writes records of valueBytes to a partition on brokers 1-3
@@ -17,17 +14,7 @@ import (
 func moveCatchUp(t *testing.T, rate int64, records, valueBytes int) []int64 {
 	c := newClusterWith(t, 4, 23, func(cfg *Config) { cfg.MoveRateBytes = rate })
 	c.waitReady()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "mv", -1, -1
-	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	a.Partition, a.Replicas = 0, []int32{1, 2, 3}
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
-	req.Topics = append(req.Topics, rt)
-	if code := c.request(1, req).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
-		t.Fatal(kerr.ErrorForCode(code))
-	}
-	waitLeaders(t, c, "mv", 1)
+	createOnReplicas(t, c, 1, "mv", []int32{1, 2, 3})
 	value := strings.Repeat("x", valueBytes)
 	for i := 0; i < records; i++ {
 		for attempt := 0; ; attempt++ {

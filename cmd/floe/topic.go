@@ -109,21 +109,16 @@ func topicCreateFlags(fs *flag.FlagSet) func(context.Context, *kadm.Client, []st
 		if err != nil {
 			return err
 		}
-		var failed error
-		for _, name := range names {
-			r, ok := resps[name]
-			switch {
-			case !ok:
-				failed = firstErr(failed, fmt.Errorf("topic %s: not in the answer", name))
-			case errors.Is(r.Err, kerr.TopicAlreadyExists) && *ifNotExists:
-				fmt.Fprintf(out, "topic %s exists already\n", name)
-			case r.Err != nil:
-				failed = firstErr(failed, fmt.Errorf("topic %s: %w", name, kafkaErr(r.Err, r.ErrMessage)))
-			default:
-				fmt.Fprintf(out, "created topic %s: %d partitions, replication factor %d\n", name, r.NumPartitions, r.ReplicationFactor)
-			}
+		report := topicReport[kadm.CreateTopicResponse]{
+			answer: func(r kadm.CreateTopicResponse) (error, string) { return r.Err, r.ErrMessage },
+			done: func(name string, r kadm.CreateTopicResponse) string {
+				return fmt.Sprintf("created topic %s: %d partitions, replication factor %d", name, r.NumPartitions, r.ReplicationFactor)
+			},
 		}
-		return failed
+		if *ifNotExists {
+			report.benign, report.note = kerr.TopicAlreadyExists, "exists already"
+		}
+		return report.write(out, names, resps)
 	}
 }
 
@@ -331,17 +326,13 @@ func topicAlterFlags(fs *flag.FlagSet) func(context.Context, *kadm.Client, []str
 			if err != nil {
 				return err
 			}
-			for _, name := range names {
-				r, ok := resps[name]
-				switch {
-				case !ok:
-					failed = firstErr(failed, fmt.Errorf("topic %s: not in the answer", name))
-				case r.Err != nil:
-					failed = firstErr(failed, fmt.Errorf("topic %s: partitions: %w", name, kafkaErr(r.Err, r.ErrMessage)))
-				default:
-					fmt.Fprintf(out, "%s topic %s: %d partitions\n", verb, name, *partitions)
-				}
-			}
+			failed = firstErr(failed, topicReport[kadm.CreatePartitionsResponse]{
+				answer: func(r kadm.CreatePartitionsResponse) (error, string) { return r.Err, r.ErrMessage },
+				prefix: "partitions: ",
+				done: func(name string, _ kadm.CreatePartitionsResponse) string {
+					return fmt.Sprintf("%s topic %s: %d partitions", verb, name, *partitions)
+				},
+			}.write(out, names, resps))
 		}
 		return failed
 	}
@@ -382,22 +373,48 @@ func topicDeleteFlags(fs *flag.FlagSet) func(context.Context, *kadm.Client, []st
 		if err != nil {
 			return err
 		}
-		var failed error
-		for _, name := range names {
-			r, ok := resps[name]
-			switch {
-			case !ok:
-				failed = firstErr(failed, fmt.Errorf("topic %s: not in the answer", name))
-			case errors.Is(r.Err, kerr.UnknownTopicOrPartition) && *ifExists:
-				fmt.Fprintf(out, "topic %s does not exist\n", name)
-			case r.Err != nil:
-				failed = firstErr(failed, fmt.Errorf("topic %s: %w", name, kafkaErr(r.Err, r.ErrMessage)))
-			default:
-				fmt.Fprintf(out, "deleted topic %s\n", name)
-			}
+		report := topicReport[kadm.DeleteTopicResponse]{
+			answer: func(r kadm.DeleteTopicResponse) (error, string) { return r.Err, r.ErrMessage },
+			done:   func(name string, _ kadm.DeleteTopicResponse) string { return "deleted topic " + name },
 		}
-		return failed
+		if *ifExists {
+			report.benign, report.note = kerr.UnknownTopicOrPartition, "does not exist"
+		}
+		return report.write(out, names, resps)
 	}
+}
+
+// topicReport says how to report a create, delete or partition change,
+// topic by topic, from kadm's answers of type R.
+type topicReport[R any] struct {
+	answer func(R) (err error, msg string) // a topic's error and message
+	benign error                           // an error a flag makes a note (nil: none)
+	note   string                          // the note: "topic NAME <note>"
+	prefix string                          // before a failure's error: "topic NAME: <prefix>error"
+	done   func(name string, r R) string   // the line for a success
+}
+
+// write writes a line for each named topic and returns the first failure
+// (a topic missing from the answer, or one that failed).
+func (tr topicReport[R]) write(out io.Writer, names []string, resps map[string]R) error {
+	var failed error
+	for _, name := range names {
+		r, ok := resps[name]
+		if !ok {
+			failed = firstErr(failed, fmt.Errorf("topic %s: not in the answer", name))
+			continue
+		}
+		err, msg := tr.answer(r)
+		switch {
+		case tr.benign != nil && errors.Is(err, tr.benign):
+			fmt.Fprintf(out, "topic %s %s\n", name, tr.note)
+		case err != nil:
+			failed = firstErr(failed, fmt.Errorf("topic %s: %s%w", name, tr.prefix, kafkaErr(err, msg)))
+		default:
+			fmt.Fprintln(out, tr.done(name, r))
+		}
+	}
+	return failed
 }
 
 func firstErr(have, err error) error {

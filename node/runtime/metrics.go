@@ -108,43 +108,43 @@ func newReactorCollector(b *Broker) *reactorCollector {
 	return &reactorCollector{
 		b:          b,
 		parts:      newPartitionCollector(b.opts.Node.NodeID),
-		bytesIn:    prometheus.NewDesc("floe_produce_bytes_total", "Record batch bytes appended by produce requests.", nil, nil),
-		recordsIn:  prometheus.NewDesc("floe_produce_records_total", "Records appended by produce requests.", nil, nil),
-		bytesOut:   prometheus.NewDesc("floe_fetch_bytes_total", "Record batch bytes returned by fetch requests.", nil, nil),
-		badBatches: prometheus.NewDesc("floe_produce_rejected_batches_total", "Produced batches refused by validation.", nil, nil),
-		corrupt:    prometheus.NewDesc("floe_corrupt_reads_total", "Reads that met a checksum failure (never served).", nil, nil),
-		syncRounds: prometheus.NewDesc("floe_sync_rounds_total", "Group-commit rounds started.", nil, nil),
-		expired:    prometheus.NewDesc("floe_requests_expired_total", "Requests answered by their deadline because the handler had not answered within the request's timeout.", nil, nil),
-		leo:        prometheus.NewDesc("floe_partition_log_end_offset", "Offset after the last appended batch.", pl, nil),
-		hw:         prometheus.NewDesc("floe_partition_high_watermark", "Offset after the last committed batch.", pl, nil),
-		start:      prometheus.NewDesc("floe_partition_log_start_offset", "First readable offset.", pl, nil),
-		logBytes:   prometheus.NewDesc("floe_partition_log_bytes", "Bytes in the partition's log segments.", pl, nil),
-		segments:   prometheus.NewDesc("floe_partition_segments", "Segments in the partition's log.", pl, nil),
-		leader:     prometheus.NewDesc("floe_partition_leader", "1 if this broker leads the partition.", pl, nil),
-		telemetry: prometheus.NewDesc("floe_client_telemetry", "KIP-714: the latest value clients pushed for a metric, summed across clients (gauges and sums only).",
-			[]string{"metric"}, nil),
-		telemetryPushes: prometheus.NewDesc("floe_client_telemetry_pushes_total", "KIP-714 PushTelemetry requests taken.", nil, nil),
-		groupLag: prometheus.NewDesc("floe_consumer_group_lag", "Log end offset minus the group's committed offset, for groups this broker coordinates.",
-			[]string{"group", "topic", "partition"}, nil),
-		groupCommitted: prometheus.NewDesc("floe_consumer_group_committed_offset", "The group's committed offset, for groups this broker coordinates.",
-			[]string{"group", "topic", "partition"}, nil),
-		auditRecords: prometheus.NewDesc("floe_audit_records_total", "Audit records this broker queued for __audit_log.", nil, nil),
-		auditDropped: prometheus.NewDesc("floe_audit_dropped_total", "Audit records dropped: a full queue, or larger than max.message.bytes.", nil, nil),
-		tickStalls:   prometheus.NewDesc("floe_reactor_stalls_total", "Reactor ticks that came more than half an election timeout after the one before: the broker did not run for that long (paused, CPU-starved), which peers read as silence.", nil, nil),
-		tickGapMax:   prometheus.NewDesc("floe_reactor_tick_gap_max_seconds", "The longest gap between two reactor ticks since start.", nil, nil),
-		txnStarted:   prometheus.NewDesc("floe_txn_started_total", "Transactions begun on the transaction coordinators this broker hosted.", nil, nil),
-		txnCommitted: prometheus.NewDesc("floe_txn_committed_total", "Transactions whose commit decision this broker's coordinators made durable.", nil, nil),
-		txnAborted: prometheus.NewDesc("floe_txn_aborted_total", "Transactions this broker's coordinators decided to abort, by cause: end (EndTxn abort), timeout (transaction.timeout.ms), fence (InitProducerId of a new instance).",
-			[]string{"cause"}, nil),
-		txnRetries:   prometheus.NewDesc("floe_txn_marker_retries_total", "Times a coordinator sent a transaction's markers again after a failure.", nil, nil),
-		txnOpen:      prometheus.NewDesc("floe_txn_open", "Transactions open (Ongoing, or decided with markers still out) on the coordinators this broker hosts.", nil, nil),
-		txnOldestAge: prometheus.NewDesc("floe_txn_oldest_open_age_seconds", "Age of the oldest open transaction on this broker's coordinators; 0 when none is open.", nil, nil),
-		lso:          prometheus.NewDesc("floe_partition_last_stable_offset", "Offset below which every transaction is decided: where read_committed readers stop.", pl, nil),
-		lsoLag:       prometheus.NewDesc("floe_partition_lso_lag", "High watermark minus last stable offset: committed records read_committed readers cannot see yet.", pl, nil),
-		openTxns:     prometheus.NewDesc("floe_partition_open_transactions", "Transactions open on the partition.", pl, nil),
-		balancerMoves: prometheus.NewDesc("floe_balancer_moves_total", "Balancing moves this broker proposed as the controller's leader and the controller accepted, by kind: replica (a reassignment) or leader (a preferred-leader change).",
-			[]string{"kind"}, nil),
-		balancerInFlight: prometheus.NewDesc("floe_balancer_moves_in_flight", "Reassignments in flight that the balancer started (from this broker's copy of the metadata).", nil, nil),
+		bytesIn:    desc("floe_produce_bytes_total", "Record batch bytes appended by produce requests."),
+		recordsIn:  desc("floe_produce_records_total", "Records appended by produce requests."),
+		bytesOut:   desc("floe_fetch_bytes_total", "Record batch bytes returned by fetch requests."),
+		badBatches: desc("floe_produce_rejected_batches_total", "Produced batches refused by validation."),
+		corrupt:    desc("floe_corrupt_reads_total", "Reads that met a checksum failure (never served)."),
+		syncRounds: desc("floe_sync_rounds_total", "Group-commit rounds started."),
+		expired:    desc("floe_requests_expired_total", "Requests answered by their deadline because the handler had not answered within the request's timeout."),
+		leo:        desc("floe_partition_log_end_offset", "Offset after the last appended batch.", pl...),
+		hw:         desc("floe_partition_high_watermark", "Offset after the last committed batch.", pl...),
+		start:      desc("floe_partition_log_start_offset", "First readable offset.", pl...),
+		logBytes:   desc("floe_partition_log_bytes", "Bytes in the partition's log segments.", pl...),
+		segments:   desc("floe_partition_segments", "Segments in the partition's log.", pl...),
+		leader:     desc("floe_partition_leader", "1 if this broker leads the partition.", pl...),
+		telemetry: desc("floe_client_telemetry", "KIP-714: the latest value clients pushed for a metric, summed across clients (gauges and sums only).",
+			"metric"),
+		telemetryPushes: desc("floe_client_telemetry_pushes_total", "KIP-714 PushTelemetry requests taken."),
+		groupLag: desc("floe_consumer_group_lag", "Log end offset minus the group's committed offset, for groups this broker coordinates.",
+			"group", "topic", "partition"),
+		groupCommitted: desc("floe_consumer_group_committed_offset", "The group's committed offset, for groups this broker coordinates.",
+			"group", "topic", "partition"),
+		auditRecords: desc("floe_audit_records_total", "Audit records this broker queued for __audit_log."),
+		auditDropped: desc("floe_audit_dropped_total", "Audit records dropped: a full queue, or larger than max.message.bytes."),
+		tickStalls:   desc("floe_reactor_stalls_total", "Reactor ticks that came more than half an election timeout after the one before: the broker did not run for that long (paused, CPU-starved), which peers read as silence."),
+		tickGapMax:   desc("floe_reactor_tick_gap_max_seconds", "The longest gap between two reactor ticks since start."),
+		txnStarted:   desc("floe_txn_started_total", "Transactions begun on the transaction coordinators this broker hosted."),
+		txnCommitted: desc("floe_txn_committed_total", "Transactions whose commit decision this broker's coordinators made durable."),
+		txnAborted: desc("floe_txn_aborted_total", "Transactions this broker's coordinators decided to abort, by cause: end (EndTxn abort), timeout (transaction.timeout.ms), fence (InitProducerId of a new instance).",
+			"cause"),
+		txnRetries:   desc("floe_txn_marker_retries_total", "Times a coordinator sent a transaction's markers again after a failure."),
+		txnOpen:      desc("floe_txn_open", "Transactions open (Ongoing, or decided with markers still out) on the coordinators this broker hosts."),
+		txnOldestAge: desc("floe_txn_oldest_open_age_seconds", "Age of the oldest open transaction on this broker's coordinators; 0 when none is open."),
+		lso:          desc("floe_partition_last_stable_offset", "Offset below which every transaction is decided: where read_committed readers stop.", pl...),
+		lsoLag:       desc("floe_partition_lso_lag", "High watermark minus last stable offset: committed records read_committed readers cannot see yet.", pl...),
+		openTxns:     desc("floe_partition_open_transactions", "Transactions open on the partition.", pl...),
+		balancerMoves: desc("floe_balancer_moves_total", "Balancing moves this broker proposed as the controller's leader and the controller accepted, by kind: replica (a reassignment) or leader (a preferred-leader change).",
+			"kind"),
+		balancerInFlight: desc("floe_balancer_moves_in_flight", "Reassignments in flight that the balancer started (from this broker's copy of the metadata)."),
 	}
 }
 
@@ -175,69 +175,91 @@ func (c *reactorCollector) Collect(ch chan<- prometheus.Metric) {
 	}, 5*time.Second) {
 		return
 	}
-	c.collectTxns(ch, ts)
-	c.parts.collect(ch, st, ps, lags, cs, members)
-	ch <- prometheus.MustNewConstMetric(c.balancerMoves, prometheus.CounterValue, float64(bs.Moves), "replica")
-	ch <- prometheus.MustNewConstMetric(c.balancerMoves, prometheus.CounterValue, float64(bs.LeaderMoves), "leader")
-	ch <- prometheus.MustNewConstMetric(c.balancerInFlight, prometheus.GaugeValue, float64(bs.InFlight))
+	out := sink(ch)
+	c.collectTxns(out, ts)
+	c.parts.collect(out, st, ps, lags, cs, members)
+	out.counter(c.balancerMoves, float64(bs.Moves), "replica")
+	out.counter(c.balancerMoves, float64(bs.LeaderMoves), "leader")
+	out.gauge(c.balancerInFlight, float64(bs.InFlight))
 	for _, l := range lags {
 		lv := []string{l.Group, l.Topic, strconv.Itoa(int(l.Partition))}
-		ch <- prometheus.MustNewConstMetric(c.groupCommitted, prometheus.GaugeValue, float64(l.Committed), lv...)
+		out.gauge(c.groupCommitted, float64(l.Committed), lv...)
 		if l.Lag >= 0 {
-			ch <- prometheus.MustNewConstMetric(c.groupLag, prometheus.GaugeValue, float64(l.Lag), lv...)
+			out.gauge(c.groupLag, float64(l.Lag), lv...)
 		}
 	}
-	counter := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	for _, v := range []struct {
+		d *prometheus.Desc
+		v float64
+	}{
+		{c.bytesIn, float64(st.BytesIn)}, {c.recordsIn, float64(st.RecordsIn)}, {c.bytesOut, float64(st.BytesOut)},
+		{c.badBatches, float64(st.BadBatches)}, {c.corrupt, float64(st.CorruptReads)}, {c.syncRounds, float64(st.SyncRounds)},
+		{c.expired, float64(st.RequestsExpired)}, {c.auditRecords, float64(st.AuditRecords)},
+		{c.auditDropped, float64(st.AuditDropped)}, {c.tickStalls, float64(st.TickStalls)},
+	} {
+		out.counter(v.d, v.v)
 	}
-	counter(c.bytesIn, float64(st.BytesIn))
-	counter(c.recordsIn, float64(st.RecordsIn))
-	counter(c.bytesOut, float64(st.BytesOut))
-	counter(c.badBatches, float64(st.BadBatches))
-	counter(c.corrupt, float64(st.CorruptReads))
-	counter(c.syncRounds, float64(st.SyncRounds))
-	counter(c.expired, float64(st.RequestsExpired))
-	counter(c.auditRecords, float64(st.AuditRecords))
-	counter(c.auditDropped, float64(st.AuditDropped))
-	counter(c.tickStalls, float64(st.TickStalls))
-	ch <- prometheus.MustNewConstMetric(c.tickGapMax, prometheus.GaugeValue, st.TickGapMax.Seconds())
-	counter(c.telemetryPushes, float64(st.TelemetryPushes))
+	out.gauge(c.tickGapMax, st.TickGapMax.Seconds())
+	out.counter(c.telemetryPushes, float64(st.TelemetryPushes))
 	for _, m := range st.Telemetry {
-		ch <- prometheus.MustNewConstMetric(c.telemetry, prometheus.GaugeValue, m.Value, m.Name)
+		out.gauge(c.telemetry, m.Value, m.Name)
 	}
 	for _, p := range ps {
-		lv := []string{p.Topic, strconv.Itoa(int(p.Partition))}
-		gauge := func(d *prometheus.Desc, v float64) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
-		}
-		gauge(c.leo, float64(p.LogEndOffset))
-		gauge(c.hw, float64(p.HighWatermark))
-		gauge(c.start, float64(p.StartOffset))
-		gauge(c.logBytes, float64(p.LogBytes))
-		gauge(c.segments, float64(p.Segments))
-		gauge(c.lso, float64(p.LastStableOffset))
-		gauge(c.lsoLag, float64(p.HighWatermark-p.LastStableOffset))
-		gauge(c.openTxns, float64(p.OpenTxns))
-		leader := 0.0
-		if p.Leader {
-			leader = 1
-		}
-		gauge(c.leader, leader)
+		c.collectPartition(out, p)
+	}
+}
+
+// collectPartition exports one local replica's log figures (every
+// replica, leader or not).
+func (c *reactorCollector) collectPartition(out sink, p node.PartitionStats) {
+	leader := 0.0
+	if p.Leader {
+		leader = 1
+	}
+	lv := []string{p.Topic, strconv.Itoa(int(p.Partition))}
+	for _, g := range []struct {
+		d *prometheus.Desc
+		v float64
+	}{
+		{c.leo, float64(p.LogEndOffset)}, {c.hw, float64(p.HighWatermark)}, {c.start, float64(p.StartOffset)},
+		{c.logBytes, float64(p.LogBytes)}, {c.segments, float64(p.Segments)},
+		{c.lso, float64(p.LastStableOffset)}, {c.lsoLag, float64(p.HighWatermark - p.LastStableOffset)},
+		{c.openTxns, float64(p.OpenTxns)}, {c.leader, leader},
+	} {
+		out.gauge(g.d, g.v, lv...)
 	}
 }
 
 // collectTxns exports the transaction coordinators' figures.
-func (c *reactorCollector) collectTxns(ch chan<- prometheus.Metric, ts node.TxnStats) {
-	ch <- prometheus.MustNewConstMetric(c.txnStarted, prometheus.CounterValue, float64(ts.Starts))
-	ch <- prometheus.MustNewConstMetric(c.txnCommitted, prometheus.CounterValue, float64(ts.Commits))
-	ch <- prometheus.MustNewConstMetric(c.txnAborted, prometheus.CounterValue, float64(ts.AbortsByEnd), "end")
-	ch <- prometheus.MustNewConstMetric(c.txnAborted, prometheus.CounterValue, float64(ts.AbortsByTime), "timeout")
-	ch <- prometheus.MustNewConstMetric(c.txnAborted, prometheus.CounterValue, float64(ts.AbortsByFence), "fence")
-	ch <- prometheus.MustNewConstMetric(c.txnRetries, prometheus.CounterValue, float64(ts.MarkerRetries))
-	ch <- prometheus.MustNewConstMetric(c.txnOpen, prometheus.GaugeValue, float64(ts.Open))
+func (c *reactorCollector) collectTxns(out sink, ts node.TxnStats) {
+	out.counter(c.txnStarted, float64(ts.Starts))
+	out.counter(c.txnCommitted, float64(ts.Commits))
+	out.counter(c.txnAborted, float64(ts.AbortsByEnd), "end")
+	out.counter(c.txnAborted, float64(ts.AbortsByTime), "timeout")
+	out.counter(c.txnAborted, float64(ts.AbortsByFence), "fence")
+	out.counter(c.txnRetries, float64(ts.MarkerRetries))
+	out.gauge(c.txnOpen, float64(ts.Open))
 	age := 0.0
 	if ts.OldestStartMs >= 0 {
 		age = max(0, time.Since(time.UnixMilli(ts.OldestStartMs)).Seconds())
 	}
-	ch <- prometheus.MustNewConstMetric(c.txnOldestAge, prometheus.GaugeValue, age)
+	out.gauge(c.txnOldestAge, age)
+}
+
+// desc describes a metric with the given variable labels and no constant
+// ones (the one shape every collector here uses).
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+// sink is a collector's channel, with the two kinds of value the
+// collectors here send.
+type sink chan<- prometheus.Metric
+
+func (s sink) gauge(d *prometheus.Desc, v float64, lv ...string) {
+	s <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+}
+
+func (s sink) counter(d *prometheus.Desc, v float64, lv ...string) {
+	s <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, lv...)
 }

@@ -35,9 +35,7 @@ type partitionCollector struct {
 
 func newPartitionCollector(self int32) *partitionCollector {
 	pl := []string{"topic", "partition"}
-	d := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc(name, help, labels, nil)
-	}
+	d := desc
 	gl := []string{"consumergroup", "topic", "partition"}
 	return &partitionCollector{
 		self:       self,
@@ -90,14 +88,9 @@ func (c *partitionCollector) descs() []*prometheus.Desc {
 }
 
 // collect exports one snapshot; the reactorCollector took it.
-func (c *partitionCollector) collect(ch chan<- prometheus.Metric, st node.Stats, ps []node.PartitionStats, lags []node.GroupLag,
+func (c *partitionCollector) collect(out sink, st node.Stats, ps []node.PartitionStats, lags []node.GroupLag,
 	cs node.ClusterStats, members []node.GroupMembers) {
-	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
-	}
-	counter := func(d *prometheus.Desc, v float64, lv ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, lv...)
-	}
+	gauge, counter := out.gauge, out.counter
 	counter(c.elections, float64(st.RaftElections))
 	counter(c.leaderChanges, float64(st.RaftLeaderChanges))
 	counter(c.won, float64(st.RaftLeadershipsWon))

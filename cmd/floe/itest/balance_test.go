@@ -3,7 +3,6 @@ package itest
 import (
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,17 +22,8 @@ func TestClusterBalancerJoin(t *testing.T) {
 	bs := startCluster(t, 3)
 	createReplicated(t, bs, "bal", 30, 3)
 	log := newAckLog()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	producer(t, bs, "bal", "a", log, stop, &wg)
-	defer func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		wg.Wait()
-	}()
+	w := startWriters(t, bs, "bal", log, "a")
+	defer w.stop()
 
 	// Bad input: three brokers in service for three replicas.
 	out, err := exec.Command(floeBin, "broker", "decommission", "2", "--brokers", bs[0].KafkaAddr).CombinedOutput()
@@ -94,16 +84,8 @@ func TestClusterBalancerJoin(t *testing.T) {
 	if moves < 1 {
 		t.Fatalf("balanced without floe_balancer_moves_total counting a replica move")
 	}
-	log.mu.Lock()
-	before := len(log.acked)
-	log.mu.Unlock()
-	waitFor(t, 30*time.Second, "writes after the moves", func() bool {
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		return len(log.acked) > before+50
-	})
-	close(stop)
-	wg.Wait()
+	log.waitForMore(t, 30*time.Second, "writes after the moves", 50)
+	w.stop()
 	n := checkNoLoss(t, all, "bal", log)
 	t.Logf("%d writes acknowledged across %v replica moves, none lost or duplicated", n, moves)
 }

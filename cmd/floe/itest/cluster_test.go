@@ -151,6 +151,46 @@ func (a *ackLog) firstAfter(t time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// count is how many writes have been acknowledged so far.
+func (a *ackLog) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.acked)
+}
+
+// waitForMore waits, up to max, until more than n writes beyond those
+// acknowledged now are acknowledged: writes still go through.
+func (a *ackLog) waitForMore(t *testing.T, max time.Duration, what string, n int) {
+	t.Helper()
+	before := a.count()
+	waitFor(t, max, what, func() bool { return a.count() > before+n })
+}
+
+// writers is a set of producers (see producer) logging into one ackLog.
+type writers struct {
+	stopCh chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+}
+
+// startWriters starts one producer per tag on topic. The caller defers
+// stop, so that a test that fails midway stops its writers too, and calls
+// it again before its final read.
+func startWriters(t *testing.T, bs []*Broker, topic string, log *ackLog, tags ...string) *writers {
+	w := &writers{stopCh: make(chan struct{})}
+	for _, tag := range tags {
+		producer(t, bs, topic, tag, log, w.stopCh, &w.wg)
+	}
+	return w
+}
+
+// stop stops every writer and waits for each to return; a second call
+// only waits.
+func (w *writers) stop() {
+	w.once.Do(func() { close(w.stopCh) })
+	w.wg.Wait()
+}
+
 // producer writes unique values with acks=all and idempotence, one at a
 // time, until stop is closed. Each success is logged with its offset.
 func producer(t *testing.T, bs []*Broker, topic, tag string, log *ackLog, stop <-chan struct{}, wg *sync.WaitGroup) {
@@ -312,7 +352,7 @@ func TestClusterMinorityAndMajorityLoss(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	producer(t, bs, "mm", "w", log, stop, &wg)
-	count := func() int { log.mu.Lock(); defer log.mu.Unlock(); return len(log.acked) }
+	count := log.count
 	waitFor(t, 30*time.Second, "first writes", func() bool { return count() > 20 })
 
 	// A minority down (a follower): writes go on.
@@ -422,7 +462,7 @@ func TestClusterReassignToNewBroker(t *testing.T) {
 	var wg sync.WaitGroup
 	producer(t, bs, "mv", "a", log, stop, &wg)
 	producer(t, bs, "mv", "b", log, stop, &wg)
-	count := func() int { log.mu.Lock(); defer log.mu.Unlock(); return len(log.acked) }
+	count := log.count
 	waitFor(t, 30*time.Second, "first writes", func() bool { return count() > 50 })
 
 	adm := kadm.NewClient(kgoClient(t, bs[0].KafkaAddr, kgo.SeedBrokers(seeds(all)...)))

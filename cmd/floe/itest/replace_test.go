@@ -89,17 +89,8 @@ func TestReplaceBrokerWithLostDisk(t *testing.T) {
 	}
 	t.Logf("wrote %d MiB (%d records of 16 KiB) in %v", mib, records, time.Since(start).Round(time.Millisecond))
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	producer(t, bs, topic, "light", log, stop, &wg)
-	defer func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		wg.Wait()
-	}()
+	w := startWriters(t, bs, topic, log, "light")
+	defer w.stop()
 	defer func() {
 		if t.Failed() {
 			for _, b := range bs {
@@ -162,16 +153,8 @@ func TestReplaceBrokerWithLostDisk(t *testing.T) {
 	waitFor(t, 60*time.Second, "broker 3 to lead partition 2 again", func() bool {
 		return leaderOf(t, adm, topic, 2) == 3
 	})
-	log.mu.Lock()
-	before := len(log.acked)
-	log.mu.Unlock()
-	waitFor(t, 30*time.Second, "writes after the rebuild", func() bool {
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		return len(log.acked) > before+20
-	})
-	close(stop)
-	wg.Wait()
+	log.waitForMore(t, 30*time.Second, "writes after the rebuild", 20)
+	w.stop()
 	bs[0].Kill()
 	n := checkNoLoss(t, bs[1:], topic, log)
 	t.Logf("%d writes acknowledged, none lost or duplicated, read back through brokers 2 and 3 (%d light writes failed and were retried)", n, log.fails)
