@@ -1,6 +1,6 @@
 package node
 
-// Produce (key 0), versions 0-11; v0-2 are advertised only so librdkafka
+// Produce (key 0), versions 0-12; v0-2 are advertised only so librdkafka
 // detects codec support, and are answered UNSUPPORTED_VERSION (as Kafka 4
 // does): they predate the v2 batch format Floe stores.
 //
