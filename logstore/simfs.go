@@ -117,6 +117,10 @@ type SimFS struct {
 	full        bool
 	lieProb     float64
 	lies        int64
+	lieSegs     bool                   // lies only on segment files (SetLyingSegments)
+	mayLose     func(name string) bool // may a lost lie stand (SetLyingSegments)
+	lostLies    []liedFile             // files whose lies the last crash lost
+	lieFate     lieCounts
 	noSpaceHits int64
 	injected    [opCount]int64
 }
@@ -137,6 +141,9 @@ type simNode struct {
 
 	data    []byte
 	pending []fileOp
+	// lied is how many of pending a lying Sync claimed durable
+	// (simfs_faults.go); 0 after an honest Sync.
+	lied int
 
 	children  map[string]*simNode
 	durable   map[string]*simNode
@@ -448,9 +455,12 @@ func (f *SimFS) Crash() { f.CrashWith(CrashRandom) }
 // survives as mode says (see the model at the top of this file).
 func (f *SimFS) CrashWith(mode CrashMode) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.crashes++
-	f.crashDir(f.root, mode, map[*simNode]bool{f.root: true})
+	f.crashDir(f.root, "", mode, map[*simNode]bool{f.root: true})
+	lost := f.lostLies
+	f.lostLies = nil
+	f.mu.Unlock()
+	f.resolveLies(lost) // outside the lock: it asks the simulator
 }
 
 // keepCount draws how many of n pending operations survive.
@@ -468,7 +478,7 @@ func (f *SimFS) keepCount(n int, mode CrashMode) int {
 	}
 }
 
-func (f *SimFS) crashDir(d *simNode, mode CrashMode, seen map[*simNode]bool) {
+func (f *SimFS) crashDir(d *simNode, dir string, mode CrashMode, seen map[*simNode]bool) {
 	m := cloneEntries(d.durable)
 	for _, op := range d.nsPending[:f.keepCount(len(d.nsPending), mode)] {
 		op.apply(m)
@@ -480,9 +490,14 @@ func (f *SimFS) crashDir(d *simNode, mode CrashMode, seen map[*simNode]bool) {
 			continue
 		}
 		seen[c] = true
-		if c.isDir {
-			f.crashDir(c, mode, seen)
-		} else {
+		switch {
+		case c.isDir:
+			f.crashDir(c, path.Join(dir, name), mode, seen)
+		case c.lied > 0 && f.mayLose != nil:
+			honest := append([]byte(nil), c.bytesBefore(c.lied)...)
+			f.crashFile(c, mode)
+			f.lostLies = append(f.lostLies, liedFile{name: path.Join(dir, name), node: c, honest: honest})
+		default:
 			f.crashFile(c, mode)
 		}
 	}
@@ -508,14 +523,19 @@ func (f *SimFS) crashFile(n *simNode, mode CrashMode) {
 		data = append(data[:len(data):len(data)], w...)
 	}
 	n.data = append([]byte(nil), data...)
-	n.pending = nil
+	n.pending, n.lied = nil, 0
 }
 
 // durableBytes undoes every pending operation, newest first. The result may
 // share memory with n.data; callers copy before keeping it.
-func (n *simNode) durableBytes() []byte {
+func (n *simNode) durableBytes() []byte { return n.bytesBefore(0) }
+
+// bytesBefore undoes the pending operations from the k-th on, newest
+// first: the contents after the first k. The result may share memory with
+// n.data; callers copy before keeping it.
+func (n *simNode) bytesBefore(k int) []byte {
 	data := n.data
-	for i := len(n.pending) - 1; i >= 0; i-- {
+	for i := len(n.pending) - 1; i >= k; i-- {
 		op := n.pending[i]
 		switch {
 		case !op.isTrunc:
@@ -567,7 +587,7 @@ func (f *SimFS) TruncateFile(name string, size int64) error {
 		return &fs.PathError{Op: "truncatefile", Path: name, Err: fs.ErrInvalid}
 	}
 	n.data = append([]byte(nil), n.data[:size]...)
-	n.pending = nil
+	n.pending, n.lied = nil, 0
 	return nil
 }
 
@@ -677,10 +697,11 @@ func (h *simFile) Sync() error {
 	if err := h.fs.fault(OpSync, h.name); err != nil {
 		return err
 	}
-	if h.fs.lie() {
-		return nil // a lying fsync: nothing became durable
+	if h.fs.lie(h.name) {
+		h.node.lied = len(h.node.pending) // a lying fsync: nothing became durable
+		return nil
 	}
-	h.node.pending = nil
+	h.node.pending, h.node.lied = nil, 0
 	h.fs.syncCount++
 	return nil
 }
@@ -733,22 +754,33 @@ func (h *simFile) Close() error {
 // cut above it looks like a torn write, and the simulator does not inject
 // one (docs/testing.md). It returns 0 if the file holds no such entry.
 func (f *SimFS) CommittedPrefix(dir, name string) int64 {
+	b, err := f.ReadFile(path.Join(dir, name))
+	if err != nil {
+		return 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.committedPrefix(dir, b)
+}
+
+// committedPrefix is CommittedPrefix of segment contents b of the log in
+// dir. Caller holds mu.
+func (f *SimFS) committedPrefix(dir string, b []byte) int64 {
 	var newest metaState
 	found := false
 	for _, mn := range metaNames {
-		b, err := f.ReadFile(path.Join(dir, mn))
-		if err != nil {
+		n, ok := f.lookup(cleanName(path.Join(dir, mn)))
+		if !ok || n.isDir {
 			continue
 		}
-		if m, err := decodeMetaFile(b); err == nil && (!found || m.seq > newest.seq) {
+		if m, err := decodeMetaFile(n.data); err == nil && (!found || m.seq > newest.seq) {
 			newest, found = m, true
 		}
 	}
-	commit := newest.hs.Commit
-	b, err := f.ReadFile(path.Join(dir, name))
-	if err != nil || !found {
+	if !found {
 		return 0
 	}
+	commit := newest.hs.Commit
 	var end int64
 	for pos := int64(0); pos+entryHeaderBytes <= int64(len(b)); {
 		h, err := parseEntryHeader(b[pos:], 1<<30)

@@ -71,6 +71,7 @@ func (r *Reactor) take(g consensus.GroupID, rep *replica.Replica) {
 		r.fatal(fmt.Errorf("group %d: %w", g, err))
 		return
 	}
+	r.countSnapshots(now)
 	r.host.Enqueue(g, now)
 	r.observeRole(uint64(g), rep)
 	if rss := rep.TakeReadStates(); len(rss) > 0 {
@@ -102,8 +103,19 @@ func (r *Reactor) complete(g consensus.GroupID, rep *replica.Replica) {
 		r.fatal(fmt.Errorf("group %d: %w", g, err))
 		return
 	}
+	r.countSnapshots(after)
 	r.host.Enqueue(g, after)
 	r.afterApply(uint64(g))
+}
+
+// countSnapshots counts the Raft snapshots among a Ready's messages
+// (Stats.RaftSnapshotsSent), for operators and the simulator's coverage.
+func (r *Reactor) countSnapshots(msgs []consensus.Message) {
+	for i := range msgs {
+		if msgs[i].Type == consensus.MsgSnap {
+			r.stats.RaftSnapshotsSent++
+		}
+	}
 }
 
 // startSync begins a round of fsyncs for every waiting replica, unless a

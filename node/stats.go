@@ -57,7 +57,10 @@ type Stats struct {
 	RaftLeaderChanges  uint64
 	RaftLeadershipsWon uint64
 	ControllerTerm     uint64
-	lastTickAt         time.Duration // monotonic time of the last tick
+	// RaftSnapshotsSent counts the Raft snapshots (MsgSnap) this broker's
+	// leaders sent to members too far behind their log's start.
+	RaftSnapshotsSent uint64
+	lastTickAt        time.Duration // monotonic time of the last tick
 }
 
 // noteTick records a tick at monotonic time now, counting a stall when it

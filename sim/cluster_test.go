@@ -29,7 +29,7 @@ var (
 	corruptFlag  = flag.Bool("corrupt", false, "TestSim: force disk corruption (of a minority of each group) on in every seed")
 	reassignFlag = flag.Bool("reassign", false, "TestSim: force membership changes (reassignment, decommission) on in every seed; by default about half the seeds draw them")
 	longFlag     = flag.Bool("long", false, "TestSim: long seeds, a safety phase of 60 to 600 simulated seconds each")
-	lyingFlag    = flag.Bool("lying", false, "TestSim: a lying fsync on one node in every seed (off by default: faults_more.go)")
+	lyingFlag    = flag.Bool("lying", false, "TestSim: force the lying fsync (one node, within the damage budget) on in every seed; by default about 40% of the seeds draw it (faults_more.go)")
 )
 
 // regressionSeeds are seeds that once found a bug, named after it. They

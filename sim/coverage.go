@@ -43,6 +43,7 @@ var coveragePaths = []string{
 	"leader transfer bounced back",
 	"retention deleted a segment",
 	"Raft snapshot installed",
+	covSnapSent,
 	covExpiredAccepted,
 	covKeptRefused,
 	covCtlCompacted,
@@ -66,6 +67,10 @@ const (
 	covLeaseRefused    = "read refused: lease expired"
 	covRestartCaughtUp = "restarted member recovered its durable commit"
 	covSnapshot        = "log compacted behind a snapshot"
+	// A leader sent a Raft snapshot to a member behind its log's start
+	// (node.Stats.RaftSnapshotsSent, any group: the controller's or a
+	// partition's; counted on the brokers' last incarnations).
+	covSnapSent        = "Raft snapshot sent to a lagging member"
 	covExpiredAccepted = "expired producer id accepted at any sequence"
 	covKeptRefused     = "unexpired producer id refused a sequence gap"
 	// The controller's own (ControllerSnapshotEntries, faults_more.go).
@@ -134,6 +139,7 @@ func (r *run) coverStats() {
 		}
 		s, _ := b.R.Stats()
 		r.coverN(covLeaseRefused, int(s.LeaseRefusals))
+		r.coverN(covSnapSent, int(s.RaftSnapshotsSent))
 	}
 	r.coverN(covFencedVote, r.fencedViews)
 	r.coverN(covSnapshot, r.snapshotViews)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"path"
 	"time"
 
 	"github.com/floe-broker/floe/logstore"
@@ -20,9 +21,13 @@ import (
 //   - disk full: one node's writes fail with ENOSPC for a while, then the
 //     space frees (logstore.SimFS.SetFull);
 //   - read errors: reads fail (EIO) with a small probability;
-//   - a lying fsync on one node (a minority of every group): a sync
-//     returns success without persisting (SimFS.SetLying); LieAll
-//     (negative tests only) puts it on every node;
+//   - a lying fsync on one node (a minority of every group): a sync of a
+//     segment file returns success without persisting
+//     (SimFS.SetLyingSegments); a crash that loses what it claimed
+//     durable either cuts the segment below its recorded commit, as the
+//     corruption fault does and within the same damage budget, or keeps
+//     it (lieMayLose); LieAll (negative tests only) puts it on every
+//     node and every file, unbounded;
 //   - client-link faults: the clients' links to one broker are cut for a
 //     while (requests vanish; the client times out), and responses are
 //     lost on the way back (the request may have been served);
@@ -50,15 +55,12 @@ type moreFaultOptions struct {
 }
 
 // LyingRate is the probability a sync of the lying node lies when a run
-// turns the fault on (WithLying, -lying, --lying).
+// forces the fault on in every seed (WithLying, -lying, --lying); by
+// default about 40% of the seeds draw it, at 0.05-0.5 (chooseMore).
 const LyingRate = 0.3
 
 // WithLying returns o with the lying fsync on one node (a minority of
-// every group) at LyingRate. It is off by default: Raft assumes what a
-// node synced stays synced, and a node that loses acknowledged entries
-// and votes can make a group spin (seed 9: a leader and the liar, which
-// lost entries the leader counts as matched, exchange rejections without
-// end: a livelock; docs/testing.md).
+// every group) at LyingRate, whatever the seed drew.
 func (o Options) WithLying() Options {
 	o.Faults.More.LyingSync = LyingRate
 	return o
@@ -113,7 +115,7 @@ func chooseMore(rng *rand.Rand, o *Options) {
 	m.DriftRatio = driftRatio(o.Broker.LeaseMargin)
 	m.DiskFull = rate(0.2, 0.1, 0.5)
 	m.ReadFail = rate(0.2, 0.0005, 0.005)
-	_ = rate(0.4, 0.05, 0.5) // lying fsync: drawn, but off by default (WithLying)
+	m.LyingSync = rate(0.4, 0.05, 0.5)
 	m.ClientCut = rate(0.3, 0.2, 1.5)
 	m.ClientLoss = rate(0.3, 0.005, 0.05)
 	m.Clog = rate(0.3, 0.2, 2)
@@ -163,15 +165,16 @@ func (m *moreFaults) start() {
 			n.w.Tracef("fault lying-fsync n%d p=%.2f", id, m.o.LyingSync)
 			n.w.FS(id).SetLying(m.o.LyingSync)
 		}
-	case m.o.LyingSync > 0 && n.o.Corrupt == 0 && !(n.r.o.Nodes == 3 && n.o.Reassign > 0):
-		// One liar is a minority of every group: groups have 3 or 5
-		// voters, but for a 3-node reassignment's shrink to two (which
-		// then tolerates none) and the corruption fault's damaged copies
-		// (which count against the same minority); so neither is on.
+	case m.o.LyingSync > 0:
+		// One liar, and what its lies lose counts against the corruption
+		// fault's budget (at most a minority of each group's replicas,
+		// each replica's log damaged at most once; none of a partition
+		// shrunk to two): lieMayLose.
 		ids := n.w.IDs()
 		m.liar = ids[m.rng.Intn(len(ids))]
 		n.w.Tracef("fault lying-fsync n%d p=%.2f", m.liar, m.o.LyingSync)
-		n.w.FS(m.liar).SetLying(m.o.LyingSync)
+		id := m.liar
+		n.w.FS(id).SetLyingSegments(m.o.LyingSync, func(name string) bool { return m.lieMayLose(id, name) })
 	}
 }
 
@@ -184,7 +187,13 @@ func (m *moreFaults) stop() {
 		fs := n.w.FS(id)
 		fs.SetFailProb(logstore.OpRead, 0)
 		fs.SetFull(false)
-		fs.SetLying(0)
+		if id == m.liar && !m.o.LieAll {
+			// No new lies, but a later crash still resolves the old ones.
+			liar := id
+			fs.SetLyingSegments(0, func(name string) bool { return m.lieMayLose(liar, name) })
+		} else {
+			fs.SetLying(0)
+		}
 		if m.o.DriftUnsafe {
 			n.w.SetClockRate(id, 1)
 		}
@@ -199,11 +208,43 @@ func (m *moreFaults) stop() {
 	}
 }
 
-// lies reports whether node id's fsync lies (or lied): what it calls
-// durable may be lost in a crash, so the invariants that hold a node to
-// its own durable state skip it (invariants.go).
+// lies reports whether node id's fsync lies beyond the fault model (the
+// negative test's LieAll): what it calls durable may be lost unawares, so
+// the invariants that hold a node to its own durable state skip it
+// (invariants.go). The one liar of the default fault mix is not skipped:
+// its meta records (term, vote, commit) never lie, and a segment it
+// lost is damage like the corruption fault's (lieMayLose).
 func (m *moreFaults) lies(id netx.NodeID) bool {
-	return m.o.LieAll || m.liar == id
+	return m.o.LieAll
+}
+
+// lieMayLose decides, at a crash of node id, whether its segment file
+// name may lose what a lying sync claimed durable (cut below its log's
+// recorded commit, logstore.SimFS.SetLyingSegments): only within the
+// corruption fault's budget. A loss that stands is recorded as that
+// fault's damage is (damagedDirs, corruptedFiles), so the reassignment
+// fault keeps the copy out of a shrink to two and the invariants treat
+// the replica as damaged.
+func (m *moreFaults) lieMayLose(id netx.NodeID, name string) bool {
+	n := m.n
+	dir := path.Dir(name)
+	if n.damagedDirs[dir][id] {
+		// Damaged already (by this lie's crash too): one loss per replica.
+		return false
+	}
+	if len(n.damagedDirs[dir])+1 > (n.groupSize(dir)-1)/2 {
+		n.w.Tracef("fault lying-fsync n%d: %s kept (no damage budget)", id, name)
+		return false
+	}
+	n.corrupted[id] = true
+	if n.damagedDirs[dir] == nil {
+		n.damagedDirs[dir] = map[netx.NodeID]bool{}
+	}
+	n.damagedDirs[dir][id] = true
+	n.w.Tracef("fault lying-fsync n%d: %s lost what a lie called synced", id, name)
+	n.r.corruptedFiles = append(n.r.corruptedFiles, fmt.Sprintf("n%d:%s", id, name))
+	n.r.cover(covLieLost)
+	return true
 }
 
 // drift sets the target's clock rate: within [1/sqrt(ratio), sqrt(ratio)]
@@ -315,6 +356,7 @@ const (
 	covDiskFull     = "fault: write refused, disk full"
 	covReadFail     = "fault: read error injected"
 	covLied         = "fault: fsync lied (one node)"
+	covLieLost      = "fault: a crash lost what a lying fsync synced (found as damage)"
 	covClientCut    = "fault: request lost to a client-link cut"
 	covClientLoss   = "fault: response lost on a client link"
 	covClog         = "fault: broker link clogged"
@@ -322,9 +364,7 @@ const (
 )
 
 func init() {
-	// covLied is not required: the lying fsync is off by default
-	// (WithLying).
-	coveragePaths = append(coveragePaths, covDrift, covDiskFull, covReadFail, covClientCut, covClientLoss, covClog, covKnobs)
+	coveragePaths = append(coveragePaths, covDrift, covDiskFull, covReadFail, covLied, covLieLost, covClientCut, covClientLoss, covClog, covKnobs)
 	for _, s := range node.BuggifySites() {
 		if !buggifyRare[s] {
 			coveragePaths = append(coveragePaths, buggifyCoverage+s)

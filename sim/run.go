@@ -87,8 +87,8 @@ func (res *Result) ReplayCommands() string {
 	if res.Options.Faults.Reassign != ChooseOptions(res.Options.Seed).Faults.Reassign {
 		test, cli = test+" -reassign", cli+" --reassign"
 	}
-	if res.Options.Faults.More.LyingSync != 0 && !res.Options.Faults.More.LieAll {
-		test, cli = test+" -lying", cli+" --lying"
+	if m := res.Options.Faults.More; m.LyingSync != ChooseOptions(res.Options.Seed).Faults.More.LyingSync && !m.LieAll {
+		test, cli = test+" -lying", cli+" --lying" // forced on, not the seed's own draw
 	}
 	if res.Options.SafetyDur >= LongMin {
 		test, cli = test+" -long", cli+" --long"

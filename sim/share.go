@@ -69,6 +69,13 @@ type ShareOptions struct {
 	Consumers     int
 	DeliveryLimit int16
 	Lock          time.Duration
+	// LagCoordinator (a focused test's, share_lag_test.go) cuts the
+	// group's coordinator off from the controller's leader, both ways,
+	// before the dead-letter topic is set, until the nemesis heals: the
+	// coordinator rejects and archives records while its metadata lacks
+	// the topic every client was told of (the metadata barrier's case,
+	// node/metabarrier.go).
+	LagCoordinator bool
 }
 
 // brokerShares is the brokers' share-group configuration for o.
@@ -169,13 +176,37 @@ func (r *run) startShare() {
 		}
 	}
 	w.createTopic(func() {
-		if w.dlq || w.backoff.Initial > 0 {
+		switch {
+		case w.dlq && r.o.Share.LagCoordinator:
+			w.cutCoordinator(func() { w.setGroupConfigs(begin) })
+		case w.dlq || w.backoff.Initial > 0:
 			w.setGroupConfigs(begin)
-			return
+		default:
+			begin()
 		}
-		begin()
 	})
 }
+
+// cutCoordinator cuts the group's coordinator off from the controller's
+// leader (as the clients last saw them), unless they are one broker, and
+// calls done.
+func (w *shareWork) cutCoordinator(done func()) {
+	r := w.r
+	r.meta.refresh(func() {
+		r.meta.findCoordinator(shareGroup, func(c netx.NodeID) {
+			if ctl := r.meta.controller; c != 0 && ctl != 0 && c != ctl {
+				r.w.Cut(c, ctl)
+				r.w.Cut(ctl, c)
+				r.cover(covShareCoordCut)
+			}
+			done()
+		})
+	})
+}
+
+// covShareCoordCut counts runs whose share coordinator was cut off from
+// the controller's leader (LagCoordinator; not required: focused test).
+const covShareCoordCut = "share coordinator cut off from the controller"
 
 func (w *shareWork) createTopic(done func()) {
 	r := w.r

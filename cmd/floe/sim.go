@@ -7,7 +7,7 @@ package main
 //	floe sim --seeds 5000 --workers 2        a campaign over seeds 1..5000
 //	--corrupt, --reassign                    force disk corruption, membership changes on in every seed
 //	--long                                   long seeds: 60 to 600 simulated seconds of faults each
-//	--lying                                  a lying fsync on one node (off by default)
+//	--lying                                  force the lying fsync on one node on in every seed (40% draw it)
 //	--auth                                   force SASL/SCRAM and ACLs on in every seed (a third draw them)
 //
 // A campaign prints every failing seed's report as it is found, then the
@@ -55,7 +55,7 @@ func runSim(args []string) error {
 	fs.BoolVar(&f.corrupt, "corrupt", false, "force disk corruption (of a minority of each group) on in every seed; by default about half the seeds draw it")
 	fs.BoolVar(&f.reassign, "reassign", false, "force membership changes (reassignment, decommission) on in every seed; by default about half the seeds draw them")
 	fs.BoolVar(&f.long, "long", false, "long seeds: a safety phase of 60 to 600 simulated seconds each")
-	fs.BoolVar(&f.lying, "lying", false, "a lying fsync on one node (a minority of every group) in every seed; off by default")
+	fs.BoolVar(&f.lying, "lying", false, "force the lying fsync (one node, segment files; its losses within the corruption budget) on in every seed; by default about 40% of the seeds draw it")
 	fs.BoolVar(&f.auth, "auth", false, "force SASL/SCRAM authentication and ACLs, with the ACL workload, on in every seed; by default about a third of the seeds draw them")
 	fs.StringVar(&f.tracePath, "trace", "", "with --seed: write the whole trace to this file")
 	fs.StringVar(&f.historyOut, "history", "", "with --seed: write the history (JSON lines) to this file")
