@@ -77,10 +77,11 @@ func ownedParts(set map[int32]bool) []int32 {
 	return out
 }
 
-type kip848Member struct {
+// kip848Client is what both kinds of member (consumer-protocol and
+// classic) share: what it owns, where it reads, its coordinator, and its
+// next step.
+type kip848Client struct {
 	w     *kip848Workload
-	id    string
-	epoch int32
 	owned map[int32]bool
 	pos   map[int32]int64 // next offset to commit, per owned partition with a fetched start
 	coord netx.NodeID
@@ -92,6 +93,36 @@ type kip848Member struct {
 	// the member and move its partitions that much sooner, as Kafka's
 	// protocol allows (the fenced member is a zombie its epoch fences).
 	claim time.Duration
+	step  func()
+}
+
+func newKIP848Client(w *kip848Workload) kip848Client {
+	return kip848Client{w: w, owned: map[int32]bool{}, pos: map[int32]int64{}}
+}
+
+func (c *kip848Client) again(d time.Duration) { c.w.r.w.After(d, c.step) }
+
+// withCoordinator runs fn once the group's coordinator is known.
+func (c *kip848Client) withCoordinator(fn func()) {
+	r := c.w.r
+	if c.coord != 0 {
+		fn()
+		return
+	}
+	r.meta.findCoordinator(kip848Group, func(id netx.NodeID) {
+		if id == 0 {
+			c.again(r.backoff())
+			return
+		}
+		c.coord = id
+		fn()
+	})
+}
+
+type kip848Member struct {
+	kip848Client
+	id    string
+	epoch int32
 	// revokeBy bounds the lease while a revocation is unacknowledged: the
 	// coordinator fences a member that does not acknowledge within its
 	// rebalance timeout of the heartbeat that asked (0: none pending).
@@ -143,7 +174,9 @@ func (w *kip848Workload) holderName(self any, p int32) string {
 
 func (w *kip848Workload) newMember() *kip848Member {
 	w.nextID++
-	return &kip848Member{w: w, id: fmt.Sprintf("k848-m%d", w.nextID), owned: map[int32]bool{}, pos: map[int32]int64{}}
+	m := &kip848Member{kip848Client: newKIP848Client(w), id: fmt.Sprintf("k848-m%d", w.nextID)}
+	m.kip848Client.step = m.step
+	return m
 }
 
 // holds reports whether another member than m believes it owns p now.
@@ -181,42 +214,31 @@ func (m *kip848Member) step() {
 	m.heartbeat(m.epoch)
 }
 
-func (m *kip848Member) drop(why string) {
-	r := m.w.r
-	if len(m.owned) > 0 {
-		r.w.Tracef("kip848: %s drops %v: %s", m.id, ownedParts(m.owned), why)
+func (m *kip848Member) drop(why string) { m.dropAs(m.id, why) }
+
+// dropAs forgets what the member owns; who names it in the trace.
+func (c *kip848Client) dropAs(who, why string) {
+	if len(c.owned) > 0 {
+		c.w.r.w.Tracef("kip848: %s drops %v: %s", who, ownedParts(c.owned), why)
 	}
-	m.owned, m.pos = map[int32]bool{}, map[int32]int64{}
+	c.owned, c.pos = map[int32]bool{}, map[int32]int64{}
 }
 
 // replace starts a new member in m's place (m stops).
 func (m *kip848Member) replace() {
-	w := m.w
-	n := w.newMember()
-	for i, o := range w.members {
-		if o == m {
-			w.members[i] = n
-		}
-	}
-	w.r.w.After(w.r.backoff(), n.step)
+	n := m.w.newMember()
+	replaceIn(m.w, m.w.members, m, n, n.step)
 }
 
-func (m *kip848Member) again(d time.Duration) { m.w.r.w.After(d, m.step) }
-
-func (m *kip848Member) withCoordinator(fn func()) {
-	r := m.w.r
-	if m.coord != 0 {
-		fn()
-		return
-	}
-	r.meta.findCoordinator(kip848Group, func(id netx.NodeID) {
-		if id == 0 {
-			m.again(r.backoff())
-			return
+// replaceIn puts n in old's place in list and starts it (step) after a
+// backoff.
+func replaceIn[T comparable](w *kip848Workload, list []T, old, n T, step func()) {
+	for i, o := range list {
+		if o == old {
+			list[i] = n
 		}
-		m.coord = id
-		fn()
-	})
+	}
+	w.r.w.After(w.r.backoff(), step)
 }
 
 // leave closes the member as a Kafka consumer does: it releases its
@@ -369,45 +391,51 @@ func (m *kip848Member) unpositioned() []int32 {
 
 // fetch reads the committed offsets of newly owned partitions.
 func (m *kip848Member) fetch(parts []int32) {
-	r := m.w.r
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Version = 9
 	g := kmsg.NewOffsetFetchRequestGroup()
 	g.Group, g.MemberID, g.MemberEpoch = kip848Group, kmsg.StringPtr(m.id), m.epoch
 	t := kmsg.NewOffsetFetchRequestGroupTopic()
-	t.Topic, t.Partitions = r.topic, parts
+	t.Topic, t.Partitions = m.w.r.topic, parts
 	g.Topics = append(g.Topics, t)
 	req.Groups = append(req.Groups, g)
+	m.fetchOffsets(req, m.id)
+}
+
+// fetchOffsets sends an OffsetFetch of owned partitions (require_stable)
+// and starts each at its committed offset; who names the member in a
+// violation. A fetch must not read below an acknowledged commit.
+func (c *kip848Client) fetchOffsets(req *kmsg.OffsetFetchRequest, who string) {
+	r := c.w.r
 	req.RequireStable = true
-	invoked := m.w.floorsNow()
-	r.kn.callAt(m.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
+	invoked := c.w.floorsNow()
+	r.kn.callAt(c.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
 		if err != nil {
-			m.coord = 0
-			m.again(r.backoff())
+			c.coord = 0
+			c.again(r.backoff())
 			return
 		}
 		fr := resp.(*kmsg.OffsetFetchResponse)
 		if len(fr.Groups) != 1 || fr.Groups[0].ErrorCode != 0 {
-			m.again(r.backoff())
+			c.again(r.backoff())
 			return
 		}
 		for _, rt := range fr.Groups[0].Topics {
 			for _, rp := range rt.Partitions {
-				if rp.ErrorCode != 0 || !m.owned[rp.Partition] {
+				if rp.ErrorCode != 0 || !c.owned[rp.Partition] {
 					continue
 				}
-				off := max(rp.Offset, 0)
 				if rp.Offset >= 0 {
 					if f, ok := invoked[rp.Partition]; ok && rp.Offset < f {
 						r.violation("checker", fmt.Sprintf("kip848 offsets invalid: %s fetched %s/%d at %d, below the %d committed before",
-							m.id, r.topic, rp.Partition, rp.Offset, f))
+							who, r.topic, rp.Partition, rp.Offset, f))
 					}
-					m.w.raise(rp.Partition, rp.Offset)
+					c.w.raise(rp.Partition, rp.Offset)
 				}
-				m.pos[rp.Partition] = off
+				c.pos[rp.Partition] = max(rp.Offset, 0)
 			}
 		}
-		m.again(kip848Interval)
+		c.again(kip848Interval)
 	})
 }
 
@@ -425,38 +453,47 @@ func (w *kip848Workload) raise(p int32, off int64) {
 	}
 }
 
-// commit commits the positions of the owned partitions, each moved on a
-// little (as a consumer's position moves as it reads).
+// commit commits the positions of the owned partitions with the member
+// epoch (OffsetCommit v9).
 func (m *kip848Member) commit() {
-	r := m.w.r
+	m.commitOffsets(9, m.id, m.epoch, m.id, func() string { return fmt.Sprintf("epoch %d", m.epoch) }, func() { m.heartbeat(m.epoch) })
+}
+
+// commitOffsets commits the owned partitions' positions, each moved on a
+// little (as a consumer's position moves as it reads), as member at
+// generation gen, then runs next (at once when no partition has a
+// position yet). who and tag name the member and its generation in a
+// violation: an acknowledged commit must not be below an earlier one.
+func (c *kip848Client) commitOffsets(version int16, member string, gen int32, who string, tag func() string, next func()) {
+	r := c.w.r
 	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Version = 9
-	req.Group, req.MemberID, req.Generation = kip848Group, m.id, m.epoch
+	req.Version = version
+	req.Group, req.MemberID, req.Generation = kip848Group, member, gen
 	t := kmsg.NewOffsetCommitRequestTopic()
 	t.Topic = r.topic
 	offs := map[int32]int64{}
-	for _, p := range ownedParts(m.owned) {
-		pos, ok := m.pos[p]
+	for _, p := range ownedParts(c.owned) {
+		pos, ok := c.pos[p]
 		if !ok {
 			continue
 		}
 		pos += int64(r.rng.Intn(3))
-		m.pos[p], offs[p] = pos, pos
+		c.pos[p], offs[p] = pos, pos
 		cp := kmsg.NewOffsetCommitRequestTopicPartition()
 		cp.Partition, cp.Offset, cp.LeaderEpoch = p, pos, -1
 		t.Partitions = append(t.Partitions, cp)
 	}
 	if len(t.Partitions) == 0 {
-		m.heartbeat(m.epoch)
+		next()
 		return
 	}
 	req.Topics = append(req.Topics, t)
-	invoked := m.w.floorsNow()
-	m.w.commits++
-	r.kn.callAt(m.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
+	invoked := c.w.floorsNow()
+	c.w.commits++
+	r.kn.callAt(c.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
 		if err != nil {
-			m.coord = 0
-			m.again(r.backoff())
+			c.coord = 0
+			c.again(r.backoff())
 			return
 		}
 		for _, rt := range resp.(*kmsg.OffsetCommitResponse).Topics {
@@ -467,13 +504,13 @@ func (m *kip848Member) commit() {
 				r.cover(covKIP848Committed)
 				off := offs[rp.Partition]
 				if f, ok := invoked[rp.Partition]; ok && off < f {
-					r.violation("checker", fmt.Sprintf("kip848 offsets invalid: %s committed %s/%d at %d (epoch %d), below the %d committed before",
-						m.id, r.topic, rp.Partition, off, m.epoch, f))
+					r.violation("checker", fmt.Sprintf("kip848 offsets invalid: %s committed %s/%d at %d (%s), below the %d committed before",
+						who, r.topic, rp.Partition, off, tag(), f))
 				}
-				m.w.raise(rp.Partition, off)
+				c.w.raise(rp.Partition, off)
 			}
 		}
-		m.heartbeat(m.epoch)
+		next()
 	})
 }
 
