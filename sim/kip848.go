@@ -94,6 +94,9 @@ type kip848Client struct {
 	// protocol allows (the fenced member is a zombie its epoch fences).
 	claim time.Duration
 	step  func()
+	// instance is its group.instance.id (with classic members in the
+	// group; nil: dynamic): a crashed process comes back under it.
+	instance *string
 }
 
 func newKIP848Client(w *kip848Workload) kip848Client {
@@ -145,16 +148,80 @@ func (r *run) startKIP848() {
 	if r.o.KIP848Classic > 0 {
 		late = 1500 * time.Millisecond
 	}
+	// With classic members every member is static, and a crashed one
+	// may come back speaking the other protocol (restart).
+	static := func(i int) *string {
+		if r.o.KIP848Classic == 0 {
+			return nil
+		}
+		return kmsg.StringPtr(fmt.Sprintf("k848-s%d", i))
+	}
 	for i := 0; i < r.o.KIP848Members; i++ {
 		m := w.newMember()
+		m.instance = static(i)
 		w.members = append(w.members, m)
 		r.w.After(late+r.think(), m.step)
 	}
 	for i := 0; i < r.o.KIP848Classic; i++ {
 		m := w.newClassic()
+		m.instance = static(r.o.KIP848Members + i)
 		w.classics = append(w.classics, m)
 		r.w.After(r.think(), m.step)
 	}
+}
+
+// covKIP848Switched: a static member's process came back speaking the
+// other protocol under the same instance id (a rolling upgrade or
+// downgrade; the last consumer-protocol member replaced by a classic one
+// downgrades the group, node/group/migrate.go).
+const covKIP848Switched = "kip848 static member restarted with the other protocol"
+
+// restart starts a crashed member's next process: a static one comes back
+// under its instance id, half the time speaking the other protocol.
+func (c *kip848Client) restart(self any, same func()) {
+	w := c.w
+	if c.instance == nil || w.r.rng.Intn(2) == 0 {
+		same()
+		return
+	}
+	w.r.cover(covKIP848Switched)
+	var start func()
+	if m, ok := self.(*kip848Member); ok {
+		w.members = removeFrom(w.members, m)
+		n := w.newClassic()
+		n.instance = c.instance
+		w.classics = append(w.classics, n)
+		start = n.step
+	} else {
+		w.classics = removeFrom(w.classics, self.(*kip848Classic))
+		n := w.newMember()
+		n.instance = c.instance
+		w.members = append(w.members, n)
+		start = n.step
+	}
+	w.r.w.Tracef("kip848: instance %s restarts with the other protocol", *c.instance)
+	w.r.w.After(w.r.backoff(), start)
+}
+
+// crashPercent is the chance, per step, that the member's process
+// crashes: static members (with classic members in the group) crash more
+// often, so their restarts with the other protocol (restart) upgrade and
+// downgrade the group now and then.
+func (c *kip848Client) crashPercent() int {
+	if c.instance != nil {
+		return 6
+	}
+	return 1
+}
+
+func removeFrom[T comparable](list []T, x T) []T {
+	out := list[:0]
+	for _, o := range list {
+		if o != x {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // holderName names a member other than self (classic or not) that
@@ -199,12 +266,17 @@ func (m *kip848Member) step() {
 	if r.now() >= m.lease && len(m.owned) > 0 {
 		m.drop("its session lapsed")
 	}
+	crash := m.crashPercent()
 	switch n := r.rng.Intn(100); {
-	case m.epoch > 0 && n == 0: // crash: a new process, a new member id
+	case m.epoch > 0 && (n < crash || m.instance != nil && m.beats == 1 && n < 30):
+		// crash: a new process, a new member id; a static member also
+		// crashes right after its first heartbeat now and then (a crash
+		// loop), while the partitions it was given may still be on
+		// their way from their owners
 		m.drop("it crashed")
-		m.replace()
+		m.restart(m, m.replace)
 		return
-	case m.epoch > 0 && n == 1:
+	case m.epoch > 0 && n == crash:
 		m.leave()
 		return
 	case m.epoch > 0 && len(m.owned) > 0 && n < 35:
@@ -227,6 +299,7 @@ func (c *kip848Client) dropAs(who, why string) {
 // replace starts a new member in m's place (m stops).
 func (m *kip848Member) replace() {
 	n := m.w.newMember()
+	n.instance = m.instance
 	replaceIn(m.w, m.w.members, m, n, n.step)
 }
 
@@ -286,6 +359,7 @@ func (m *kip848Member) heartbeatRequest(epoch int32) *kmsg.ConsumerGroupHeartbea
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	req.Version = 1
 	req.Group, req.MemberID, req.MemberEpoch = kip848Group, m.id, epoch
+	req.InstanceID = m.instance
 	req.RebalanceTimeoutMillis = int32(kip848Rebalance / time.Millisecond)
 	if epoch == 0 {
 		req.SubscribedTopicNames = []string{m.w.r.topic}

@@ -72,6 +72,7 @@ func (m *kip848Classic) drop(why string) {
 
 func (m *kip848Classic) replace() {
 	n := m.w.newClassic()
+	n.instance = m.instance
 	replaceIn(m.w, m.w.classics, m, n, n.step)
 }
 
@@ -87,11 +88,12 @@ func (m *kip848Classic) step() {
 		m.join()
 		return
 	}
+	crash := m.crashPercent()
 	switch n := r.rng.Intn(100); {
-	case n == 0:
+	case n < crash:
 		m.drop("it crashed")
-		m.replace()
-	case n == 1:
+		m.restart(m, m.replace)
+	case n == crash:
 		m.leave()
 	case len(m.owned) > 0 && n < 35:
 		m.commit()
@@ -139,6 +141,7 @@ func (m *kip848Classic) join() {
 		req := kmsg.NewPtrJoinGroupRequest()
 		req.Version = 9
 		req.Group, req.MemberID, req.ProtocolType = kip848Group, m.id, "consumer"
+		req.InstanceID = m.instance
 		req.SessionTimeoutMillis = int32(kip848ClassicSession / time.Millisecond)
 		req.RebalanceTimeoutMillis = int32(kip848Rebalance / time.Millisecond)
 		md := kmsg.NewConsumerMemberMetadata()
@@ -275,7 +278,7 @@ func (m *kip848Classic) heartbeat() {
 				if sent+kip848ClassicHold > r.now() {
 					m.hold(sent)
 				}
-				m.again(kip848Interval)
+				m.again(m.beatInterval())
 			case kerr.RebalanceInProgress.Code, kerr.IllegalGeneration.Code:
 				m.rejoin("heartbeat: "+errName(code), false)
 			case kerr.UnknownMemberID.Code, kerr.FencedInstanceID.Code:
@@ -308,4 +311,16 @@ func (m *kip848Classic) fetch() {
 // commit commits its positions with its generation (OffsetCommit v8).
 func (m *kip848Classic) commit() {
 	m.commitOffsets(8, m.id, m.gen, "classic "+m.name, func() string { return fmt.Sprintf("generation %d", m.gen) }, m.heartbeat)
+}
+
+// beatInterval is the pause after a successful Heartbeat: a static member
+// (with static restarts, kip848.go) heartbeats every 500 ms, nearer a real
+// client's 3 s, so it learns of a rebalance later and a partition moved
+// away from it stays in its hands a while (what a downgrade must not
+// hand to another member meanwhile).
+func (m *kip848Classic) beatInterval() time.Duration {
+	if m.instance != nil {
+		return 500 * time.Millisecond
+	}
+	return kip848Interval
 }
