@@ -15,8 +15,6 @@ package itest
 // members at once (as their callbacks report it).
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,32 +34,7 @@ func TestKIP848StaticReplacementDowngrade(t *testing.T) {
 	o := &owners{by: map[int32]string{}, seen: map[string]bool{}}
 
 	classic := func(name string, opts ...kgo.Opt) *kgo.Client {
-		cl := kgoClient(t, b.KafkaAddr, append([]kgo.Opt{
-			kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-			kgo.Balancers(kgo.CooperativeStickyBalancer()),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-			kgo.SessionTimeout(10 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond),
-			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { o.assign(name, a[topic]) }),
-			kgo.OnPartitionsRevoked(func(ctx context.Context, c *kgo.Client, r map[string][]int32) {
-				_ = c.CommitMarkedOffsets(ctx)
-				o.revoke(name, r[topic])
-			}),
-			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.revoke(name, r[topic]) }),
-			kgo.AutoCommitMarks(), kgo.AutoCommitInterval(200 * time.Millisecond),
-		}, opts...)...)
-		go func() {
-			for {
-				fs := cl.PollFetches(context.Background())
-				if fs.IsClientClosed() {
-					return
-				}
-				fs.EachRecord(func(r *kgo.Record) {
-					o.consumed(string(r.Value))
-					cl.MarkCommitRecords(r)
-				})
-			}
-		}()
-		return cl
+		return classicMember(t, b.KafkaAddr, group, topic, name, o, opts...)
 	}
 	k1 := classic("k1")
 	defer k1.Close()
@@ -70,62 +43,8 @@ func TestKIP848StaticReplacementDowngrade(t *testing.T) {
 	admin := kgoClient(t, b.KafkaAddr)
 
 	// the static librdkafka consumer-protocol member joins: upgrade
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{
-		"bootstrap.servers": b.KafkaAddr, "group.id": group, "group.protocol": "consumer",
-		"group.instance.id": instance,
-		"auto.offset.reset": "earliest", "enable.auto.commit": true, "auto.commit.interval.ms": 200, "log_level": 3,
-	})
-	if err != nil {
-		t.Fatalf("new consumer: %v", err)
-	}
-	rebalance := func(_ *kafka.Consumer, ev kafka.Event) error {
-		var tps []kafka.TopicPartition
-		switch e := ev.(type) {
-		case kafka.AssignedPartitions:
-			tps = e.Partitions
-		case kafka.RevokedPartitions:
-			tps = e.Partitions
-		}
-		var ps []int32
-		for _, tp := range tps {
-			ps = append(ps, tp.Partition)
-		}
-		if _, ok := ev.(kafka.AssignedPartitions); ok {
-			o.assign("rdk", ps)
-		} else {
-			o.revoke("rdk", ps)
-		}
-		return nil
-	}
-	if err := c.Subscribe(topic, rebalance); err != nil {
-		t.Fatalf("subscribe: %v", err)
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if m, ok := c.Poll(100).(*kafka.Message); ok {
-				o.consumed(string(m.Value))
-			}
-		}
-	}()
-	closed := false
-	closeRdk := func() {
-		if closed {
-			return
-		}
-		closed = true
-		close(stop)
-		wg.Wait()
-		c.Close()
-	}
+	closeRdk := rdkMember(t, kafka.ConfigMap{"bootstrap.servers": b.KafkaAddr, "group.id": group, "group.instance.id": instance},
+		topic, "rdk", o)
 	defer closeRdk()
 	eventually(t, 60*time.Second, "a consumer group of two, the static member owning partitions", func() bool {
 		g := describeConsumerGroup(t, admin, group)
