@@ -40,7 +40,7 @@ import (
 
 // rpcElectPreferred asks a partition's leader to hand leadership to the
 // partition's preferred replica (group, preferred replica id).
-const rpcElectPreferred = 40
+const rpcElectPreferred = 50
 
 // electResend is how long an ElectLeaders waits before asking the
 // partition's leader again.
