@@ -57,8 +57,16 @@ type voterReq struct {
 type voterChanges struct {
 	pending  map[string]*voterReq
 	proposed map[string]uint64 // request id -> index of its membership entry
-	seq      uint64
+	// applied are the request ids of the last voterAppliedKeep voter
+	// changes this broker applied: a resend of one that a new leader
+	// receives is answered as done, not checked again as a new change
+	// (which could refuse it as a duplicate of itself).
+	applied []string
+	seq     uint64
 }
+
+// voterAppliedKeep is how many applied voter changes are remembered.
+const voterAppliedKeep = 16
 
 // changeVoter asks the controller for op on broker id and calls done with
 // nil once the change is committed and applied here, or with the reason
@@ -138,7 +146,7 @@ func (r *Reactor) handleVoterRPC(from uint64, kind uint8, rd *wire.Reader) {
 			r.stats.BadFrames++
 			return
 		}
-		r.resolveVoterChange(reqID, &messageError{kerr.ErrorForCode(code).(*kerr.Error), msg})
+		r.resolveVoterChange(reqID, answerError(code, msg))
 	}
 }
 
@@ -154,6 +162,10 @@ func (r *Reactor) planVoterChange(from uint64, reqID string, op consensus.VoterO
 	}
 	if _, ok := vc.proposed[reqID]; ok {
 		return // a resend of a change in the log: its entry answers it
+	}
+	if slices.Contains(vc.applied, reqID) {
+		r.answerVoterChange(from, reqID, nil) // done before the answer was lost
+		return
 	}
 	cc, err := r.checkVoterChange(op, id)
 	if err == nil {
@@ -231,13 +243,22 @@ func (r *Reactor) answerVoterChange(to uint64, reqID string, err error) {
 	r.env.Net.Send(netx.NodeID(to), w.B)
 }
 
+// answerError is the error an rpcVoterAnswer carries: nil for code 0.
+func answerError(code int16, msg string) error {
+	if code == 0 {
+		return nil
+	}
+	ke, ok := kerr.ErrorForCode(code).(*kerr.Error)
+	if !ok {
+		ke = kerr.UnknownServerError
+	}
+	return &messageError{ke, msg}
+}
+
 func (r *Reactor) resolveVoterChange(reqID string, err error) {
 	req, ok := r.voters.pending[reqID]
 	if !ok {
 		return
-	}
-	if me, ok := err.(*messageError); ok && me.err.Code == 0 {
-		err = nil
 	}
 	delete(r.voters.pending, reqID)
 	req.done(err)
@@ -253,6 +274,11 @@ func (r *Reactor) appliedVoterChange(cc consensus.ConfChange) bool {
 	}
 	reqID := strings.TrimPrefix(ctx, voterCtxPrefix)
 	delete(r.voters.proposed, reqID)
+	vc := &r.voters
+	vc.applied = append(vc.applied, reqID)
+	if len(vc.applied) > voterAppliedKeep {
+		vc.applied = vc.applied[1:]
+	}
 	r.resolveVoterChange(reqID, nil)
 	return true
 }
@@ -262,4 +288,18 @@ func (r *Reactor) appliedVoterChange(cc consensus.ConfChange) bool {
 func (r *Reactor) controllerVoters() (voters, learners []uint64) {
 	cs := r.ctl.rep.Conf()
 	return slices.Clone(cs.Voters), slices.Clone(cs.Learners)
+}
+
+// ControllerQuorum is this broker's view of the controller group, for the
+// simulator's checks: the leader it knows, its applied index, and the
+// membership it has applied.
+type ControllerQuorum struct {
+	Leader, Applied  uint64
+	Voters, Learners []uint64
+}
+
+// ControllerQuorum returns this broker's view of the controller group.
+func (r *Reactor) ControllerQuorum() ControllerQuorum {
+	v, l := r.controllerVoters()
+	return ControllerQuorum{Leader: r.controllerLeader(), Applied: r.ctl.rep.Applied(), Voters: v, Learners: l}
 }

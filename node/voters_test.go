@@ -339,3 +339,17 @@ func TestRemoveLastVoter(t *testing.T) {
 		t.Fatalf("voters after a refused removal: %v", v)
 	}
 }
+
+// TestVoterAnswerCodes: an answer over the peer network decodes to no
+// error for code 0 and to the Kafka error otherwise, never a panic.
+func TestVoterAnswerCodes(t *testing.T) {
+	if err := answerError(0, ""); err != nil {
+		t.Fatalf("code 0: %v", err)
+	}
+	if code, msg := errParts(answerError(kerr.DuplicateVoter.Code, "add-voter 2: already a voter")); code != kerr.DuplicateVoter.Code || msg == nil || *msg != "add-voter 2: already a voter" {
+		t.Fatalf("DUPLICATE_VOTER: %d %v", code, msg)
+	}
+	if code, _ := errParts(answerError(31000, "")); code != kerr.UnknownServerError.Code {
+		t.Fatalf("an unknown code: %d", code)
+	}
+}

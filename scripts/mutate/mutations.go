@@ -378,4 +378,11 @@ var mutations = []mutation{
 		Replacement: "_ = k",
 		Why:         "client quotas: AlterClientQuotas removals are acknowledged but the quota stays in force",
 	},
+	// Controller voter changes (issue 23; sim/voters.go).
+	{
+		Name: "voter-ack-before-commit", File: "node/voters.go",
+		Original:    "if !plant.Enabled(plant.VoterAckBeforeCommit) {",
+		Replacement: "if false {",
+		Why:         "acknowledgement: a controller voter change is answered once proposed, and lost with the leader that proposed it",
+	},
 }
