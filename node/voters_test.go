@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/consensus"
 )
 
 // Controller voter changes (voters.go) on whole brokers.
@@ -351,5 +353,35 @@ func TestVoterAnswerCodes(t *testing.T) {
 	}
 	if code, _ := errParts(answerError(31000, "")); code != kerr.UnknownServerError.Code {
 		t.Fatalf("an unknown code: %d", code)
+	}
+}
+
+// TestVoterResendAfterApplyIsDone: a request whose answer was lost comes
+// back (the asking broker resends it each second) after its change was
+// applied; the leader answers it as done, not as a new change that would
+// be refused as a duplicate of itself.
+func TestVoterResendAfterApplyIsDone(t *testing.T) {
+	c := newCluster(t, 3, 57)
+	c.waitReady()
+	c.addNode(4).boot()
+	c.waitReady()
+	voterChangeRetry(t, c, 2, true, 4)
+	lead := c.nodes[2].r.controllerLeader()
+	r := c.nodes[int32(lead)].r
+	if len(r.voters.applied) == 0 {
+		t.Fatal("the leader remembers no applied voter change")
+	}
+	reqID := r.voters.applied[len(r.voters.applied)-1]
+	var got error
+	answered := false
+	r.voters.pending[reqID] = &voterReq{op: consensus.VoterAdd, id: 4, deadline: c.clk.Monotonic() + time.Second,
+		done: func(err error) { got, answered = err, true }}
+	r.planVoterChange(r.self, reqID, consensus.VoterAdd, 4)
+	if !answered || got != nil {
+		t.Fatalf("resend of an applied change: answered %v, err %v", answered, got)
+	}
+	// A new request for the same change is a duplicate.
+	if code, msg := voterChange(c, 1, true, 4); code != kerr.DuplicateVoter.Code {
+		t.Fatalf("a new add-voter 4: %v %q", kerr.ErrorForCode(code), msg)
 	}
 }
