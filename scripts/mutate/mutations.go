@@ -381,8 +381,8 @@ var mutations = []mutation{
 	// Controller voter changes (issue 23; sim/voters.go).
 	{
 		Name: "voter-ack-before-commit", File: "node/voters.go",
-		Original:    "if !plant.Enabled(plant.VoterAckBeforeCommit) {",
-		Replacement: "if false {",
+		Original:    "early := plant.Enabled(plant.VoterAckBeforeCommit)",
+		Replacement: "early := true || plant.Enabled(plant.VoterAckBeforeCommit)",
 		Why:         "acknowledgement: a controller voter change is answered once proposed, and lost with the leader that proposed it",
 	},
 }
