@@ -23,7 +23,6 @@ func (r *Reactor) onTick() {
 		}
 	}
 	r.retryForwards()
-	r.retryVoterChanges()
 	r.probeMetadata()
 	r.pumpBarriers()
 	r.campaignNewGroups()

@@ -339,9 +339,6 @@ func Run(o Options) *Result {
 		if !r.halted {
 			r.awaitBalance()
 		}
-		if !r.halted {
-			r.checkVoters() // voters.go
-		}
 		if r.auth != nil && !r.halted {
 			r.auth.final()
 		}
