@@ -50,7 +50,7 @@ func (r *Reactor) missingPartition(topic string, partition int32) *kerr.Error {
 	if ok, _ := r.metadataReady(); !ok {
 		return kerr.NotLeaderForPartition
 	}
-	if t, ok := r.ctl.state.Topics[topic]; ok && partition >= 0 && int(partition) < len(t.Partitions) {
+	if r.partitionNamed(topic, partition) != nil {
 		return kerr.NotLeaderForPartition
 	}
 	return kerr.UnknownTopicOrPartition

@@ -21,13 +21,7 @@ func (w *Workload) produceLoop(ctx context.Context, i int) {
 		interval = time.Duration(float64(w.cfg.Producers) / w.cfg.Rate * float64(time.Second))
 	}
 	for ctx.Err() == nil {
-		cl, err := kgo.NewClient(append(baseOpts(w.cfg),
-			kgo.DefaultProduceTopic(w.cfg.Topic),
-			kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.RequiredAcks(kgo.AllISRAcks()),
-			kgo.RecordDeliveryTimeout(w.cfg.OpTimeout),
-			kgo.ProducerLinger(0),
-		)...)
+		cl, err := kgo.NewClient(producerOpts(w.cfg, w.cfg.Topic)...)
 		if err != nil {
 			_ = sleep(ctx, time.Second)
 			continue

@@ -41,14 +41,9 @@ func (w *Workload) txnLoop(ctx context.Context, i int) {
 		interval = time.Duration(float64(w.cfg.TxnProducers) / w.cfg.TxnRate * float64(time.Second))
 	}
 	for ctx.Err() == nil {
-		cl, err := kgo.NewClient(append(baseOpts(w.cfg),
+		cl, err := kgo.NewClient(producerOpts(w.cfg, w.cfg.TxnTopic,
 			kgo.TransactionalID(txnID(i)),
 			kgo.TransactionTimeout(w.cfg.TxnTimeout),
-			kgo.DefaultProduceTopic(w.cfg.TxnTopic),
-			kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.RequiredAcks(kgo.AllISRAcks()),
-			kgo.RecordDeliveryTimeout(w.cfg.OpTimeout),
-			kgo.ProducerLinger(0),
 		)...)
 		if err != nil {
 			_ = sleep(ctx, time.Second)

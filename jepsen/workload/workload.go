@@ -58,6 +58,18 @@ func baseOpts(cfg Config) []kgo.Opt {
 	}, cfg.ClientOpts...)
 }
 
+// producerOpts are baseOpts for a producer writing to topic with acks=all,
+// each record to the partition it names and sent at once, plus extra.
+func producerOpts(cfg Config, topic string, extra ...kgo.Opt) []kgo.Opt {
+	return append(append(baseOpts(cfg),
+		kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordDeliveryTimeout(cfg.OpTimeout),
+		kgo.ProducerLinger(0),
+	), extra...)
+}
+
 // Close releases the admin client.
 func (w *Workload) Close() { w.admin.Close() }
 
