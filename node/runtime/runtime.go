@@ -348,8 +348,9 @@ func (h handler) taskRead(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg
 	client := node.Client{ConnID: c.ID, ClientID: c.ClientID, Remote: c.Remote, Prepared: node.Prepare(req),
 		Principal: c.Principal, Listener: c.Listener}
 	testPrincipal(c, &client)
-	// The events apply the client's byte-rate quota (quotas.go) on the
-	// reactor, which holds the metadata quotas are resolved from.
+	// The events apply the client's quotas (quotas.go) on the reactor,
+	// which holds the metadata quotas are resolved from, and measure the
+	// reactor time request_percentage counts.
 	q, r := h.b.quotas, h.b.reactor
 	var rt *reqTrace
 	if h.b.tracer != nil {
@@ -366,10 +367,16 @@ func (h handler) taskRead(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg
 		respond = rt.respond(respond)
 		return func() {
 			rt.begin()
-			r.HandleRequest(client, req, q.wrap(r, client.Principal, client.ClientID, req, respond))
+			s := q.begin()
+			r.HandleRequest(client, req, q.wrap(r, s, client.Principal, client.ClientID, req, respond))
+			s.end()
 		}
 	}
-	return func() { r.HandleRequest(client, req, q.wrap(r, client.Principal, client.ClientID, req, respond)) }
+	return func() {
+		s := q.begin()
+		r.HandleRequest(client, req, q.wrap(r, s, client.Principal, client.ClientID, req, respond))
+		s.end()
+	}
 }
 
 // produceKey is the Kafka API key of Produce.

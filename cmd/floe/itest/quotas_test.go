@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // throttleCount counts the throttles a franz-go client is told of.
@@ -157,5 +158,83 @@ func TestClientQuotasThrottleFranzGo(t *testing.T) {
 	}
 	if all, err := adm.DescribeClientQuotas(ctx, false, nil); err != nil || len(all) != 0 {
 		t.Fatalf("after removal: %v %+v", err, all)
+	}
+}
+
+// request_percentage (KIP-124) through franz-go: a client that issues
+// Metadata requests back to back is held to its share of the reactor's
+// time. The reactor time each client cost is read from
+// floe_quota_request_time_seconds_total, one client at a time; a client
+// with a quota far above anything it can use shows what the loop costs
+// unthrottled, so the check that the throttled one stays within its quota
+// is one a broker without the quota fails. The bound allows the padded
+// window's burst (the rate is divided by at least the sampled span) and a
+// 25% margin. Kafka caps a request throttle at one window, so a client
+// whose every request cost more than percent x window would get past any
+// quota: the window is long enough (2.5 ms of reactor time per Metadata
+// request) that a loaded machine does not get there.
+func TestClientRequestQuotaFranzGo(t *testing.T) {
+	const (
+		percent = 1.0 // of one thread
+		samples = 11
+		window  = 250 * time.Millisecond
+		runFor  = 4 * time.Second
+	)
+	span := time.Duration(samples) * window
+	b := start(t, WithFlags("--quota-window-num=11", "--quota-window-size=250ms"))
+	adm := kadm.NewClient(kgoClient(t, b.KafkaAddr))
+	ctx := ctxFor(t, opWaitMax)
+	makeTopic(t, b.KafkaAddr, "rq-t", 32, nil)
+	for _, q := range []struct {
+		client string
+		value  float64
+	}{{"busy", percent}, {"free", 1e6}} {
+		ent := kadm.ClientQuotaEntity{{Type: "client-id", Name: ptr(q.client)}}
+		res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: ent,
+			Ops: []kadm.AlterClientQuotaOp{{Key: "request_percentage", Value: q.value}}}})
+		if err != nil || len(res) != 1 || res[0].Err != nil {
+			t.Fatalf("alter request_percentage for %s: %v %+v", q.client, err, res)
+		}
+	}
+
+	// loop sends Metadata requests for every topic back to back for
+	// runFor and returns how many were answered, the reactor time they
+	// cost and the time taken.
+	loop := func(clientID string, hooks *throttleCount) (int, time.Duration, time.Duration) {
+		cl := kgoClient(t, b.KafkaAddr, kgo.ClientID(clientID), kgo.WithHooks(hooks))
+		before := scrapeMetrics(t, b)["floe_quota_request_time_seconds_total"]
+		lctx := ctxFor(t, runFor+opWaitMax)
+		begin := time.Now()
+		n := 0
+		for time.Since(begin) < runFor {
+			if _, err := kmsg.NewPtrMetadataRequest().RequestWith(lctx, cl); err != nil {
+				t.Fatalf("%s: metadata: %v", clientID, err)
+			}
+			n++
+		}
+		took := time.Since(begin)
+		cost := scrapeMetrics(t, b)["floe_quota_request_time_seconds_total"] - before
+		return n, time.Duration(cost * float64(time.Second)), took
+	}
+	var free, busy throttleCount
+	nFree, costFree, tookFree := loop("free", &free)
+	nBusy, costBusy, tookBusy := loop("busy", &busy)
+	usedFree := 100 * costFree.Seconds() / tookFree.Seconds()
+	usedBusy := 100 * costBusy.Seconds() / tookBusy.Seconds()
+	t.Logf("free: %d requests in %v, %v of reactor time (%.2f%%), %d throttles", nFree, tookFree, costFree, usedFree, free.total.Load())
+	t.Logf("busy: %d requests in %v, %v of reactor time (%.2f%%) at a quota of %.2f%%, %d throttles (%d after the response)",
+		nBusy, tookBusy, costBusy, usedBusy, percent, busy.total.Load(), busy.after.Load())
+	if usedFree < 4*percent {
+		t.Fatalf("the unthrottled loop used %.2f%% of the reactor, under 4x the quota %.2f%%: the check below would prove nothing", usedFree, percent)
+	}
+	if free.total.Load() != 0 {
+		t.Errorf("the client with a quota it cannot reach was throttled %d times", free.total.Load())
+	}
+	if busy.after.Load() == 0 {
+		t.Error("the throttled client was never told of a throttle applied after the response")
+	}
+	allowed := time.Duration(1.25 * percent / 100 * float64(tookBusy+span))
+	if costBusy > allowed {
+		t.Errorf("the throttled client cost %v of reactor time in %v at a quota of %.2f%%: over the %v allowed", costBusy, tookBusy, percent, allowed)
 	}
 }
