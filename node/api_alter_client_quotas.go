@@ -17,9 +17,9 @@ package node
 // in one entry; REQUEST_TIMED_OUT when the controller did not apply the
 // change in time. With ValidateOnly the checks run and nothing changes.
 //
-// Byte-rate and request_percentage quotas are enforced by the runtime on
-// each broker (node/runtime/quotas.go); controller_mutation_rate and
-// connection_creation_rate are stored and described but not enforced
+// Byte-rate, request_percentage and connection_creation_rate quotas are
+// enforced by the runtime on each broker (node/runtime/quotas.go);
+// controller_mutation_rate is stored and described but not enforced
 // (docs/operations.md).
 //
 // Authorization: ALTER_CONFIGS on the cluster, else every entry's result

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"net/netip"
 	"strings"
 
 	"github.com/floe-broker/floe/node/controller"
@@ -17,6 +18,15 @@ func (r *Reactor) ClientQuota(key, principal, clientID string) (controller.Quota
 		return controller.QuotaMatch{}, false
 	}
 	return r.ctl.state.ClientQuota(key, QuotaUser(principal), clientID)
+}
+
+// IPQuota resolves the connection_creation_rate quota for connections
+// from addr, from the replicated metadata (controller.State.IPQuota).
+func (r *Reactor) IPQuota(addr netip.Addr) (controller.QuotaMatch, bool) {
+	if r.ctl == nil || r.ctl.state == nil {
+		return controller.QuotaMatch{}, false
+	}
+	return r.ctl.state.IPQuota(controller.QuotaConnectionCreationRate, addr)
 }
 
 // QuotaUser is the quota user of a principal: its name after the type.

@@ -36,9 +36,8 @@ entity flags (as kafka-configs.sh):
 
 keys: producer_byte_rate, consumer_byte_rate (bytes/s, integers),
 request_percentage, controller_mutation_rate (user and client entities);
-connection_creation_rate (ip entities). Each broker enforces the byte
-rates and request_percentage on what passes through it; the others are
-stored only.
+connection_creation_rate (ip entities). Each broker enforces all but
+controller_mutation_rate, which is stored only, on what passes through it.
 
 common flags:
   --brokers         comma-separated seed brokers (default 127.0.0.1:9092)

@@ -279,9 +279,11 @@ type indexedQuota struct {
 // quotasChanged rebuilds the lookup index.
 func (s *State) quotasChanged() {
 	s.quotaIndex = make(map[quotaSlot]indexedQuota, len(s.ClientQuotas))
+	s.ipQuotaIndex = map[netip.Addr]indexedQuota{}
 	for _, q := range s.ClientQuotas {
 		var k quotaSlot
 		ip := false
+		var addr netip.Addr // the zero Addr: the default ip
 		for _, p := range q.Entity {
 			switch p.Type {
 			case QuotaEntityUser:
@@ -296,12 +298,38 @@ func (s *State) quotasChanged() {
 				}
 			default:
 				ip = true
+				if p.Name != nil {
+					addr, _ = netip.ParseAddr(*p.Name) // valid: CheckQuotaEntity
+					addr = addr.Unmap()
+				}
 			}
 		}
-		if !ip {
-			s.quotaIndex[k] = indexedQuota{entity: q.Entity.Key(), values: q.Values}
+		iq := indexedQuota{entity: q.Entity.Key(), values: q.Values}
+		if ip {
+			s.ipQuotaIndex[addr] = iq
+		} else {
+			s.quotaIndex[k] = iq
 		}
 	}
+}
+
+// IPQuota resolves the quota on key (connection_creation_rate) for
+// connections from addr, in Kafka's order: the entity naming addr, then
+// the default ip entity. Each address has its own rate either way
+// (QuotaMatch.IP).
+func (s *State) IPQuota(key string, addr netip.Addr) (QuotaMatch, bool) {
+	if len(s.ipQuotaIndex) == 0 {
+		return QuotaMatch{}, false
+	}
+	addr = addr.Unmap()
+	for _, a := range [...]netip.Addr{addr, {}} {
+		if iq, ok := s.ipQuotaIndex[a]; ok {
+			if v, ok := iq.values[key]; ok {
+				return QuotaMatch{Limit: v, Entity: iq.entity, IP: addr.String()}, true
+			}
+		}
+	}
+	return QuotaMatch{}, false
 }
 
 // QuotaMatch is the quota that applies to a client for one key: the
@@ -314,6 +342,7 @@ type QuotaMatch struct {
 	Entity   string // the key of the entity it was set on
 	User     string
 	ClientID string
+	IP       string // for ip quotas: the address whose connections share it
 }
 
 func named(typ, name string) QuotaEntityPart {

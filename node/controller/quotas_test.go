@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"net/netip"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -80,6 +81,47 @@ func TestClientQuotaPrecedence(t *testing.T) {
 	}
 	if m, ok := w.ClientQuota(QuotaProducerByteRate, "a,client-id=b", "x"); !ok || m.Limit != 9 {
 		t.Fatalf("the user named a,client-id=b: %+v %v", m, ok)
+	}
+}
+
+// connection_creation_rate on ip entities: the named address, then the
+// default ip; each address its own rate; IPv4-mapped IPv6 addresses are
+// the IPv4 ones; user and client quotas are not ip quotas; restores keep
+// the index.
+func TestIPQuotaPrecedence(t *testing.T) {
+	s := NewState("c")
+	a := netip.MustParseAddr("10.0.0.1")
+	if _, ok := s.IPQuota(QuotaConnectionCreationRate, a); ok {
+		t.Fatal("an ip quota with none set")
+	}
+	setQuota(t, s, ent(pUser("alice")), QuotaProducerByteRate, 100)
+	if _, ok := s.IPQuota(QuotaConnectionCreationRate, a); ok {
+		t.Fatal("a user quota taken for an ip quota")
+	}
+	setQuota(t, s, ent(dflt(QuotaEntityIP)), QuotaConnectionCreationRate, 5)
+	m, ok := s.IPQuota(QuotaConnectionCreationRate, a)
+	if !ok || m.Limit != 5 || m.IP != "10.0.0.1" || m.Entity != ent(dflt(QuotaEntityIP)).Key() {
+		t.Fatalf("default ip: %+v %v", m, ok)
+	}
+	setQuota(t, s, ent(named(QuotaEntityIP, "10.0.0.1")), QuotaConnectionCreationRate, 2)
+	for _, addr := range []string{"10.0.0.1", "::ffff:10.0.0.1"} {
+		m, ok = s.IPQuota(QuotaConnectionCreationRate, netip.MustParseAddr(addr))
+		if !ok || m.Limit != 2 || m.IP != "10.0.0.1" {
+			t.Fatalf("%s: %+v %v", addr, m, ok)
+		}
+	}
+	if m, _ := s.IPQuota(QuotaConnectionCreationRate, netip.MustParseAddr("10.0.0.2")); m.Limit != 5 || m.IP != "10.0.0.2" {
+		t.Fatalf("another address: %+v", m)
+	}
+	if _, ok := s.ClientQuota(QuotaConnectionCreationRate, "alice", "x"); ok {
+		t.Fatal("an ip quota taken for a client quota")
+	}
+	r, err := Restore(s.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m2, _ := r.IPQuota(QuotaConnectionCreationRate, a); m2.Limit != 2 {
+		t.Fatalf("restored: %+v", m2)
 	}
 }
 

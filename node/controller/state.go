@@ -3,6 +3,7 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sort"
 
@@ -123,10 +124,11 @@ type State struct {
 	UsersBootstrapped bool `json:"users_bootstrapped,omitempty"`
 	// ClientQuotas are the client quotas, sorted by entity key
 	// (quotas.go).
-	ClientQuotas []ClientQuota              `json:"client_quotas,omitempty"`
-	byGroup      map[uint64]groupRef        // derived, rebuilt on restore
-	sec          securityIndex              // derived from ACLs and Roles
-	quotaIndex   map[quotaSlot]indexedQuota // derived from ClientQuotas (quotas.go)
+	ClientQuotas []ClientQuota               `json:"client_quotas,omitempty"`
+	byGroup      map[uint64]groupRef         // derived, rebuilt on restore
+	sec          securityIndex               // derived from ACLs and Roles
+	quotaIndex   map[quotaSlot]indexedQuota  // derived from ClientQuotas (quotas.go)
+	ipQuotaIndex map[netip.Addr]indexedQuota // ip entities; the zero Addr is the default ip (quotas.go)
 }
 
 type groupRef struct {

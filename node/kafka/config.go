@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"log/slog"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +43,13 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer receives metrics events; default none.
 	Observer Observer
+	// AdmitConn, when set, is asked about every accepted connection before
+	// anything is read from it (KIP-612's connection_creation_rate). A
+	// positive answer refuses the connection: the server holds it, unread,
+	// for that long and then closes it, as Kafka delays closing a
+	// throttled connection so that its client does not reconnect at once.
+	// It is called on the accept goroutine and must answer promptly.
+	AdmitConn func(remote net.Addr) time.Duration
 
 	// OnAuth, when set, is told of every authentication on the listener,
 	// successful or not (SASL exchanges, and client certificates on SSL

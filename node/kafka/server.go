@@ -30,6 +30,7 @@ type Server struct {
 	// added to live.
 	ln       net.Listener
 	live     map[*conn]struct{}
+	held     map[net.Conn]*time.Timer // refused by AdmitConn, closed when their timer fires or the server stops
 	stopOnce sync.Once
 
 	mistakes mistakeLog // protocol mistakes already logged (probe.go)
@@ -43,7 +44,8 @@ func NewServer(cfg Config, h Handler) *Server {
 	for _, p := range problems {
 		cfg.Logger.Warn("kafka: advertised versions", "problem", p)
 	}
-	return &Server{cfg: cfg, h: h, table: t, stopCh: make(chan struct{}), live: map[*conn]struct{}{}}
+	return &Server{cfg: cfg, h: h, table: t, stopCh: make(chan struct{}), live: map[*conn]struct{}{},
+		held: map[net.Conn]*time.Timer{}}
 }
 
 // Listen binds cfg.Addr. Serve calls it if it was not called.
@@ -104,8 +106,31 @@ func (s *Server) Serve() error {
 			continue
 		}
 		backoff = 0
+		if s.cfg.AdmitConn != nil {
+			if d := s.cfg.AdmitConn(nc.RemoteAddr()); d > 0 {
+				s.hold(nc, d)
+				continue
+			}
+		}
 		s.startConn(nc)
 	}
+}
+
+// hold keeps a refused connection open, unread, for d, then closes it;
+// the server's stop closes it at once.
+func (s *Server) hold(nc net.Conn, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping.Load() {
+		nc.Close()
+		return
+	}
+	s.held[nc] = time.AfterFunc(d, func() {
+		s.mu.Lock()
+		delete(s.held, nc)
+		s.mu.Unlock()
+		nc.Close()
+	})
 }
 
 func temporary(err error) bool {
@@ -150,6 +175,11 @@ func (s *Server) stop() []*conn {
 	s.stopOnce.Do(func() { close(s.stopCh) })
 	if s.ln != nil {
 		s.ln.Close()
+	}
+	for nc, t := range s.held { //floe:unordered every held connection is closed
+		t.Stop()
+		nc.Close()
+		delete(s.held, nc)
 	}
 	out := make([]*conn, 0, len(s.live))
 	for c := range s.live { //floe:unordered every connection gets the same treatment

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -513,5 +514,55 @@ func TestVersionTable(t *testing.T) {
 		if k := own.apiKeys[i]; k.ApiKey != r.Key || k.MinVersion != r.MinVersion || k.MaxVersion != r.MaxVersion {
 			t.Fatalf("server's own table %+v, ServerAPIs %+v", own.apiKeys, ServerAPIs())
 		}
+	}
+}
+
+// AdmitConn refuses a connection before anything of it is read: the
+// server holds it open, unanswered, for the time AdmitConn gave, then
+// closes it; a stop closes held connections at once; admitted
+// connections are served as usual.
+func TestAdmitConnHoldsRefusedConnections(t *testing.T) {
+	var asked atomic.Int64
+	var hold atomic.Int64
+	hold.Store(int64(time.Hour))
+	s, addr := startServer(t, Config{Versions: testVersions(), AdmitConn: func(remote net.Addr) time.Duration {
+		if _, ok := remote.(*net.TCPAddr); !ok {
+			t.Errorf("AdmitConn got %T, want a TCP address", remote)
+		}
+		if asked.Add(1)%2 == 0 {
+			return time.Duration(hold.Load()) // every second connection is refused
+		}
+		return 0
+	}}, new(heldHandler))
+	apiVersions := func(c *rawClient) {
+		req := kmsg.NewPtrApiVersionsRequest()
+		corr := c.send(req)
+		c.readInto(corr, req.ResponseKind())
+	}
+	admitted := dialRaw(t, addr)
+	apiVersions(admitted)
+
+	// Refused and held: the request is not answered and the connection
+	// stays open until the server stops.
+	refused := dialRaw(t, addr)
+	refused.send(kmsg.NewPtrApiVersionsRequest())
+	_ = refused.nc.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if n, err := refused.br.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("a refused connection was answered (%d bytes)", n)
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("a refused connection was closed at once (%v), want it held", err)
+	}
+
+	// Refused with a short hold: closed when it ends, unanswered.
+	hold.Store(int64(50 * time.Millisecond))
+	apiVersions(dialRaw(t, addr)) // the third is admitted
+	short := dialRaw(t, addr)
+	short.send(kmsg.NewPtrApiVersionsRequest())
+	short.expectClosed()
+
+	s.Close()
+	refused.expectClosed()
+	if asked.Load() != 4 {
+		t.Fatalf("AdmitConn asked %d times, want 4", asked.Load())
 	}
 }

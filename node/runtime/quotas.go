@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -44,9 +46,18 @@ import (
 // and client id the matched entity covers (controller.QuotaMatch), so a
 // quota set on user alice is one budget for all of alice's client ids.
 // The arithmetic is node/quota's (Kafka's sampled rate, 11 windows of 1 s
-// by default). Not enforced: controller_mutation_rate,
-// connection_creation_rate, and acks=0 produces (they get no answer to
-// carry a throttle; Kafka mutes the connection for them).
+// by default).
+//
+// connection_creation_rate (KIP-612) is per source address: each accepted
+// connection is counted against the ip quota that applies to its address
+// (controller.State.IPQuota: the address's own entity, else the default
+// ip) before anything of it is read. Over the quota the connection is
+// refused: it is not counted (Kafka unrecords it), and the server holds
+// it unread for the throttle time, then closes it (kafka.Config.AdmitConn),
+// as Kafka delays closing it so the client does not reconnect at once.
+//
+// Not enforced: controller_mutation_rate and acks=0 produces (they get no
+// answer to carry a throttle; Kafka mutes the connection for them).
 
 // rateKey names one shared rate.
 type rateKey struct {
@@ -54,6 +65,7 @@ type rateKey struct {
 	entity   string // the entity the quota was set on
 	user     string
 	clientID string
+	ip       string
 }
 
 // quotaEnforcer holds the rates. Its methods are called on the reactor's
@@ -70,6 +82,7 @@ type quotaEnforcer struct {
 	throttled *prometheus.CounterVec
 	bytes     *prometheus.CounterVec
 	reqTime   prometheus.Counter
+	refused   prometheus.Counter
 }
 
 func newQuotaEnforcer(reg prometheus.Registerer, cfg quota.Config, now func() time.Time) *quotaEnforcer {
@@ -87,6 +100,9 @@ func newQuotaEnforcer(reg prometheus.Registerer, cfg quota.Config, now func() ti
 	q.reqTime = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "floe_quota_request_time_seconds_total", Help: "Reactor time counted against request_percentage quotas (KIP-124), in seconds.",
 	})
+	q.refused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "floe_quota_connections_refused_total", Help: "Connections refused over a connection_creation_rate quota (KIP-612): held unread for the throttle time, then closed.",
+	})
 	for _, l := range []string{"produce", "fetch", "request"} {
 		q.throttle.WithLabelValues(l)
 		q.throttled.WithLabelValues(l)
@@ -94,7 +110,7 @@ func newQuotaEnforcer(reg prometheus.Registerer, cfg quota.Config, now func() ti
 	q.bytes.WithLabelValues("produce")
 	q.bytes.WithLabelValues("fetch")
 	if reg != nil {
-		reg.MustRegister(q.throttle, q.throttled, q.bytes, q.reqTime)
+		reg.MustRegister(q.throttle, q.throttled, q.bytes, q.reqTime, q.refused)
 	}
 	return q
 }
@@ -120,7 +136,7 @@ func (q *quotaEnforcer) unrecord(quotaKey string, m controller.QuotaMatch, v flo
 // rate returns the shared rate of m under quotaKey, made on first use.
 // The caller holds q.mu.
 func (q *quotaEnforcer) rate(quotaKey string, m controller.QuotaMatch) *quota.Rate {
-	k := rateKey{quotaKey: quotaKey, entity: m.Entity, user: m.User, clientID: m.ClientID}
+	k := rateKey{quotaKey: quotaKey, entity: m.Entity, user: m.User, clientID: m.ClientID, ip: m.IP}
 	r, ok := q.rates[k]
 	if !ok {
 		r = quota.NewRate(q.cfg)
@@ -283,6 +299,67 @@ func (q *quotaEnforcer) fetchThrottle(bq controller.QuotaMatch, byteQuota bool, 
 		q.bytes.WithLabelValues("fetch").Add(n)
 	}
 	return d, label
+}
+
+// ipQuotaSource resolves the connection_creation_rate quota for an
+// address (node.Reactor.IPQuota); it is asked on the reactor's thread.
+type ipQuotaSource interface {
+	IPQuota(addr netip.Addr) (controller.QuotaMatch, bool)
+}
+
+// ipLookupMax bounds how long an accept waits for the reactor to resolve
+// its address's quota; a reactor that busy admits the connection.
+const ipLookupMax = time.Second
+
+// admitConn is kafka.Config.AdmitConn: it counts a new connection from
+// remote against its address's connection_creation_rate and returns how
+// long to hold it before closing it when over (0: admitted). post runs a
+// function on the reactor's thread.
+func (q *quotaEnforcer) admitConn(post func(func()), src ipQuotaSource, remote net.Addr) time.Duration {
+	ta, ok := remote.(*net.TCPAddr)
+	if q == nil || !ok {
+		return 0
+	}
+	addr := ta.AddrPort().Addr().Unmap()
+	type found struct {
+		m  controller.QuotaMatch
+		ok bool
+	}
+	ch := make(chan found, 1) // buffered: a late answer does not block the reactor
+	post(func() {
+		m, ok := src.IPQuota(addr)
+		ch <- found{m, ok}
+	})
+	var f found
+	select {
+	case f = <-ch:
+	case <-time.After(ipLookupMax):
+	}
+	if !f.ok {
+		return 0
+	}
+	now := q.now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.sweep(now)
+	r := q.rate(controller.QuotaConnectionCreationRate, f.m)
+	d := r.RecordAndThrottle(1, f.m.Limit, now)
+	if d <= 0 {
+		return 0
+	}
+	r.Unrecord(1, now) // refused: not counted, as Kafka unrecords it
+	q.refused.Inc()
+	return min(d, q.span())
+}
+
+// span is the sampled span, samples x window: the longest a measured rate
+// takes to forget everything, so no hold needs to be longer.
+func (q *quotaEnforcer) span() time.Duration {
+	n := q.cfg.Samples
+	if n <= 0 {
+		n = quota.DefaultSamples
+	}
+	return time.Duration(n) * q.window()
 }
 
 // deliver hands a throttled answer to respond: at once when its version

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -193,5 +195,51 @@ func TestQuotaEnforcerRequestPercentage(t *testing.T) {
 	serve("fast", kmsg.NewPtrMetadataRequest(), m3, 5*time.Second, 0)
 	if got != m3 || m3.ThrottleMillis != 0 {
 		t.Fatalf("a client without a quota was throttled: %+v", got)
+	}
+}
+
+// fakeIPSource has a connection_creation_rate of 2 on every address but
+// 10.0.0.9, which has none.
+type fakeIPSource struct{}
+
+func (fakeIPSource) IPQuota(addr netip.Addr) (controller.QuotaMatch, bool) {
+	if addr == netip.MustParseAddr("10.0.0.9") {
+		return controller.QuotaMatch{}, false
+	}
+	return controller.QuotaMatch{Limit: 2, Entity: "ip=", IP: addr.String()}, true
+}
+
+// connection_creation_rate (KIP-612): connections from one address over
+// its rate are refused with a hold of Kafka's throttle time and are not
+// counted; each address has its own rate; an address without a quota and
+// a non-TCP address pass.
+func TestQuotaEnforcerConnectionRate(t *testing.T) {
+	clock := &fakeNow{t: time.Unix(1000, 0)}
+	q := newQuotaEnforcer(nil, quota.Config{Samples: 2, Window: time.Second}, clock.now)
+	post := func(fn func()) { fn() }
+	from := func(ip string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(ip), Port: 5555} }
+	// The window is at least one whole sample (1 s): two connections at
+	// once are 2/s, the third is 3/s, (3-2)/2 x 1 s over.
+	var got []time.Duration
+	for i := 0; i < 4; i++ {
+		got = append(got, q.admitConn(post, fakeIPSource{}, from("10.0.0.1")))
+	}
+	if got[0] != 0 || got[1] != 0 || got[2] != 500*time.Millisecond || got[3] != 500*time.Millisecond {
+		t.Fatalf("holds %v, want [0 0 500ms 500ms] (refused connections not counted)", got)
+	}
+	if d := q.admitConn(post, fakeIPSource{}, from("10.0.0.2")); d != 0 {
+		t.Fatalf("another address shares the rate: held %v", d)
+	}
+	for i := 0; i < 5; i++ {
+		if d := q.admitConn(post, fakeIPSource{}, from("10.0.0.9")); d != 0 {
+			t.Fatalf("an address without a quota was held %v", d)
+		}
+	}
+	if d := q.admitConn(post, fakeIPSource{}, &net.UnixAddr{Name: "x", Net: "unix"}); d != 0 {
+		t.Fatalf("a non-TCP address was held %v", d)
+	}
+	clock.t = clock.t.Add(3 * time.Second)
+	if d := q.admitConn(post, fakeIPSource{}, from("10.0.0.1")); d != 0 {
+		t.Fatalf("after the window passed: held %v", d)
 	}
 }

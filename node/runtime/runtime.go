@@ -190,6 +190,7 @@ func Start(opts Options) (*Broker, error) {
 // startListeners starts one Kafka protocol server per listener.
 func (b *Broker) startListeners(opts Options) error {
 	base := kafka.Config{MaxRequestBytes: opts.MaxRequestBytes, Versions: kafkaVersions(), Logger: b.log, Observer: b.metrics,
+		AdmitConn: func(remote net.Addr) time.Duration { return b.quotas.admitConn(b.loop.post, b.reactor, remote) },
 		OnAuth: func(c *kafka.ConnInfo, principal, mechanism string, ok bool, reason string) {
 			b.AuditAuthentication(node.Client{ConnID: c.ID, ClientID: c.ClientID, Remote: c.Remote, Listener: c.Listener,
 				Principal: c.Principal}, principal, mechanism, ok, reason)

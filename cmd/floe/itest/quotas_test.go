@@ -12,8 +12,11 @@ package itest
 
 import (
 	"errors"
+	"io"
 	"math/rand"
+	"net"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -236,5 +239,74 @@ func TestClientRequestQuotaFranzGo(t *testing.T) {
 	allowed := time.Duration(1.25 * percent / 100 * float64(tookBusy+span))
 	if costBusy > allowed {
 		t.Errorf("the throttled client cost %v of reactor time in %v at a quota of %.2f%%: over the %v allowed", costBusy, tookBusy, percent, allowed)
+	}
+}
+
+// connection_creation_rate (KIP-612): a client opening connections back to
+// back from an address with a quota gets at most its rate of them
+// answered; the others are held unanswered, then closed. Another address
+// without a quota shows what the loop opens unthrottled, so the bound is
+// one a broker without the quota fails. Loopback addresses other than
+// 127.0.0.1 keep the test's admin client out of the quota.
+func TestConnectionRateQuota(t *testing.T) {
+	const (
+		rate   = 20 // connections/s
+		runFor = 2 * time.Second
+	)
+	span := 11 * 100 * time.Millisecond
+	b := start(t, WithFlags("--quota-window-num=11", "--quota-window-size=100ms"))
+	adm := kadm.NewClient(kgoClient(t, b.KafkaAddr))
+	ctx := ctxFor(t, opWaitMax)
+	ent := kadm.ClientQuotaEntity{{Type: "ip", Name: ptr("127.0.0.2")}}
+	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: ent,
+		Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: rate}}}})
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("alter connection_creation_rate: %v %+v", err, res)
+	}
+
+	// loop opens connections from src back to back for runFor, each
+	// asking ApiVersions once, and counts the answered and the refused
+	// (closed unanswered).
+	loop := func(src string) (answered, refused int, took time.Duration) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 5 * time.Second}
+		req := kmsg.NewRequestFormatter(kmsg.FormatterClientID("conn-rate")).AppendRequest(nil, kmsg.NewPtrApiVersionsRequest(), 1)
+		begin := time.Now()
+		for time.Since(begin) < runFor {
+			nc, err := d.Dial("tcp", b.KafkaAddr)
+			if err != nil {
+				t.Fatalf("dial from %s: %v", src, err)
+			}
+			_ = nc.SetDeadline(time.Now().Add(opWaitMax)) // hang guard: a hold is at most the sampled span
+			if _, err := nc.Write(req); err != nil {
+				t.Fatalf("write from %s: %v", src, err)
+			}
+			var size [4]byte
+			if _, err := io.ReadFull(nc, size[:]); err == nil {
+				answered++
+			} else if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+				refused++
+			} else {
+				t.Fatalf("read from %s: %v", src, err)
+			}
+			nc.Close()
+		}
+		return answered, refused, time.Since(begin)
+	}
+	freeN, freeRefused, freeTook := loop("127.0.0.3")
+	n, refused, took := loop("127.0.0.2")
+	t.Logf("no quota: %d connections answered in %v (%d refused)", freeN, freeTook, freeRefused)
+	t.Logf("quota %d/s: %d answered, %d refused in %v", rate, n, refused, took)
+	allowed := int(1.25*rate*(took+span).Seconds()) + 1
+	if freeN < 4*allowed || freeRefused != 0 {
+		t.Fatalf("the address without a quota got %d connections answered (%d refused), not 4x the %d allowed: the check below would prove nothing", freeN, freeRefused, allowed)
+	}
+	if refused == 0 {
+		t.Error("no connection was refused")
+	}
+	if n > allowed {
+		t.Errorf("%d connections answered in %v at %d/s: over the %d allowed", n, took, rate, allowed)
+	}
+	if v := scrapeMetrics(t, b)["floe_quota_connections_refused_total"]; v != float64(refused) {
+		t.Errorf("floe_quota_connections_refused_total = %v, the client saw %d refused", v, refused)
 	}
 }
