@@ -232,6 +232,13 @@ func producer(t *testing.T, bs []*Broker, topic, tag string, log *ackLog, stop <
 // there, at its acknowledged offset, exactly once.
 func checkNoLoss(t *testing.T, bs []*Broker, topic string, log *ackLog) int {
 	t.Helper()
+	return checkNoLossWithin(t, bs, topic, log, 60*time.Second)
+}
+
+// checkNoLossWithin is checkNoLoss with the final read bounded by readMax
+// instead of 60 s, for tests whose data takes longer to read back.
+func checkNoLossWithin(t *testing.T, bs []*Broker, topic string, log *ackLog, readMax time.Duration) int {
+	t.Helper()
 	cl := kgoClient(t, bs[0].KafkaAddr, kgo.SeedBrokers(seeds(bs)...))
 	adm := kadm.NewClient(cl)
 	var ends kadm.ListedOffsets
@@ -246,7 +253,7 @@ func checkNoLoss(t *testing.T, bs []*Broker, topic string, log *ackLog) int {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	seen := map[string][]*kgo.Record{}
 	got := map[int32]int64{}
-	ctx := ctxFor(t, 60*time.Second)
+	ctx := ctxFor(t, readMax)
 	done := func() bool {
 		for p, end := range want {
 			if got[p] < end {
