@@ -65,6 +65,10 @@ func TestReplaceBrokerWithLostDisk(t *testing.T) {
 	var wgBulk sync.WaitGroup
 	var bulkErr error
 	var errMu sync.Mutex
+	// One deadline for the whole bulk, growing with it: a record waits
+	// behind everything buffered before it (a loaded machine wrote the
+	// 1 GiB at under 1 MiB/s at times, past a fixed 5 minutes).
+	bulkCtx := ctxFor(t, 2*time.Minute+time.Duration(mib)*time.Second)
 	for i := 0; i < records; i++ {
 		pad := make([]byte, 16<<10)
 		rng.Read(pad)
@@ -72,7 +76,7 @@ func TestReplaceBrokerWithLostDisk(t *testing.T) {
 		r := &kgo.Record{Value: v}
 		wgBulk.Add(1)
 		started := time.Now()
-		bulk.Produce(ctxFor(t, 5*time.Minute), r, func(r *kgo.Record, err error) {
+		bulk.Produce(bulkCtx, r, func(r *kgo.Record, err error) {
 			defer wgBulk.Done()
 			if err != nil {
 				errMu.Lock()
