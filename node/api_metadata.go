@@ -9,8 +9,8 @@ package node
 // hosts one, else the leader last reported to the controller, unless that
 // is this broker, which knows it does not lead (then none,
 // LEADER_NOT_AVAILABLE: partitionLeader says when). ISR is the
-// set of voters the leader has heard from recently; off the leader it is
-// the replica set.
+// set of voters caught up with the leader's log recently (isr.go); off the
+// leader it is the replica set.
 //
 // Unknown topics are created when auto-creation is on and the request
 // allows it (v4+; always allowed before v4, as Kafka does); the answer is
@@ -235,14 +235,15 @@ func (r *Reactor) partitionLeader(p *controller.Partition) (int32, int32) {
 func (r *Reactor) leaderlessGraceTicks() uint64 { return 3 * uint64(r.cfg.ElectionTicks) }
 
 // partitionISR returns the replicas in sync: on the leader, the voters
-// Raft has heard from within an election timeout; elsewhere, the replicas.
+// caught up with its log within the lag window (isr.go); elsewhere, the
+// replicas.
 func (r *Reactor) partitionISR(p *controller.Partition) []int32 {
 	lp, ok := r.parts[p.Group]
 	if !ok || !lp.IsLeader() {
 		return append([]int32(nil), p.Replicas...)
 	}
 	var isr []int32
-	for _, id := range r.activeVoters(lp.Replica()) {
+	for _, id := range r.inSyncVoters(p.Group) {
 		isr = append(isr, int32(id))
 	}
 	return isr

@@ -92,6 +92,11 @@ type Config struct {
 	TickInterval   time.Duration
 	ElectionTicks  int
 	HeartbeatTicks int
+	// ReplicaLagMax is Kafka's replica.lag.time.max.ms: a voter is in
+	// sync (the ISR of Metadata, under-replicated metrics) while it has
+	// caught up with its leader's log within this long (isr.go). 0:
+	// DefaultReplicaLagMax.
+	ReplicaLagMax time.Duration
 	// LeaseMargin is the fraction of a follower's promise a read lease
 	// uses (lease.go): the leases stay safe while no clock runs more than
 	// 1/LeaseMargin times as fast as another's. 0 means 0.8; at most 0.9.

@@ -16,6 +16,7 @@ type groupState struct {
 	opening    uint64        // which opening of a replica on this broker it was (Reactor.openings)
 	campaign   firstCampaign // a new partition's first election (replicas.go)
 	lease      readLease     // the leader's read lease (lease.go)
+	isr        isrMarks      // the leader's record of its voters catching up (isr.go)
 
 	fence        consensus.VoteFence // the vote fence in force, zero if none (repair.go)
 	unrepairable bool                // damaged with no peer to repair from, reported (repair.go)

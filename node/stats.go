@@ -146,7 +146,7 @@ func (r *Reactor) Stats() (Stats, []PartitionStats) {
 	for _, g := range sortedKeys(r.parts) {
 		p := r.parts[g]
 		ls := p.Replica().Stats()
-		replicas, inSync := r.replicaCounts(p)
+		replicas, inSync := r.replicaCounts(g, p)
 		ps = append(ps, PartitionStats{
 			Replicas: replicas, InSync: inSync, Traffic: p.Traffic,
 			Topic: p.Topic, Partition: p.Index, Leader: p.IsLeader(), LeaderEpoch: int32(p.Term()),
@@ -160,7 +160,7 @@ func (r *Reactor) Stats() (Stats, []PartitionStats) {
 
 // replicaCounts returns p's replica count in the metadata and, on its
 // leader, how many voters are in sync (-1 elsewhere).
-func (r *Reactor) replicaCounts(p *partition.Partition) (int, int) {
+func (r *Reactor) replicaCounts(g uint64, p *partition.Partition) (int, int) {
 	replicas := 0
 	if t := r.ctl.state.Topics[p.Topic]; t != nil && int(p.Index) < len(t.Partitions) {
 		replicas = len(t.Partitions[p.Index].Replicas)
@@ -168,7 +168,7 @@ func (r *Reactor) replicaCounts(p *partition.Partition) (int, int) {
 	if !p.IsLeader() {
 		return replicas, -1
 	}
-	return replicas, len(r.activeVoters(p.Replica()))
+	return replicas, len(r.inSyncVoters(g))
 }
 
 // GroupMembers is one group's member count, on its coordinator.

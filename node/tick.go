@@ -27,6 +27,7 @@ func (r *Reactor) onTick() {
 	r.pumpBarriers()
 	r.campaignNewGroups()
 	r.renewLeases()
+	r.sampleISR()
 	r.ensureRegistered()
 	r.users.ensureBootstrapped(r)
 	r.sendReports()

@@ -49,6 +49,7 @@ func runServe(args []string) error {
 	rack := fs.String("rack", "", "rack (failure domain) of this broker")
 	balancer := fs.String("balancer", "count", "continuous balancing by the controller's leader: off; count (replicas, then preferred leaders, per broker); or load (count, then bytes on disk per broker, with hysteresis)")
 	balancerMoves := fs.Int("balancer-moves", 4, "most reassignments in flight at once for the balancer to start another (>= 1)")
+	replicaLag := fs.Duration("replica-lag-time-max", node.DefaultReplicaLagMax, "a replica is in sync (Metadata's ISR, the under-replicated metrics, floe cluster rolling-restart-check) while it has caught up with its leader's log within this long: Kafka's replica.lag.time.max.ms")
 	moveRate := fs.Int64("balancer-move-rate-bytes", 0, "bytes per second of log a partition's leader sends each replica a reassignment adds (the balancer's or an operator's), like Kafka's leader.replication.throttled.rate but per moving replica; 0: no limit")
 	autoCreate := fs.Bool("auto-create-topics", true, "create unknown topics on Metadata requests")
 	partitions := fs.Int("default-partitions", 1, "partitions of auto-created topics")
@@ -112,6 +113,9 @@ func runServe(args []string) error {
 	if *moveRate < 0 {
 		return fmt.Errorf("--balancer-move-rate-bytes must be 0 (no limit) or a positive number of bytes per second, got %d", *moveRate)
 	}
+	if *replicaLag < 100*time.Millisecond || *replicaLag > 24*time.Hour {
+		return fmt.Errorf("--replica-lag-time-max must be between 100ms and 24h, got %v", *replicaLag)
+	}
 	peerList, err := parsePeers(*peers)
 	if err != nil {
 		return fmt.Errorf("--peers: %v", err)
@@ -139,7 +143,7 @@ func runServe(args []string) error {
 			DefaultPartitions: int32(*partitions), DefaultReplication: int16(*replication),
 			OffsetsTopicPartitions: int32(*offsetsPartitions), Groups: groupCfg(), Security: secCfg,
 			Shares: shareCfg(), Telemetry: telemetryCfg(),
-			Balancer: balanceMode, BalancerMovesMax: *balancerMoves, MoveRateBytes: *moveRate,
+			Balancer: balanceMode, BalancerMovesMax: *balancerMoves, MoveRateBytes: *moveRate, ReplicaLagMax: *replicaLag,
 		},
 	}
 	b, err := runtime.Start(opts)
