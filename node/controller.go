@@ -261,6 +261,8 @@ func (r *Reactor) openSome(unopened []placedHere) {
 		}
 		if u.doomed {
 			r.doomed[u.p.Group] = true // reapDoomed deletes it once removed
+			r.env.Logf("node %d: %s-%d reopened, though no longer placed here: the move that placed it here was cancelled or replaced, and the group may still count on it until the walk back removes it",
+				r.self, u.t.Name, u.p.Index)
 		}
 		r.refreshConfig(u.t, u.p)
 	}
