@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"slices"
 
 	"path"
@@ -146,12 +147,19 @@ func (r *Reactor) reconcile() {
 			p := &t.Partitions[i]
 			rank := slices.Index(p.Replicas, int32(r.self))
 			if rank < 0 && !slices.Contains(p.Target, int32(r.self)) {
+				if _, open := r.parts[p.Group]; !open && !p.Settled() && r.holdsReplica(t, p) {
+					// Placed here no more, but the group may still count
+					// on this replica (a cancelled or replaced walk made
+					// it a member): open it, doomed, as a broker that
+					// never restarted keeps it (removalCommitted).
+					unopened = append(unopened, placedHere{t, p, rank, true})
+				}
 				continue
 			}
 			want[p.Group] = true
 			delete(r.doomed, p.Group) // wanted again before it was reaped
 			if _, ok := r.parts[p.Group]; !ok {
-				unopened = append(unopened, placedHere{t, p, rank})
+				unopened = append(unopened, placedHere{t, p, rank, false})
 				continue
 			}
 			r.refreshConfig(t, p)
@@ -174,11 +182,34 @@ func (r *Reactor) reconcile() {
 
 // placedHere is a partition replica the metadata places on this broker;
 // rank is this broker's position in the partition's replicas (-1: only in
-// the target of a reassignment).
+// the target of a reassignment). doomed marks a replica the metadata no
+// longer places here that is opened only because the partition is not
+// settled and this broker's disk holds it (holdsReplica).
 type placedHere struct {
-	t    *controller.Topic
-	p    *controller.Partition
-	rank int
+	t      *controller.Topic
+	p      *controller.Partition
+	rank   int
+	doomed bool
+}
+
+// holdsReplica reports whether this broker's disk holds a replica of p (a
+// non-empty directory). A reassignment cancelled or replaced after it made
+// this broker a voter leaves the broker in neither the replicas nor the
+// target while the group still counts its vote and log until the walk
+// back removes it. A broker that stays up keeps that replica open
+// (removalCommitted); one that restarts must open it again, or the group
+// loses a voter for good: seed 917077 with --corrupt --reassign ended with
+// __consumer_offsets-0 at voters [1 3 5] after a cancelled move, n5
+// restarted without opening its copy and n1's copy fenced, so no leader
+// was ever elected and the walk back never ran. An error other than
+// not-exist counts as holding it: opening reads the disk again, and a
+// failure there stops the broker like any failed open.
+func (r *Reactor) holdsReplica(t *controller.Topic, p *controller.Partition) bool {
+	names, err := r.env.FS.List(partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group))
+	if errors.Is(err, logstore.ErrNotExist) {
+		return false
+	}
+	return err != nil || len(names) > 0
 }
 
 // openBatchMax is how many partition replicas one reconcile round opens.
@@ -227,6 +258,11 @@ func (r *Reactor) openSome(unopened []placedHere) {
 		if err := r.ensurePartition(u.t, u.p); err != nil {
 			r.fatal(err)
 			return
+		}
+		if u.doomed {
+			r.doomed[u.p.Group] = true // reapDoomed deletes it once removed
+			r.env.Logf("node %d: %s-%d reopened, though no longer placed here: the move that placed it here was cancelled or replaced, and the group may still count on it until the walk back removes it",
+				r.self, u.t.Name, u.p.Index)
 		}
 		r.refreshConfig(u.t, u.p)
 	}

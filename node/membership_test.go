@@ -67,7 +67,11 @@ func (c *cluster) settled(topic, replicas string) bool {
 		if n.r == nil {
 			continue
 		}
-		p := n.r.Metadata().Topics[topic].Partitions[0]
+		tp, ok := n.r.Metadata().Topics[topic]
+		if !ok {
+			return false // a restarted broker's metadata catching up
+		}
+		p := tp.Partitions[0]
 		if p.Target != nil || fmt.Sprint(p.Replicas) != replicas || !p.Settled() {
 			return false
 		}
@@ -125,6 +129,78 @@ func TestCancelledMoveKeepsReplicaUntilRemoved(t *testing.T) {
 			c.nodes[1].r.Metadata().Topics["mv"].Partitions[0], c.nodes[4].r.parts[g] != nil)
 	}
 	t.Logf("broker 4's replica deleted at %v simulated, after its removal committed", removedAt)
+}
+
+// A broker left out of both the replicas and the target by a cancelled
+// move, but still a voter of the group, must open its replica again when
+// it restarts: the group still counts its vote until the walk back removes
+// it. Seed 917077 with --corrupt --reassign: a cancelled balancer move left
+// __consumer_offsets-0 at voters [1 3 5]; n5 restarted and never opened its
+// copy, n1's copy was fenced by a corruption, no leader was ever elected
+// and the consumer group and the balancer stayed stuck. Here the group is
+// at voters [1 2 3 4] when the move to [1 2 4] is cancelled (broker 4
+// down), and broker 3 goes down before the walk back removes broker 4,
+// which then restarts: the removal needs 3 of the 4 voters, broker 4's
+// vote among them. On the old code broker 4 did not open its replica and
+// the partition never settled.
+func TestCancelledMoveVoterReopensAfterRestart(t *testing.T) {
+	c := newCluster(t, 5, 34)
+	g := moveTopic(t, c)
+	reassign(t, c, 1, "mv", 0, []int32{1, 2, 4})
+	moveEpoch := c.nodes[1].r.Metadata().Topics["mv"].Partitions[0].ReassignEpoch
+	if !c.stepUntil(20*time.Second, func() bool {
+		voters, _, ok := c.leaderConf(g)
+		return ok && slices.Contains(voters, 4)
+	}) {
+		t.Fatal("broker 4 never became a voter")
+	}
+	cancel := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	rt.Topic = "mv"
+	rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+	rp.Partition, rp.Replicas = 0, []int32{1, 2, 3} // back where it was
+	rt.Partitions = append(rt.Partitions, rp)
+	cancel.Topics = append(cancel.Topics, rt)
+	c.nodes[1].r.HandleRequest(Client{ClientID: "test"}, cancel, func(kmsg.Response) {})
+	// Brokers 3 and 4 go down as soon as the group's leader knows of the
+	// cancellation, before its walk back proposes anything.
+	var seen controller.Partition
+	leaderSawCancel := func() bool {
+		for _, n := range c.nodes {
+			if n.r == nil {
+				continue
+			}
+			if p, ok := n.r.parts[g]; ok && p.IsLeader() {
+				seen = n.r.Metadata().Topics["mv"].Partitions[0]
+				return seen.ReassignEpoch > moveEpoch
+			}
+		}
+		return false
+	}
+	if !c.stepUntil(10*time.Second, leaderSawCancel) {
+		t.Fatal("the group's leader never applied the cancellation")
+	}
+	voters, learners, _ := c.leaderConf(g)
+	if seen.Target != nil || seen.Settled() || fmt.Sprint(voters) != "[1 2 3 4]" || len(learners) > 0 {
+		t.Fatalf("at the cancellation the partition is %+v, the leader's voters %v learners %v; want a cancelled walk at voters [1 2 3 4]",
+			seen, voters, learners)
+	}
+	c.nodes[3].crash()
+	c.nodes[4].crash()
+	c.nodes[4].boot()
+	n4 := c.nodes[4]
+	if !c.runUntil(30*time.Second, func() bool {
+		_, held := n4.r.parts[g]
+		return !held && c.settled("mv", "[1 2 3]")
+	}) {
+		voters, learners, _ := c.leaderConf(g)
+		_, held := n4.r.parts[g]
+		t.Fatalf("the cancelled move did not settle with broker 3 down: %+v; leader's voters %v learners %v; restarted broker 4 holds the replica: %v",
+			c.nodes[1].r.Metadata().Topics["mv"].Partitions[0], voters, learners, held)
+	}
+	if voters, learners, ok := c.leaderConf(g); !ok || fmt.Sprint(voters) != "[1 2 3]" || len(learners) > 0 {
+		t.Fatalf("after the walk back the leader's membership is voters %v learners %v (led: %v)", voters, learners, ok)
+	}
 }
 
 // A replica moved off a broker and back starts from where the removed one

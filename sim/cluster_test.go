@@ -363,6 +363,14 @@ var optionalRegressionSeeds = []struct {
 	// Raft's log agrees with, replica.DurableAgreedIndex).
 	{"held-tail-replaced-before-take", 912108, true, true},
 	{"held-tail-replaced-before-take-2", 913181, false, true},
+	// A balancer move of __consumer_offsets-0 was cancelled after it had
+	// made n5 a voter (voters [1 3 5]); n5 restarted and, placed in
+	// neither the replicas nor the target, never opened its copy, and
+	// n1's copy was fenced by a corruption: no leader, so no walk back, a
+	// consumer that never drained and a balancer never at rest (fixed: a
+	// broker opens its on-disk replica of an unsettled partition,
+	// node/controller.go holdsReplica).
+	{"cancelled-move-voter-not-reopened", 917077, true, true},
 }
 
 func TestSimOptionalFaultRegressions(t *testing.T) {
