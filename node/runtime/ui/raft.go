@@ -172,6 +172,7 @@ func (s *Server) raftData(r *http.Request, sess *session) (*raftData, error) {
 	local := map[string]*raftLocal{}
 	for _, g := range groups {
 		l := &raftLocal{RaftGroup: g, Rows: memberRows(g)}
+		l.Members = nil // Rows has them, with their lag
 		if g.Controller {
 			d.ControllerRep = l
 			continue
