@@ -21,6 +21,11 @@ const auditTopic = "__audit_log"
 // (the newest ones before the until bound).
 const auditScanMax = 20000
 
+// auditSkew bounds how much a record's append time to __audit_log and its
+// event's time differ (queued, sent in batches, resent after a failover;
+// two brokers' clocks).
+const auditSkew = time.Minute
+
 type auditForm struct {
 	Principal, Operation, Result, Since, Until, Limit string
 }
@@ -132,22 +137,25 @@ func (s *Server) readAudit(r *http.Request, sess *session, d *auditData, limit i
 			return err
 		}
 		lookup := func(ms int64) (kadm.ListedOffsets, error) {
-			if ms < 0 {
-				return nil, nil
-			}
 			lo, err := adm.ListOffsetsAfterMilli(ctx, ms, auditTopic)
 			if err == nil {
 				err = lo.Error()
 			}
 			return lo, err
 		}
-		afterSince, err := lookup(since)
-		if err != nil {
-			return err
+		// The window comes from the records' Kafka timestamps: the
+		// append time on the partition leader's clock, later than the
+		// event's own time (on the clock of the broker that saw it),
+		// which the rows are filtered on. Widened by auditSkew on both
+		// sides for the delay and the two clocks.
+		var afterSince, afterUntil kadm.ListedOffsets
+		if since >= 0 {
+			if afterSince, err = lookup(max(since-auditSkew.Milliseconds(), 0)); err != nil {
+				return err
+			}
 		}
-		var afterUntil kadm.ListedOffsets
 		if until >= 0 {
-			if afterUntil, err = lookup(until + 1); err != nil {
+			if afterUntil, err = lookup(until + 1 + auditSkew.Milliseconds()); err != nil {
 				return err
 			}
 		}

@@ -197,6 +197,11 @@ func TestHTTPAuditAndRefusals(t *testing.T) {
 			t.Fatalf("audit %s: %d, want no records\n%.600s", q, code, between(body, `id="audit-summary"`, "</p>"))
 		}
 	}
+	recent := time.Now().Add(-10 * time.Minute).UTC().Format("2006-01-02T15:04")
+	soon := time.Now().Add(10 * time.Minute).UTC().Format("2006-01-02T15:04")
+	if _, body := admin.get("/audit?principal=alice&result=failure&since=" + recent + "&until=" + soon); !strings.Contains(between(body, `id="audit-table"`, "</table>"), "topic secret") {
+		t.Fatalf("audit between %s and %s lacks alice's denial:\n%.600s", recent, soon, between(body, `id="audit-summary"`, "</p>"))
+	}
 	// Newest first.
 	_, body := admin.get("/audit")
 	times := timesIn(between(body, `id="audit-table"`, "</table>"))
