@@ -102,6 +102,8 @@ func classify(err error) (int, string) {
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, kerr.TopicAlreadyExists), errors.Is(err, kerr.NonEmptyGroup):
 		return http.StatusConflict, err.Error()
+	case errors.Is(err, errNoRaftSource):
+		return http.StatusServiceUnavailable, err.Error()
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, kerr.RequestTimedOut):
 		return http.StatusGatewayTimeout, "the broker did not answer in time: " + err.Error()
 	case errors.As(err, &ke) && !ke.Retriable:

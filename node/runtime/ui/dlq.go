@@ -68,33 +68,16 @@ func (s *Server) deadLetterTopics(w http.ResponseWriter, r *http.Request, sess *
 		}
 		byTopic := map[string][]string{}
 		if len(shares) > 0 {
-			req := kmsg.NewPtrDescribeConfigsRequest()
-			for _, g := range shares {
-				rr := kmsg.NewDescribeConfigsRequestResource()
-				rr.ResourceType, rr.ResourceName, rr.ConfigNames = kmsg.ConfigResourceTypeGroupConfig, g, []string{dlqConfig}
-				req.Resources = append(req.Resources, rr)
-			}
-			resp, err := req.RequestWith(ctx, cl)
+			rows, err := groupDeadLetterTopics(ctx, cl, shares)
 			if err != nil {
 				_, d.GroupErr = classify(err)
-			} else {
-				for _, res := range resp.Resources {
-					row := dlqGroupRow{Group: res.ResourceName}
-					if err := kerr.ErrorForCode(res.ErrorCode); err != nil {
-						_, row.Err = classify(err)
-					}
-					for _, c := range res.Configs {
-						if c.Name == dlqConfig && c.Value != nil {
-							row.Topic = *c.Value
-						}
-					}
-					if row.Topic != "" {
-						byTopic[row.Topic] = append(byTopic[row.Topic], row.Group)
-					}
-					d.Groups = append(d.Groups, row)
-				}
-				sort.Slice(d.Groups, func(i, j int) bool { return d.Groups[i].Group < d.Groups[j].Group })
 			}
+			for _, row := range rows {
+				if row.Topic != "" {
+					byTopic[row.Topic] = append(byTopic[row.Topic], row.Group)
+				}
+			}
+			d.Groups = rows
 		}
 		td, err := adm.ListTopics(ctx)
 		if err != nil {
@@ -153,6 +136,36 @@ func (s *Server) deadLetterTopics(w http.ResponseWriter, r *http.Request, sess *
 	p := s.pageFor(sess, "dlq", "Dead letters")
 	p.Data = d
 	s.render(w, http.StatusOK, "dlqs", p)
+}
+
+// groupDeadLetterTopics reads the dead-letter topic of each group from
+// its group config; a group whose config is refused gets its error.
+func groupDeadLetterTopics(ctx context.Context, cl *kgo.Client, groups []string) ([]dlqGroupRow, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for _, g := range groups {
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName, rr.ConfigNames = kmsg.ConfigResourceTypeGroupConfig, g, []string{dlqConfig}
+		req.Resources = append(req.Resources, rr)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	var rows []dlqGroupRow
+	for _, res := range resp.Resources {
+		row := dlqGroupRow{Group: res.ResourceName}
+		if err := kerr.ErrorForCode(res.ErrorCode); err != nil {
+			_, row.Err = classify(err)
+		}
+		for _, c := range res.Configs {
+			if c.Name == dlqConfig && c.Value != nil {
+				row.Topic = *c.Value
+			}
+		}
+		rows = append(rows, row)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Group < rows[j].Group })
+	return rows, nil
 }
 
 func firstErr(errs ...error) error {

@@ -119,6 +119,9 @@ func TestHTTPDeadLetters(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `href="/dead-letters/dlq.jobs"`) || !strings.Contains(between(body, `id="dlq-groups"`, "</table>"), "dlq.jobs") {
 		t.Fatalf("GET /dead-letters: %d\n%.3000s", code, body)
 	}
+	if code, body := br.get("/share-groups/billing"); code != http.StatusOK || !strings.Contains(body, `href="/dead-letters/dlq.jobs"`) {
+		t.Fatalf("share group page without its dead-letter topic: %d\n%.2000s", code, between(body, `<dl class="stats">`, "</dl>"))
+	}
 	code, body = br.get("/dead-letters/dlq.jobs?partition=0&from=offset&offset=0")
 	rows := between(body, `id="dlq-records"`, "</table>")
 	for _, want := range []string{"jobs partition 0 offset 1", "rejected", ">billing<", "t-bad", "&#34;order&#34;: &#34;bad&#34;"} {

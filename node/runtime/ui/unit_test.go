@@ -105,6 +105,7 @@ func TestClassify(t *testing.T) {
 		badf("nope"):                                       http.StatusBadRequest,
 		kerr.NotLeaderForPartition:                         http.StatusBadGateway,
 		errors.New("connection refused"):                   http.StatusBadGateway,
+		errNoRaftSource:                                    http.StatusServiceUnavailable,
 	} {
 		if got, _ := classify(err); got != want {
 			t.Errorf("classify(%v) = %d, want %d", err, got, want)
