@@ -112,8 +112,10 @@ func (c ShareConfig) withDefaults() ShareConfig {
 	return c
 }
 
-// partition is the share-partition's configuration. DeadLetter is always
-// on: a rejected record, or one at the delivery limit, waits
+// partition is the share-partition's configuration. Settle is always on:
+// a released record's backoff is drawn only after a metadata barrier, from
+// the group's retry policy as the controller has it
+// (share_backoff.go). DeadLetter is always on: a rejected record, or one at the delivery limit, waits
 // DeadLettering until the coordinator knows, with fresh metadata, whether
 // the group has a dead-letter topic (share_dlq.go archiveUnlettered).
 // Deciding with the coordinator's possibly stale copy of the group's
@@ -121,7 +123,7 @@ func (c ShareConfig) withDefaults() ShareConfig {
 // seed 910380 with --corrupt --reassign).
 func (c ShareConfig) partition() share.Config {
 	return share.Config{DeliveryLimit: c.DeliveryLimit, Lock: c.Lock, MaxInFlight: c.MaxInFlight, Backoff: c.Backoff,
-		DeadLetter: true}
+		DeadLetter: true, Settle: true}
 }
 
 func (c ShareConfig) group() share.GroupConfig {
@@ -151,6 +153,9 @@ type shareShard struct {
 	groups    map[string]*share.Group
 	parts     map[share.Key]*share.Partition
 	sessions  map[sessionKey]*shareSession
+	// settling: a metadata barrier to settle backoffs is asked for
+	// (share_backoff.go).
+	settling bool
 }
 
 // sessionKey names a share session: a member's, opened directly with the
@@ -473,6 +478,7 @@ func (r *Reactor) shareAcks(sh *shareShard, k share.Key, member string, batches 
 		}
 		return kerr.InvalidRecordState.Code, false
 	}
+	r.settleBackoffs(sh) // a release waits for its backoff to be drawn
 	r.shares.counters.countAcks(k.Group, batches)
 	for _, b := range batches {
 		for _, t := range b.Types {

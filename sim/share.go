@@ -69,12 +69,13 @@ type ShareOptions struct {
 	Consumers     int
 	DeliveryLimit int16
 	Lock          time.Duration
-	// LagCoordinator (a focused test's, share_lag_test.go) cuts the
+	// LagCoordinator (focused tests', share_lag_test.go) cuts the
 	// group's coordinator off from the controller's leader, both ways,
-	// before the dead-letter topic is set, until the nemesis heals: the
-	// coordinator rejects and archives records while its metadata lacks
-	// the topic every client was told of (the metadata barrier's case,
-	// node/metabarrier.go).
+	// before the dead-letter topic and the retry backoff are set, until
+	// the nemesis heals: the coordinator rejects, archives and releases
+	// records while its metadata lacks the configs every client was told
+	// of (the metadata barrier's cases, node/metabarrier.go and
+	// node/share_backoff.go).
 	LagCoordinator bool
 }
 
@@ -177,7 +178,7 @@ func (r *run) startShare() {
 	}
 	w.createTopic(func() {
 		switch {
-		case w.dlq && r.o.Share.LagCoordinator:
+		case (w.dlq || w.backoff.Initial > 0) && r.o.Share.LagCoordinator:
 			w.cutCoordinator(func() { w.setGroupConfigs(begin) })
 		case w.dlq || w.backoff.Initial > 0:
 			w.setGroupConfigs(begin)
