@@ -72,6 +72,12 @@ type ShareConfig struct {
 	// (KIP-1191; share_dlq_check.go): the prefix every dead-letter topic's
 	// name must have; nil: "dlq."; empty: no rule.
 	DeadLetterPrefix *string
+	// DeadLetterNoCopy is errors.deadletterqueue.copy.record.enable false
+	// (KIP-1191, a group config; share_dlq.go): a dead-letter record
+	// carries only the __dlq.errors.* headers, no key, value or headers of
+	// the record (Floe's default copies them, as issue 18 asks; Kafka's
+	// does not).
+	DeadLetterNoCopy bool
 	// DeadLetterNoAutoCreate is errors.deadletterqueue.auto.create.topics.enable
 	// false: a missing dead-letter topic is not created (Floe creates it by
 	// default, as issue 18 asks; Kafka's default is false).

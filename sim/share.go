@@ -127,6 +127,9 @@ type shareWork struct {
 	// the produced records' values by offset, to check the copies.
 	dlq    bool
 	values [shareParts]map[int64]string
+	// copyOff: the group sets errors.deadletterqueue.copy.record.enable
+	// false, so its dead letters are headers only (shareDLQCopyOff).
+	copyOff bool
 	// slow draws the consumers' slow acknowledgements (its own generator).
 	slow *rand.Rand
 	// backoff is the group's redelivery backoff (share_backoff.go);
@@ -163,7 +166,7 @@ func (r *run) startShare() {
 		return
 	}
 	w := &shareWork{r: r, rng: rand.New(rand.NewSource(r.o.Seed ^ 0x5a4e)), leaders: map[int32]netx.NodeID{},
-		final: map[int32]int64{}, limit: r.o.Share.DeliveryLimit, dlq: shareDLQOn(r.o.Seed),
+		final: map[int32]int64{}, limit: r.o.Share.DeliveryLimit, dlq: shareDLQOn(r.o.Seed), copyOff: shareDLQCopyOff(r.o.Seed),
 		slow: rand.New(rand.NewSource(r.o.Seed ^ 0x510e)), backoff: chooseShareBackoff(r.o.Seed),
 		move: rand.New(rand.NewSource(r.o.Seed ^ 0x30fe))}
 	r.share = w
