@@ -188,4 +188,18 @@ func TestSettleDrawsBackoffFromCurrentConfig(t *testing.T) {
 	if got := q.Acquire(104*sec, "m", 2, 10); len(got) != 1 || got[0].First != 1 || got[0].DeliveryCount != 2 {
 		t.Fatalf("restored offset 1 not acquired after its settled delay: %+v", got)
 	}
+	// Restored by a caller that does not settle: drawn at the restore,
+	// never left waiting.
+	plain := current
+	plain.Settle = false
+	u, err := Restore(plain, p.State(5*sec), 100*sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Unsettled(100 * sec) {
+		t.Fatal("restored without Settle, a record still waits for it")
+	}
+	if got := u.Acquire(104*sec, "m", 2, 10); len(got) != 2 {
+		t.Fatalf("restored without Settle: acquired %+v at 4 s after the restore, want offsets 0 and 1", got)
+	}
 }

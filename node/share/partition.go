@@ -2,6 +2,7 @@ package share
 
 import (
 	"errors"
+	"math"
 	"math/rand"
 	"time"
 )
@@ -166,6 +167,9 @@ func (p *Partition) Configure(cfg Config) {
 		return
 	}
 	p.cfg = cfg
+	if !cfg.Settle {
+		p.Settle(math.MaxInt64) // no one else will: drawn from cfg now
+	}
 	for i := range p.recs {
 		r := &p.recs[i]
 		if r.state == Available && r.count >= cfg.DeliveryLimit {

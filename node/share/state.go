@@ -122,8 +122,12 @@ func Restore(cfg Config, s State, now time.Duration) (*Partition, error) {
 					p.finish(r, ReasonDeliveryLimit)
 				} else if b.Unsettled {
 					// Released before its backoff was drawn: drawn again,
-					// from the restore, once settled here.
+					// from the restore, once settled here (at once from
+					// cfg when the caller does not settle).
 					r.unsettled, r.releasedAt, r.notBefore = true, now, 0
+					if !cfg.Settle {
+						p.backOff(r, now)
+					}
 				}
 			case r.state == DeadLettering:
 				r.reason = b.Reason
