@@ -32,7 +32,11 @@ package node
 // copied there, then archived. Created with the broker's defaults if
 // missing; unset (the default): such records are archived, not copied.
 //
-//	errors.deadletterqueue.topic.name    a topic name, not an internal one (__*)
+//	errors.deadletterqueue.topic.name          a topic name, not an internal one (__*)
+//	errors.deadletterqueue.copy.record.enable  true (Floe's default; Kafka's is false): the
+//	                                           dead-letter record carries the record's key,
+//	                                           value and headers; false: the __dlq.errors.*
+//	                                           headers only, null key and value
 //
 // A change applies to the group's share-partitions from their next fetch
 // or acknowledgement (share.Partition.Configure). AlterConfigs (the
@@ -71,6 +75,20 @@ var groupConfigDefs = []groupConfigDef{
 	{"floe.share.retry.backoff.multiplier", kmsg.ConfigTypeDouble, "Floe: the backoff grows by this factor per delivery (1: fixed).", floatIn(1, 100)},
 	{"floe.share.retry.backoff.jitter", kmsg.ConfigTypeDouble, "Floe: each delay is scaled by a random factor in [1-jitter, 1+jitter].", floatIn(0, 1)},
 	{dlqTopicConfig, kmsg.ConfigTypeString, "The topic rejected records and records at the delivery limit are copied to before they are archived (created if missing; empty: none).", dlqTopicName},
+	{dlqCopyConfig, kmsg.ConfigTypeBoolean, "KIP-1191: true puts the record's key, value and headers in its dead-letter record beside the __dlq.errors.* headers; false, the headers only (Floe's default is true, Kafka's false).", boolConfig},
+}
+
+// dlqCopyConfig says whether a group's dead-letter records carry the
+// record itself (KIP-1191).
+const dlqCopyConfig = "errors.deadletterqueue.copy.record.enable"
+
+// boolConfig checks a boolean config value, true or false in any case (as
+// Kafka's ConfigDef takes them).
+func boolConfig(v string) error {
+	if strings.EqualFold(v, "true") || strings.EqualFold(v, "false") {
+		return nil
+	}
+	return fmt.Errorf("must be true or false")
 }
 
 // dlqTopicConfig names the group's dead-letter topic (KIP-1191).
@@ -186,6 +204,7 @@ func (r *Reactor) describeGroupConfigs(rr kmsg.DescribeConfigsRequestResource, r
 		"floe.share.retry.backoff.multiplier": strconv.FormatFloat(max(def.Backoff.Multiplier, 1), 'g', -1, 64),
 		"floe.share.retry.backoff.jitter":     strconv.FormatFloat(def.Backoff.Jitter, 'g', -1, 64),
 		dlqTopicConfig:                        def.DeadLetterTopic,
+		dlqCopyConfig:                         strconv.FormatBool(!def.DeadLetterNoCopy),
 	}
 	for _, d := range groupConfigDefs {
 		if len(rr.ConfigNames) > 0 && !containsString(rr.ConfigNames, d.name) {
@@ -234,6 +253,9 @@ func (r *Reactor) groupShareConfig(name string) ShareConfig {
 	num("floe.share.retry.backoff.jitter", &c.Backoff.Jitter)
 	if v, ok := set[dlqTopicConfig]; ok {
 		c.DeadLetterTopic = v
+	}
+	if v, ok := set[dlqCopyConfig]; ok {
+		c.DeadLetterNoCopy = !strings.EqualFold(v, "true")
 	}
 	return c
 }

@@ -38,7 +38,13 @@ package node
 // The copy keeps the record's key, value and headers, and adds headers
 // (dlqHeader*) naming the source topic, partition and offset, the group,
 // the delivery count, the reason (rejected or delivery-limit) and the
-// time it was dead-lettered (ms); its timestamp is that time.
+// time it was dead-lettered (ms); its timestamp is that time. With the
+// group's errors.deadletterqueue.copy.record.enable=false (KIP-1191;
+// Floe's default is true, Kafka's false) it has those headers only: a null
+// key and value, none of the record's headers. The choice is made when a
+// copy is built: a copy sent again after a failover may follow a config
+// changed meanwhile (it is the same dead letter, deduplicated by its
+// producer sequence either way).
 //
 // Failures: the dead-letter topic must pass KIP-1191's rules
 // (share_dlq_check.go: opted in, named with the prefix); until it does,
@@ -231,6 +237,9 @@ func (r *Reactor) startDeadLetter(sh *shareShard, k share.Key, cfg ShareConfig) 
 		// away): nothing to copy.
 		r.archiveDeadLetter(sh, k, dl.Offset, false)
 		return
+	}
+	if cfg.DeadLetterNoCopy {
+		rec = records.Record{} // errors.deadletterqueue.copy.record.enable=false: the headers only
 	}
 	c := r.buildDeadLetter(sp, k, t, dl, rec)
 	copies[k] = c

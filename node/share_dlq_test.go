@@ -365,3 +365,62 @@ func TestShareDeadLetterConfigSetWhileCoordinatorLags(t *testing.T) {
 	got := waitDLQ(t, c, "dlq.q", 1)
 	wantDLQHeaders(t, got[0], g, "q", 0, 1, "rejected")
 }
+
+// TestShareDeadLetterCopyRecordEnable: KIP-1191's group config
+// errors.deadletterqueue.copy.record.enable. Set false, a rejected
+// record's dead-letter record has the __dlq.errors.* headers only: a null
+// key and value, none of the record's own headers. Set true (Floe's
+// default), the next one carries the record's key, value and header too.
+// A value that is not a boolean is INVALID_CONFIG and changes nothing.
+func TestShareDeadLetterCopyRecordEnable(t *testing.T) {
+	c := newClusterWith(t, 1, 43, earliestShares)
+	c.waitReady()
+	createTopic(t, c, 1, "q", 1, 1, nil)
+	waitLeaders(t, c, "q", 1)
+	if res := alterGroupConfigs(c, "sg", dlqCopyConfig, "maybe"); res.ErrorCode != kerr.InvalidConfig.Code {
+		t.Fatalf("%s=maybe: %v", dlqCopyConfig, kerr.ErrorForCode(res.ErrorCode))
+	}
+	if got := c.nodes[1].r.groupShareConfig("sg"); got.DeadLetterNoCopy {
+		t.Fatalf("the default is not to copy the record, or a refused value was applied: %+v", got)
+	}
+	if res := alterGroupConfigs(c, "sg", dlqTopicConfig, "dlq.q", dlqCopyConfig, "FALSE"); res.ErrorCode != 0 {
+		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
+	}
+	for _, v := range []string{"a", "b"} {
+		produceWithHeader(t, c, "q", v)
+	}
+	shareJoin(t, c, 1, "sg", "m", "q")
+	f := c.request(1, shareFetchOf(c, "q", "sg", "m", 0)).(*kmsg.ShareFetchResponse)
+	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 1 {
+		t.Fatalf("acquired %+v", got)
+	}
+	ack := c.request(1, shareAckOf(c, "q", "sg", "m", 1, ackBatch(0, 0, share.AckReject))).(*kmsg.ShareAcknowledgeResponse)
+	if ack.ErrorCode != 0 || ack.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("reject 0: %+v", ack)
+	}
+	got := waitDLQ(t, c, "dlq.q", 1)
+	wantDLQHeaders(t, got[0], "sg", "q", 0, 1, "rejected")
+	if got[0].Key != nil || got[0].Value != nil {
+		t.Errorf("copy.record.enable=false: dead letter has key %q value %q, want null", got[0].Key, got[0].Value)
+	}
+	for _, h := range got[0].Headers {
+		if len(h.Key) < len("__dlq.errors.") || h.Key[:len("__dlq.errors.")] != "__dlq.errors." {
+			t.Errorf("copy.record.enable=false: dead letter carries the record's header %s", h.Key)
+		}
+	}
+	if res := alterGroupConfigs(c, "sg", dlqCopyConfig, "true"); res.ErrorCode != 0 {
+		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
+	}
+	ack = c.request(1, shareAckOf(c, "q", "sg", "m", 2, ackBatch(1, 1, share.AckReject))).(*kmsg.ShareAcknowledgeResponse)
+	if ack.ErrorCode != 0 || ack.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("reject 1: %+v", ack)
+	}
+	got = waitDLQ(t, c, "dlq.q", 2)
+	wantDLQHeaders(t, got[1], "sg", "q", 1, 1, "rejected")
+	if string(got[1].Key) != "kb" || string(got[1].Value) != "b" {
+		t.Errorf("copy.record.enable=true: dead letter key %q value %q, want kb b", got[1].Key, got[1].Value)
+	}
+	if tr, _ := headerOf(got[1], "trace"); tr != "b" {
+		t.Errorf("copy.record.enable=true: dead letter lost the record's header: %q", tr)
+	}
+}

@@ -72,6 +72,12 @@ type ShareConfig struct {
 	// (KIP-1191; share_dlq_check.go): the prefix every dead-letter topic's
 	// name must have; nil: "dlq."; empty: no rule.
 	DeadLetterPrefix *string
+	// DeadLetterNoCopy is errors.deadletterqueue.copy.record.enable false
+	// (KIP-1191, a group config; share_dlq.go): a dead-letter record
+	// carries only the __dlq.errors.* headers, no key, value or headers of
+	// the record (Floe's default copies them, as issue 18 asks; Kafka's
+	// does not).
+	DeadLetterNoCopy bool
 	// DeadLetterNoAutoCreate is errors.deadletterqueue.auto.create.topics.enable
 	// false: a missing dead-letter topic is not created (Floe creates it by
 	// default, as issue 18 asks; Kafka's default is false).
@@ -112,8 +118,10 @@ func (c ShareConfig) withDefaults() ShareConfig {
 	return c
 }
 
-// partition is the share-partition's configuration. DeadLetter is always
-// on: a rejected record, or one at the delivery limit, waits
+// partition is the share-partition's configuration. Settle is always on:
+// a released record's backoff is drawn only after a metadata barrier, from
+// the group's retry policy as the controller has it
+// (share_backoff.go). DeadLetter is always on: a rejected record, or one at the delivery limit, waits
 // DeadLettering until the coordinator knows, with fresh metadata, whether
 // the group has a dead-letter topic (share_dlq.go archiveUnlettered).
 // Deciding with the coordinator's possibly stale copy of the group's
@@ -121,7 +129,7 @@ func (c ShareConfig) withDefaults() ShareConfig {
 // seed 910380 with --corrupt --reassign).
 func (c ShareConfig) partition() share.Config {
 	return share.Config{DeliveryLimit: c.DeliveryLimit, Lock: c.Lock, MaxInFlight: c.MaxInFlight, Backoff: c.Backoff,
-		DeadLetter: true}
+		DeadLetter: true, Settle: true}
 }
 
 func (c ShareConfig) group() share.GroupConfig {
@@ -151,6 +159,9 @@ type shareShard struct {
 	groups    map[string]*share.Group
 	parts     map[share.Key]*share.Partition
 	sessions  map[sessionKey]*shareSession
+	// settling: a metadata barrier to settle backoffs is asked for
+	// (share_backoff.go).
+	settling bool
 }
 
 // sessionKey names a share session: a member's, opened directly with the
@@ -473,6 +484,7 @@ func (r *Reactor) shareAcks(sh *shareShard, k share.Key, member string, batches 
 		}
 		return kerr.InvalidRecordState.Code, false
 	}
+	r.settleBackoffs(sh) // a release waits for its backoff to be drawn
 	r.shares.counters.countAcks(k.Group, batches)
 	for _, b := range batches {
 		for _, t := range b.Types {

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/share"
 )
 
@@ -213,8 +214,10 @@ func TestListAndDescribeKnowShareGroups(t *testing.T) {
 
 // TestShareExpiredMemberRecordsReleased: a member that stops heartbeating
 // is dropped after the share session timeout, and the records it held go
-// to another member at once (count 2), long before their 30 s lock ends;
-// its late acknowledgement gets UNKNOWN_MEMBER_ID and changes nothing.
+// to another member (count 2) as soon as a metadata barrier confirms the
+// group has no backoff (share_backoff.go; the fetch waits up to 1 s for
+// them), long before their 30 s lock ends; its late acknowledgement gets
+// UNKNOWN_MEMBER_ID and changes nothing.
 func TestShareExpiredMemberRecordsReleased(t *testing.T) {
 	c := newClusterWith(t, 1, 11, func(cfg *Config) {
 		cfg.Shares = ShareConfig{AutoOffsetReset: "earliest", SessionTimeout: 2 * time.Second, Lock: 30 * time.Second}
@@ -230,7 +233,9 @@ func TestShareExpiredMemberRecordsReleased(t *testing.T) {
 	}
 	c.runFor(3 * time.Second)
 	shareJoin(t, c, 1, "sg", "b", "q") // b's heartbeat finds a expired
-	f = c.request(1, shareFetchOf(c, "q", "sg", "b", 0)).(*kmsg.ShareFetchResponse)
+	fb := shareFetchOf(c, "q", "sg", "b", 0)
+	fb.MaxWaitMillis = 1000
+	f = c.request(1, fb).(*kmsg.ShareFetchResponse)
 	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 4 || got[0].DeliveryCount != 2 {
 		t.Fatalf("b acquired %+v, want 0-4 with count 2", got)
 	}
@@ -303,6 +308,86 @@ func TestShareBackoffSurvivesFailover(t *testing.T) {
 		}
 		epoch++
 		if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) > 0 {
+			if at := c.clk.Monotonic() - released; at < backoff {
+				t.Fatalf("offset 0 redelivered %v after its release, before its %v backoff ran out: %+v", at, backoff, got)
+			}
+			if len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 0 || got[0].DeliveryCount != 2 {
+				t.Fatalf("acquired %+v, want offset 0 with delivery count 2", got)
+			}
+			return
+		}
+		if c.clk.Monotonic() > deadline {
+			t.Fatalf("offset 0 not redelivered within %v of its release", 3*backoff)
+		}
+		c.runFor(250 * time.Millisecond)
+	}
+}
+
+// TestShareBackoffConfigSetWhileCoordinatorLags: the group's retry policy
+// is set and acknowledged while its coordinator is cut off from the
+// controller's leader, so the coordinator's metadata does not have it; a
+// record released after that must still back off for the whole policy's
+// delay, counted from its release (simulator seed 917170 --corrupt
+// --reassign: the coordinator drew the delay from its stale configs, none,
+// and redelivered two released records 13-17 ms later). The release
+// waits for a metadata barrier (share_backoff.go): nothing is redelivered
+// while the coordinator is cut off, and after the heal not before the
+// delay.
+func TestShareBackoffConfigSetWhileCoordinatorLags(t *testing.T) {
+	const backoff = 10 * time.Second
+	c := newClusterWith(t, 3, 47, earliestShares)
+	c.waitReady()
+	createTopic(t, c, 1, "q", 1, 3, nil)
+	waitLeaders(t, c, "q", 1)
+	produceValues(t, c, "q", 1)
+	ctlLead := int32(c.nodes[firstLive(c)].r.controllerLeader())
+	var co int32
+	for _, id := range sortedKeys(c.nodes) {
+		if id != ctlLead {
+			co = id
+			break
+		}
+	}
+	g := groupLedBy(t, c, co)
+	if got := shareJoin(t, c, co, g, "m", "q"); got != co {
+		t.Fatalf("group %s coordinated by %d, not %d", g, got, co)
+	}
+	f := c.request(co, shareFetchOf(c, "q", g, "m", 0)).(*kmsg.ShareFetchResponse)
+	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 0 {
+		t.Fatalf("acquired %+v", got)
+	}
+	c.w.Cut(netx.NodeID(co), netx.NodeID(ctlLead))
+	c.w.Cut(netx.NodeID(ctlLead), netx.NodeID(co))
+	if res := alterGroupConfigsAt(c, ctlLead, g, "floe.share.retry.backoff.ms", "10000", "floe.share.retry.backoff.multiplier", "1"); res.ErrorCode != 0 {
+		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
+	}
+	if got := c.nodes[co].r.groupShareConfig(g).Backoff; got.Initial != 0 {
+		t.Fatalf("the coordinator already knows the backoff %+v: the test does not lag it", got)
+	}
+	a := c.request(co, shareAckOf(c, "q", g, "m", 1, ackBatch(0, 0, share.AckRelease))).(*kmsg.ShareAcknowledgeResponse)
+	if a.ErrorCode != 0 || a.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("release: %+v", a)
+	}
+	released := c.clk.Monotonic()
+	epoch := int32(2)
+	fetch := func() []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord {
+		t.Helper()
+		f := c.request(co, shareFetchOf(c, "q", g, "m", epoch)).(*kmsg.ShareFetchResponse)
+		if f.ErrorCode != 0 {
+			t.Fatalf("share fetch: %v", kerr.ErrorForCode(f.ErrorCode))
+		}
+		epoch++
+		return f.Topics[0].Partitions[0].AcquiredRecords
+	}
+	for i := 0; i < 8; i++ { // cut off: the policy is not known here, so nothing is due
+		if got := fetch(); len(got) > 0 {
+			t.Fatalf("offset 0 redelivered %v after its release, before the %v backoff set before it: %+v", c.clk.Monotonic()-released, backoff, got)
+		}
+		c.runFor(250 * time.Millisecond)
+	}
+	c.w.Heal()
+	for deadline := released + 3*backoff; ; {
+		if got := fetch(); len(got) > 0 {
 			if at := c.clk.Monotonic() - released; at < backoff {
 				t.Fatalf("offset 0 redelivered %v after its release, before its %v backoff ran out: %+v", at, backoff, got)
 			}

@@ -37,6 +37,7 @@ func (r *Reactor) onTick() {
 	r.txnsSync()
 	r.auditTick()
 	r.shareDLQTick()
+	r.shareBackoffTick()
 	every := uint64(maintenanceTicks)
 	if r.cfg.MaintenanceTicks > 0 {
 		every = uint64(r.cfg.MaintenanceTicks)

@@ -69,12 +69,13 @@ type ShareOptions struct {
 	Consumers     int
 	DeliveryLimit int16
 	Lock          time.Duration
-	// LagCoordinator (a focused test's, share_lag_test.go) cuts the
+	// LagCoordinator (focused tests', share_lag_test.go) cuts the
 	// group's coordinator off from the controller's leader, both ways,
-	// before the dead-letter topic is set, until the nemesis heals: the
-	// coordinator rejects and archives records while its metadata lacks
-	// the topic every client was told of (the metadata barrier's case,
-	// node/metabarrier.go).
+	// before the dead-letter topic and the retry backoff are set, until
+	// the nemesis heals: the coordinator rejects, archives and releases
+	// records while its metadata lacks the configs every client was told
+	// of (the metadata barrier's cases, node/metabarrier.go and
+	// node/share_backoff.go).
 	LagCoordinator bool
 }
 
@@ -126,6 +127,9 @@ type shareWork struct {
 	// the produced records' values by offset, to check the copies.
 	dlq    bool
 	values [shareParts]map[int64]string
+	// copyOff: the group sets errors.deadletterqueue.copy.record.enable
+	// false, so its dead letters are headers only (shareDLQCopyOff).
+	copyOff bool
 	// slow draws the consumers' slow acknowledgements (its own generator).
 	slow *rand.Rand
 	// backoff is the group's redelivery backoff (share_backoff.go);
@@ -162,7 +166,7 @@ func (r *run) startShare() {
 		return
 	}
 	w := &shareWork{r: r, rng: rand.New(rand.NewSource(r.o.Seed ^ 0x5a4e)), leaders: map[int32]netx.NodeID{},
-		final: map[int32]int64{}, limit: r.o.Share.DeliveryLimit, dlq: shareDLQOn(r.o.Seed),
+		final: map[int32]int64{}, limit: r.o.Share.DeliveryLimit, dlq: shareDLQOn(r.o.Seed), copyOff: shareDLQCopyOff(r.o.Seed),
 		slow: rand.New(rand.NewSource(r.o.Seed ^ 0x510e)), backoff: chooseShareBackoff(r.o.Seed),
 		move: rand.New(rand.NewSource(r.o.Seed ^ 0x30fe))}
 	r.share = w
@@ -177,7 +181,7 @@ func (r *run) startShare() {
 	}
 	w.createTopic(func() {
 		switch {
-		case w.dlq && r.o.Share.LagCoordinator:
+		case (w.dlq || w.backoff.Initial > 0) && r.o.Share.LagCoordinator:
 			w.cutCoordinator(func() { w.setGroupConfigs(begin) })
 		case w.dlq || w.backoff.Initial > 0:
 			w.setGroupConfigs(begin)

@@ -17,7 +17,10 @@ package sim
 //     accepted, or its reason is rejected though no client ever sent a
 //     reject for it, or delivery-limit with a count below the limit; or
 //     its value is not the source record's, or its origin headers are
-//     missing.
+//     missing; in seeds whose group sets
+//     errors.deadletterqueue.copy.record.enable=false (shareDLQCopyOff,
+//     KIP-1191), a dead letter that carries a key, a value or any header
+//     but the __dlq.errors.* ones.
 //
 // Duplicates are allowed (at least once; node/share_dlq.go says when one
 // can occur) and counted in the run's notes.
@@ -27,6 +30,7 @@ import (
 	"math/rand"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -46,6 +50,17 @@ func shareDLQOn(seed int64) bool {
 	return rand.New(rand.NewSource(seed^0xd1e7)).Float64() < shareDLQSeedShare
 }
 
+// shareDLQCopyOffShare is the share of dead-letter seeds whose group sets
+// errors.deadletterqueue.copy.record.enable=false (the dead letters are
+// headers only).
+const shareDLQCopyOffShare = 0.3
+
+// shareDLQCopyOff reports whether a seed's group turns the record copy
+// off: its own generator, as shareDLQOn.
+func shareDLQCopyOff(seed int64) bool {
+	return shareDLQOn(seed) && rand.New(rand.NewSource(seed^0xc0b1)).Float64() < shareDLQCopyOffShare
+}
+
 // setGroupConfigs sets the group's dead-letter topic (when the seed has
 // one) and its redelivery backoff (share_backoff.go), retrying until the
 // controller took them, then calls done.
@@ -62,6 +77,9 @@ func (w *shareWork) setGroupConfigs(done func()) {
 		set := w.backoff.configs()
 		if w.dlq {
 			set = append(set, [2]string{"errors.deadletterqueue.topic.name", shareDLQTopic})
+			if shareDLQCopyOff(r.o.Seed) {
+				set = append(set, [2]string{"errors.deadletterqueue.copy.record.enable", "false"})
+			}
 		}
 		for _, kv := range set {
 			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
@@ -84,6 +102,7 @@ func (w *shareWork) setGroupConfigs(done func()) {
 // dlqRec is one record read from the dead-letter topic.
 type dlqRec struct {
 	value   string
+	copied  bool // it has a key, a value or a header of the record's own
 	headers map[string]string
 }
 
@@ -182,9 +201,10 @@ func (w *shareWork) fetchDLQ(leader netx.NodeID, part int32, off int64, done fun
 			if !h.IsControl() {
 				_ = records.Records(b, func(x records.Record) error {
 					if h.BaseOffset+int64(x.OffsetDelta) >= off {
-						d := dlqRec{value: string(x.Value), headers: map[string]string{}}
+						d := dlqRec{value: string(x.Value), copied: x.Key != nil || x.Value != nil, headers: map[string]string{}}
 						for _, hd := range x.Headers {
 							d.headers[hd.Key] = string(hd.Value)
+							d.copied = d.copied || !strings.HasPrefix(hd.Key, "__dlq.errors.")
 						}
 						recs = append(recs, d)
 					}
@@ -329,7 +349,12 @@ func (w *shareWork) checkDLQRecords(recs []dlqRec) {
 		case s.reason != "rejected" && s.reason != "delivery-limit":
 			w.bad("dlq-unexpected", fmt.Sprintf("%s: unknown reason", where))
 		}
-		if v, ok := w.values[s.part][s.off]; ok && v != d.value {
+		switch v, ok := w.values[s.part][s.off]; {
+		case w.copyOff && d.copied:
+			w.bad("dlq-unexpected", fmt.Sprintf("%s carries the record (value %q, headers %v) under errors.deadletterqueue.copy.record.enable=false", where, d.value, d.headers))
+		case w.copyOff:
+			w.r.cover("share dead letter without its record")
+		case ok && v != d.value:
 			w.bad("dlq-unexpected", fmt.Sprintf("%s holds value %q, the source record's is %q", where, d.value, v))
 		}
 	}

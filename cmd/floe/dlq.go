@@ -45,7 +45,10 @@ actions:
                   delivery-limit), when, its key and value
   redrive GROUP   produce them again to their source topic and partition
                   (replay is the same), without the dead-letter headers; a
-                  later redrive sends only the dead letters that came since
+                  later redrive sends only the dead letters that came since;
+                  dead letters written without their record (the group's
+                  errors.deadletterqueue.copy.record.enable=false) are
+                  skipped and named
 
 flags:
   --brokers         comma-separated seed brokers (default 127.0.0.1:9092)
@@ -301,7 +304,21 @@ func dlqRedrive(ctx context.Context, df *dlqFlags, adm *kadm.Client, group, topi
 		return err
 	}
 	defer prod.Close()
+	skipped := 0
 	for _, d := range dead {
+		if !hasRecord(d.rec) {
+			// errors.deadletterqueue.copy.record.enable=false: the dead
+			// letter names the record but does not hold it.
+			skipped++
+			fmt.Fprintf(out, "skipped %s/%d@%d: no copy of the record (the group's errors.deadletterqueue.copy.record.enable was false); it was %s/%d@%d\n",
+				topic, d.rec.Partition, d.rec.Offset, d.source, d.part, d.offset)
+			if !*df.dryRun {
+				if err := commitRedrive(ctx, adm, group, topic, d.rec.Partition, d.rec.Offset+1); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		r := &kgo.Record{Topic: d.source, Partition: d.part, Key: d.rec.Key, Value: d.rec.Value}
 		for _, h := range d.rec.Headers {
 			if !strings.HasPrefix(h.Key, dlqHeaderPrefix) {
@@ -323,7 +340,7 @@ func dlqRedrive(ctx context.Context, df *dlqFlags, adm *kadm.Client, group, topi
 		fmt.Fprintf(out, "sent %s/%d@%d to %s/%d (was offset %d, %s)\n", topic, d.rec.Partition, d.rec.Offset, d.source, d.part, d.offset, orDash(d.reason))
 	}
 	if *df.dryRun {
-		fmt.Fprintf(out, "%d dead letters would be redriven\n", len(dead))
+		fmt.Fprintf(out, "%d dead letters would be redriven\n", len(dead)-skipped)
 		return nil
 	}
 	// Past the other groups' records too.
@@ -332,8 +349,28 @@ func dlqRedrive(ctx context.Context, df *dlqFlags, adm *kadm.Client, group, topi
 			return err
 		}
 	}
-	fmt.Fprintf(out, "redrove %d dead letters of group %s from %s\n", len(dead), group, topic)
+	fmt.Fprintf(out, "redrove %d dead letters of group %s from %s\n", len(dead)-skipped, group, topic)
+	if skipped > 0 {
+		fmt.Fprintf(out, "%d dead letters hold no copy of their record and were skipped\n", skipped)
+	}
 	return nil
+}
+
+// hasRecord reports whether a dead letter holds its record: a key, a value
+// or a header of its own. One written under the group's
+// errors.deadletterqueue.copy.record.enable=false has the __dlq.errors.*
+// headers only (a record that was itself empty, null key and value and no
+// headers, looks the same and is skipped too).
+func hasRecord(r *kgo.Record) bool {
+	if r.Key != nil || r.Value != nil {
+		return true
+	}
+	for _, h := range r.Headers {
+		if !strings.HasPrefix(h.Key, dlqHeaderPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func commitRedrive(ctx context.Context, adm *kadm.Client, group, topic string, part int32, next int64) error {

@@ -116,6 +116,38 @@ func TestDLQCLI(t *testing.T) {
 	if back == nil || string(back.Key) != "kb" || string(back.Value) != "b" || len(back.Headers) != 1 || back.Headers[0].Key != "trace" {
 		t.Fatalf("redriven record %+v, want key kb, value b and only its trace header", back)
 	}
+
+	// With errors.deadletterqueue.copy.record.enable=false a dead letter
+	// holds no record: redrive names it and skips it.
+	c.Name, c.Value = "errors.deadletterqueue.copy.record.enable", kmsg.StringPtr("false")
+	req.Resources[0].Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{c}
+	if resp, err := req.RequestWith(ctx, admin); err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("turn the record copy off: %v %+v", err, resp)
+	}
+	if err := admin.ProduceSync(ctx, &kgo.Record{Topic: "jobs", Key: []byte("kd"), Value: []byte("d")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for rejected := false; !rejected && ctx.Err() == nil; {
+		sc.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			if string(r.Value) == "d" {
+				r.Ack(kgo.AckReject)
+				rejected = true
+				return
+			}
+			r.Ack(kgo.AckAccept)
+		})
+		sc.FlushAcks(ctx)
+	}
+	for ctx.Err() == nil {
+		if out, err = dlq("list", "workers"); err == nil && strings.Contains(out, "2 dead letters of group workers in dlq.jobs") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if out, err := dlq("redrive", "workers"); err != nil || !strings.Contains(out, "skipped dlq.jobs/0@1: no copy of the record") ||
+		!strings.Contains(out, "it was jobs/0@4") || !strings.Contains(out, "redrove 0 dead letters") {
+		t.Fatalf("redrive of a dead letter without its record: %v\n%s", err, out)
+	}
 }
 
 // containsFieldsPrefix reports whether some line of out starts with the

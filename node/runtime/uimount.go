@@ -1,11 +1,15 @@
 package runtime
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"slices"
 	"strconv"
+	"time"
 
+	"github.com/floe-broker/floe/node"
 	"github.com/floe-broker/floe/node/runtime/ui"
 	"github.com/floe-broker/floe/node/sasl"
 )
@@ -18,7 +22,7 @@ import (
 // is then User:ANONYMOUS to the authorizer). It never borrows the
 // broker's own certificate as a client identity.
 func (b *Broker) uiConfig() ui.Config {
-	cfg := ui.Config{Logger: b.log}
+	cfg := ui.Config{Logger: b.log, NodeID: b.opts.Node.NodeID, RaftLocal: b.uiRaftLocal}
 	ls := b.opts.Listeners
 	if len(ls) == 0 {
 		ls = []Listener{{Name: ProtocolPlaintext, Protocol: ProtocolPlaintext}}
@@ -55,6 +59,31 @@ func (b *Broker) uiConfig() ui.Config {
 		}
 	}
 	return cfg
+}
+
+// uiRaftLocal reads this broker's Raft replicas on the reactor, for the
+// UI's Raft health page (which checks the session's authorization first).
+func (b *Broker) uiRaftLocal(ctx context.Context) ([]ui.RaftGroup, error) {
+	var hs []node.RaftHealth
+	timeout := 5 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if !b.loop.call(func() { hs = b.reactor.RaftHealth() }, timeout) {
+		return nil, errors.New("the broker's reactor did not answer in time")
+	}
+	out := make([]ui.RaftGroup, 0, len(hs))
+	for _, h := range hs {
+		g := ui.RaftGroup{Controller: h.Controller, Topic: h.Topic, Partition: h.Partition, Term: h.Term, Lead: h.Lead,
+			Role: h.Role, Commit: h.Commit, Applied: h.Applied, FirstIndex: h.FirstIndex, LastIndex: h.LastIndex,
+			Voters: h.Voters, Learners: h.Learners, Fenced: h.Fenced, Damaged: h.Damaged}
+		for _, pr := range h.Progress {
+			g.Members = append(g.Members, ui.RaftMember{ID: pr.ID, Match: pr.Match, Next: pr.Next, State: pr.State.String(),
+				Learner: pr.IsLearner, RecentActive: pr.RecentActive, PendingSnapshot: pr.PendingSnapshot, Inflight: pr.InflightMsgs})
+		}
+		out = append(out, g)
+	}
+	return out, nil
 }
 
 // uiMechanism is the password mechanism the UI logs in with, strongest

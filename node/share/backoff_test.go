@@ -133,3 +133,73 @@ func TestBackoffSurvivesRestore(t *testing.T) {
 		t.Fatalf("jittered delay %v stored as %d ms", due-time.Nanosecond, w)
 	}
 }
+
+// TestSettleDrawsBackoffFromCurrentConfig: with Config.Settle a released
+// record is not acquired until Settle, whatever the time; Settle draws its
+// delay from the config current then (here set after the release, as a
+// node's metadata catching up would), counted from the release; a record
+// released after Settle's bound stays unsettled. An unsettled record is
+// persisted as such, and restored unsettled with its delay to run from
+// the restore (simulator seed 917170: the node drew the delay from a stale
+// config at once).
+func TestSettleDrawsBackoffFromCurrentConfig(t *testing.T) {
+	stale := Config{DeliveryLimit: 10, Lock: time.Minute, MaxInFlight: 100, Settle: true}
+	current := stale
+	current.Backoff = Backoff{Initial: 4 * time.Second, Multiplier: 1}
+	p := New(stale, 0)
+	if got := p.Acquire(0, "m", 2, 10); len(got) != 1 || got[0].Last != 1 {
+		t.Fatalf("acquire %+v", got)
+	}
+	if err := p.Acknowledge(sec, "m", []Ack{{First: 0, Last: 0, Types: []AckType{AckRelease}}}); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Unsettled(sec) {
+		t.Fatal("a release under Settle is not unsettled")
+	}
+	if got := p.Acquire(30*sec, "m", 2, 10); len(got) != 0 {
+		t.Fatalf("an unsettled record acquired: %+v", got)
+	}
+	if err := p.Acknowledge(3*sec, "m", []Ack{{First: 1, Last: 1, Types: []AckType{AckRelease}}}); err != nil {
+		t.Fatal(err)
+	}
+	p.Configure(current)
+	p.Settle(2 * sec) // offset 0 (released at 1 s) only
+	if got := p.Acquire(5*sec-1, "m", 2, 10); len(got) != 0 {
+		t.Fatalf("acquired %+v before the current config's 4 s from the release at 1 s", got)
+	}
+	if s := p.State(5*sec - 1); len(s.Batches) != 2 || s.Batches[0].WaitMs != 1 || s.Batches[0].Unsettled || !s.Batches[1].Unsettled || s.Batches[1].WaitMs != 0 {
+		t.Fatalf("state %+v: want offset 0 waiting 1 ms, offset 1 unsettled", s)
+	}
+	if got := p.Acquire(5*sec, "m", 2, 10); len(got) != 1 || got[0].First != 0 || got[0].Last != 0 || got[0].DeliveryCount != 2 {
+		t.Fatalf("acquired %+v at 5 s, want offset 0 alone with count 2", got)
+	}
+	// Offset 1 is restored unsettled: its whole delay runs from the restore.
+	q, err := Restore(current, p.State(5*sec), 100*sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := q.Acquire(200*sec, "m", 2, 10); len(got) != 1 || got[0].First != 0 {
+		t.Fatalf("restored: acquired %+v, want offset 0 only (offset 1 unsettled)", got)
+	}
+	q.Settle(100 * sec)
+	if got := q.Acquire(104*sec-1, "m", 2, 10); len(got) != 0 {
+		t.Fatalf("restored offset 1 acquired %+v before 4 s from the restore", got)
+	}
+	if got := q.Acquire(104*sec, "m", 2, 10); len(got) != 1 || got[0].First != 1 || got[0].DeliveryCount != 2 {
+		t.Fatalf("restored offset 1 not acquired after its settled delay: %+v", got)
+	}
+	// Restored by a caller that does not settle: drawn at the restore,
+	// never left waiting.
+	plain := current
+	plain.Settle = false
+	u, err := Restore(plain, p.State(5*sec), 100*sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Unsettled(100 * sec) {
+		t.Fatal("restored without Settle, a record still waits for it")
+	}
+	if got := u.Acquire(104*sec, "m", 2, 10); len(got) != 2 {
+		t.Fatalf("restored without Settle: acquired %+v at 4 s after the restore, want offsets 0 and 1", got)
+	}
+}

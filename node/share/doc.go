@@ -42,7 +42,10 @@
 // after every change and answers only once it is committed; Restore
 // rebuilds a Partition from it. A record backing off (Config.Backoff) is
 // stored with the rest of its delay (Batch.WaitMs), which Restore starts
-// again, so a failover does not cut a backoff short. EncodeKey/EncodeState are the record
+// again, so a failover does not cut a backoff short. With Config.Settle a
+// released record's backoff is not drawn at once: the record waits
+// unsettled (never acquired, persisted as such) until the node, knowing
+// its config current, calls Settle (node/share_backoff.go). EncodeKey/EncodeState are the record
 // formats (see node/shares.go for where they are stored).
 //
 // Group is a share group's membership: members join with a client-chosen

@@ -2,6 +2,7 @@ package share
 
 import (
 	"errors"
+	"math"
 	"math/rand"
 	"time"
 )
@@ -74,6 +75,14 @@ type Config struct {
 	// and archives uncopied itself, once it knows with fresh metadata
 	// that the group has no dead-letter topic (node/share_dlq.go).
 	DeadLetter bool
+	// Settle: a released record (or one whose lock ran out) is not given
+	// its backoff at once but waits unsettled, never acquired, until the
+	// node calls Settle with a Config it knows to be current: the node's
+	// copy of the group's retry policy may lag the controller, and a
+	// policy a client was told is set must hold for every release after
+	// that (simulator seed 917170). The node turns it on for every group
+	// (node/share_backoff.go).
+	Settle bool
 }
 
 // Backoff is a retry policy: a record released (or whose lock expired)
@@ -117,7 +126,11 @@ type record struct {
 	owner     string
 	lockUntil time.Duration
 	notBefore time.Duration // an Available record is not acquired before this (backoff)
-	since     time.Duration // an Acquired record's acquisition time (for the age metric)
+	// unsettled: an Available record released at releasedAt (Config.Settle)
+	// whose backoff is not drawn yet; it is not acquired until Settle.
+	unsettled  bool
+	releasedAt time.Duration
+	since      time.Duration // an Acquired record's acquisition time (for the age metric)
 }
 
 // Partition is one share-partition. Not safe for concurrent use.
@@ -154,6 +167,9 @@ func (p *Partition) Configure(cfg Config) {
 		return
 	}
 	p.cfg = cfg
+	if !cfg.Settle {
+		p.Settle(math.MaxInt64) // no one else will: drawn from cfg now
+	}
 	for i := range p.recs {
 		r := &p.recs[i]
 		if r.state == Available && r.count >= cfg.DeliveryLimit {
@@ -208,15 +224,52 @@ func (p *Partition) release(r *record, now time.Duration) {
 		return
 	}
 	r.state = Available
+	if p.cfg.Settle {
+		r.unsettled, r.releasedAt, r.notBefore = true, now, 0
+		return
+	}
+	p.backOff(r, now)
+}
+
+// backOff draws r's backoff for its delivery count from the current
+// config, starting at releasedAt.
+func (p *Partition) backOff(r *record, releasedAt time.Duration) {
 	d := p.cfg.Backoff.delay(r.count)
 	if j := p.cfg.Backoff.Jitter; d > 0 && j > 0 && p.rng != nil {
 		d = time.Duration(float64(d) * (1 + min(j, 1)*(2*p.rng.Float64()-1)))
 	}
-	r.notBefore = now + d
+	r.unsettled, r.releasedAt, r.notBefore = false, 0, releasedAt+d
+}
+
+// Unsettled reports whether some record waits for Settle at now (locks
+// that ran out are expired first: their records wait too).
+func (p *Partition) Unsettled(now time.Duration) bool {
+	p.expire(now)
+	for i := range p.recs {
+		if p.recs[i].state == Available && p.recs[i].unsettled {
+			return true
+		}
+	}
+	return false
+}
+
+// Settle draws, from the current config (the caller makes it current
+// with Configure first), the backoff of every unsettled record released
+// at or before upTo, each delay running from its release; records
+// released after upTo stay unsettled (their release may postdate what the
+// caller knows to be current).
+func (p *Partition) Settle(upTo time.Duration) {
+	for i := range p.recs {
+		if r := &p.recs[i]; r.state == Available && r.unsettled && r.releasedAt <= upTo {
+			p.backOff(r, r.releasedAt)
+		}
+	}
 }
 
 // due reports whether a record may be acquired at now.
-func (r *record) due(now time.Duration) bool { return r.state == Available && r.notBefore <= now }
+func (r *record) due(now time.Duration) bool {
+	return r.state == Available && !r.unsettled && r.notBefore <= now
+}
 
 // advance moves Start past finished records.
 func (p *Partition) advance() {

@@ -126,11 +126,11 @@ func TestKeyAndStateRoundTrip(t *testing.T) {
 	if got, err := DecodeKey(b); err != nil || got != k {
 		t.Fatalf("%v %v", got, err)
 	}
-	s := State{Start: 4, End: 8, Batches: []Batch{{4, 5, Available, 1, 0, 250}, {6, 6, Acknowledged, 2, 0, 0}, {7, 7, DeadLettering, 3, ReasonRejected, 0}}, DeadLetter: &Producer{PID: 9, Seq: 2}}
+	s := State{Start: 4, End: 9, Batches: []Batch{{4, 5, Available, 1, 0, 250, false}, {6, 6, Acknowledged, 2, 0, 0, false}, {7, 7, DeadLettering, 3, ReasonRejected, 0, false}, {8, 8, Available, 1, 0, 0, true}}, DeadLetter: &Producer{PID: 9, Seq: 2}}
 	if got, err := DecodeState(EncodeState(s)); err != nil || !reflect.DeepEqual(got, s) {
 		t.Fatalf("%v %v", got, err)
 	}
-	if _, err := Restore(cfg3(), State{Start: 4, End: 5, Batches: []Batch{{3, 4, Available, 1, 0, 0}}}, 0); err == nil {
+	if _, err := Restore(cfg3(), State{Start: 4, End: 5, Batches: []Batch{{3, 4, Available, 1, 0, 0, false}}}, 0); err == nil {
 		t.Fatal("batch outside the window restored")
 	}
 }

@@ -24,6 +24,11 @@ type Batch struct {
 	// (rounded up); 0, or absent in an image written before the field
 	// existed: due at once. See Restore for how a new coordinator uses it.
 	WaitMs int64 `json:"wait_ms,omitempty"`
+	// Unsettled marks an Available run released while its backoff was not
+	// drawn yet (Config.Settle): Restore makes it unsettled again, its
+	// delay to run from the restore once the new coordinator settles it.
+	// An image written before the field existed has none.
+	Unsettled bool `json:"unsettled,omitempty"`
 }
 
 // State is a share-partition's persistent image: Start, End and the
@@ -56,15 +61,18 @@ func (p *Partition) State(now time.Duration) State {
 				st = Archived
 			}
 		}
-		wait := int64(0)
-		if r.state == Available && r.notBefore > now && !plant.Enabled(plant.ShareBackoffNotPersisted) {
-			wait = int64((r.notBefore - now + time.Millisecond - 1) / time.Millisecond) // rounded up: never due early
+		wait, unsettled := int64(0), false
+		if r.state == Available && !plant.Enabled(plant.ShareBackoffNotPersisted) {
+			unsettled = r.unsettled
+			if r.notBefore > now && !unsettled {
+				wait = int64((r.notBefore - now + time.Millisecond - 1) / time.Millisecond) // rounded up: never due early
+			}
 		}
-		if n := len(s.Batches); n > 0 && s.Batches[n-1].Last == off-1 && s.Batches[n-1].State == st && s.Batches[n-1].Count == r.count && s.Batches[n-1].Reason == r.reason && s.Batches[n-1].WaitMs == wait {
+		if n := len(s.Batches); n > 0 && s.Batches[n-1].Last == off-1 && s.Batches[n-1].State == st && s.Batches[n-1].Count == r.count && s.Batches[n-1].Reason == r.reason && s.Batches[n-1].WaitMs == wait && s.Batches[n-1].Unsettled == unsettled {
 			s.Batches[n-1].Last = off
 			continue
 		}
-		s.Batches = append(s.Batches, Batch{First: off, Last: off, State: st, Count: r.count, Reason: r.reason, WaitMs: wait})
+		s.Batches = append(s.Batches, Batch{First: off, Last: off, State: st, Count: r.count, Reason: r.reason, WaitMs: wait, Unsettled: unsettled})
 	}
 	return s
 }
@@ -76,6 +84,10 @@ func (p *Partition) State(now time.Duration) State {
 // was not written). DeadLettering records stay so, their copy still owed,
 // whatever cfg says (a broker whose metadata lags may not know the
 // group's dead-letter topic yet).
+//
+// A record released before its backoff was settled (Batch.Unsettled) is
+// unsettled again, released at now: its whole delay runs from the
+// restore once the caller settles it (Config.Settle).
 //
 // A record that was backing off (Batch.WaitMs) is due WaitMs after now:
 // the rest of its delay, as the writing coordinator measured it when it
@@ -108,6 +120,14 @@ func Restore(cfg Config, s State, now time.Duration) (*Partition, error) {
 				r.state, r.notBefore = Available, now+time.Duration(min(max(b.WaitMs, 0), maxWaitMs))*time.Millisecond
 				if r.count >= cfg.DeliveryLimit {
 					p.finish(r, ReasonDeliveryLimit)
+				} else if b.Unsettled {
+					// Released before its backoff was drawn: drawn again,
+					// from the restore, once settled here (at once from
+					// cfg when the caller does not settle).
+					r.unsettled, r.releasedAt, r.notBefore = true, now, 0
+					if !cfg.Settle {
+						p.backOff(r, now)
+					}
 				}
 			case r.state == DeadLettering:
 				r.reason = b.Reason

@@ -309,6 +309,24 @@ var mutations = []mutation{
 		Replacement: "r.state, r.notBefore = Available, now",
 		Why:         "share retry backoff: a coordinator that takes over drops the persisted rest of a record's delay and redelivers it at once",
 	},
+	// KIP-1191's errors.deadletterqueue.copy.record.enable, caught by
+	// sim/share_dlq.go (seeds whose group turns the copy off).
+	{
+		Name: "share-dlq-copy-ignored", File: "node/share_dlq.go",
+		Original:    "if cfg.DeadLetterNoCopy {",
+		Replacement: "if false {",
+		Why:         "share dead letters: the record's key, value and headers are copied though the group set errors.deadletterqueue.copy.record.enable=false",
+	},
+	// The retry policy drawn from fresh metadata (campaign seed 917170),
+	// caught in sim/share_lag_test.go (the drawn seeds rarely lag a
+	// coordinator's metadata behind a backoff already set).
+	{
+		Name: "share-backoff-unsettled", File: "node/shares.go",
+		Original:    "DeadLetter: true, Settle: true}",
+		Replacement: "DeadLetter: true, Settle: false}",
+		Why:         "share retry backoff: a coordinator whose metadata lags draws a released record's delay from its stale group configs and redelivers it early",
+		Run:         "^TestShareCoordinatorLaggingMetadataKeepsBackoff$",
+	},
 	// The controller's balancer (issue 23), caught by sim/balance.go.
 	{
 		Name: "balancer-ignores-racks", File: "node/controller/balance.go",

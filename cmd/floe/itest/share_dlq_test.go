@@ -192,3 +192,70 @@ func TestShareGroupDeadLetterOptIn(t *testing.T) {
 		t.Fatalf("dead letters %+v, want the one rejected record", dead)
 	}
 }
+
+// TestShareGroupDeadLetterHeadersOnly: KIP-1191's
+// errors.deadletterqueue.copy.record.enable=false. A record the franz-go
+// share consumer rejects lands in the dead-letter topic as the
+// __dlq.errors.* headers only: a null key and value, none of its own
+// headers; the group's DescribeConfigs shows the setting.
+func TestShareGroupDeadLetterHeadersOnly(t *testing.T) {
+	b := start(t)
+	makeTopic(t, b.KafkaAddr, "audit", 1, nil)
+	admin := kgoClient(t, b.KafkaAddr)
+	setGroupConfigs(t, admin, "auditors", "share.auto.offset.reset", "earliest",
+		"errors.deadletterqueue.topic.name", "dlq.audit", "errors.deadletterqueue.copy.record.enable", "false")
+	rec := &kgo.Record{Topic: "audit", Key: []byte("k0"), Value: []byte("v0"), Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("t0")}}}
+	if err := admin.ProduceSync(ctxFor(t, opWaitMax), rec).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	cl := newShareClient(t, b.KafkaAddr, "auditors", "audit")
+	ctx, cancel := context.WithTimeout(context.Background(), bulkWaitMax)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { r.Ack(kgo.AckReject) })
+			cl.FlushAcks(ctx)
+		}
+	}()
+	reader := kgoClient(t, b.KafkaAddr, kgo.ConsumeTopics("dlq.audit"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var dead []*kgo.Record
+	eventually(t, bulkWaitMax, "a dead letter", func() bool {
+		pctx, pcancel := context.WithTimeout(ctx, opWaitMax/10)
+		defer pcancel()
+		reader.PollFetches(pctx).EachRecord(func(r *kgo.Record) { dead = append(dead, r) })
+		return len(dead) >= 1
+	})
+	cancel()
+	<-done
+	r := dead[0]
+	if r.Key != nil || r.Value != nil {
+		t.Errorf("dead letter key %q value %q, want null (copy.record.enable=false)", r.Key, r.Value)
+	}
+	h := map[string]string{}
+	for _, x := range r.Headers {
+		if !strings.HasPrefix(x.Key, "__dlq.errors.") {
+			t.Errorf("dead letter carries the record's header %s (copy.record.enable=false)", x.Key)
+		}
+		h[x.Key] = string(x.Value)
+	}
+	for k, v := range map[string]string{"__dlq.errors.topic": "audit", "__dlq.errors.offset": "0", "__dlq.errors.group.id": "auditors",
+		"__dlq.errors.reason": "rejected"} {
+		if h[k] != v {
+			t.Errorf("dead letter header %s = %q, want %q", k, h[k], v)
+		}
+	}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "auditors"
+	rr.ConfigNames = []string{"errors.deadletterqueue.copy.record.enable"}
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(ctxFor(t, opWaitMax), admin)
+	if err != nil || len(resp.Resources) != 1 || len(resp.Resources[0].Configs) != 1 {
+		t.Fatalf("describe group configs: %v %+v", err, resp)
+	}
+	if c := resp.Resources[0].Configs[0]; c.Value == nil || *c.Value != "false" {
+		t.Errorf("described %s = %v, want false", c.Name, c.Value)
+	}
+}

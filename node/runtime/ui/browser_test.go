@@ -9,6 +9,7 @@ package ui_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,7 +180,7 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 
 // docsImages are the screenshots docs/operations.md shows.
 var docsImages = map[string]bool{"ui-overview": true, "ui-topic": true, "ui-produce": true, "ui-browse": true,
-	"ui-group-lag": true, "ui-acl-denied": true}
+	"ui-group-lag": true, "ui-acl-denied": true, "ui-raft": true, "ui-dead-letters": true, "ui-audit": true}
 
 func artifactDir(t *testing.T) string {
 	if d := os.Getenv("FLOE_UI_ARTIFACTS"); d != "" {
@@ -374,4 +375,105 @@ func TestBrowserLoginACL(t *testing.T) {
 	screenshot(t, ctx, dir, "ui-acl-denied")
 	run(t, ctx, "open the allowed topic",
 		chromedp.Navigate(ui+"/topics/public"), chromedp.WaitVisible(chromedp.CSS("#partitions-table")))
+}
+
+// TestBrowserRaftDeadLetters walks the operator pages: add partitions to a
+// topic from its page, read the Raft health page, then find a share
+// group's dead letter and follow it to the original record (the keyboard
+// alone opens it).
+func TestBrowserRaftDeadLetters(t *testing.T) {
+	b := startBroker(t, brokerOpts{})
+	dir := artifactDir(t)
+	ctx := newTab(t, 4*time.Minute)
+	kctx, kcancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer kcancel()
+	ui := b.ui()
+	if _, err := kadm.NewClient(b.client(t, "", "")).CreateTopic(kctx, 1, 1, nil, "orders"); err != nil {
+		t.Fatalf("create orders: %v", err)
+	}
+
+	run(t, ctx, "add partitions",
+		chromedp.Navigate(ui+"/topics/orders"),
+		chromedp.SetValue(chromedp.CSS("#part-count"), "3"),
+		chromedp.Click(chromedp.CSS("#add-partitions")),
+		chromedp.WaitVisible(chromedp.CSS("#notice")))
+	if got := text(t, ctx, "#notice"); !strings.Contains(got, "Partitions added.") {
+		t.Fatalf("after adding partitions: notice %q", got)
+	}
+	if rows := text(t, ctx, "#partitions-table tbody"); strings.Count(rows, "\n") != 2 {
+		t.Fatalf("partitions of orders after adding: %q", rows)
+	}
+
+	run(t, ctx, "raft health", chromedp.Navigate(ui+"/raft"), chromedp.WaitVisible(chromedp.CSS("#raft-table")))
+	// A new partition's replica elects itself: reload until all are led.
+	waitText(t, ctx, "#raft-problems", true, func(s string) bool { return s == "0" })
+	table := text(t, ctx, "#raft-table tbody")
+	if strings.Count(table, "orders") != 3 || !strings.Contains(table, "StateLeader") || !strings.Contains(table, "broker 1 (leader): match") {
+		t.Fatalf("raft table %q", table)
+	}
+	if got := text(t, ctx, "#raft-scope"); !strings.Contains(got, "local to broker 1") {
+		t.Fatalf("raft page scope note %q", got)
+	}
+	screenshot(t, ctx, dir, "ui-raft")
+
+	deadLetter(t, b, "billing", "jobs", "dlq.jobs", "order-1", "bad", "order-3")
+	run(t, ctx, "dead-letter topics", chromedp.Navigate(ui+"/dead-letters"), chromedp.WaitVisible(chromedp.CSS("#dlq-topics")))
+	if got := text(t, ctx, "#dlq-groups"); !strings.Contains(got, "billing") || !strings.Contains(got, "dlq.jobs") {
+		t.Fatalf("dead-letter groups %q", got)
+	}
+	run(t, ctx, "open dlq.jobs by keyboard",
+		chromedp.Focus(chromedp.CSS(`#dlq-topics a[href="/dead-letters/dlq.jobs"]`)),
+		chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS("#dlq-records")))
+	rows := text(t, ctx, "#dlq-records tbody")
+	for _, want := range []string{"jobs partition 0 offset 1", "rejected", "billing", "t-bad"} {
+		if !strings.Contains(rows, want) {
+			t.Fatalf("dead letters: no %q in %q", want, rows)
+		}
+	}
+	screenshot(t, ctx, dir, "ui-dead-letters")
+	run(t, ctx, "follow to the original record",
+		chromedp.Click(chromedp.CSS(`#dlq-records a[href^="/topics/jobs/messages"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#records")))
+	if got := text(t, ctx, "#records tbody"); !strings.Contains(got, "bad") || strings.Contains(got, "order-3") {
+		t.Fatalf("the original record: %q", got)
+	}
+}
+
+// TestBrowserAudit: with SASL, ACLs and the audit log on, an admin finds
+// alice's refusal in the audit viewer, filtering from the keyboard.
+func TestBrowserAudit(t *testing.T) {
+	b := startBroker(t, brokerOpts{secure: true, audit: true, users: map[string]string{"admin": "admin-secret", "alice": "alice-secret"}})
+	setupACLs(t, b)
+	alice := login(t, b, "alice", "alice-secret")
+	if code, _ := alice.get("/topics/secret"); code != http.StatusForbidden {
+		t.Fatalf("alice opens secret: %d", code)
+	}
+	dir := artifactDir(t)
+	ctx := newTab(t, 3*time.Minute)
+	ui := b.ui()
+	run(t, ctx, "admin logs in",
+		chromedp.Navigate(ui+"/audit"), chromedp.WaitVisible(chromedp.CSS("#login-form")),
+		chromedp.SendKeys(chromedp.CSS("#user"), "admin"),
+		chromedp.SendKeys(chromedp.CSS("#password"), "admin-secret"+kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS("#audit-form")))
+	// Principal, Tab to the operation, type, Enter: the form submits.
+	run(t, ctx, "filter by keyboard",
+		chromedp.SetValue(chromedp.CSS("#result"), "failure"),
+		chromedp.Focus(chromedp.CSS("#principal")),
+		chromedp.KeyEvent("alice"),
+		chromedp.KeyEvent(kb.Tab),
+		chromedp.KeyEvent("describe"+kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS("#audit-summary")))
+	// The records reach __audit_log asynchronously: reload until there.
+	waitText(t, ctx, "#audit-summary", true, func(s string) bool { return !strings.HasSuffix(s, "0 matched.") })
+	loc := location(t, ctx)
+	if !strings.Contains(loc, "principal=alice") || !strings.Contains(loc, "result=failure") || !strings.Contains(loc, "operation=describe") {
+		t.Fatalf("audit search went to %s", loc)
+	}
+	rows := text(t, ctx, "#audit-table tbody")
+	if !strings.Contains(rows, "User:alice") || !strings.Contains(rows, "topic secret") || strings.Contains(rows, "success") {
+		t.Fatalf("audit rows %q", rows)
+	}
+	screenshot(t, ctx, dir, "ui-audit")
 }

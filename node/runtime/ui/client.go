@@ -65,6 +65,12 @@ func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, erro
 // admin runs fn with an admin client of the session, bounded by the
 // request timeout.
 func (s *Server) admin(r *http.Request, sess *session, fn func(ctx context.Context, adm *kadm.Client) error) error {
+	return s.kafka(r, sess, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error { return fn(ctx, adm) })
+}
+
+// kafka is admin with the underlying client too (for requests kadm does
+// not wrap).
+func (s *Server) kafka(r *http.Request, sess *session, fn func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error) error {
 	cl, err := s.client(sess)
 	if err != nil {
 		return err
@@ -72,7 +78,7 @@ func (s *Server) admin(r *http.Request, sess *session, fn func(ctx context.Conte
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
-	return fn(ctx, kadm.NewClient(cl))
+	return fn(ctx, cl, kadm.NewClient(cl))
 }
 
 // classify maps an error to the HTTP status the UI answers and a message:
@@ -96,6 +102,8 @@ func classify(err error) (int, string) {
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, kerr.TopicAlreadyExists), errors.Is(err, kerr.NonEmptyGroup):
 		return http.StatusConflict, err.Error()
+	case errors.Is(err, errNoRaftSource):
+		return http.StatusServiceUnavailable, err.Error()
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, kerr.RequestTimedOut):
 		return http.StatusGatewayTimeout, "the broker did not answer in time: " + err.Error()
 	case errors.As(err, &ke) && !ke.Retriable:

@@ -9,6 +9,12 @@
 // of that session builds, so the broker's ACLs apply to the UI unchanged:
 // a page an ACL denies answers 403 with the broker's error.
 //
+// One exception, read-only: the Raft health page shows the serving
+// broker's own Raft replicas (Config.RaftLocal, node.Reactor.RaftHealth),
+// which no Kafka API carries. It reads them only after the broker has
+// answered the session's DescribeLogDirs, i.e. granted it DESCRIBE on the
+// cluster, and labels them as local to that broker.
+//
 // Sessions are a random cookie (HttpOnly, SameSite=Strict, Secure over
 // HTTPS) that expires after an idle time and an absolute lifetime; the
 // password lives only in the session's memory. Every state-changing

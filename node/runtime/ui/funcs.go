@@ -9,6 +9,9 @@ import (
 
 var funcs = template.FuncMap{
 	"ids":     ids,
+	"u64s":    u64s,
+	"inc":     func(n int) int { return n + 1 },
+	"dlq":     dlqOf,
 	"pathesc": url.PathEscape,
 	"list":    func(xs ...string) []string { return xs },
 }

@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/floe-broker/floe/internal/pki"
@@ -46,6 +48,7 @@ type brokerOpts struct {
 	secure bool              // SASL_PLAINTEXT with SCRAM and PLAIN, the ACL authorizer, User:admin a super user
 	users  map[string]string // bootstrap users (secure only)
 	tls    bool              // with secure: SASL_SSL, and a PLAINTEXT listener beside it
+	audit  bool              // the audit log (__audit_log) on
 }
 
 func startBroker(t *testing.T, o brokerOpts) *testBroker {
@@ -70,6 +73,7 @@ func startBroker(t *testing.T, o brokerOpts) *testBroker {
 			opts.Node.BootstrapUsers = append(opts.Node.BootstrapUsers, scramUser(t, name, pass))
 		}
 	}
+	opts.Node.Security.Audit.Enabled = o.audit
 	b, err := runtime.Start(opts)
 	if err != nil {
 		t.Fatalf("start broker: %v", err)
@@ -233,4 +237,66 @@ func csrf(t *testing.T, page string) string {
 		t.Fatalf("no CSRF token in page:\n%.2000s", page)
 	}
 	return m[1]
+}
+
+// setGroupConfigs sets a group's configs (IncrementalAlterConfigs).
+func setGroupConfigs(t *testing.T, ctx context.Context, cl *kgo.Client, group string, kv ...string) {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	for i := 0; i+1 < len(kv); i += 2 {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = kv[i], kmsg.StringPtr(kv[i+1])
+		rr.Configs = append(rr.Configs, c)
+	}
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter group configs of %s: %v %+v", group, err, resp)
+	}
+}
+
+// deadLetter makes share group group (dead-letter topic dlq) reject the
+// record of key "bad" and accept the rest of values, produced to topic
+// (one partition, created here), and waits until dlq holds the copy.
+func deadLetter(t *testing.T, b *testBroker, group, topic, dlq string, keys ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	admin := b.client(t, "", "")
+	adm := kadm.NewClient(admin)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+	setGroupConfigs(t, ctx, admin, group, "share.auto.offset.reset", "earliest", "errors.deadletterqueue.topic.name", dlq)
+	for _, k := range keys {
+		rec := &kgo.Record{Topic: topic, Key: []byte(k), Value: []byte(`{"order":"` + k + `"}`),
+			Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("t-" + k)}}}
+		if err := admin.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	}
+	cl := b.client(t, "", "", kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(200*time.Millisecond))
+	for {
+		if ctx.Err() != nil {
+			t.Fatalf("no dead letter in %s before the deadline", dlq)
+		}
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		cl.PollFetches(pctx).EachRecord(func(r *kgo.Record) {
+			if string(r.Key) == "bad" {
+				r.Ack(kgo.AckReject)
+			} else {
+				r.Ack(kgo.AckAccept)
+			}
+		})
+		cl.FlushAcks(pctx)
+		pcancel()
+		ends, err := adm.ListEndOffsets(ctx, dlq)
+		if err == nil {
+			if o, ok := ends.Lookup(dlq, 0); ok && o.Err == nil && o.Offset > 0 {
+				return
+			}
+		}
+	}
 }

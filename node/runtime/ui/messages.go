@@ -64,6 +64,12 @@ type browseData struct {
 // browse reads records of one partition from an offset, a timestamp or
 // the newest ones, keeping those whose key contains the filter.
 func (s *Server) browse(w http.ResponseWriter, r *http.Request, sess *session) {
+	s.browseAs(w, r, sess, "messages", "topics", "Messages of ")
+}
+
+// browseAs is browse rendered with template tmpl (the message browser, or
+// the dead-letter browser), under nav, titled title and the topic.
+func (s *Server) browseAs(w http.ResponseWriter, r *http.Request, sess *session, tmpl, nav, title string) {
 	q := r.URL.Query()
 	f := browseForm{Partition: q.Get("partition"), From: q.Get("from"), Offset: q.Get("offset"), Time: q.Get("time"),
 		Key: q.Get("key"), Limit: q.Get("limit"), Format: q.Get("format")}
@@ -97,19 +103,19 @@ func (s *Server) browse(w http.ResponseWriter, r *http.Request, sess *session) {
 	if err == nil {
 		err = s.readRecords(r, sess, &d, int32(part), int(limit))
 	}
-	p := s.pageFor(sess, "topics", "Messages of "+d.Topic)
+	p := s.pageFor(sess, nav, title+d.Topic)
 	p.Data = d
 	if err != nil {
 		status, msg := classify(err)
 		if status == http.StatusForbidden || status == http.StatusNotFound {
-			s.fail(w, r, sess, status, "messages of "+d.Topic+": "+msg)
+			s.fail(w, r, sess, status, strings.ToLower(title)+d.Topic+": "+msg)
 			return
 		}
 		p.Error = msg
-		s.render(w, status, "messages", p)
+		s.render(w, status, tmpl, p)
 		return
 	}
-	s.render(w, http.StatusOK, "messages", p)
+	s.render(w, http.StatusOK, tmpl, p)
 }
 
 // readRecords finds the start offset, then consumes from it.
@@ -182,25 +188,48 @@ func (s *Server) readRecords(r *http.Request, sess *session, d *browseData, part
 	return s.consume(ctx, sess, d, part, limit, min(d.End, d.StartAt+int64(window)))
 }
 
-// consume reads [d.StartAt, stop) of one partition with a client of its
-// own (a consuming client is configured at birth), keeping key matches.
+// consume reads [d.StartAt, stop) of one partition, keeping key matches.
 // With the newest records asked for, it keeps the last limit matches.
 func (s *Server) consume(ctx context.Context, sess *session, d *browseData, part int32, limit int, stop int64) error {
-	cl, err := s.client(sess, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
-		d.Topic: {part: kgo.NewOffset().At(d.StartAt)}}), kgo.FetchMaxWait(500*time.Millisecond))
+	filter := []byte(d.Form.Key)
+	newest := d.Form.From == "newest"
+	n, err := s.readRange(ctx, sess, d.Topic, part, d.StartAt, stop, browseScanMax, func(rec *kgo.Record) bool {
+		if len(filter) > 0 && !bytes.Contains(rec.Key, filter) {
+			return true
+		}
+		d.Records = append(d.Records, showRecord(rec, d.Form.Format))
+		return newest || len(d.Records) < limit
+	})
+	d.Scanned = n
 	if err != nil {
 		return err
 	}
+	if newest && len(d.Records) > limit {
+		d.Records = d.Records[len(d.Records)-limit:]
+	}
+	d.Truncated = d.Scanned >= browseScanMax
+	return nil
+}
+
+// readRange reads [from, stop) of one partition with a client of its own
+// (a consuming client is configured at birth), handing each record to
+// each in offset order until each says stop (false), scanMax records were
+// read, or nothing more arrives. It returns the records read.
+func (s *Server) readRange(ctx context.Context, sess *session, topic string, part int32, from, stop int64, scanMax int,
+	each func(*kgo.Record) bool) (int, error) {
+	cl, err := s.client(sess, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+		topic: {part: kgo.NewOffset().At(from)}}), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		return 0, err
+	}
 	defer cl.Close()
-	filter := []byte(d.Form.Key)
-	newest := d.Form.From == "newest"
-	next := d.StartAt
-	for next < stop && d.Scanned < browseScanMax && (newest || len(d.Records) < limit) {
+	next, scanned, done := from, 0, false
+	for next < stop && scanned < scanMax && !done {
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		fs := cl.PollFetches(pctx)
 		cancel()
 		if err := ctx.Err(); err != nil {
-			return err
+			return scanned, err
 		}
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) {
@@ -209,7 +238,7 @@ func (s *Server) consume(ctx context.Context, sess *session, d *browseData, part
 			}
 		})
 		if ferr != nil {
-			return ferr
+			return scanned, ferr
 		}
 		n := 0
 		fs.EachRecord(func(rec *kgo.Record) {
@@ -218,25 +247,18 @@ func (s *Server) consume(ctx context.Context, sess *session, d *browseData, part
 				next = stop
 				return
 			}
-			if !newest && len(d.Records) >= limit {
+			if done || scanned >= scanMax {
 				return
 			}
 			next = rec.Offset + 1
-			d.Scanned++
-			if len(filter) > 0 && !bytes.Contains(rec.Key, filter) {
-				return
-			}
-			d.Records = append(d.Records, showRecord(rec, d.Form.Format))
+			scanned++
+			done = !each(rec)
 		})
 		if n == 0 {
 			break // nothing more arrives before stop: gaps (control records) end it
 		}
 	}
-	if newest && len(d.Records) > limit {
-		d.Records = d.Records[len(d.Records)-limit:]
-	}
-	d.Truncated = d.Scanned >= browseScanMax
-	return nil
+	return scanned, nil
 }
 
 // parseTime accepts Unix milliseconds, RFC 3339, or a datetime-local

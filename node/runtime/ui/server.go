@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"embed"
 	"encoding/json"
@@ -33,6 +34,11 @@ type Config struct {
 	// TLS, when set, gives the client TLS config for a dial to the named
 	// server (an SSL or SASL_SSL listener).
 	TLS func(serverName string) *tls.Config
+	// NodeID is the broker serving the UI; RaftLocal, when set, reads its
+	// Raft replicas (the Raft health page shows them once the broker has
+	// granted the session DESCRIBE on the cluster).
+	NodeID    int32
+	RaftLocal func(ctx context.Context) ([]RaftGroup, error)
 	// Unavailable, when Addr is "", says why the UI cannot run.
 	Unavailable string
 	// SessionIdle and SessionMax bound a session's life (zero: 30 minutes
@@ -91,6 +97,7 @@ func New(cfg Config) *Server {
 	s.route("GET /topics/{topic}", s.topic)
 	s.route("POST /topics/{topic}/delete", s.deleteTopic)
 	s.route("POST /topics/{topic}/config", s.alterTopicConfig)
+	s.route("POST /topics/{topic}/partitions", s.addPartitions)
 	s.route("GET /topics/{topic}/messages", s.browse)
 	s.route("GET /produce", s.produceForm)
 	s.route("POST /produce", s.produce)
@@ -100,6 +107,11 @@ func New(cfg Config) *Server {
 	s.route("GET /api/groups/{group}/lag", s.groupLagJSON)
 	s.route("GET /share-groups/{group}", s.shareGroup)
 	s.route("GET /acls", s.acls)
+	s.route("GET /audit", s.audit)
+	s.route("GET /dead-letters", s.deadLetterTopics)
+	s.route("GET /dead-letters/{topic}", s.deadLetters)
+	s.route("GET /raft", s.raft)
+	s.route("GET /api/raft", s.raftJSON)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, nil, http.StatusNotFound, "no such page: "+r.URL.Path)
 	})

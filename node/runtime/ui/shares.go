@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 type shareMemberRow struct {
@@ -32,6 +33,7 @@ type shareData struct {
 	Offsets               []shareOffsetRow
 	OffsetsErr            string
 	TotalLag              int64
+	DeadLetterTopic       string // errors.deadletterqueue.topic.name, "" none or unknown
 }
 
 // shareGroup shows a share group (KIP-932): members, their subscriptions
@@ -43,7 +45,7 @@ func (s *Server) shareGroup(w http.ResponseWriter, r *http.Request, sess *sessio
 		return
 	}
 	d := shareData{Name: name}
-	err := s.admin(r, sess, func(ctx context.Context, adm *kadm.Client) error {
+	err := s.kafka(r, sess, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
 		dg, err := adm.DescribeShareGroups(ctx, name)
 		if err != nil {
 			return err
@@ -67,6 +69,11 @@ func (s *Server) shareGroup(w http.ResponseWriter, r *http.Request, sess *sessio
 				row.Assigned = append(row.Assigned, fmt.Sprintf("%s: %v", tp.Topic, tp.Partitions))
 			}
 			d.Members = append(d.Members, row)
+		}
+		// The dead-letter topic is a convenience: without DESCRIBE_CONFIGS
+		// on the group the page shows none.
+		if rows, err := groupDeadLetterTopics(ctx, cl, []string{name}); err == nil && len(rows) == 1 {
+			d.DeadLetterTopic = rows[0].Topic
 		}
 		offs, err := adm.DescribeShareGroupOffsets(ctx, name)
 		if err == nil {

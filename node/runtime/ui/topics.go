@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -126,7 +127,7 @@ func (s *Server) createTopic(w http.ResponseWriter, r *http.Request, sess *sessi
 	var parts, rf int64
 	var configs map[string]*string
 	if err == nil {
-		parts, err = parseInt("partitions", f.Partitions, 1, 100000)
+		parts, err = parseInt("partitions", f.Partitions, 1, partitionsMax)
 	}
 	if err == nil {
 		rf, err = parseInt("replication factor", f.Replication, 1, 32)
@@ -185,6 +186,8 @@ func (s *Server) topic(w http.ResponseWriter, r *http.Request, sess *session) {
 		notice = "Topic created."
 	case r.URL.Query().Get("configured") == "1":
 		notice = "Config changed."
+	case r.URL.Query().Get("partitioned") == "1":
+		notice = "Partitions added."
 	}
 	s.renderTopic(w, r, sess, http.StatusOK, "", notice)
 }
@@ -386,3 +389,59 @@ func humanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
+
+// addPartitions raises a topic's partition count (CreatePartitions, which
+// needs ALTER on the topic) to the total the form gives; the broker places
+// the new partitions. A count not above the current one is refused.
+func (s *Server) addPartitions(w http.ResponseWriter, r *http.Request, sess *session) {
+	name := r.PathValue("topic")
+	if err := checkTopicName(name); err != nil {
+		s.failErr(w, r, sess, "topic", err)
+		return
+	}
+	total, err := parseInt("new partition count", r.PostFormValue("count"), 1, partitionsMax)
+	if err == nil {
+		err = s.admin(r, sess, func(ctx context.Context, adm *kadm.Client) error {
+			td, err := adm.ListTopicsWithInternal(ctx, name)
+			if err != nil {
+				return err
+			}
+			t, ok := td[name]
+			if !ok {
+				return kerr.UnknownTopicOrPartition
+			}
+			if t.Err != nil {
+				return t.Err
+			}
+			if cur := int64(len(t.Partitions)); total <= cur {
+				return badf("new partition count: %s has %d partitions; give a larger total (partitions cannot be removed)", name, cur)
+			}
+			res, err := adm.UpdatePartitions(ctx, int(total), name)
+			if err != nil {
+				return err
+			}
+			for _, rr := range res {
+				if rr.Err != nil {
+					if rr.ErrMessage != "" {
+						return fmt.Errorf("%w: %s", rr.Err, rr.ErrMessage)
+					}
+					return rr.Err
+				}
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		status, msg := classify(err)
+		if status == http.StatusNotFound {
+			s.fail(w, r, sess, status, "adding partitions to "+name+": "+msg)
+			return
+		}
+		s.renderTopic(w, r, sess, status, "adding partitions to "+name+": "+msg, "")
+		return
+	}
+	http.Redirect(w, r, "/topics/"+url.PathEscape(name)+"?partitioned=1", http.StatusSeeOther)
+}
+
+// partitionsMax bounds a partition count the forms take.
+const partitionsMax = 100000

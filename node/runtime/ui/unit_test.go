@@ -105,6 +105,7 @@ func TestClassify(t *testing.T) {
 		badf("nope"):                                       http.StatusBadRequest,
 		kerr.NotLeaderForPartition:                         http.StatusBadGateway,
 		errors.New("connection refused"):                   http.StatusBadGateway,
+		errNoRaftSource:                                    http.StatusServiceUnavailable,
 	} {
 		if got, _ := classify(err); got != want {
 			t.Errorf("classify(%v) = %d, want %d", err, got, want)
@@ -133,5 +134,59 @@ func TestHumanBytes(t *testing.T) {
 		if got := humanBytes(n); got != want {
 			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestRaftProblems: a leader's members with their lag, and what flags a
+// partition (the browser and HTTP tests run one broker, where nothing lags).
+func TestRaftProblems(t *testing.T) {
+	g := RaftGroup{Topic: "t", Partition: 0, Term: 5, Lead: 1, Role: "StateLeader", LastIndex: 100, Voters: []uint64{1, 2, 3},
+		Members: []RaftMember{
+			{ID: 1, Match: 100, State: "StateReplicate", RecentActive: true},
+			{ID: 2, Match: 97, State: "StateReplicate", RecentActive: true}, // in flight: lagging, not behind
+			{ID: 3, Match: 40, State: "StateReplicate", RecentActive: false},
+		}}
+	rows := memberRows(g)
+	if len(rows) != 3 || !rows[0].Self || rows[0].Lag != 0 || rows[1].Lag != 3 || rows[1].Behind || rows[2].Lag != 60 || !rows[2].Behind {
+		t.Fatalf("member rows %+v", rows)
+	}
+	row := raftPartitionRow{Topic: "t", Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Local: &raftLocal{RaftGroup: g, Rows: rows}}
+	got := strings.Join(partitionProblems(&row), "; ")
+	if got != "1 replica not in sync; member 3 behind (StateReplicate, 60 entries)" {
+		t.Fatalf("problems: %q", got)
+	}
+	g.Members[1].State = "StateSnapshot" // being sent a snapshot: behind whatever its activity
+	row = raftPartitionRow{Leader: -1, Replicas: []int32{1, 2}, Offline: []int32{2},
+		Local: &raftLocal{RaftGroup: RaftGroup{Fenced: true, Damaged: true}, Rows: memberRows(g)}}
+	got = strings.Join(partitionProblems(&row), "; ")
+	want := "no leader; offline replicas: 2; local replica vote-fenced; local replica under repair; member 2 behind (StateSnapshot, 3 entries); member 3 behind (StateReplicate, 60 entries)"
+	if got != want {
+		t.Fatalf("problems:\n got %q\nwant %q", got, want)
+	}
+	if p := partitionProblems(&raftPartitionRow{Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}); len(p) != 0 {
+		t.Fatalf("a healthy partition: %v", p)
+	}
+}
+
+func TestDLQOf(t *testing.T) {
+	sr := shownRecord{Headers: []shownHeader{
+		{Key: "trace", Value: show([]byte("t1"), "auto")},
+		{Key: dlqHeaderTopic, Value: show([]byte("orders"), "auto")},
+		{Key: dlqHeaderPartition, Value: show([]byte("2"), "auto")},
+		{Key: dlqHeaderOffset, Value: show([]byte("17"), "auto")},
+		{Key: dlqHeaderGroup, Value: show([]byte("billing"), "auto")},
+		{Key: dlqHeaderCount, Value: show([]byte("5"), "auto")},
+		{Key: dlqHeaderReason, Value: show([]byte("delivery-limit"), "auto")},
+		{Key: dlqHeaderTime, Value: show([]byte("1800000000000"), "auto")},
+	}}
+	d := dlqOf(sr)
+	if d.Topic != "orders" || d.Group != "billing" || d.Count != "5" || d.Reason != "delivery-limit" || d.Time != "2027-01-15 08:00:00.000" ||
+		d.Source != "/topics/orders/messages?from=offset&limit=1&offset=17&partition=2" || len(d.Other) != 1 || d.Other[0].Key != "trace" {
+		t.Fatalf("dlqOf: %+v", d)
+	}
+	// A bad topic header links nowhere (it would name a path).
+	sr.Headers[1].Value = show([]byte("../acls"), "auto")
+	if d := dlqOf(sr); d.Source != "" {
+		t.Fatalf("link from a bad topic header: %q", d.Source)
 	}
 }
