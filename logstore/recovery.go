@@ -17,7 +17,9 @@ package logstore
 // syncs what it changed and the active segment, so everything Open returns
 // is durable (DurableIndex == LastIndex).
 //
-// A bad entry at the very end of the file is a torn write. A bad entry with
+// A bad entry at the very end of the file is a torn write, unless it is a
+// whole entry that fails its CRC or reads whole with its CRC once its
+// header's length is corrected (wholeEntryDamagedHeader). A bad entry with
 // more data after it is damage (Recovery.Corrupt): the entries after it were
 // complete, so some may have been acknowledged, and the node should treat
 // this replica as having lost data (for example, not vote until it has caught
