@@ -399,6 +399,38 @@ func TestEveryFlipInTheActiveSegmentIsDamage(t *testing.T) {
 	}
 }
 
+// A flipped length in the last entry of a sealed segment (not the
+// active one): its index file no longer agrees, the scan finds an entry
+// running past the end of its file, and before the fix took it for a torn
+// write in the middle of the chain, deleting every later segment without
+// a trace. It is damage: everything the files held is reported, and the
+// later segments are set aside.
+func TestFlippedLengthEndingASealedSegmentIsDamage(t *testing.T) {
+	opts := smallSegments
+	fsys, es, segs := writtenLog(t, 14, opts, 40)
+	if len(segs) < 3 {
+		t.Fatalf("want several segments, have %v", segs)
+	}
+	seg := path.Join("p0", segs[0])
+	data, err := fsys.ReadFile(seg)
+	must(t, err)
+	var last int64
+	for pos := int64(0); pos < int64(len(data)); {
+		h, err := parseEntryHeader(data[pos:], 1<<20)
+		must(t, err)
+		last, pos = pos, pos+h.size()
+	}
+	must(t, fsys.FlipBit(seg, last+9, 2)) // length += 1024: past the end of the file
+	l, rec := openLog(t, fsys, opts)
+	if !rec.Corrupt || rec.HeldThrough != es[len(es)-1].Index {
+		t.Fatalf("report %+v: want damage holding through %d", rec, es[len(es)-1].Index)
+	}
+	if damaged := filesEnding(t, fsys, ".damaged"); len(damaged) != len(segs) {
+		t.Fatalf("%d files set aside as damaged, want %d: %v", len(damaged), len(segs), damaged)
+	}
+	must(t, l.Close())
+}
+
 // appendOne appends a batch of one record, or a control entry with no
 // payload, in term 1.
 func appendOne(t *testing.T, l *Log, batch bool) {
