@@ -105,6 +105,34 @@ func newKIP848Client(w *kip848Workload) kip848Client {
 
 func (c *kip848Client) again(d time.Duration) { c.w.r.w.After(d, c.step) }
 
+// awake reports whether the run still steps the member; first, once its
+// lease has run out, it lets go of what it owns (drop names the member).
+func (c *kip848Client) awake(drop func(why string), why string) bool {
+	r := c.w.r
+	if r.stopping {
+		return false
+	}
+	if r.now() >= c.lease && len(c.owned) > 0 {
+		drop(why)
+	}
+	return true
+}
+
+// ask sends req to the coordinator and hands fn the answer; a call that
+// fails (no answer, a lost link) forgets the coordinator and steps again
+// after a backoff, as every request of both kinds of member does.
+func (c *kip848Client) ask(req kmsg.Request, timeout time.Duration, fn func(kmsg.Response)) {
+	r := c.w.r
+	r.kn.callAt(c.coord, req, timeout, nil, func(resp kmsg.Response, err error, _ bool) {
+		if err != nil {
+			c.coord = 0
+			c.again(r.backoff())
+			return
+		}
+		fn(resp)
+	})
+}
+
 // withCoordinator runs fn once the group's coordinator is known.
 func (c *kip848Client) withCoordinator(fn func()) {
 	r := c.w.r
@@ -260,11 +288,8 @@ func (w *kip848Workload) holder(self any, p int32) *kip848Member {
 // step is the member's next operation.
 func (m *kip848Member) step() {
 	r := m.w.r
-	if r.stopping {
+	if !m.awake(m.drop, "its session lapsed") {
 		return
-	}
-	if r.now() >= m.lease && len(m.owned) > 0 {
-		m.drop("its session lapsed")
 	}
 	crash := m.crashPercent()
 	switch n := r.rng.Intn(100); {
@@ -341,12 +366,7 @@ func (m *kip848Member) heartbeat(epoch int32) {
 		r := m.w.r
 		req := m.heartbeatRequest(epoch)
 		sent := r.now()
-		r.kn.callAt(m.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
-			if err != nil {
-				m.coord = 0
-				m.again(r.backoff())
-				return
-			}
+		m.ask(req, r.o.RequestTimeout, func(resp kmsg.Response) {
 			hr := resp.(*kmsg.ConsumerGroupHeartbeatResponse)
 			m.answered(epoch, sent, hr)
 		})
@@ -483,12 +503,7 @@ func (c *kip848Client) fetchOffsets(req *kmsg.OffsetFetchRequest, who string) {
 	r := c.w.r
 	req.RequireStable = true
 	invoked := c.w.floorsNow()
-	r.kn.callAt(c.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
-		if err != nil {
-			c.coord = 0
-			c.again(r.backoff())
-			return
-		}
+	c.ask(req, r.o.RequestTimeout, func(resp kmsg.Response) {
 		fr := resp.(*kmsg.OffsetFetchResponse)
 		if len(fr.Groups) != 1 || fr.Groups[0].ErrorCode != 0 {
 			c.again(r.backoff())
@@ -564,12 +579,7 @@ func (c *kip848Client) commitOffsets(version int16, member string, gen int32, wh
 	req.Topics = append(req.Topics, t)
 	invoked := c.w.floorsNow()
 	c.w.commits++
-	r.kn.callAt(c.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
-		if err != nil {
-			c.coord = 0
-			c.again(r.backoff())
-			return
-		}
+	c.ask(req, r.o.RequestTimeout, func(resp kmsg.Response) {
 		for _, rt := range resp.(*kmsg.OffsetCommitResponse).Topics {
 			for _, rp := range rt.Partitions {
 				if rp.ErrorCode != 0 {

@@ -78,11 +78,8 @@ func (m *kip848Classic) replace() {
 
 func (m *kip848Classic) step() {
 	r := m.w.r
-	if r.stopping {
+	if !m.awake(m.drop, "its hold lapsed") {
 		return
-	}
-	if r.now() >= m.lease && len(m.owned) > 0 {
-		m.drop("its hold lapsed")
 	}
 	if !m.joined {
 		m.join()
@@ -148,12 +145,7 @@ func (m *kip848Classic) join() {
 		md.Version = 1
 		md.Topics = []string{r.topic}
 		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: md.AppendTo(nil)}}
-		r.kn.callAt(m.coord, req, r.o.RequestTimeout+kip848Rebalance, nil, func(resp kmsg.Response, err error, _ bool) {
-			if err != nil {
-				m.coord = 0
-				m.again(r.backoff())
-				return
-			}
+		m.ask(req, r.o.RequestTimeout+kip848Rebalance, func(resp kmsg.Response) {
 			jr := resp.(*kmsg.JoinGroupResponse)
 			switch jr.ErrorCode {
 			case 0:
@@ -199,12 +191,7 @@ func (m *kip848Classic) sync(jr *kmsg.JoinGroupResponse) {
 		}
 	}
 	sent := r.now()
-	r.kn.callAt(m.coord, req, r.o.RequestTimeout+kip848Rebalance, nil, func(resp kmsg.Response, err error, _ bool) {
-		if err != nil {
-			m.coord = 0
-			m.again(r.backoff())
-			return
-		}
+	m.ask(req, r.o.RequestTimeout+kip848Rebalance, func(resp kmsg.Response) {
 		sr := resp.(*kmsg.SyncGroupResponse)
 		switch sr.ErrorCode {
 		case 0:
@@ -267,12 +254,7 @@ func (m *kip848Classic) heartbeat() {
 		req.Version = 4
 		req.Group, req.MemberID, req.Generation = kip848Group, m.id, m.gen
 		sent := r.now()
-		r.kn.callAt(m.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
-			if err != nil {
-				m.coord = 0
-				m.again(r.backoff())
-				return
-			}
+		m.ask(req, r.o.RequestTimeout, func(resp kmsg.Response) {
 			switch code := resp.(*kmsg.HeartbeatResponse).ErrorCode; code {
 			case 0:
 				if sent+kip848ClassicHold > r.now() {
