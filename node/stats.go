@@ -190,3 +190,10 @@ func (r *Reactor) GroupMembers() []GroupMembers {
 	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
 	return out
 }
+
+// TelemetryStats returns what clients pushed (KIP-714): the latest value
+// per metric name summed across clients, sorted by name, and the pushes
+// taken.
+func (r *Reactor) TelemetryStats() ([]TelemetryMetric, uint64) {
+	return r.telemetry.metrics(), r.telemetry.pushes
+}

@@ -13,9 +13,11 @@ package node
 // per name across clients for the Prometheus endpoint
 // (floe_client_telemetry{metric=...}). Cardinality is bounded: at most
 // telemetryClientsMax clients (the least recently heard from goes) and
-// telemetryNamesMax names per client. Histograms and summaries are not
-// decoded, OTLP export is not done, and the state is this broker's memory
-// only (a push is a hint, not a record: Kafka keeps none either).
+// telemetryNamesMax names per client. While tracing is on, the runtime
+// also exports the sums over OTLP (node/runtime/telemetry_otlp.go).
+// Histograms and summaries are not decoded, and the state is this
+// broker's memory only (a push is a hint, not a record: Kafka keeps none
+// either).
 
 import (
 	"encoding/binary"

@@ -77,10 +77,11 @@ func ownedParts(set map[int32]bool) []int32 {
 	return out
 }
 
-type kip848Member struct {
+// kip848Client is what both kinds of member (consumer-protocol and
+// classic) share: what it owns, where it reads, its coordinator, and its
+// next step.
+type kip848Client struct {
 	w     *kip848Workload
-	id    string
-	epoch int32
 	owned map[int32]bool
 	pos   map[int32]int64 // next offset to commit, per owned partition with a fetched start
 	coord netx.NodeID
@@ -92,6 +93,67 @@ type kip848Member struct {
 	// the member and move its partitions that much sooner, as Kafka's
 	// protocol allows (the fenced member is a zombie its epoch fences).
 	claim time.Duration
+	step  func()
+	// instance is its group.instance.id (with classic members in the
+	// group; nil: dynamic): a crashed process comes back under it.
+	instance *string
+}
+
+func newKIP848Client(w *kip848Workload) kip848Client {
+	return kip848Client{w: w, owned: map[int32]bool{}, pos: map[int32]int64{}}
+}
+
+func (c *kip848Client) again(d time.Duration) { c.w.r.w.After(d, c.step) }
+
+// awake reports whether the run still steps the member; first, once its
+// lease has run out, it lets go of what it owns (drop names the member).
+func (c *kip848Client) awake(drop func(why string), why string) bool {
+	r := c.w.r
+	if r.stopping {
+		return false
+	}
+	if r.now() >= c.lease && len(c.owned) > 0 {
+		drop(why)
+	}
+	return true
+}
+
+// ask sends req to the coordinator and hands fn the answer; a call that
+// fails (no answer, a lost link) forgets the coordinator and steps again
+// after a backoff, as every request of both kinds of member does.
+func (c *kip848Client) ask(req kmsg.Request, timeout time.Duration, fn func(kmsg.Response)) {
+	r := c.w.r
+	r.kn.callAt(c.coord, req, timeout, nil, func(resp kmsg.Response, err error, _ bool) {
+		if err != nil {
+			c.coord = 0
+			c.again(r.backoff())
+			return
+		}
+		fn(resp)
+	})
+}
+
+// withCoordinator runs fn once the group's coordinator is known.
+func (c *kip848Client) withCoordinator(fn func()) {
+	r := c.w.r
+	if c.coord != 0 {
+		fn()
+		return
+	}
+	r.meta.findCoordinator(kip848Group, func(id netx.NodeID) {
+		if id == 0 {
+			c.again(r.backoff())
+			return
+		}
+		c.coord = id
+		fn()
+	})
+}
+
+type kip848Member struct {
+	kip848Client
+	id    string
+	epoch int32
 	// revokeBy bounds the lease while a revocation is unacknowledged: the
 	// coordinator fences a member that does not acknowledge within its
 	// rebalance timeout of the heartbeat that asked (0: none pending).
@@ -114,16 +176,80 @@ func (r *run) startKIP848() {
 	if r.o.KIP848Classic > 0 {
 		late = 1500 * time.Millisecond
 	}
+	// With classic members every member is static, and a crashed one
+	// may come back speaking the other protocol (restart).
+	static := func(i int) *string {
+		if r.o.KIP848Classic == 0 {
+			return nil
+		}
+		return kmsg.StringPtr(fmt.Sprintf("k848-s%d", i))
+	}
 	for i := 0; i < r.o.KIP848Members; i++ {
 		m := w.newMember()
+		m.instance = static(i)
 		w.members = append(w.members, m)
 		r.w.After(late+r.think(), m.step)
 	}
 	for i := 0; i < r.o.KIP848Classic; i++ {
 		m := w.newClassic()
+		m.instance = static(r.o.KIP848Members + i)
 		w.classics = append(w.classics, m)
 		r.w.After(r.think(), m.step)
 	}
+}
+
+// covKIP848Switched: a static member's process came back speaking the
+// other protocol under the same instance id (a rolling upgrade or
+// downgrade; the last consumer-protocol member replaced by a classic one
+// downgrades the group, node/group/migrate.go).
+const covKIP848Switched = "kip848 static member restarted with the other protocol"
+
+// restart starts a crashed member's next process: a static one comes back
+// under its instance id, half the time speaking the other protocol.
+func (c *kip848Client) restart(self any, same func()) {
+	w := c.w
+	if c.instance == nil || w.r.rng.Intn(2) == 0 {
+		same()
+		return
+	}
+	w.r.cover(covKIP848Switched)
+	var start func()
+	if m, ok := self.(*kip848Member); ok {
+		w.members = removeFrom(w.members, m)
+		n := w.newClassic()
+		n.instance = c.instance
+		w.classics = append(w.classics, n)
+		start = n.step
+	} else {
+		w.classics = removeFrom(w.classics, self.(*kip848Classic))
+		n := w.newMember()
+		n.instance = c.instance
+		w.members = append(w.members, n)
+		start = n.step
+	}
+	w.r.w.Tracef("kip848: instance %s restarts with the other protocol", *c.instance)
+	w.r.w.After(w.r.backoff(), start)
+}
+
+// crashPercent is the chance, per step, that the member's process
+// crashes: static members (with classic members in the group) crash more
+// often, so their restarts with the other protocol (restart) upgrade and
+// downgrade the group now and then.
+func (c *kip848Client) crashPercent() int {
+	if c.instance != nil {
+		return 6
+	}
+	return 1
+}
+
+func removeFrom[T comparable](list []T, x T) []T {
+	out := list[:0]
+	for _, o := range list {
+		if o != x {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // holderName names a member other than self (classic or not) that
@@ -143,7 +269,9 @@ func (w *kip848Workload) holderName(self any, p int32) string {
 
 func (w *kip848Workload) newMember() *kip848Member {
 	w.nextID++
-	return &kip848Member{w: w, id: fmt.Sprintf("k848-m%d", w.nextID), owned: map[int32]bool{}, pos: map[int32]int64{}}
+	m := &kip848Member{kip848Client: newKIP848Client(w), id: fmt.Sprintf("k848-m%d", w.nextID)}
+	m.kip848Client.step = m.step
+	return m
 }
 
 // holds reports whether another member than m believes it owns p now.
@@ -160,18 +288,20 @@ func (w *kip848Workload) holder(self any, p int32) *kip848Member {
 // step is the member's next operation.
 func (m *kip848Member) step() {
 	r := m.w.r
-	if r.stopping {
+	if !m.awake(m.drop, "its session lapsed") {
 		return
 	}
-	if r.now() >= m.lease && len(m.owned) > 0 {
-		m.drop("its session lapsed")
-	}
+	crash := m.crashPercent()
 	switch n := r.rng.Intn(100); {
-	case m.epoch > 0 && n == 0: // crash: a new process, a new member id
+	case m.epoch > 0 && (n < crash || m.instance != nil && m.beats == 1 && n < 30):
+		// crash: a new process, a new member id; a static member also
+		// crashes right after its first heartbeat now and then (a crash
+		// loop), while the partitions it was given may still be on
+		// their way from their owners
 		m.drop("it crashed")
-		m.replace()
+		m.restart(m, m.replace)
 		return
-	case m.epoch > 0 && n == 1:
+	case m.epoch > 0 && n == crash:
 		m.leave()
 		return
 	case m.epoch > 0 && len(m.owned) > 0 && n < 35:
@@ -181,42 +311,32 @@ func (m *kip848Member) step() {
 	m.heartbeat(m.epoch)
 }
 
-func (m *kip848Member) drop(why string) {
-	r := m.w.r
-	if len(m.owned) > 0 {
-		r.w.Tracef("kip848: %s drops %v: %s", m.id, ownedParts(m.owned), why)
+func (m *kip848Member) drop(why string) { m.dropAs(m.id, why) }
+
+// dropAs forgets what the member owns; who names it in the trace.
+func (c *kip848Client) dropAs(who, why string) {
+	if len(c.owned) > 0 {
+		c.w.r.w.Tracef("kip848: %s drops %v: %s", who, ownedParts(c.owned), why)
 	}
-	m.owned, m.pos = map[int32]bool{}, map[int32]int64{}
+	c.owned, c.pos = map[int32]bool{}, map[int32]int64{}
 }
 
 // replace starts a new member in m's place (m stops).
 func (m *kip848Member) replace() {
-	w := m.w
-	n := w.newMember()
-	for i, o := range w.members {
-		if o == m {
-			w.members[i] = n
-		}
-	}
-	w.r.w.After(w.r.backoff(), n.step)
+	n := m.w.newMember()
+	n.instance = m.instance
+	replaceIn(m.w, m.w.members, m, n, n.step)
 }
 
-func (m *kip848Member) again(d time.Duration) { m.w.r.w.After(d, m.step) }
-
-func (m *kip848Member) withCoordinator(fn func()) {
-	r := m.w.r
-	if m.coord != 0 {
-		fn()
-		return
-	}
-	r.meta.findCoordinator(kip848Group, func(id netx.NodeID) {
-		if id == 0 {
-			m.again(r.backoff())
-			return
+// replaceIn puts n in old's place in list and starts it (step) after a
+// backoff.
+func replaceIn[T comparable](w *kip848Workload, list []T, old, n T, step func()) {
+	for i, o := range list {
+		if o == old {
+			list[i] = n
 		}
-		m.coord = id
-		fn()
-	})
+	}
+	w.r.w.After(w.r.backoff(), step)
 }
 
 // leave closes the member as a Kafka consumer does: it releases its
@@ -246,12 +366,7 @@ func (m *kip848Member) heartbeat(epoch int32) {
 		r := m.w.r
 		req := m.heartbeatRequest(epoch)
 		sent := r.now()
-		r.kn.callAt(m.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
-			if err != nil {
-				m.coord = 0
-				m.again(r.backoff())
-				return
-			}
+		m.ask(req, r.o.RequestTimeout, func(resp kmsg.Response) {
 			hr := resp.(*kmsg.ConsumerGroupHeartbeatResponse)
 			m.answered(epoch, sent, hr)
 		})
@@ -264,6 +379,7 @@ func (m *kip848Member) heartbeatRequest(epoch int32) *kmsg.ConsumerGroupHeartbea
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	req.Version = 1
 	req.Group, req.MemberID, req.MemberEpoch = kip848Group, m.id, epoch
+	req.InstanceID = m.instance
 	req.RebalanceTimeoutMillis = int32(kip848Rebalance / time.Millisecond)
 	if epoch == 0 {
 		req.SubscribedTopicNames = []string{m.w.r.topic}
@@ -369,45 +485,46 @@ func (m *kip848Member) unpositioned() []int32 {
 
 // fetch reads the committed offsets of newly owned partitions.
 func (m *kip848Member) fetch(parts []int32) {
-	r := m.w.r
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Version = 9
 	g := kmsg.NewOffsetFetchRequestGroup()
 	g.Group, g.MemberID, g.MemberEpoch = kip848Group, kmsg.StringPtr(m.id), m.epoch
 	t := kmsg.NewOffsetFetchRequestGroupTopic()
-	t.Topic, t.Partitions = r.topic, parts
+	t.Topic, t.Partitions = m.w.r.topic, parts
 	g.Topics = append(g.Topics, t)
 	req.Groups = append(req.Groups, g)
+	m.fetchOffsets(req, m.id)
+}
+
+// fetchOffsets sends an OffsetFetch of owned partitions (require_stable)
+// and starts each at its committed offset; who names the member in a
+// violation. A fetch must not read below an acknowledged commit.
+func (c *kip848Client) fetchOffsets(req *kmsg.OffsetFetchRequest, who string) {
+	r := c.w.r
 	req.RequireStable = true
-	invoked := m.w.floorsNow()
-	r.kn.callAt(m.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
-		if err != nil {
-			m.coord = 0
-			m.again(r.backoff())
-			return
-		}
+	invoked := c.w.floorsNow()
+	c.ask(req, r.o.RequestTimeout, func(resp kmsg.Response) {
 		fr := resp.(*kmsg.OffsetFetchResponse)
 		if len(fr.Groups) != 1 || fr.Groups[0].ErrorCode != 0 {
-			m.again(r.backoff())
+			c.again(r.backoff())
 			return
 		}
 		for _, rt := range fr.Groups[0].Topics {
 			for _, rp := range rt.Partitions {
-				if rp.ErrorCode != 0 || !m.owned[rp.Partition] {
+				if rp.ErrorCode != 0 || !c.owned[rp.Partition] {
 					continue
 				}
-				off := max(rp.Offset, 0)
 				if rp.Offset >= 0 {
 					if f, ok := invoked[rp.Partition]; ok && rp.Offset < f {
 						r.violation("checker", fmt.Sprintf("kip848 offsets invalid: %s fetched %s/%d at %d, below the %d committed before",
-							m.id, r.topic, rp.Partition, rp.Offset, f))
+							who, r.topic, rp.Partition, rp.Offset, f))
 					}
-					m.w.raise(rp.Partition, rp.Offset)
+					c.w.raise(rp.Partition, rp.Offset)
 				}
-				m.pos[rp.Partition] = off
+				c.pos[rp.Partition] = max(rp.Offset, 0)
 			}
 		}
-		m.again(kip848Interval)
+		c.again(kip848Interval)
 	})
 }
 
@@ -425,40 +542,44 @@ func (w *kip848Workload) raise(p int32, off int64) {
 	}
 }
 
-// commit commits the positions of the owned partitions, each moved on a
-// little (as a consumer's position moves as it reads).
+// commit commits the positions of the owned partitions with the member
+// epoch (OffsetCommit v9).
 func (m *kip848Member) commit() {
-	r := m.w.r
+	m.commitOffsets(9, m.id, m.epoch, m.id, func() string { return fmt.Sprintf("epoch %d", m.epoch) }, func() { m.heartbeat(m.epoch) })
+}
+
+// commitOffsets commits the owned partitions' positions, each moved on a
+// little (as a consumer's position moves as it reads), as member at
+// generation gen, then runs next (at once when no partition has a
+// position yet). who and tag name the member and its generation in a
+// violation: an acknowledged commit must not be below an earlier one.
+func (c *kip848Client) commitOffsets(version int16, member string, gen int32, who string, tag func() string, next func()) {
+	r := c.w.r
 	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Version = 9
-	req.Group, req.MemberID, req.Generation = kip848Group, m.id, m.epoch
+	req.Version = version
+	req.Group, req.MemberID, req.Generation = kip848Group, member, gen
 	t := kmsg.NewOffsetCommitRequestTopic()
 	t.Topic = r.topic
 	offs := map[int32]int64{}
-	for _, p := range ownedParts(m.owned) {
-		pos, ok := m.pos[p]
+	for _, p := range ownedParts(c.owned) {
+		pos, ok := c.pos[p]
 		if !ok {
 			continue
 		}
 		pos += int64(r.rng.Intn(3))
-		m.pos[p], offs[p] = pos, pos
+		c.pos[p], offs[p] = pos, pos
 		cp := kmsg.NewOffsetCommitRequestTopicPartition()
 		cp.Partition, cp.Offset, cp.LeaderEpoch = p, pos, -1
 		t.Partitions = append(t.Partitions, cp)
 	}
 	if len(t.Partitions) == 0 {
-		m.heartbeat(m.epoch)
+		next()
 		return
 	}
 	req.Topics = append(req.Topics, t)
-	invoked := m.w.floorsNow()
-	m.w.commits++
-	r.kn.callAt(m.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
-		if err != nil {
-			m.coord = 0
-			m.again(r.backoff())
-			return
-		}
+	invoked := c.w.floorsNow()
+	c.w.commits++
+	c.ask(req, r.o.RequestTimeout, func(resp kmsg.Response) {
 		for _, rt := range resp.(*kmsg.OffsetCommitResponse).Topics {
 			for _, rp := range rt.Partitions {
 				if rp.ErrorCode != 0 {
@@ -467,13 +588,13 @@ func (m *kip848Member) commit() {
 				r.cover(covKIP848Committed)
 				off := offs[rp.Partition]
 				if f, ok := invoked[rp.Partition]; ok && off < f {
-					r.violation("checker", fmt.Sprintf("kip848 offsets invalid: %s committed %s/%d at %d (epoch %d), below the %d committed before",
-						m.id, r.topic, rp.Partition, off, m.epoch, f))
+					r.violation("checker", fmt.Sprintf("kip848 offsets invalid: %s committed %s/%d at %d (%s), below the %d committed before",
+						who, r.topic, rp.Partition, off, tag(), f))
 				}
-				m.w.raise(rp.Partition, off)
+				c.w.raise(rp.Partition, off)
 			}
 		}
-		m.heartbeat(m.epoch)
+		next()
 	})
 }
 

@@ -28,8 +28,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/floe-broker/floe/netx"
 )
 
 const (
@@ -45,15 +43,10 @@ const (
 )
 
 type kip848Classic struct {
-	w     *kip848Workload
-	name  string
-	id    string
-	gen   int32
-	owned map[int32]bool
-	pos   map[int32]int64
-	coord netx.NodeID
-	lease time.Duration
-	claim time.Duration
+	kip848Client
+	name string
+	id   string
+	gen  int32
 	// joined: it has a generation it may heartbeat and commit with.
 	joined bool
 }
@@ -68,68 +61,42 @@ func chooseKIP848Classic(seed int64, consumers int) int {
 
 func (w *kip848Workload) newClassic() *kip848Classic {
 	w.nextID++
-	return &kip848Classic{w: w, name: fmt.Sprintf("k848-c%d", w.nextID), owned: map[int32]bool{}, pos: map[int32]int64{}}
+	m := &kip848Classic{kip848Client: newKIP848Client(w), name: fmt.Sprintf("k848-c%d", w.nextID)}
+	m.kip848Client.step = m.step
+	return m
 }
 
-func (m *kip848Classic) again(d time.Duration) { m.w.r.w.After(d, m.step) }
-
 func (m *kip848Classic) drop(why string) {
-	if len(m.owned) > 0 {
-		m.w.r.w.Tracef("kip848: classic %s (%s) drops %v: %s", m.name, m.id, ownedParts(m.owned), why)
-	}
-	m.owned, m.pos = map[int32]bool{}, map[int32]int64{}
+	m.dropAs(fmt.Sprintf("classic %s (%s)", m.name, m.id), why)
 }
 
 func (m *kip848Classic) replace() {
-	w := m.w
-	n := w.newClassic()
-	for i, o := range w.classics {
-		if o == m {
-			w.classics[i] = n
-		}
-	}
-	w.r.w.After(w.r.backoff(), n.step)
+	n := m.w.newClassic()
+	n.instance = m.instance
+	replaceIn(m.w, m.w.classics, m, n, n.step)
 }
 
 func (m *kip848Classic) step() {
 	r := m.w.r
-	if r.stopping {
+	if !m.awake(m.drop, "its hold lapsed") {
 		return
-	}
-	if r.now() >= m.lease && len(m.owned) > 0 {
-		m.drop("its hold lapsed")
 	}
 	if !m.joined {
 		m.join()
 		return
 	}
+	crash := m.crashPercent()
 	switch n := r.rng.Intn(100); {
-	case n == 0:
+	case n < crash:
 		m.drop("it crashed")
-		m.replace()
-	case n == 1:
+		m.restart(m, m.replace)
+	case n == crash:
 		m.leave()
 	case len(m.owned) > 0 && n < 35:
 		m.commit()
 	default:
 		m.heartbeat()
 	}
-}
-
-func (m *kip848Classic) withCoordinator(fn func()) {
-	r := m.w.r
-	if m.coord != 0 {
-		fn()
-		return
-	}
-	r.meta.findCoordinator(kip848Group, func(id netx.NodeID) {
-		if id == 0 {
-			m.again(r.backoff())
-			return
-		}
-		m.coord = id
-		fn()
-	})
 }
 
 // retry handles an error common to every request: coordinator moved.
@@ -171,18 +138,14 @@ func (m *kip848Classic) join() {
 		req := kmsg.NewPtrJoinGroupRequest()
 		req.Version = 9
 		req.Group, req.MemberID, req.ProtocolType = kip848Group, m.id, "consumer"
+		req.InstanceID = m.instance
 		req.SessionTimeoutMillis = int32(kip848ClassicSession / time.Millisecond)
 		req.RebalanceTimeoutMillis = int32(kip848Rebalance / time.Millisecond)
 		md := kmsg.NewConsumerMemberMetadata()
 		md.Version = 1
 		md.Topics = []string{r.topic}
 		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: md.AppendTo(nil)}}
-		r.kn.callAt(m.coord, req, r.o.RequestTimeout+kip848Rebalance, nil, func(resp kmsg.Response, err error, _ bool) {
-			if err != nil {
-				m.coord = 0
-				m.again(r.backoff())
-				return
-			}
+		m.ask(req, r.o.RequestTimeout+kip848Rebalance, func(resp kmsg.Response) {
 			jr := resp.(*kmsg.JoinGroupResponse)
 			switch jr.ErrorCode {
 			case 0:
@@ -228,12 +191,7 @@ func (m *kip848Classic) sync(jr *kmsg.JoinGroupResponse) {
 		}
 	}
 	sent := r.now()
-	r.kn.callAt(m.coord, req, r.o.RequestTimeout+kip848Rebalance, nil, func(resp kmsg.Response, err error, _ bool) {
-		if err != nil {
-			m.coord = 0
-			m.again(r.backoff())
-			return
-		}
+	m.ask(req, r.o.RequestTimeout+kip848Rebalance, func(resp kmsg.Response) {
 		sr := resp.(*kmsg.SyncGroupResponse)
 		switch sr.ErrorCode {
 		case 0:
@@ -296,18 +254,13 @@ func (m *kip848Classic) heartbeat() {
 		req.Version = 4
 		req.Group, req.MemberID, req.Generation = kip848Group, m.id, m.gen
 		sent := r.now()
-		r.kn.callAt(m.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
-			if err != nil {
-				m.coord = 0
-				m.again(r.backoff())
-				return
-			}
+		m.ask(req, r.o.RequestTimeout, func(resp kmsg.Response) {
 			switch code := resp.(*kmsg.HeartbeatResponse).ErrorCode; code {
 			case 0:
 				if sent+kip848ClassicHold > r.now() {
 					m.hold(sent)
 				}
-				m.again(kip848Interval)
+				m.again(m.beatInterval())
 			case kerr.RebalanceInProgress.Code, kerr.IllegalGeneration.Code:
 				m.rejoin("heartbeat: "+errName(code), false)
 			case kerr.UnknownMemberID.Code, kerr.FencedInstanceID.Code:
@@ -323,7 +276,6 @@ func (m *kip848Classic) heartbeat() {
 // fetch reads the committed offsets of the partitions it owns (OffsetFetch
 // v8: a classic client names no member).
 func (m *kip848Classic) fetch() {
-	r := m.w.r
 	parts := ownedParts(m.owned)
 	if len(parts) == 0 {
 		m.again(kip848Interval)
@@ -333,85 +285,24 @@ func (m *kip848Classic) fetch() {
 	req.Version = 8
 	g := kmsg.NewOffsetFetchRequestGroup()
 	g.Group = kip848Group
-	g.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: r.topic, Partitions: parts}}
+	g.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: m.w.r.topic, Partitions: parts}}
 	req.Groups = append(req.Groups, g)
-	req.RequireStable = true
-	invoked := m.w.floorsNow()
-	r.kn.callAt(m.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
-		if err != nil {
-			m.coord = 0
-			m.again(r.backoff())
-			return
-		}
-		fr := resp.(*kmsg.OffsetFetchResponse)
-		if len(fr.Groups) != 1 || fr.Groups[0].ErrorCode != 0 {
-			m.again(r.backoff())
-			return
-		}
-		for _, rt := range fr.Groups[0].Topics {
-			for _, rp := range rt.Partitions {
-				if rp.ErrorCode != 0 || !m.owned[rp.Partition] {
-					continue
-				}
-				if rp.Offset >= 0 {
-					if f, ok := invoked[rp.Partition]; ok && rp.Offset < f {
-						r.violation("checker", fmt.Sprintf("kip848 offsets invalid: classic %s fetched %s/%d at %d, below the %d committed before",
-							m.name, r.topic, rp.Partition, rp.Offset, f))
-					}
-					m.w.raise(rp.Partition, rp.Offset)
-				}
-				m.pos[rp.Partition] = max(rp.Offset, 0)
-			}
-		}
-		m.again(kip848Interval)
-	})
+	m.fetchOffsets(req, "classic "+m.name)
 }
 
 // commit commits its positions with its generation (OffsetCommit v8).
 func (m *kip848Classic) commit() {
-	r := m.w.r
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Version = 8
-	req.Group, req.MemberID, req.Generation = kip848Group, m.id, m.gen
-	t := kmsg.NewOffsetCommitRequestTopic()
-	t.Topic = r.topic
-	offs := map[int32]int64{}
-	for _, p := range ownedParts(m.owned) {
-		pos, ok := m.pos[p]
-		if !ok {
-			continue
-		}
-		pos += int64(r.rng.Intn(3))
-		m.pos[p], offs[p] = pos, pos
-		t.Partitions = append(t.Partitions, kmsg.OffsetCommitRequestTopicPartition{Partition: p, Offset: pos, LeaderEpoch: -1})
+	m.commitOffsets(8, m.id, m.gen, "classic "+m.name, func() string { return fmt.Sprintf("generation %d", m.gen) }, m.heartbeat)
+}
+
+// beatInterval is the pause after a successful Heartbeat: a static member
+// (with static restarts, kip848.go) heartbeats every 500 ms, nearer a real
+// client's 3 s, so it learns of a rebalance later and a partition moved
+// away from it stays in its hands a while (what a downgrade must not
+// hand to another member meanwhile).
+func (m *kip848Classic) beatInterval() time.Duration {
+	if m.instance != nil {
+		return 500 * time.Millisecond
 	}
-	if len(t.Partitions) == 0 {
-		m.heartbeat()
-		return
-	}
-	req.Topics = append(req.Topics, t)
-	invoked := m.w.floorsNow()
-	m.w.commits++
-	r.kn.callAt(m.coord, req, r.o.RequestTimeout, nil, func(resp kmsg.Response, err error, _ bool) {
-		if err != nil {
-			m.coord = 0
-			m.again(r.backoff())
-			return
-		}
-		for _, rt := range resp.(*kmsg.OffsetCommitResponse).Topics {
-			for _, rp := range rt.Partitions {
-				if rp.ErrorCode != 0 {
-					continue
-				}
-				r.cover(covKIP848Committed)
-				off := offs[rp.Partition]
-				if f, ok := invoked[rp.Partition]; ok && off < f {
-					r.violation("checker", fmt.Sprintf("kip848 offsets invalid: classic %s committed %s/%d at %d (generation %d), below the %d committed before",
-						m.name, r.topic, rp.Partition, off, m.gen, f))
-				}
-				m.w.raise(rp.Partition, off)
-			}
-		}
-		m.heartbeat()
-	})
+	return kip848Interval
 }

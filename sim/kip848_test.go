@@ -54,3 +54,32 @@ func TestKIP848MixedWorkload(t *testing.T) {
 	}
 	t.Logf("%d seeds: %v", seeds, cov)
 }
+
+// kip848StaticSeeds and kip848StaticOptions: the static-replacement runs
+// (TestKIP848StaticRestarts and its planted bug): one static
+// consumer-protocol member and two static classic members, whose crashed
+// processes come back speaking the other protocol half the time, so the
+// group is upgraded and downgraded by replacement.
+const kip848StaticSeeds = 10
+
+func kip848StaticOptions(seed int64) Options {
+	o := ChooseOptions(seed)
+	o.KIP848Members, o.KIP848Classic = 1, 2
+	o.Partitions = max(o.Partitions, 4)
+	return o
+}
+
+func TestKIP848StaticRestarts(t *testing.T) {
+	switched := 0
+	for seed := int64(1); seed <= kip848StaticSeeds; seed++ {
+		res := Run(kip848StaticOptions(seed))
+		if res.Failed() {
+			t.Fatalf("seed %d: %v", seed, res.Violations)
+		}
+		switched += res.Coverage[covKIP848Switched]
+	}
+	if switched == 0 {
+		t.Fatalf("in %d seeds no static member restarted with the other protocol", kip848StaticSeeds)
+	}
+	t.Logf("%d seeds: %d restarts with the other protocol", kip848StaticSeeds, switched)
+}

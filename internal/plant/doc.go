@@ -45,6 +45,9 @@
 //	no-generation-fence           OffsetCommit ignores the member's generation
 //	consumer-assign-before-revoke a KIP-848 member is given its whole target
 //	                              before other members revoked those partitions
+//	downgrade-replaced-hands-target  a downgrade by a classic static member
+//	                              replacing the last consumer-protocol member
+//	                              hands out targets others may still own
 //	balancer-ignores-bound        the balancer proposes every move it finds at
 //	                              once, past its bound on moves in flight
 //	compact-aborted-shadows       compaction lets a record of an aborted
@@ -89,6 +92,11 @@ const (
 	// MigrationForgetsClassicAssignment: node/group/migrate.go (a classic
 	// group upgraded to a consumer group forgets what its members own).
 	MigrationForgetsClassicAssignment = "migration-forgets-classic-assignment"
+	// DowngradeReplacedHandsTarget: node/group/migrate.go (a downgrade
+	// by a classic static member replacing the last consumer-protocol
+	// member hands every member its target, Kafka's way, while others
+	// may still own part of it, and does not rebalance).
+	DowngradeReplacedHandsTarget = "downgrade-replaced-hands-target"
 	// BalancerIgnoresBound: node/balance.go.
 	BalancerIgnoresBound = "balancer-ignores-bound"
 	// CompactAbortedShadows: logstore/compact.go.

@@ -130,7 +130,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(now time.Duration, cl Client, req *
 		}
 	}
 	if m == nil && req.MemberEpoch == epochLeave && c.canDowngrade(g) {
-		recs := c.downgrade(g, now)
+		recs := c.downgrade(g, now, true)
 		c.env.Log.Write(recs, func(_ time.Duration, err error) {
 			if code := storeErrorCode(err, kerr.UnknownServerError); code != 0 {
 				resp = req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
@@ -352,7 +352,10 @@ func (c *Coordinator) joinConsumer(g *group, m *cmember, a hbArgs, now time.Dura
 	var prev *cmember
 	if req.InstanceID != nil {
 		prev = cg.byInstance(*req.InstanceID)
-		if prev != nil && prev.ID != req.MemberID && prev.Epoch != epochLeaveStatic {
+		// a consumer-protocol member replaces a live one only after its
+		// static leave (epoch -2); a classic one it replaces at once, as
+		// Kafka does (the classic protocol has no static leave)
+		if prev != nil && prev.ID != req.MemberID && prev.Epoch != epochLeaveStatic && prev.Classic == nil {
 			return nil, kerr.UnreleasedInstanceID
 		}
 	}
@@ -362,15 +365,9 @@ func (c *Coordinator) joinConsumer(g *group, m *cmember, a hbArgs, now time.Dura
 	if prev != nil && prev.ID != req.MemberID {
 		// the static member's new incarnation: same assignment and epoch,
 		// no rebalance
-		delete(cg.Members, prev.ID)
-		prev.gone = true
-		nm := *prev
-		nm.ID, nm.gone, nm.timerArmed = req.MemberID, false, false
-		if nm.Epoch == epochLeaveStatic {
-			nm.Epoch = nm.PrevEpoch
-		}
-		cg.Members[nm.ID] = &nm
-		return &nm, nil
+		nm := cg.replaceStatic(prev, req.MemberID)
+		nm.Classic = nil // it speaks the consumer protocol now
+		return nm, nil
 	}
 	if m != nil {
 		// A rejoin under the same id keeps what the member holds: it may
@@ -408,6 +405,21 @@ func (c *Coordinator) leaveConsumer(g *group, m *cmember, req *kmsg.ConsumerGrou
 	}
 	c.removeConsumerMember(g, m)
 	return nil
+}
+
+// replaceStatic puts a static member's new incarnation, under member id
+// id, in place of prev: it takes over prev's assignment and epoch.
+func (cg *consumerGroup) replaceStatic(prev *cmember, id string) *cmember {
+	delete(cg.Members, prev.ID)
+	prev.gone = true
+	nm := *prev
+	nm.ID, nm.gone, nm.timerArmed = id, false, false
+	nm.rejoinBy, nm.syncBy = 0, 0
+	if nm.Epoch == epochLeaveStatic {
+		nm.Epoch = nm.PrevEpoch
+	}
+	cg.Members[id] = &nm
+	return &nm
 }
 
 func (c *Coordinator) removeConsumerMember(g *group, m *cmember) {
@@ -611,7 +623,7 @@ func (c *Coordinator) consumerTimer(g *group, m *cmember, tok uint64, now time.D
 	}
 	c.removeConsumerMember(g, m)
 	if m.Classic == nil && c.canDowngrade(g) {
-		c.env.Log.Write(c.downgrade(g, now), func(time.Duration, error) {})
+		c.env.Log.Write(c.downgrade(g, now, true), func(time.Duration, error) {})
 		return
 	}
 	c.writeConsumer(g, []Record{{Key: consumerKey(g.name), Value: encodeConsumerGroup(g.cons)}}, func(int16) {})

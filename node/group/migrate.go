@@ -290,19 +290,17 @@ func (c *Coordinator) classicJoinConsumer(g *group, a joinArgs, now time.Duratio
 	}
 	before := encodeConsumerGroup(cg)
 	bump := false
+	// replaced is a consumer-protocol static member this classic member
+	// replaces: if it was the last one, the group becomes classic.
+	replaced := false
 	switch {
 	case m != nil:
 	case prev != nil && prev.ID != id:
-		// a static member's new incarnation takes over its assignment
-		delete(cg.Members, prev.ID)
-		prev.gone = true
-		nm := *prev
-		nm.ID, nm.gone, nm.timerArmed = id, false, false
-		if nm.Epoch == epochLeaveStatic {
-			nm.Epoch = nm.PrevEpoch
-		}
-		m = &nm
-		cg.Members[id] = m
+		// a static member's new incarnation takes over its assignment,
+		// whatever protocol the previous one spoke (as Kafka's
+		// getOrMaybeSubscribeStaticConsumerGroupMember)
+		replaced = prev.Classic == nil
+		m = cg.replaceStatic(prev, id)
 	default:
 		m = &cmember{ID: id, Assigned: assignment{}}
 		cg.Members[id] = m
@@ -340,6 +338,10 @@ func (c *Coordinator) classicJoinConsumer(g *group, a joinArgs, now time.Duratio
 	m.syncBy = now + millis(m.RebalanceMillis)
 	c.touchConsumer(g, m, now)
 	res := joinResult{memberID: id, generation: m.Epoch, protocolType: "consumer", protocol: &proto}
+	if replaced && c.canDowngrade(g) {
+		c.downgradeReplaced(g, a, res, now)
+		return
+	}
 	after := encodeConsumerGroup(cg)
 	if string(after) == string(before) && cg.writing == 0 {
 		a.answer(res)
@@ -506,11 +508,49 @@ func (c *Coordinator) canDowngrade(g *group) bool {
 	return true
 }
 
+// downgradeReplaced converts the group to classic once a classic static
+// member has replaced the last consumer-protocol member (Kafka's
+// validateOnlineDowngradeWithReplacedMemberId and convertToClassicGroup
+// with a joining member), and answers the member's JoinGroup once the
+// records are written. The joining member holds what the replaced one
+// held. As in Kafka, a group whose members all own exactly their target
+// at the group epoch stays Stable: no rebalance, and the member's
+// SyncGroup hands it its assignment. Kafka hands every member its target
+// even while the group still reconciles; Floe then hands out only what
+// each member owns (no partition goes to two members) and rebalances at
+// once, so the classic leader assigns what is in flight.
+func (c *Coordinator) downgradeReplaced(g *group, a joinArgs, res joinResult, now time.Duration) {
+	reconciled := g.cons.stateName() == "Stable"
+	if plant.Enabled(plant.DowngradeReplacedHandsTarget) {
+		handTargets(g.cons)
+		reconciled = true
+	}
+	recs := c.downgrade(g, now, !reconciled)
+	res.protocol = g.protocol
+	c.env.Log.Write(recs, func(_ time.Duration, err error) {
+		if code := storeErrorCode(err, kerr.UnknownServerError); code != 0 {
+			a.answer(joinResult{code: code, memberID: res.memberID, generation: -1})
+			return
+		}
+		a.answer(res)
+	})
+}
+
+// handTargets is the planted bug: each member's target becomes what it
+// owns (Kafka's conversion, which hands out the target assignment), while
+// other members may still own some of it.
+func handTargets(cg *consumerGroup) {
+	for _, id := range cg.memberIDs() {
+		m := cg.Members[id]
+		m.Assigned = m.Target.clone()
+	}
+}
+
 // downgrade turns a consumer group of classic members back into a
-// classic group (Kafka's convertToClassicGroup after a member left) and
-// starts a rebalance. It returns the records to write: the image's
-// tombstone and the classic metadata.
-func (c *Coordinator) downgrade(g *group, now time.Duration) []Record {
+// classic group (Kafka's convertToClassicGroup) and, if asked, starts a
+// rebalance (after a member left). It returns the records to write: the
+// image's tombstone and the classic metadata.
+func (c *Coordinator) downgrade(g *group, now time.Duration, rebalance bool) []Record {
 	cg := g.cons
 	for _, m := range cg.Members { //floe:unordered marks timers stale
 		m.gone = true
@@ -539,6 +579,8 @@ func (c *Coordinator) downgrade(g *group, now time.Duration) []Record {
 	for _, m := range g.members {
 		c.touch(g, m, now, m.session)
 	}
-	c.prepareRebalance(g, now)
+	if rebalance {
+		c.prepareRebalance(g, now)
+	}
 	return recs
 }

@@ -15,15 +15,17 @@ import (
 // subscription, owns what its last SyncGroup gave it, and drops what a
 // SyncGroup no longer lists at once.
 type kclient struct {
-	id    string
-	gen   int32
-	owned assignment
+	id       string
+	instance *string // group.instance.id; nil: dynamic
+	gen      int32
+	owned    assignment
 }
 
 func (h *harness) classicJoinReq(group string, cl *kclient) *kmsg.JoinGroupRequest {
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.Version = 9
 	req.Group, req.MemberID, req.ProtocolType = group, cl.id, "consumer"
+	req.InstanceID = cl.instance
 	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 20000
 	md := kmsg.NewConsumerMemberMetadata()
 	md.Version = 1
@@ -45,6 +47,9 @@ func (h *harness) classicJoin(group string, cl *kclient) *reply[kmsg.JoinGroupRe
 		cl.id = r.resp.MemberID
 		r = &reply[kmsg.JoinGroupResponse]{t: h.t, label: "classic join " + cl.id}
 		h.c.JoinGroup(h.now, Client{ID: "k", Host: "h"}, h.classicJoinReq(group, cl), r.set)
+	}
+	if !r.parked() && r.resp.ErrorCode == 0 {
+		cl.id = r.resp.MemberID // a static member learns its id here
 	}
 	return r
 }
@@ -135,7 +140,18 @@ func (h *harness) settleMixed(group string, ks []*kclient, cs []*cclient) {
 		}
 		h.advance(time.Second)
 	}
-	h.t.Fatalf("group %s did not settle: %s", group, h.consumerGroup(group).stateName())
+	cg := h.consumerGroup(group)
+	for _, id := range cg.memberIDs() {
+		m := cg.Members[id]
+		h.t.Logf("member %s classic %v epoch %d/%d state %s assigned %v revoking %v target %v", id, m.Classic != nil, m.Epoch, cg.Epoch, m.State, m.Assigned, m.Revoking, m.Target)
+	}
+	for _, k := range ks {
+		h.t.Logf("classic client %s gen %d owns %v", k.id, k.gen, k.owned)
+	}
+	for _, c := range cs {
+		h.t.Logf("consumer client %s epoch %d owns %v", c.id, c.epoch, c.owned)
+	}
+	h.t.Fatalf("group %s did not settle: %s", group, cg.stateName())
 }
 
 // classicGroupOfTwo makes classic group g of two cooperative members
@@ -367,18 +383,85 @@ func TestMigrationClassicMemberFenced(t *testing.T) {
 // the end everything is owned.
 func TestMigrationMixedModel(t *testing.T) {
 	for seed := int64(1); seed <= 40; seed++ {
-		if err := mixedRun(t, seed); err != nil {
+		if err := mixedRun(t, seed, false); err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 	}
 }
 
-func mixedRun(t *testing.T, seed int64) (err error) {
+// TestMigrationStaticReplacementModel is the mixed model with static
+// consumer-protocol members that now and then restart as classic members
+// under the same instance id (a downgrade when it was the last one).
+func TestMigrationStaticReplacementModel(t *testing.T) {
+	downgrades := 0
+	for seed := int64(1); seed <= 40; seed++ {
+		if err := mixedRun(t, seed, true); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		downgrades += replacedDowngrades
+	}
+	if downgrades == 0 {
+		t.Fatal("no static replacement downgraded the group in 40 seeds")
+	}
+	t.Logf("40 seeds: %d downgrades by a static replacement", downgrades)
+}
+
+// replacedDowngrades counts, in the last mixedRun, the static
+// replacements that turned the group classic.
+var replacedDowngrades int
+
+// mixedRun is one random schedule; with replace, the consumer-protocol
+// members are static and one is now and then replaced by a classic member
+// with its instance id.
+func mixedRun(t *testing.T, seed int64, replace bool) (err error) {
+	replacedDowngrades = 0
 	h, a, b := classicGroupOfTwo(t, Config{})
 	rng := rand.New(rand.NewSource(seed))
 	ks := []*kclient{a, b}
 	var cs []*cclient
 	next := 0
+	// reupgrade: classic again, or empty: a consumer member (re)starts it
+	reupgrade := func(step int) error {
+		if cg := h.consumerGroup("g"); cg != nil && len(cg.Members) > 0 {
+			return nil
+		}
+		next++
+		c := newClient(fmt.Sprintf("c%d", next), "t")
+		if replace {
+			c.instance = kmsg.StringPtr("i-" + c.id)
+		}
+		cs = append(cs, c)
+		if len(ks) == 0 {
+			ks = append(ks, &kclient{owned: assignment{}})
+		}
+		if r := h.cgHeartbeat("g", c, nil); r.ErrorCode != 0 {
+			// a classic group mid-rebalance converts too; a refusal is a bug here
+			return fmt.Errorf("step %d: upgrade refused: %v", step, kerr.ErrorForCode(r.ErrorCode))
+		}
+		for _, k := range ks {
+			k.owned = k.owned.clone() // still owned: it must give it up
+		}
+		return nil
+	}
+	// replaceOne: static consumer member cs[i] restarts as a classic one
+	replaceOne := func(step, i int) error {
+		c := cs[i]
+		cs = append(cs[:i], cs[i+1:]...)
+		k := &kclient{instance: c.instance, owned: assignment{}}
+		ks = append(ks, k)
+		jr := h.classicJoin("g", k).must()
+		if jr.ErrorCode != 0 {
+			return fmt.Errorf("step %d: static replacement join: %v", step, kerr.ErrorForCode(jr.ErrorCode))
+		}
+		if h.consumerGroup("g") == nil {
+			replacedDowngrades++
+		}
+		h.classicSync("g", k, jr.Generation, nil).must()
+		if err := overlap(ks, cs); err != nil {
+			return fmt.Errorf("step %d: after %s replaced %s: %w", step, k.id, c.id, err)
+		}
+		return nil
+	}
 	for step := 0; step < 60; step++ {
 		switch n := rng.Intn(20); {
 		case n == 0 && len(cs) > 0: // a consumer member leaves
@@ -399,26 +482,32 @@ func mixedRun(t *testing.T, seed int64) (err error) {
 		case n == 2 && len(cs) < 3:
 			next++
 			c := newClient(fmt.Sprintf("c%d", next), "t")
+			if replace {
+				c.instance = kmsg.StringPtr("i-" + c.id)
+			}
 			cs = append(cs, c)
+		case n >= 5 && n <= 7 && replace && len(cs) > 0:
+			if err := replaceOne(step, rng.Intn(len(cs))); err != nil {
+				return err
+			}
 		case n == 3 && len(ks) < 3 && h.consumerGroup("g") != nil:
 			ks = append(ks, &kclient{owned: assignment{}})
 		case n == 4:
 			h.failover()
 		}
-		if cg := h.consumerGroup("g"); cg == nil || len(cg.Members) == 0 {
-			// classic again, or empty: a consumer member (re)starts it
-			next++
-			c := newClient(fmt.Sprintf("c%d", next), "t")
-			cs = append(cs, c)
-			if len(ks) == 0 {
-				ks = append(ks, &kclient{owned: assignment{}})
+		cg := h.consumerGroup("g")
+		rejoined := cg == nil || len(cg.Members) == 0
+		if err := reupgrade(step); err != nil {
+			return err
+		}
+		if replace && rejoined && rng.Intn(2) == 0 {
+			// the member that just joined restarts as a classic one at
+			// once, before the classic members heard of its join
+			if err := replaceOne(step, len(cs)-1); err != nil {
+				return err
 			}
-			if r := h.cgHeartbeat("g", c, nil); r.ErrorCode != 0 {
-				// a classic group mid-rebalance converts too; a refusal is a bug here
-				return fmt.Errorf("step %d: upgrade refused: %v", step, kerr.ErrorForCode(r.ErrorCode))
-			}
-			for _, k := range ks {
-				k.owned = k.owned.clone() // still owned: it must give it up
+			if err := reupgrade(step); err != nil {
+				return err
 			}
 		}
 		for _, k := range ks {
@@ -478,4 +567,170 @@ func TestMigrationSilentClassicMembersExpire(t *testing.T) {
 	if k.owned.count() != 4 {
 		t.Fatalf("k owns %v", k.owned)
 	}
+}
+
+// upgradedWithStatic makes the classic group of two upgraded by a static
+// consumer-protocol member (instance "i1") and settled.
+func upgradedWithStatic(t *testing.T, cfg Config) (*harness, *kclient, *kclient, *cclient) {
+	h, a, b := classicGroupOfTwo(t, cfg)
+	k := newClient("k", "t")
+	k.instance = kmsg.StringPtr("i1")
+	wantCode(t, "static consumer member joins", h.cgHeartbeat("g", k, nil).ErrorCode, nil)
+	h.settleMixed("g", []*kclient{a, b}, []*cclient{k})
+	if k.owned.count() == 0 {
+		t.Fatalf("k owns nothing after settling: a %v b %v", a.owned, b.owned)
+	}
+	return h, a, b, k
+}
+
+// TestMigrationDowngradeByStaticReplacement: a classic member with the
+// instance id of the last consumer-protocol member replaces it (its
+// process restarted with the classic protocol), and the group becomes
+// classic (Kafka's validateOnlineDowngradeWithReplacedMemberId). Settled,
+// it stays Stable with no rebalance: the new member's SyncGroup hands it
+// what the replaced member owned, the others go on at their generation.
+// The classic group survives a failover.
+func TestMigrationDowngradeByStaticReplacement(t *testing.T) {
+	h, a, b, k := upgradedWithStatic(t, Config{})
+	epoch := h.consumerGroup("g").Epoch
+	n := &kclient{instance: kmsg.StringPtr("i1"), owned: assignment{}}
+	jr := h.classicJoin("g", n).must()
+	wantCode(t, "classic static replacement join", jr.ErrorCode, nil)
+	g := h.c.groups["g"]
+	if g.cons != nil || len(g.members) != 3 || g.state != Stable || g.generation != epoch {
+		t.Fatalf("after the replacement: consumer group %v, %d members, %s at generation %d (want classic, 3, Stable at %d)",
+			g.cons != nil, len(g.members), g.state, g.generation, epoch)
+	}
+	if jr.Generation != epoch || jr.Protocol == nil || *jr.Protocol != *g.protocol {
+		t.Fatalf("join answered generation %d protocol %v; group at %d with %v", jr.Generation, jr.Protocol, epoch, g.protocol)
+	}
+	h.classicSync("g", n, jr.Generation, nil).must()
+	if !n.owned.equal(k.owned) {
+		t.Fatalf("the replacing member got %v, the replaced one owned %v", n.owned, k.owned)
+	}
+	k.owned = assignment{} // the old process is gone
+	if err := overlap([]*kclient{a, b, n}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*kclient{a, b, n} {
+		wantCode(t, m.id+" heartbeat in the classic group", h.heartbeat("g", m.id, m.gen), nil)
+	}
+	if a.owned.count()+b.owned.count()+n.owned.count() != 4 {
+		t.Fatalf("a %v b %v n %v: not all four owned", a.owned, b.owned, n.owned)
+	}
+	// the consumer-protocol member's old id is gone
+	k.epoch = epochLeave
+	wantCode(t, "the replaced member's heartbeat on the classic group", h.cgHeartbeat("g", k, nil).ErrorCode, kerr.GroupIDNotFound)
+	checkOffsets(t, h, "after the downgrade")
+	h.failover()
+	if g := h.c.groups["g"]; g.cons != nil || len(g.members) != 3 || g.byID[n.id] == nil {
+		t.Fatalf("after failover: consumer group %v, %d members", g.cons != nil, len(g.members))
+	}
+}
+
+// TestMigrationDowngradeByStaticReplacementReconciling: the replacement
+// comes while the group still reconciles (a classic member just left):
+// the group becomes classic with what each member owns, and rebalances at
+// once; after the classic rebalance no partition is owned twice.
+func TestMigrationDowngradeByStaticReplacementReconciling(t *testing.T) {
+	h, a, b, k := upgradedWithStatic(t, Config{})
+	lr := kmsg.NewPtrLeaveGroupRequest()
+	lr.Version, lr.Group = 5, "g"
+	lr.Members = []kmsg.LeaveGroupRequestMember{{MemberID: b.id}}
+	h.c.LeaveGroup(h.now, lr)
+	b.owned = assignment{}
+	if s := h.consumerGroup("g").stateName(); s == "Stable" {
+		t.Fatalf("after a leave the group is %s", s)
+	}
+	n := &kclient{instance: kmsg.StringPtr("i1"), owned: assignment{}}
+	jr := h.classicJoin("g", n).must()
+	wantCode(t, "classic static replacement join", jr.ErrorCode, nil)
+	g := h.c.groups["g"]
+	if g.cons != nil || g.state != PreparingRebalance {
+		t.Fatalf("after the replacement: consumer group %v, state %s (want classic, PreparingRebalance)", g.cons != nil, g.state)
+	}
+	k.owned = assignment{}
+	if code := h.classicSync("g", n, jr.Generation, nil).must().ErrorCode; code == 0 {
+		t.Fatal("a sync during the downgrade's rebalance was answered")
+	}
+	// the classic rebalance: both rejoin, the leader assigns
+	ra, rn := h.classicJoin("g", a), h.classicJoin("g", n)
+	ja, jn := ra.must(), rn.must()
+	if ja.ErrorCode != 0 || jn.ErrorCode != 0 || ja.Generation != jn.Generation {
+		t.Fatalf("rejoins: %d %d at %d %d", ja.ErrorCode, jn.ErrorCode, ja.Generation, jn.Generation)
+	}
+	leader, other := a, n
+	if ja.LeaderID != a.id {
+		leader, other = n, a
+	}
+	plan := map[string]assignment{leader.id: {"t": {0, 1}}, other.id: {"t": {2, 3}}}
+	ro := h.classicSync("g", other, ja.Generation, nil)
+	h.classicSync("g", leader, ja.Generation, plan).must()
+	h.applySync(other, ja.Generation, ro.must())
+	if h.state("g") != "Stable" || a.owned.count()+n.owned.count() != 4 {
+		t.Fatalf("after the classic rebalance: %s, a %v n %v", h.state("g"), a.owned, n.owned)
+	}
+	if err := overlap([]*kclient{a, n}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMigrationStaticReplacementNoDowngrade: with downgrades off, or with
+// another consumer-protocol member left, the replacing classic member
+// stays in the consumer group with the replaced member's assignment.
+func TestMigrationStaticReplacementNoDowngrade(t *testing.T) {
+	t.Run("policy upgrade", func(t *testing.T) {
+		h, a, b, k := upgradedWithStatic(t, Config{ConsumerMigrationPolicy: MigrationUpgrade})
+		n := &kclient{instance: kmsg.StringPtr("i1"), owned: assignment{}}
+		h.classicRound("g", n)
+		cg := h.consumerGroup("g")
+		if cg == nil || len(cg.Members) != 3 || cg.Members[n.id] == nil || cg.Members[n.id].Classic == nil {
+			t.Fatalf("with downgrades off the group must stay a consumer group of 3 classic members: %+v", cg)
+		}
+		if !n.owned.equal(k.owned) {
+			t.Fatalf("n got %v, k owned %v", n.owned, k.owned)
+		}
+		k.owned = assignment{}
+		h.settleMixed("g", []*kclient{a, b, n}, nil)
+	})
+	t.Run("another consumer member", func(t *testing.T) {
+		h, a, b, k := upgradedWithStatic(t, Config{})
+		k2 := newClient("k2", "t")
+		h.cgHeartbeat("g", k2, nil)
+		h.settleMixed("g", []*kclient{a, b}, []*cclient{k, k2})
+		n := &kclient{instance: kmsg.StringPtr("i1"), owned: assignment{}}
+		h.classicRound("g", n)
+		if cg := h.consumerGroup("g"); cg == nil || cg.Members[k2.id] == nil || cg.Members[n.id] == nil {
+			t.Fatalf("with a consumer member left the group must stay a consumer group: %+v", cg)
+		}
+		k.owned = assignment{}
+		h.settleMixed("g", []*kclient{a, b, n}, []*cclient{k2})
+	})
+}
+
+// TestMigrationStaticConsumerReplacesClassic: a consumer-protocol member
+// with the instance id of a live classic member replaces it at once (the
+// classic protocol has no static leave; Kafka does the same), upgrading
+// the classic group; the new member takes over what the classic one owned.
+func TestMigrationStaticConsumerReplacesClassic(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.setTopic("t", 4)
+	a := &kclient{instance: kmsg.StringPtr("s1"), owned: assignment{}}
+	ra := h.classicJoin("g", a)
+	h.advance(3*h.c.cfg.InitialRebalanceDelay + time.Second)
+	ja := ra.must()
+	wantCode(t, "static classic join", ja.ErrorCode, nil)
+	a.id = ja.MemberID
+	wantCode(t, "static classic sync", h.classicSync("g", a, ja.Generation, map[string]assignment{a.id: {"t": {0, 1, 2, 3}}}).must().ErrorCode, nil)
+	k := newClient("k", "t")
+	k.instance = kmsg.StringPtr("s1")
+	wantCode(t, "consumer member replaces the classic one", h.cgHeartbeat("g", k, nil).ErrorCode, nil)
+	cg := h.consumerGroup("g")
+	if cg == nil || len(cg.Members) != 1 || cg.Members[k.id] == nil || cg.Members[k.id].Classic != nil {
+		t.Fatalf("after the replacement: %+v", cg)
+	}
+	if k.owned.count() != 4 {
+		t.Fatalf("k took over %v, want all four (a owned %v; member %+v)", k.owned, a.owned, cg.Members[k.id])
+	}
+	wantCode(t, "the replaced classic member's heartbeat", h.heartbeat("g", a.id, a.gen), kerr.UnknownMemberID)
 }

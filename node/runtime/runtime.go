@@ -71,9 +71,12 @@ type Broker struct {
 	metrics *metrics
 	quotas  *quotaEnforcer // client byte-rate quotas (quotas.go)
 	tracer  *tracer        // nil when tracing is off (tracing.go)
-	stages  *stageHistograms
-	lock    *os.File
-	audit   *auditFile
+	// telemetryOTLP exports the clients' pushed metrics over OTLP (nil
+	// when tracing or the export is off; telemetry_otlp.go).
+	telemetryOTLP *telemetryExporter
+	stages        *stageHistograms
+	lock          *os.File
+	audit         *auditFile
 
 	loopRunning bool // loop.run was started (closeEarly may come before)
 
@@ -103,6 +106,13 @@ func Start(opts Options) (*Broker, error) {
 	b.stages = newStageHistograms(b.metrics.reg, sample)
 	b.quotas = newQuotaEnforcer(b.metrics.reg, opts.Quotas, time.Now)
 	if b.tracer, err = newTracer(os.Getenv, opts.Node.NodeID); err != nil {
+		_ = unlockDir(lock)
+		return nil, err
+	}
+	if b.telemetryOTLP, err = newTelemetryExporter(os.Getenv, opts.Node.NodeID, b.log, b.telemetrySnapshot); err != nil {
+		tctx, cancel := context.WithTimeout(context.Background(), tracerShutdownTimeout)
+		_ = b.tracer.shutdown(tctx)
+		cancel()
 		_ = unlockDir(lock)
 		return nil, err
 	}
@@ -168,6 +178,7 @@ func Start(opts Options) (*Broker, error) {
 		b.closeEarly()
 		return nil, startErr
 	}
+	b.telemetryOTLP.run()
 	if err := b.startListeners(opts); err != nil {
 		b.closeEarly()
 		return nil, err
@@ -266,6 +277,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if b.admin != nil {
 		b.admin.close()
 	}
+	b.telemetryOTLP.close()
 	tctx, cancel := context.WithTimeout(context.Background(), tracerShutdownTimeout)
 	errs = append(errs, b.tracer.shutdown(tctx))
 	cancel()
@@ -315,6 +327,7 @@ func (b *Broker) closeEarly() {
 		k.Close()
 	}
 	_ = b.audit.close()
+	b.telemetryOTLP.close()
 	tctx, cancel := context.WithTimeout(context.Background(), tracerShutdownTimeout)
 	_ = b.tracer.shutdown(tctx)
 	cancel()
@@ -407,4 +420,13 @@ func SplitHostPort(addr string) (string, int32, error) {
 		return "", 0, fmt.Errorf("bad port in %q", addr)
 	}
 	return host, int32(p), nil
+}
+
+// telemetrySnapshot reads the clients' pushed metrics on the reactor's
+// loop (false when the loop does not answer in time).
+func (b *Broker) telemetrySnapshot() ([]node.TelemetryMetric, uint64, bool) {
+	var ms []node.TelemetryMetric
+	var pushes uint64
+	ok := b.loop.call(func() { ms, pushes = b.reactor.TelemetryStats() }, 5*time.Second)
+	return ms, pushes, ok
 }

@@ -386,6 +386,15 @@ var mutations = []mutation{
 		Why:         "vote fence: a log cut back below its snapshot is taken to end at the snapshot, so the replica votes as if it held the acknowledged entries it lost",
 		Run:         "^TestControllerLogCutBelowSnapshotIsFenced$",
 	},
+	// A whole entry whose length was damaged is not a torn write (issue
+	// 13; default seed 197, regression seed 917215).
+	{
+		Name: "flipped-length-taken-for-tear", File: "logstore/recovery.go",
+		Original:    "} else if end, ok := l.wholeEntryDamagedHeader(s.f, pos, fileSize, index); ok {",
+		Replacement: "} else if end, ok := pos, false; ok {",
+		Why:         "vote fence: a flipped length in a segment's last entry is cut as a torn write, so the replica restarts unfenced after forgetting an entry it acknowledged",
+		Run:         "^TestSimOptionalFaultRegressions$/seed=917215",
+	},
 	// A failed read is not damage (sim TestHeavyReadFaultsLoseNothing).
 	{
 		Name: "read-fault-is-damage", File: "logstore/segment.go",

@@ -13,7 +13,6 @@ package itest
 // callbacks report it).
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -30,34 +29,7 @@ func TestKIP848MigrationMixedClients(t *testing.T) {
 	makeTopic(t, b.KafkaAddr, topic, parts, nil)
 	o := &owners{by: map[int32]string{}, seen: map[string]bool{}}
 
-	classic := func(name string) *kgo.Client {
-		cl := kgoClient(t, b.KafkaAddr,
-			kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-			kgo.Balancers(kgo.CooperativeStickyBalancer()),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-			kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(300*time.Millisecond),
-			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { o.assign(name, a[topic]) }),
-			kgo.OnPartitionsRevoked(func(ctx context.Context, c *kgo.Client, r map[string][]int32) {
-				_ = c.CommitMarkedOffsets(ctx)
-				o.revoke(name, r[topic])
-			}),
-			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.revoke(name, r[topic]) }),
-			kgo.AutoCommitMarks(), kgo.AutoCommitInterval(200*time.Millisecond),
-		)
-		go func() {
-			for {
-				fs := cl.PollFetches(context.Background())
-				if fs.IsClientClosed() {
-					return
-				}
-				fs.EachRecord(func(r *kgo.Record) {
-					o.consumed(string(r.Value))
-					cl.MarkCommitRecords(r)
-				})
-			}
-		}()
-		return cl
-	}
+	classic := func(name string) *kgo.Client { return classicMember(t, b.KafkaAddr, group, topic, name, o) }
 	k1, k2 := classic("k1"), classic("k2")
 	producePhase(t, b.KafkaAddr, topic, "a", parts, n)
 	eventually(t, 60*time.Second, "the classic members consume phase a", func() bool { return o.allSeen("a", parts, n) })
@@ -74,53 +46,7 @@ func TestKIP848MigrationMixedClients(t *testing.T) {
 	t.Logf("classic group before the upgrade: %s with %d members", state, members)
 
 	// the librdkafka consumer-protocol member joins: the group is upgraded
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{
-		"bootstrap.servers": b.KafkaAddr, "group.id": group, "group.protocol": "consumer",
-		"auto.offset.reset": "earliest", "enable.auto.commit": true, "auto.commit.interval.ms": 200, "log_level": 3,
-	})
-	if err != nil {
-		t.Fatalf("new consumer: %v", err)
-	}
-	rebalance := func(_ *kafka.Consumer, ev kafka.Event) error {
-		ps := func(tps []kafka.TopicPartition) []int32 {
-			var out []int32
-			for _, tp := range tps {
-				out = append(out, tp.Partition)
-			}
-			return out
-		}
-		switch e := ev.(type) {
-		case kafka.AssignedPartitions:
-			o.assign("rdk", ps(e.Partitions))
-		case kafka.RevokedPartitions:
-			o.revoke("rdk", ps(e.Partitions))
-		}
-		return nil
-	}
-	if err := c.Subscribe(topic, rebalance); err != nil {
-		t.Fatalf("subscribe: %v", err)
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if m, ok := c.Poll(100).(*kafka.Message); ok {
-				o.consumed(string(m.Value))
-			}
-		}
-	}()
-	closeRdk := func() {
-		close(stop)
-		wg.Wait()
-		c.Close()
-	}
+	closeRdk := rdkMember(t, kafka.ConfigMap{"bootstrap.servers": b.KafkaAddr, "group.id": group}, topic, "rdk", o)
 	eventually(t, 60*time.Second, "the group is a consumer group of three, each owning partitions", func() bool {
 		g := describeConsumerGroup(t, admin, group)
 		if g.ErrorCode != 0 || len(g.Members) != 3 || g.State != "Stable" {
@@ -154,5 +80,63 @@ func TestKIP848MigrationMixedClients(t *testing.T) {
 	defer o.mu.Unlock()
 	for _, d := range o.double {
 		t.Error(d)
+	}
+}
+
+// rdkMember starts a confluent-kafka-go consumer with group.protocol=consumer
+// (cfg adds to its settings) on topic that reports what it owns to o as
+// name; the returned func closes it (once).
+func rdkMember(t *testing.T, cfg kafka.ConfigMap, topic, name string, o *owners) func() {
+	t.Helper()
+	for k, v := range (kafka.ConfigMap{"group.protocol": "consumer", "auto.offset.reset": "earliest",
+		"enable.auto.commit": true, "auto.commit.interval.ms": 200, "log_level": 3}) {
+		cfg[k] = v
+	}
+	c, err := kafka.NewConsumer(&cfg)
+	if err != nil {
+		t.Fatalf("new consumer: %v", err)
+	}
+	rebalance := func(_ *kafka.Consumer, ev kafka.Event) error {
+		ps := func(tps []kafka.TopicPartition) []int32 {
+			var out []int32
+			for _, tp := range tps {
+				out = append(out, tp.Partition)
+			}
+			return out
+		}
+		switch e := ev.(type) {
+		case kafka.AssignedPartitions:
+			o.assign(name, ps(e.Partitions))
+		case kafka.RevokedPartitions:
+			o.revoke(name, ps(e.Partitions))
+		}
+		return nil
+	}
+	if err := c.Subscribe(topic, rebalance); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if m, ok := c.Poll(100).(*kafka.Message); ok {
+				o.consumed(string(m.Value))
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(stop)
+			wg.Wait()
+			c.Close()
+		})
 	}
 }

@@ -4,9 +4,11 @@ package itest
 // needs cgo, and kip848_kill_test.go).
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -84,4 +86,37 @@ func describeClassic(t *testing.T, cl *kgo.Client, group string) kmsg.DescribeGr
 		t.Fatalf("DescribeGroups: %v %+v", err, resp)
 	}
 	return resp.Groups[0]
+}
+
+// classicMember starts a franz-go classic consumer (cooperative-sticky) of
+// group on topic that reports what it owns to o as name, consumes and
+// commits what it reads; opts add to its options.
+func classicMember(t *testing.T, addr, group, topic, name string, o *owners, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl := kgoClient(t, addr, append([]kgo.Opt{
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.SessionTimeout(10 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { o.assign(name, a[topic]) }),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, c *kgo.Client, r map[string][]int32) {
+			_ = c.CommitMarkedOffsets(ctx)
+			o.revoke(name, r[topic])
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.revoke(name, r[topic]) }),
+		kgo.AutoCommitMarks(), kgo.AutoCommitInterval(200 * time.Millisecond),
+	}, opts...)...)
+	go func() {
+		for {
+			fs := cl.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				o.consumed(string(r.Value))
+				cl.MarkCommitRecords(r)
+			})
+		}
+	}()
+	return cl
 }
