@@ -28,7 +28,13 @@ package node
 // sequence order. A marker written for the producer on the partition while a
 // call is out voids it (Kafka's VerificationGuard): the transaction the
 // coordinator vouched for has ended, and a batch appended now would open a
-// new one nobody added. Its waiters get INVALID_TXN_STATE.
+// new one nobody added. Its waiters get INVALID_TXN_STATE, but only when the
+// coordinator said yes: a refusal or a retriable answer stands as it is
+// (Kafka checks the guard only when it appends, after a verified answer),
+// since a voided retriable answer turned into INVALID_TXN_STATE tells a
+// client that its write is refused for good when a retry would have been
+// accepted (franz-go then commits the transaction without it: see
+// Transaction version 2 below).
 //
 // TxnOffsetCommit is verified the same way (api_txn_offset_commit.go): the
 // group's __consumer_offsets partition must have been added to the
@@ -48,6 +54,22 @@ package node
 // the coordinator answers CONCURRENT_TRANSACTIONS until that marker is
 // written.
 //
+// Under transaction version 2 a marker at the add's own epoch does not void
+// it: the transaction at epoch e ends with markers at e + 1 (EndTxnV2), so a
+// marker at e is the previous transaction's (the one whose end handed the
+// client epoch e), written again by a coordinator that took over and resends
+// the markers of a decided transaction, or by a marker retry. It ends
+// nothing the add vouches for. Voiding it (as the guard did at first)
+// refused a first batch of the client's next transaction with
+// INVALID_TXN_STATE whenever the resent marker landed while its add was out:
+// franz-go's GroupTransactSession under kill -9 of the coordinator
+// (itest TestTxnPipelineKillCoordinator) then committed the transaction
+// without that batch, losing its records from a committed transaction.
+// Kafka keeps the guard in the same case (UnifiedLog.updateProducers: a
+// control batch of a TV2 producer at the guard's epoch). A marker at a
+// higher epoch did end the transaction (a timeout or a fence bumped the
+// epoch): the add's batch is then fenced, INVALID_PRODUCER_EPOCH.
+//
 // Errors the produce gets: the coordinator's INVALID_TXN_STATE (partition
 // not added, or no transaction ongoing); INVALID_PRODUCER_EPOCH for a
 // fenced epoch or a producer id the coordinator does not know (produce has
@@ -56,6 +78,7 @@ package node
 // cannot be asked or answer now (moving, loading, lost message).
 
 import (
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -98,7 +121,9 @@ type verifyCall struct {
 	key     verifyKey
 	epoch   int16
 	term    uint64 // the partition's leader term when asked
-	voided  bool   // a marker for the producer was written meanwhile
+	add     bool   // transaction version 2: the coordinator adds the partition
+	voided  bool   // a marker that ends the vouched-for transaction was written meanwhile
+	fenced  bool   // transaction version 2: that marker was at a higher epoch
 	cancel  func()
 	waiters []func(error)
 }
@@ -145,13 +170,20 @@ func (r *Reactor) verifyTxnPartition(txnID string, p *partition.Partition, pid i
 			cont(verifyAnswer(co.Verify(txnID, pid, epoch, []txn.TopicPartition{tp})))
 			return
 		}
-		call := r.newVerifyCall(key, epoch, p.Term(), cont)
+		call := r.newVerifyCall(key, epoch, p.Term(), add, cont)
 		co.AddPartitions(txnID, pid, epoch, []txn.TopicPartition{tp}, r.monoNow(), func(err *kerr.Error) {
 			r.verifyDone(call.id, produceVerifyError(err))
 		})
 		return
 	}
 	lead, err := r.txnCoordinatorBroker(txnID)
+	if err != nil && add && r.txnTopic() == nil {
+		// A client of transaction version 2 was given its producer id by
+		// a coordinator, so the topic exists and this broker's metadata
+		// lags (it just restarted): ask again, rather than refuse the
+		// write for good.
+		err = produceVerifyError(kerr.CoordinatorNotAvailable)
+	}
 	if err != nil {
 		cont(err)
 		return
@@ -202,7 +234,7 @@ func (r *Reactor) txnCoordinatorBroker(id string) (uint64, error) {
 
 // newVerifyCall registers a call for (partition, producer) key, answered
 // within txnVerifyTimeout.
-func (r *Reactor) newVerifyCall(key verifyKey, epoch int16, term uint64, cont func(error)) *verifyCall {
+func (r *Reactor) newVerifyCall(key verifyKey, epoch int16, term uint64, add bool, cont func(error)) *verifyCall {
 	v := &r.txns.verify
 	if v.calls == nil {
 		v.calls, v.byKey = map[uint64]*verifyCall{}, map[verifyKey]*verifyCall{}
@@ -211,7 +243,7 @@ func (r *Reactor) newVerifyCall(key verifyKey, epoch int16, term uint64, cont fu
 		v.nonce = r.env.Rand.Uint64() | 1
 	}
 	v.seq++
-	call := &verifyCall{id: v.seq, key: key, epoch: epoch, term: term, waiters: []func(error){cont}}
+	call := &verifyCall{id: v.seq, key: key, epoch: epoch, term: term, add: add, waiters: []func(error){cont}}
 	v.calls[call.id], v.byKey[key] = call, call
 	tid := r.after(txnVerifyTimeout, func() { r.verifyAnswered(call.id, nil) })
 	call.cancel = func() { r.cancelTimer(tid) }
@@ -220,7 +252,7 @@ func (r *Reactor) newVerifyCall(key verifyKey, epoch int16, term uint64, cont fu
 
 func (r *Reactor) sendVerify(to uint64, key verifyKey, txnID string, epoch int16, tp txn.TopicPartition, term uint64, add bool, cont func(error)) {
 	v := &r.txns.verify
-	call := r.newVerifyCall(key, epoch, term, cont)
+	call := r.newVerifyCall(key, epoch, term, add, cont)
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
 	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
@@ -254,8 +286,8 @@ func (r *Reactor) verifyAnswered(id uint64, resp *kmsg.AddPartitionsToTxnRespons
 }
 
 // verifyDone completes a call with the coordinator's answer, unless the
-// producer's transaction ended on the partition meanwhile or the partition
-// changed leader.
+// coordinator said yes but the producer's transaction ended on the
+// partition meanwhile, or the partition changed leader.
 func (r *Reactor) verifyDone(id uint64, answer error) {
 	v := &r.txns.verify
 	call := v.calls[id]
@@ -267,7 +299,9 @@ func (r *Reactor) verifyDone(id uint64, answer error) {
 	call.cancel()
 	err := answer
 	switch p := r.parts[call.key.group]; {
-	case call.voided:
+	case answer == nil && call.fenced:
+		err = withMessage(kerr.InvalidProducerEpoch, "a marker at a newer epoch ended the producer's transaction on the partition while it was being added")
+	case call.voided && (answer == nil || plant.Enabled(plant.TxnVoidPreviousMarker)):
 		err = withMessage(kerr.InvalidTxnState, "the producer's transaction ended on the partition while it was being verified")
 	case p == nil || !p.IsLeader() || p.Term() != call.term:
 		err = kerr.NotLeaderForPartition
@@ -302,10 +336,19 @@ func kerrFor(code int16) *kerr.Error {
 	return kerr.UnknownServerError
 }
 
-// voidVerify is called when a marker for producer pid is written to the
-// partition of Raft group g: a verification out for it no longer holds.
-func (r *Reactor) voidVerify(g uint64, pid int64) {
-	if call := r.txns.verify.byKey[verifyKey{g, pid}]; call != nil {
+// voidVerify is called when a marker at epoch for producer pid is written
+// to the partition of Raft group g: a verification out for it no longer
+// holds, unless it is a transaction version 2 add at the marker's epoch
+// (the marker is the previous transaction's; see the top of the file). At
+// an exhausted epoch EndTxnV2 does not bump, so there every marker voids.
+func (r *Reactor) voidVerify(g uint64, pid int64, epoch int16) {
+	call := r.txns.verify.byKey[verifyKey{g, pid}]
+	switch {
+	case call == nil:
+	case call.add && epoch == call.epoch && epoch < math.MaxInt16-1 && !plant.Enabled(plant.TxnVoidPreviousMarker):
+	case call.add && epoch > call.epoch:
+		call.voided, call.fenced = true, true
+	default:
 		call.voided = true
 	}
 }

@@ -313,3 +313,108 @@ func TestTxnV2AcrossBrokers(t *testing.T) {
 		t.Fatal("the committed transaction's offset (TxnOffsetCommit v5) never became the group's")
 	}
 }
+
+// The marker guard under transaction version 2 (txn_verify.go). The
+// transaction at epoch e ends with markers at e + 1, so a marker at the
+// epoch of a Produce v12's implicit add is the previous transaction's: a
+// coordinator that took over resends the markers of a decided transaction,
+// and one may land on a partition while the first batch of the client's
+// next transaction is being added there. It must not void the add: that
+// batch was refused with INVALID_TXN_STATE, which franz-go does not retry
+// and whose transaction it then commits without the batch (itest
+// TestTxnPipelineKillCoordinator lost 20 of 300 committed outputs). And a
+// voided call whose coordinator did not say yes keeps its own answer (here
+// no answer in time: retriable), instead of INVALID_TXN_STATE. Both failed
+// on the code before the fix (checked): INVALID_TXN_STATE each time.
+func TestTxnV2ResentMarkerDuringAdd(t *testing.T) {
+	c := newCluster(t, 3, 29)
+	c.waitReady()
+	createTopic(t, c, 1, "z", 3, 3, nil)
+	waitLeaders(t, c, "z", 3)
+	const id = "zx"
+	pid, epoch := txnInit(t, c, id, 60000, -1, -1)
+	_, p, _ := awayFromTxnCoordinator(t, c, id, "z")
+	produceTo := func(version int16, epoch int16, seq int32) *kmsg.ProduceRequest {
+		req := produceReq("z", p, -1, txnBatchOf(pid, epoch, seq, "x"))
+		req.Version, req.TransactionID = version, kmsg.StringPtr(id)
+		return req
+	}
+	endCode := func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }
+	endV5 := func(epoch int16, commit bool) int16 {
+		t.Helper()
+		er := txnCall(t, c, 1, id, func() kmsg.Request {
+			req := endTxnReq(id, pid, epoch, commit)
+			req.Version = 5
+			return req
+		}, endCode).(*kmsg.EndTxnResponse)
+		if er.ErrorCode != 0 || er.ProducerEpoch != epoch+1 {
+			t.Fatalf("EndTxn v5 at epoch %d: %v, epoch %d", epoch, kerr.ErrorForCode(er.ErrorCode), er.ProducerEpoch)
+		}
+		return er.ProducerEpoch
+	}
+	// stable: the transaction is complete at the coordinator (so an add
+	// is not told CONCURRENT_TRANSACTIONS) and nothing is open on p.
+	stable := func() bool {
+		resp, ok := c.request(findTxnCoordinator(t, c, 1, id), describeTxnReq(id)).(*kmsg.DescribeTransactionsResponse)
+		if !ok || len(resp.TransactionStates) != 1 {
+			return false
+		}
+		st := resp.TransactionStates[0].State
+		return (st == "CompleteCommit" || st == "CompleteAbort") && txnStable(t, c, "z", p)
+	}
+	lead := c.nodes[leaderOf(c, "z", p)].r
+	part := lead.byName[topicPartition{"z", p}]
+	// start sends a first batch and returns its answer so far and its
+	// verification call (the coordinator is on another broker).
+	start := func(req *kmsg.ProduceRequest) (*bool, *int16, *verifyCall) {
+		t.Helper()
+		answered, code := new(bool), new(int16)
+		lead.HandleRequest(Client{ClientID: "test"}, req, func(r kmsg.Response) {
+			*answered, *code = true, r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+		})
+		var call *verifyCall
+		for _, cl := range lead.txns.verify.byKey { //floe:unordered one entry
+			call = cl
+		}
+		if *answered || call == nil {
+			t.Fatalf("the first batch was not sent to the coordinator (answered %v)", *answered)
+		}
+		return answered, code, call
+	}
+
+	// Transaction 1 at epoch e, committed: markers at e + 1.
+	if code := c.request(leaderOf(c, "z", p), produceTo(12, epoch, 0)).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("produce v12: %v", kerr.ErrorForCode(code))
+	}
+	next := endV5(epoch, true)
+	if !c.runUntil(10*time.Second, stable) {
+		t.Fatal("transaction 1 did not close")
+	}
+
+	// Transaction 2's first batch at e + 1 while transaction 1's commit
+	// marker (e + 1) is written again: accepted.
+	answered, code, _ := start(produceTo(12, next, 0))
+	lead.appendMarker(part, pid, next, true, 1, func(error) {})
+	if !c.runUntil(10*time.Second, func() bool { return *answered }) {
+		t.Fatal("the produce was never answered")
+	}
+	if *code != 0 {
+		t.Fatalf("first batch of the next transaction while the previous one's marker was resent: %v, want accepted", kerr.ErrorForCode(*code))
+	}
+	after := endV5(next, true)
+	if !c.runUntil(10*time.Second, stable) {
+		t.Fatal("transaction 2 did not close")
+	}
+	if n := len(readCommitted(t, c, "z", p).RecordBatches); n == 0 {
+		t.Fatal("read_committed: nothing")
+	}
+
+	// A voided call the coordinator never answered: retriable, not
+	// INVALID_TXN_STATE (the client's retry is accepted).
+	answered, code, call := start(produceTo(12, after, 0))
+	lead.appendMarker(part, pid, after+1, false, 1, func(error) {})
+	lead.verifyAnswered(call.id, nil)
+	if !*answered || *code != kerr.NotEnoughReplicas.Code {
+		t.Fatalf("voided call without an answer: answered %v, %v; want NOT_ENOUGH_REPLICAS", *answered, kerr.ErrorForCode(*code))
+	}
+}

@@ -243,7 +243,7 @@ func (r *Reactor) appendMarker(p *partition.Partition, pid int64, epoch int16, c
 		done(err)
 		return
 	}
-	r.voidVerify(uint64(p.Replica().Group), pid)
+	r.voidVerify(uint64(p.Replica().Group), pid, epoch)
 	p.WaitCommit(res.Index, res.Term, res.BaseOffset, func(err error) {
 		if err == nil && p.Topic == group.OffsetsTopic {
 			if sh := r.groups.shards[uint64(p.Replica().Group)]; sh != nil && sh.term == res.Term {

@@ -61,6 +61,15 @@ package sim
 // which the producer's next commit then commits (aborted read), or take
 // the sequence the producer's next batch there uses (lost write).
 //
+// A transaction version 2 producer whose write is refused with
+// INVALID_TXN_STATE carries on and commits what succeeded, as franz-go
+// does (it does not retry that error, and GroupTransactSession commits
+// when asked): the refused values then count as lost. No TV2 write of the
+// producer's own ongoing transaction should get that answer; the marker
+// guard once gave it when the previous transaction's marker was resent
+// (a coordinator that took over) while the write's implicit add was out
+// (node/txn_verify.go, planted bug txn-void-previous-marker).
+//
 // Not checked here: transactional offsets (TxnOffsetCommit).
 
 import (
@@ -409,6 +418,15 @@ func (p *txnProducer) produce(parts []int32, i int, deadline time.Duration, done
 			case err != nil || retriable(code):
 				delete(w.leaders, part)
 				retry() // the same batch, the same sequence: idempotent
+			case code == kerr.InvalidTxnState.Code && p.tv2 && !p.zombie:
+				// franz-go does not retry it, and commits what
+				// succeeded when asked (its GroupTransactSession
+				// does): the refused values stay the transaction's,
+				// so a commit shows them missing (lost write). A
+				// transaction version 2 write of the producer's own
+				// ongoing transaction has no reason to be refused so.
+				r.w.Tracef("txn: %s produce to %d: %s; carrying on, as franz-go does", p.cur.name, part, errName(code))
+				p.readThen(func() { p.produce(parts, i+1, deadline, done) })
 			default:
 				r.w.Tracef("txn: %s produce to %d: %s", p.cur.name, part, errName(code))
 				p.gaveUp = true

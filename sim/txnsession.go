@@ -183,7 +183,13 @@ type txnEnd struct {
 	// (an abort was refused: fenced, not open, concurrent). The session
 	// then goes on: the next transaction, or a new producer epoch.
 	settled func(txnOutcome)
+	// concurrent counts the commit's CONCURRENT_TRANSACTIONS answers.
+	concurrent int
 }
+
+// txnEndConcurrentMax bounds the retries of a commit told
+// CONCURRENT_TRANSACTIONS.
+const txnEndConcurrentMax = 20
 
 // end commits or aborts the open transaction. A failed commit is retried
 // as an abort (as franz-go's GroupTransactSession does): an acknowledged
@@ -228,7 +234,21 @@ func (s *txnSession) end(commit bool, h txnEnd) {
 			if s.gaveUp {
 				s.pid, s.gaveUp = -1, false
 			}
+			if s.tv2 {
+				// As franz-go's GroupTransactSession does, the
+				// next transaction begins at once: its first
+				// batches' implicit adds race the ended one's
+				// markers (and, after a coordinator move, their
+				// resending).
+				s.r.w.After(s.think()/16, s.resume)
+				return
+			}
 			s.then(s.resume)
+		case s.tv2 && commit && err == nil && code == kerr.ConcurrentTransactions.Code && h.concurrent < txnEndConcurrentMax:
+			// franz-go retries the commit itself (the previous
+			// transaction's markers, or an add, are in flight).
+			h.concurrent++
+			r.w.After(s.backoff(), func() { s.end(true, h) })
 		case commit || notCoord(err, code):
 			if notCoord(err, code) {
 				s.coord = 0

@@ -77,9 +77,14 @@ const (
 	TxnFetchServesOpen      = "txn-fetch-serves-open"
 	TxnVerifySkipped        = "txn-verify-skipped"
 	// TxnEndNoBump: node/txn EndTxnV2 decides without the epoch bump.
-	TxnEndNoBump      = "txn-end-no-bump"
-	ACLAllowBeatsDeny = "acl-allow-beats-deny"
-	ACLDeleteMissed   = "acl-delete-missed-by-follower"
+	TxnEndNoBump = "txn-end-no-bump"
+	// TxnVoidPreviousMarker: node/txn_verify.go voids a transaction
+	// version 2 add for the previous transaction's marker (at the add's
+	// epoch) and turns any answer of a voided call into INVALID_TXN_STATE
+	// (the guard before issue 16's TV2 fix).
+	TxnVoidPreviousMarker = "txn-void-previous-marker"
+	ACLAllowBeatsDeny     = "acl-allow-beats-deny"
+	ACLDeleteMissed       = "acl-delete-missed-by-follower"
 
 	NoReadLease                  = "no-read-lease"
 	VoteNotPersisted             = "raft-vote-not-persisted"

@@ -15,13 +15,14 @@ package kafka
 //     (the writer knows; clients parse the header before knowing whether
 //     the response is flexible).
 //   - v3+ advertises one feature, transaction.version, supported 0-2 and
-//     finalized at 1 (epoch 1): clients keep the classic flow. The KIP-890
-//     part 2 flow (Produce v12 and TxnOffsetCommit v5 add implicitly,
-//     EndTxn v5 bumps the epoch; docs/transactions.md) is served to a
-//     client that sends those versions, but not finalized: franz-go's
-//     GroupTransactSession lost committed output across coordinator kills
-//     with it (itest TestTxnPipelineKillCoordinator, 280 of 300 records),
-//     so clients that would choose it by the feature level do not.
+//     finalized at 2 (epoch 1, as a cluster whose brokers all serve it):
+//     clients that know KIP-890 part 2 (franz-go 1.18+, the Java client
+//     4.0+) then use its flow (Produce v12 and TxnOffsetCommit v5 add
+//     implicitly, EndTxn v5 bumps the epoch; docs/transactions.md).
+//     Clients that do not keep the classic flow, which is still served.
+//     (It was finalized at 1 for a while: the marker guard voided the
+//     next transaction's implicit add when a new coordinator resent the
+//     previous transaction's marker, node/txn_verify.go.)
 //
 // Version notes: v1 adds ThrottleMillis; v3 is flexible and adds the
 // client software fields and features; v4 lets SupportedFeatures' minimum
@@ -59,12 +60,11 @@ func answerApiVersions(req request, t *versionTable) (resp *kmsg.ApiVersionsResp
 }
 
 // The transaction.version feature (KIP-890 part 2): the highest level
-// Floe serves and the level it finalizes (1 until the part 2 flow keeps
-// exactly-once across coordinator failover with real clients).
+// Floe serves and the level it finalizes.
 const (
 	txnVersionFeature   = "transaction.version"
 	txnVersionSupported = 2
-	txnVersionFinalized = 1
+	txnVersionFinalized = 2
 )
 
 // addTxnVersionFeature advertises transaction.version, finalized at
