@@ -414,4 +414,11 @@ var mutations = []mutation{
 		Replacement: "_ = k",
 		Why:         "client quotas: AlterClientQuotas removals are acknowledged but the quota stays in force",
 	},
+	// Controller voter changes (issue 23; sim/voters.go).
+	{
+		Name: "voter-ack-before-commit", File: "node/voters.go",
+		Original:    "early := plant.Enabled(plant.VoterAckBeforeCommit)",
+		Replacement: "early := true || plant.Enabled(plant.VoterAckBeforeCommit)",
+		Why:         "acknowledgement: a controller voter change is answered once proposed, and lost with the leader that proposed it",
+	},
 }
