@@ -17,7 +17,11 @@ package logstore
 // syncs what it changed and the active segment, so everything Open returns
 // is durable (DurableIndex == LastIndex).
 //
-// A bad entry at the very end of the file is a torn write. A bad entry with
+// A bad entry at the very end of the file is a torn write, unless it is
+// whole with only its length field damaged (its CRC, which covers the
+// length, holds with the length that ends it at the end of the file or at
+// the next entry's header; a torn write leaves a strict prefix, which
+// cannot pass). A bad entry with
 // more data after it is damage (Recovery.Corrupt): the entries after it were
 // complete, so some may have been acknowledged, and the node should treat
 // this replica as having lost data (for example, not vote until it has caught
@@ -482,6 +486,13 @@ func (l *Log) cutSegment(s *segment, pos, fileSize int64, index uint64, why erro
 			corrupt, after = true, at
 		}
 	}
+	if !corrupt && (errors.Is(why, errBadHeader) || errors.Is(why, errTruncated)) {
+		// Or the entry is the file's last whole one (the next is in the
+		// next segment file, or was torn) and only its length lies.
+		if end, ok := l.wholeUnderDamagedLength(s.f, pos, fileSize, index); ok {
+			corrupt, after = true, end
+		}
+	}
 	if rec.Reason == "" {
 		rec.Reason = fmt.Sprintf("cut %s at byte %d: %v", s.name, pos, why)
 		rec.Segment, rec.Position = s.name, pos
@@ -516,6 +527,49 @@ func wholeEntryAt(f File, pos, end int64) bool {
 		return false
 	}
 	return pos+entryHeaderBytes+int64(binary.LittleEndian.Uint32(h[8:])) == end
+}
+
+// wholeUnderDamagedLength reports whether the entry at pos (the given
+// index), which runs past end or whose header does not parse, is whole
+// with only its length field damaged, and where it ends: at end, or where
+// a header of the next entry starts (a torn write after it). The test is
+// the entry's CRC, which covers the length field, computed with the length
+// that ends it there. A torn write leaves a strict prefix of the entry,
+// whose CRC holds with no such length (sim seed 914823: a flipped length
+// in a sealed segment's last entry was cut as a torn write, with the later
+// segments and no fence).
+func (l *Log) wholeUnderDamagedLength(f File, pos, end int64, index uint64) (int64, bool) {
+	span := min(end-pos, int64(l.opts.EntryBytesMax)+2*entryHeaderBytes)
+	if span < entryHeaderBytes {
+		return 0, false
+	}
+	b := make([]byte, span)
+	if n, err := f.ReadAt(b, pos); err != nil && !(errors.Is(err, io.EOF) && int64(n) == span) {
+		return 0, false
+	}
+	var hdr [entryHeaderBytes]byte
+	copy(hdr[:], b)
+	want := binary.LittleEndian.Uint32(hdr[:])
+	endsAt := func(q int) bool {
+		length := q - entryHeaderBytes
+		if length < 0 || length > l.opts.EntryBytesMax {
+			return false
+		}
+		binary.LittleEndian.PutUint32(hdr[8:], uint32(length))
+		return crc32cUpdate(crc32c(hdr[4:]), b[entryHeaderBytes:q]) == want
+	}
+	if end-pos == span && endsAt(len(b)) {
+		return end, true
+	}
+	for q := entryHeaderBytes; q+entryHeaderBytes <= len(b); q++ {
+		if b[q+4] != entryMagic {
+			continue
+		}
+		if h, err := parseEntryHeader(b[q:], l.opts.EntryBytesMax); err == nil && h.index == index+1 && endsAt(q) {
+			return pos + int64(q), true
+		}
+	}
+	return 0, false
 }
 
 // findEntryAfter looks in f from pos to end for the start of an intact
