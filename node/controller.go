@@ -149,6 +149,9 @@ func (r *Reactor) reconcile() {
 			p := &t.Partitions[i]
 			rank := slices.Index(p.Replicas, int32(r.self))
 			if rank < 0 && !slices.Contains(p.Target, int32(r.self)) {
+				if _, open := r.parts[p.Group]; !open && r.heldUnsettled(t, p) {
+					unopened = append(unopened, placedHere{t, p, rank})
+				}
 				continue
 			}
 			want[p.Group] = true
@@ -232,7 +235,29 @@ func (r *Reactor) openSome(unopened []placedHere) {
 			return
 		}
 		r.refreshConfig(u.t, u.p)
+		if u.rank < 0 && !slices.Contains(u.p.Target, int32(r.self)) {
+			r.doomed[u.p.Group] = true // held over (heldUnsettled): deleted once its removal is committed
+		}
 	}
+}
+
+// heldUnsettled reports whether this broker holds on disk a replica of
+// partition p, which is in neither its replicas nor its target, while a
+// reassignment of p is still being walked (not settled). A walk that was
+// replaced or cancelled may have made this broker a voter that the
+// partition's leader has not removed yet: the group still counts its log
+// and its vote (removalCommitted keeps such a replica open). After a
+// restart the metadata no longer places the partition here, so without
+// this the replica would stay closed and the group short of a voter (sim
+// seed 50: voters [1 2 3 4] with broker 4 restarted and broker 2 fenced
+// had no quorum, and the walk never ended). The replica is opened doomed:
+// reapDoomed deletes it once its removal is committed.
+func (r *Reactor) heldUnsettled(t *controller.Topic, p *controller.Partition) bool {
+	if p.Settled() {
+		return false
+	}
+	names, err := r.env.FS.List(partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group))
+	return err == nil && len(names) > 0
 }
 
 // reconcileMore runs the next reconcile round.
