@@ -3,6 +3,8 @@ package consensus
 import (
 	"errors"
 	"slices"
+
+	"github.com/floe-broker/floe/internal/plant"
 )
 
 // ErrInvalidConfChange rejects a malformed configuration change: an unknown
@@ -23,7 +25,7 @@ func (r *raft) proposeConfChange(cc ConfChange) (uint64, uint64, error) {
 	if _, _, err := nextConfig(r.trk.voters, r.trk.learners, cc); err != nil {
 		return 0, 0, err
 	}
-	if r.pendingConfIndex > r.log.applied {
+	if r.pendingConfIndex > r.log.applied && !plant.Enabled(plant.ConfTwoPending) {
 		return 0, 0, ErrProposalDropped
 	}
 	index, term, err := r.propose(Entry{Type: EntryConfChange, Data: cc.Marshal()})

@@ -38,6 +38,7 @@
 //	tracker.go         membership, quorums, votes
 //	log.go             the log: storage plus what is not yet persisted (log_unstable.go)
 //	confchange.go      single-server membership changes
+//	voters.go          an operator's voter change: whether it is safe now (PlanVoterChange)
 //	snapshot.go        sending and installing snapshots
 //	transfer.go        leader transfer
 //	fence.go           vote fences: voting safely after losing acknowledged entries
@@ -55,6 +56,9 @@
 // (sim/world: clock, network, a crashable FS per node, incarnations) under
 // faults, a Figure 8 nemesis (figure8_test.go) and membership changes
 // (membership_test.go), and checks Raft's safety properties after every
-// step (random_checker_test.go). With -tags floe_bugs, planted bugs must be
-// caught by both (planted_test.go, planted_scenario_test.go).
+// step (random_checker_test.go). voters_prop_test.go checks membership
+// changes against a model (each member's membership is the replay of its
+// applied configuration entries; a leader holds at most one unapplied).
+// With -tags floe_bugs, planted bugs must be caught by both
+// (planted_test.go, planted_scenario_test.go).
 package consensus

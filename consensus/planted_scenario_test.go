@@ -22,6 +22,10 @@ func TestPlantedBugScenarios(t *testing.T) {
 		{plant.VoteWithoutLogCheck, "testdata/election.txt", "1->3 MsgVoteResp Term:2 Rejected"},
 		// 1 commits x, a term-1 entry, in (c) by counting replicas.
 		{plant.CommitPrevTerm, "testdata/figure8.txt", "1: StateLeader (Voter) Term:3 Lead:1 Commit:11"},
+		// A second change is accepted while the first is not applied.
+		{plant.ConfTwoPending, "testdata/confchange.txt", "error: consensus: proposal dropped"},
+		// A leader whose term's first entry is not applied yet accepts one.
+		{plant.ConfBeforeOwnTerm, "testdata/confchange_voters.txt", "refused: consensus: a membership change is still in progress"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.bug, func(t *testing.T) {

@@ -3,6 +3,8 @@ package consensus
 import (
 	"errors"
 	"math/rand"
+
+	"github.com/floe-broker/floe/internal/plant"
 )
 
 // raft is one member of one group: its role, term, log and, on a leader,
@@ -272,6 +274,9 @@ func (r *raft) becomeLeader() {
 	// No configuration change until this term's first entry is applied,
 	// so a change never overlaps one from an earlier term.
 	r.pendingConfIndex = r.log.lastIndex()
+	if plant.Enabled(plant.ConfBeforeOwnTerm) {
+		r.pendingConfIndex = 0
+	}
 }
 
 // tick advances the role's timer by one tick.

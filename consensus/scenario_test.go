@@ -105,6 +105,8 @@ func (env *scenarioEnv) handle(t *testing.T, c *datadriven.Cmd) string {
 		return proposeResult(index, term, err)
 	case "propose-conf-change":
 		return env.proposeConfChange(t, c)
+	case "voter-change":
+		return env.voterChange(t, c)
 	case "transfer-leader":
 		env.node(t, c, 0).rn.TransferLeader(uint64(env.intArg(t, c, 1)))
 	case "read-index":
@@ -332,6 +334,23 @@ func (env *scenarioEnv) proposeConfChange(t *testing.T, c *datadriven.Cmd) strin
 	}
 	index, term, err := n.rn.ProposeConfChange(ConfChange{Type: typ, NodeID: uint64(env.intArg(t, c, 2))})
 	return proposeResult(index, term, err)
+}
+
+// voterChange asks as an operator would (PlanVoterChange), and proposes
+// the change if it is allowed: voter-change LEADER add|remove ID.
+func (env *scenarioEnv) voterChange(t *testing.T, c *datadriven.Cmd) string {
+	n := env.node(t, c, 0)
+	ops := map[string]VoterOp{"add": VoterAdd, "remove": VoterRemove}
+	op, ok := ops[c.Positional()[1]]
+	if !ok {
+		t.Fatalf("%s: unknown voter change %q", c.Pos, c.Positional()[1])
+	}
+	cc, err := PlanVoterChange(n.rn.Status(), op, uint64(env.intArg(t, c, 2)))
+	if err != nil {
+		return "refused: " + err.Error()
+	}
+	index, term, err := n.rn.ProposeConfChange(cc)
+	return cc.Type.String() + " " + proposeResult(index, term, err)
 }
 
 func (env *scenarioEnv) compact(t *testing.T, c *datadriven.Cmd) string {

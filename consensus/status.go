@@ -17,7 +17,11 @@ type Status struct {
 	// lease promises and may start at any time in the term, so a leader
 	// with TimeoutNowSent must not serve reads under a lease.
 	TimeoutNowSent bool
-	Config         ConfState
+	// PendingConfIndex: on a leader, no membership change is accepted
+	// until the entry at this index is applied (the last change it
+	// proposed, or its own term's first entry); 0 elsewhere.
+	PendingConfIndex uint64
+	Config           ConfState
 	// Progress is the leader's view of every member (itself included),
 	// sorted by ID; empty on other roles.
 	Progress []PeerProgress
@@ -41,7 +45,7 @@ type PeerProgress struct {
 // nothing, so a caller may ask for it on every Ready or every read.
 func (rn *RawNode) BasicStatus() Status {
 	r := rn.raft
-	return Status{
+	st := Status{
 		ID:             r.id,
 		HardState:      r.hardState(),
 		SoftState:      r.softState(),
@@ -51,6 +55,10 @@ func (rn *RawNode) BasicStatus() Status {
 		LeadTransferee: r.leadTransferee,
 		TimeoutNowSent: r.timeoutNowSent,
 	}
+	if r.state == StateLeader {
+		st.PendingConfIndex = r.pendingConfIndex
+	}
+	return st
 }
 
 // Status reports the member's state.

@@ -82,6 +82,8 @@ var changeExtractors = map[int16]func(kmsg.Request, kmsg.Response) []change{
 	47: changesOffsetDelete,
 	21: changesDeleteRecords,
 	64: changesUnregisterBroker,
+	80: changesAddRaftVoter,
+	81: changesRemoveRaftVoter,
 	51: changesAlterUserSCRAM,
 	49: changesAlterClientQuotas,
 }
@@ -278,6 +280,16 @@ func changesDeleteRecords(kreq kmsg.Request, kresp kmsg.Response) []change {
 func changesUnregisterBroker(kreq kmsg.Request, kresp kmsg.Response) []change {
 	req, resp := kreq.(*kmsg.UnregisterBrokerRequest), kresp.(*kmsg.UnregisterBrokerResponse)
 	return []change{{action: "unregister", res: audit.Resource{Type: "broker", Name: fmt.Sprint(req.BrokerID)}, code: resp.ErrorCode, msg: resp.ErrorMessage}}
+}
+
+func changesAddRaftVoter(kreq kmsg.Request, kresp kmsg.Response) []change {
+	req, resp := kreq.(*kmsg.AddRaftVoterRequest), kresp.(*kmsg.AddRaftVoterResponse)
+	return []change{{action: "add_voter", res: audit.Resource{Type: "broker", Name: fmt.Sprint(req.VoterID)}, code: resp.ErrorCode, msg: resp.ErrorMessage}}
+}
+
+func changesRemoveRaftVoter(kreq kmsg.Request, kresp kmsg.Response) []change {
+	req, resp := kreq.(*kmsg.RemoveRaftVoterRequest), kresp.(*kmsg.RemoveRaftVoterResponse)
+	return []change{{action: "remove_voter", res: audit.Resource{Type: "broker", Name: fmt.Sprint(req.VoterID)}, code: resp.ErrorCode, msg: resp.ErrorMessage}}
 }
 
 // changesAlterUserSCRAM records user changes by name and mechanism only.

@@ -328,6 +328,19 @@ func authCases(c *cluster) map[int16]authCase {
 		u.BrokerID = 99 // no such broker: alice gets BROKER_NOT_AVAILABLE
 		return u
 	}}
+	cases[80] = authCase{needs: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}, denied: kerr.ClusterAuthorizationFailed, req: func() kmsg.Request {
+		a := kmsg.NewPtrAddRaftVoterRequest()
+		a.VoterID = 99 // no such broker: alice gets BROKER_NOT_AVAILABLE
+		return a
+	}}
+	cases[81] = authCase{needs: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}, denied: kerr.ClusterAuthorizationFailed, req: func() kmsg.Request {
+		rm := kmsg.NewPtrRemoveRaftVoterRequest()
+		rm.VoterID = 99 // not a voter: alice gets VOTER_NOT_FOUND
+		return rm
+	}}
+	cases[55] = authCase{needs: []string{"ALLOW DESCRIBE CLUSTER LITERAL kafka-cluster"}, denied: kerr.ClusterAuthorizationFailed, req: func() kmsg.Request {
+		return describeQuorumReq()
+	}}
 	txnAuthCases(cases)
 	addShareAuthCases(cases)
 	addConsumerAuthCases(cases)
@@ -418,4 +431,14 @@ func commitAs(t *testing.T, c *cluster, who Client, g string) {
 	if !ok {
 		t.Fatalf("%s cannot commit for %s", who.Principal, g)
 	}
+}
+
+// describeQuorumReq asks for the controller group, as Kafka's tools do.
+func describeQuorumReq() *kmsg.DescribeQuorumRequest {
+	d := kmsg.NewPtrDescribeQuorumRequest()
+	t := kmsg.NewDescribeQuorumRequestTopic()
+	t.Topic = "__cluster_metadata"
+	t.Partitions = append(t.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	d.Topics = append(d.Topics, t)
+	return d
 }

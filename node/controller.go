@@ -71,6 +71,9 @@ func (c *ctlGroup) Apply(e consensus.Entry) {
 		}
 	case consensus.EntryConfChange:
 		cc, err := consensus.UnmarshalConfChange(e.Data)
+		if err == nil && c.r.appliedVoterChange(cc) {
+			return
+		}
 		if err == nil && len(cc.Context) > 0 && cc.NodeID != c.r.self {
 			if res, ok := c.r.env.Net.(netx.Resolver); ok {
 				res.SetPeer(netx.NodeID(cc.NodeID), string(cc.Context))

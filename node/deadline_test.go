@@ -193,6 +193,13 @@ func majorityLossCases(q, g, member string, gen int32, hw int64, deadBroker int3
 	ub := kmsg.NewPtrUnregisterBrokerRequest()
 	ub.BrokerID = deadBroker
 	cases[64] = apiCase{ub, none, true}
+	av := kmsg.NewPtrAddRaftVoterRequest()
+	av.VoterID = deadBroker
+	cases[80] = apiCase{av, none, true}
+	rv := kmsg.NewPtrRemoveRaftVoterRequest()
+	rv.VoterID = deadBroker
+	cases[81] = apiCase{rv, none, true}
+	cases[55] = apiCase{describeQuorumReq(), none, false}
 
 	da := kmsg.NewPtrDescribeACLsRequest()
 	da.ResourceType, da.ResourcePatternType, da.Operation, da.PermissionType = 1, 1, 1, 1

@@ -292,6 +292,18 @@ func expiredAdmin(req kmsg.Request) kmsg.Response {
 		resp := q.ResponseKind().(*kmsg.UnregisterBrokerResponse)
 		resp.ErrorCode = timedOut
 		return resp
+	case *kmsg.AddRaftVoterRequest:
+		resp := q.ResponseKind().(*kmsg.AddRaftVoterResponse)
+		resp.ErrorCode = timedOut
+		return resp
+	case *kmsg.RemoveRaftVoterRequest:
+		resp := q.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
+		resp.ErrorCode = timedOut
+		return resp
+	case *kmsg.DescribeQuorumRequest:
+		resp := q.ResponseKind().(*kmsg.DescribeQuorumResponse)
+		resp.ErrorCode = timedOut
+		return resp
 	case *kmsg.DescribeUserSCRAMCredentialsRequest:
 		resp := q.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 		resp.ErrorCode = timedOut

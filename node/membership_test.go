@@ -203,6 +203,47 @@ func TestCancelledMoveVoterReopensAfterRestart(t *testing.T) {
 	}
 }
 
+// The same replaced walk across a restart: broker 4, made a voter by a
+// move to [1 2 4] that is then replaced by [1 2 5], restarts while the
+// leader has not removed it yet. It is in neither the replicas nor the
+// target, but the group still counts its vote: it must open its replica
+// again, doomed, and delete it only once its removal is committed. With
+// broker 3 down too, the group's voters [1 2 3 4] have no quorum without
+// it. On the old code a restarted broker opened only the replicas the
+// metadata places on it, so the group stayed without a leader (sim seed
+// 50: a partition stuck in its 4-voter walk, one voter on a broker that
+// had restarted, one fenced).
+func TestReplacedMoveReopensAddedReplicaAfterRestart(t *testing.T) {
+	// Controller snapshots after every entry: a restarted broker then
+	// starts from metadata with the replacement in it, never passing
+	// through the target that placed the partition on it.
+	c := newClusterWith(t, 5, 33, func(cfg *Config) { cfg.ControllerSnapshotEntries = 1 })
+	g := moveTopic(t, c)
+	reassign(t, c, 1, "mv", 0, []int32{1, 2, 4})
+	if !c.stepUntil(20*time.Second, func() bool {
+		voters, _, ok := c.leaderConf(g)
+		return ok && slices.Contains(voters, 4) && slices.Contains(voters, 3)
+	}) {
+		t.Fatal("broker 4 never became a voter beside broker 3")
+	}
+	c.nodes[3].crash()
+	c.nodes[4].crash()
+	reassign(t, c, 1, "mv", 0, []int32{1, 2, 5})
+	c.nodes[4].boot()
+	if !c.runUntil(10*time.Second, func() bool { return c.nodes[4].r != nil && c.nodes[4].r.parts[g] != nil }) {
+		t.Fatalf("broker 4 did not open its replica again; metadata %+v", c.nodes[1].r.Metadata().Topics["mv"].Partitions[0])
+	}
+	ok := c.runUntil(30*time.Second, func() bool {
+		_, held := c.nodes[4].r.parts[g]
+		return !held && c.settled("mv", "[1 2 5]")
+	})
+	if !ok {
+		voters, learners, _ := c.leaderConf(g)
+		t.Fatalf("the replaced move did not settle with broker 3 down: %+v; leader's conf %v learners %v; broker 4 holds the replica: %v",
+			c.nodes[1].r.Metadata().Topics["mv"].Partitions[0], voters, learners, c.nodes[4].r.parts[g] != nil)
+	}
+}
+
 // A replica moved off a broker and back starts from where the removed one
 // stopped: at its term, with its vote, behind a vote fence at its old log
 // end. On the old code it started blank (term 0, no vote), free to vote

@@ -64,6 +64,7 @@ type Reactor struct {
 
 	repairs  repairs           // repairs in progress beyond one group (repair.go)
 	forwards forwarder         // controller commands asked for (rpc.go)
+	voters   voterChanges      // controller voter changes asked for (voters.go)
 	pids     producerIDBlock   // the producer id block in hand (api_init_producer_id.go)
 	reports  controllerReports // registration and leadership reports (tick.go)
 

@@ -149,6 +149,8 @@ func (r *Reactor) handleRPC(from uint64, b []byte) {
 				r.setPeer(netx.NodeID(id), addr)
 			}
 		}
+	case rpcVoterChange, rpcVoterAnswer:
+		r.handleVoterRPC(from, kind, &rd)
 	case rpcAuditAppend, rpcAuditAck:
 		r.handleAuditRPC(from, kind, &rd)
 	case rpcTxnMarker, rpcTxnMarkerAck:

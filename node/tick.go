@@ -23,6 +23,7 @@ func (r *Reactor) onTick() {
 		}
 	}
 	r.retryForwards()
+	r.retryVoterChanges()
 	r.probeMetadata()
 	r.pumpBarriers()
 	r.campaignNewGroups()

@@ -385,6 +385,15 @@ var optionalRegressionSeeds = []struct {
 	// entry's CRC with the lengths that would end it, and a match is
 	// damage (scripts/mutate flipped-length-taken-for-tear).
 	{"flipped-length-taken-for-torn-write/controller", 917215, true, true},
+	// A flipped bit in the length field of a sealed segment's last entry
+	// (simret's tiny segments) made it claim more bytes than its file
+	// held: recovery cut it as a torn write, deleted the six segments
+	// after it and fenced nothing; the replica voted with 49 of the 70
+	// entries it had acknowledged and committed entry 70 was overwritten
+	// (fixed: logstore recovery tells a whole entry under a damaged length
+	// from a torn one by its CRC). Found on 56595e2 (with the branches
+	// h-compat and h-voters); this code runs it differently.
+	{"length-flip-taken-for-torn-write", 914823, true, true},
 }
 
 func TestSimOptionalFaultRegressions(t *testing.T) {

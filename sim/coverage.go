@@ -56,6 +56,8 @@ var coveragePaths = []string{
 	"compaction removed a transaction marker",
 	covBalancerMove,        // issue 23 (balance.go)
 	"client quota altered", // issue 20 (quotas.go)
+	covVoterAdded,          // issue 23 (voters.go)
+	covVoterRemoved,
 }
 
 const (

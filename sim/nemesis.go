@@ -44,6 +44,9 @@ type nemesis struct {
 	counts map[string]int
 	// more are the faults of faults_more.go.
 	more *moreFaults
+	// vw is what the voter-change fault knows (voters.go); nil until it
+	// first runs.
+	vw *voterWork
 }
 
 type faultKind struct {
@@ -94,6 +97,7 @@ func (n *nemesis) start() {
 		n.w.FS(id).SetFailProb(logstore.OpWrite, n.o.WriteFailProb)
 	}
 	n.more.start()
+	n.startVoters() // voters.go: its own schedule
 	n.scheduleNext()
 	n.supervise()
 }
@@ -447,6 +451,9 @@ func (n *nemesis) undamaged(ids []netx.NodeID, part int32) []netx.NodeID {
 // directories were half of a 4-voter group in the middle of a walk).
 func (n *nemesis) groupSize(dir string) int {
 	size := n.replicasOf(dir)
+	if n.o.Voters > 0 && strings.HasPrefix(dir, "data/controller") {
+		size = min(size, n.minVoters()) // the voter fault demotes some (voters.go)
+	}
 	if part := n.partitionOf(dir); part >= 0 {
 		size = min(size, 3)
 		if n.shrunk[part] {

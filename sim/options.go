@@ -126,6 +126,7 @@ type FaultOptions struct {
 	Transfer  float64 // a node hands off every leadership it holds
 	Reassign  float64 // move a partition to another replica set (membership change)
 	Corrupt   float64 // flip bits in or truncate a file of a down node (a minority of each group)
+	Voters    float64 // add or remove a controller voter (voters.go)
 	// Aim is the chance a process fault or isolation targets a partition
 	// leader or the controller instead of a random node.
 	Aim float64
@@ -254,6 +255,7 @@ func ChooseOptions(seed int64) Options {
 	o.Broker.Balance = o.Balance
 	o.KIP848Classic = chooseKIP848Classic(seed, o.KIP848Members) // its own generator
 	o.Quotas = chooseQuotas(seed)                                // its own generator
+	o.Faults.Voters = chooseVoters(seed)                         // its own generator
 	return o
 }
 
@@ -302,6 +304,9 @@ func (o Options) String() string {
 	}
 	if o.Quotas {
 		fmt.Fprintf(&b, "\nclient quotas altered through any broker")
+	}
+	if o.Faults.Voters > 0 {
+		fmt.Fprintf(&b, "\ncontroller voter changes/s: %.2f", o.Faults.Voters)
 	}
 	return b.String()
 }

@@ -339,6 +339,9 @@ func Run(o Options) *Result {
 		if !r.halted {
 			r.awaitBalance()
 		}
+		if !r.halted {
+			r.checkVoters() // voters.go
+		}
 		if r.auth != nil && !r.halted {
 			r.auth.final()
 		}

@@ -56,6 +56,12 @@
 //	                              move that leaves the load gap as it was counts
 //	quota-alter-missed-by-follower  a broker other than the controller's
 //	                              leader does not apply an AlterClientQuota
+//	raft-conf-two-pending         a leader accepts a membership change while
+//	                              an earlier one is not applied
+//	raft-conf-before-own-term     a new leader accepts a membership change
+//	                              before its own term's first entry is applied
+//	voter-ack-before-commit       a controller voter change is answered once
+//	                              proposed, not once committed and applied
 package plant
 
 // Bug names.
@@ -111,4 +117,9 @@ const (
 	BalancerLoadFlaps = "balancer-load-flaps"
 	// QuotaAlterMissed: node/controller.go.
 	QuotaAlterMissed = "quota-alter-missed-by-follower"
+	// ConfTwoPending, ConfBeforeOwnTerm: consensus/confchange.go, raft.go.
+	ConfTwoPending    = "raft-conf-two-pending"
+	ConfBeforeOwnTerm = "raft-conf-before-own-term"
+	// VoterAckBeforeCommit: node/voters.go.
+	VoterAckBeforeCommit = "voter-ack-before-commit"
 )

@@ -441,4 +441,18 @@ var mutations = []mutation{
 		Replacement: "_ = k",
 		Why:         "client quotas: AlterClientQuotas removals are acknowledged but the quota stays in force",
 	},
+	// Controller voter changes (issue 23; sim/voters.go).
+	{
+		Name: "voter-ack-before-commit", File: "node/voters.go",
+		Original:    "early := plant.Enabled(plant.VoterAckBeforeCommit)",
+		Replacement: "early := true || plant.Enabled(plant.VoterAckBeforeCommit)",
+		Why:         "acknowledgement: a controller voter change is answered once proposed, and lost with the leader that proposed it",
+	},
+	// A replaced walk's voter reopened after a restart (sim seed 50).
+	{
+		Name: "held-voter-not-reopened", File: "node/controller.go",
+		Original:    "if _, open := r.parts[p.Group]; !open && !p.Settled() && r.holdsReplica(t, p) {",
+		Replacement: "if false {",
+		Why:         "membership: a broker restarted mid-walk leaves closed a replica the group still counts as a voter, and the walk never ends",
+	},
 }
