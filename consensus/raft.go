@@ -14,6 +14,8 @@ type raft struct {
 	// entries (see fence.go): until it lifts, the member votes only for
 	// candidates at least as up to date as it, and does not campaign.
 	voteFence VoteFence
+	// leaderLogFence is what a lost-log fence became (fence.go), zero if none.
+	leaderLogFence VoteFence
 	// term and vote are the persistent state; vote is 0 or the member we
 	// voted for in term.
 	term uint64
