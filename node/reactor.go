@@ -25,6 +25,8 @@ type Reactor struct {
 	cfg  Config
 	env  Env
 	self uint64
+	// diskID identifies the data directory (disk.go).
+	diskID string
 
 	host *consensus.Host
 	ctl  *ctlGroup
@@ -123,6 +125,9 @@ func (r *Reactor) Start() error {
 				res.SetPeer(netx.NodeID(p.ID), p.RaftAddr)
 			}
 		}
+	}
+	if err := r.loadDiskID(); err != nil {
+		return err
 	}
 	if err := r.openController(); err != nil {
 		return err

@@ -181,6 +181,14 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	} else if restored != (tombstone{}) {
 		r.env.Logf("node %d: %s-%d placed here again: starts from its tombstone %+v", r.self, t.Name, p.Index, restored)
 	}
+	// (A single replica has nobody to get lost entries back from, and a
+	// fence would only keep it from ever leading again.)
+	name := fmt.Sprintf("%s-%d", t.Name, p.Index)
+	dir := partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group)
+	if err := r.fenceLostDisk(p.Group, name, dir, log, len(p.Replicas) > 1); err != nil {
+		_ = log.Close()
+		return err
+	}
 	if p.Target == nil && slices.Contains(p.Replicas, int32(r.self)) && !r.everHadConf(p) {
 		voters := make([]uint64, len(p.Replicas))
 		for i, id := range p.Replicas {
@@ -198,10 +206,6 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	if firstElection && rank > 0 {
 		rc.ElectionDelayTicks = rank * r.cfg.ElectionTicks
 	}
-	dir := partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group)
-	// (A single replica has nobody to get lost entries back from, and a
-	// fence would only keep it from ever leading again.)
-	name := fmt.Sprintf("%s-%d", t.Name, p.Index)
 	if err := r.fenceOnOpen(p.Group, name, dir, log, rec, len(p.Replicas) > 1, &rc); err != nil {
 		_ = log.Close()
 		return err

@@ -53,6 +53,8 @@
 //	                              move that leaves the load gap as it was counts
 //	quota-alter-missed-by-follower  a broker other than the controller's
 //	                              leader does not apply an AlterClientQuota
+//	lost-disk-fence-off           a broker restarted on a new disk under its
+//	                              old id opens its replicas unfenced
 package plant
 
 // Bug names.
@@ -98,4 +100,7 @@ const (
 	BalancerLoadFlaps = "balancer-load-flaps"
 	// QuotaAlterMissed: node/controller.go.
 	QuotaAlterMissed = "quota-alter-missed-by-follower"
+	// LostDiskFenceOff: node/disk.go (a broker whose disk was replaced
+	// opens its replicas without the lost-log fence).
+	LostDiskFenceOff = "lost-disk-fence-off"
 )
