@@ -141,6 +141,34 @@ func (r *raft) learnLeaderLog(m Message) {
 	r.leaderLogFence = r.voteFence
 }
 
+// bootstrapOnly reports whether a log whose last term is term holds only
+// bootstrap entries, for a member under the lost-log fence that may take
+// part in a first election (Config.LostLogBootstrapTerm).
+func (r *raft) bootstrapOnly(term uint64) bool {
+	return r.lostLogBootstrapTerm > 0 && term <= r.lostLogBootstrapTerm && r.voteFence.IsLostLog()
+}
+
+// fenceAdmits reports whether the fence lets this member vote for a
+// candidate whose log ends at (index, term).
+func (r *raft) fenceAdmits(index, term uint64) bool {
+	return !r.fenced() || r.voteFence.admits(index, term) || r.bootstrapOnly(term)
+}
+
+// fenceBlocksCampaign reports whether the fence keeps this member from
+// campaigning.
+func (r *raft) fenceBlocksCampaign() bool {
+	return r.fenced() && !r.bootstrapOnly(r.log.lastTerm())
+}
+
+// leadLiftsLostLog: a member that wins an election under the lost-log
+// fence holds the log of the leader it would have waited to hear from.
+func (r *raft) leadLiftsLostLog() {
+	if r.voteFence.IsLostLog() {
+		r.voteFence = VoteFence{Index: r.log.lastIndex(), Term: r.log.lastTerm()}
+		r.leaderLogFence = r.voteFence
+	}
+}
+
 // SetVoteFence records that this member lost entries of the log f bounds:
 // until the fence lifts, it votes only for candidates at least as up to date
 // as f and does not campaign. A fence already set is merged with f. The

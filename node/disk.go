@@ -59,6 +59,9 @@ func (r *Reactor) loadDiskID() error {
 	case !errors.Is(err, logstore.ErrNotExist):
 		return fmt.Errorf("node: disk id: %w", err)
 	}
+	if _, err := r.env.FS.List(r.controllerDir()); err != nil {
+		r.freshDisk = true // no controller log either: a new data directory
+	}
 	id := fmt.Sprintf("%016x%016x", r.env.Rand.Uint64(), r.env.Rand.Uint64())
 	if err := logstore.WriteFileAtomic(r.env.FS, r.cfg.DataDir, diskIDFile, []byte(id)); err != nil {
 		return fmt.Errorf("node: disk id: %w", err)
@@ -122,6 +125,24 @@ func (r *Reactor) fenceLostDisk(g uint64, name, dir string, log *logstore.Log, p
 	}
 	r.env.Logf("node %d: %s: this broker's disk was replaced (disk id %s); the replica neither votes nor campaigns until it has caught up with a leader",
 		r.self, name, r.diskID)
+	return nil
+}
+
+// fenceNewController makes the lost-log fence of the controller replica
+// durable when this start formatted the data directory: nothing here
+// tells a new cluster from a broker whose disk was replaced, so every new
+// controller replica with peers starts fenced. The fence lets it take part
+// in the group's first election (Config.LostLogBootstrapTerm: it votes
+// for, and campaigns with, a log of bootstrap entries only), so a new
+// cluster elects as before; a replaced voter votes for no candidate whose
+// log went past bootstrap until it has caught up with a leader.
+func (r *Reactor) fenceNewController(dir string, log *logstore.Log, peers bool) error {
+	if !r.freshDisk || !peers || !isNewLog(log) || plant.Enabled(plant.LostDiskFenceOff) {
+		return nil
+	}
+	if err := writeFence(r.env.FS, dir, consensus.LostLog()); err != nil {
+		return fmt.Errorf("node: fence the controller: %w", err)
+	}
 	return nil
 }
 

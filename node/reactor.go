@@ -25,8 +25,10 @@ type Reactor struct {
 	cfg  Config
 	env  Env
 	self uint64
-	// diskID identifies the data directory (disk.go).
-	diskID string
+	// diskID identifies the data directory (disk.go); freshDisk says this
+	// start formatted it.
+	diskID    string
+	freshDisk bool
 
 	host *consensus.Host
 	ctl  *ctlGroup
