@@ -414,4 +414,21 @@ var mutations = []mutation{
 		Replacement: "_ = k",
 		Why:         "client quotas: AlterClientQuotas removals are acknowledged but the quota stays in force",
 	},
+	// Disk identity (issue 23), caught by the acknowledged-entries-unfenced
+	// invariant with the disk-loss replacement fault on (the drawn seeds
+	// never turn it on).
+	{
+		Name: "lost-disk-partition-unfenced", File: "node/disk.go",
+		Original:    "return b.DiskID != r.diskID || g < b.FenceBelow",
+		Replacement: "return false",
+		Why:         "disk identity: a broker restarted on a new disk opens its old partitions' replicas unfenced, and votes for a candidate lacking entries it had acknowledged",
+		Run:         "^TestReplacedDiskIsFenced$",
+	},
+	{
+		Name: "lost-disk-controller-unfenced", File: "node/disk.go",
+		Original:    "if !r.freshDisk || !peers || !isNewLog(log) || plant.Enabled(plant.LostDiskFenceOff) {",
+		Replacement: "if true {",
+		Why:         "disk identity: a controller voter restarted on a new disk votes at once, twice in a term it voted in before",
+		Run:         "^TestReplacedDiskIsFenced$",
+	},
 }
