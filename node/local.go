@@ -18,6 +18,7 @@ type groupState struct {
 	lease      readLease     // the leader's read lease (lease.go)
 
 	fence        consensus.VoteFence // the vote fence in force, zero if none (repair.go)
+	openFence    consensus.VoteFence // the vote fence the replica was last opened with
 	unrepairable bool                // damaged with no peer to repair from, reported (repair.go)
 
 	settingReplicas bool // a SetReplicas report is in flight (reassign.go)

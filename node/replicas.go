@@ -326,6 +326,7 @@ func (r *Reactor) fenceOnOpen(g uint64, name, dir string, log *logstore.Log, rec
 		rc.VoteFence = f
 		r.group(g).fence = f
 	}
+	r.group(g).openFence = f
 	return nil
 }
 

@@ -358,6 +358,9 @@ func (iv *invariants) member(id netx.NodeID, inc uint64, v node.ReplicaView) {
 	if ok && prev.inc != inc && !iv.r.nem.more.lies(id) {
 		iv.heldAfterRestart(id, inc, prev, v)
 	}
+	if ok && prev.wiped {
+		iv.openedFencedAfterWipe(id, inc, prev, v)
+	}
 	if prev.wiped {
 		return // nothing durable carries over a replaced disk
 	}
@@ -542,6 +545,19 @@ func (iv *invariants) diskReplaced(id netx.NodeID) {
 			iv.seen[k] = s
 		}
 	}
+}
+
+// openedFencedAfterWipe checks a member at its first look after its disk
+// was replaced: it must have been opened with a fence over the entries
+// it held durably and knew committed on the lost disk, whether or not it
+// has caught up (and lifted the fence) by the time of the look.
+func (iv *invariants) openedFencedAfterWipe(id netx.NodeID, inc uint64, prev memberSeen, v node.ReplicaView) {
+	held := min(prev.commit, prev.durIdx)
+	if held == 0 || held <= v.OpenFence.Index {
+		return
+	}
+	iv.fail("acknowledged-entries-unfenced", "n%d.%d group %d opened on a replaced disk with vote fence %v; n%d.%d held entries to %d durably and knew them committed",
+		id, inc, v.Group, v.OpenFence, id, prev.inc, held)
 }
 
 // heldAfterRestart checks a member at its first look after a restart: the

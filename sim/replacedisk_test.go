@@ -12,8 +12,8 @@ const replaceDiskSeedsMax = 8
 // on (replacedisk.go): every check must hold, and some seed must have
 // restarted a member that had held committed entries on the lost disk, and
 // found it fenced over them (the coverage row), so the test cannot pass
-// by never reaching the case. The mutations lost-disk-partition-unfenced
-// and lost-disk-controller-unfenced (scripts/mutate) make it fail.
+// by never reaching the case. The mutation lost-disk-controller-unfenced
+// (scripts/mutate) makes it fail.
 func TestReplacedDiskIsFenced(t *testing.T) {
 	reached := 0
 	for seed := int64(1); seed <= replaceDiskSeedsMax && reached < 2; seed++ {

@@ -416,14 +416,8 @@ var mutations = []mutation{
 	},
 	// Disk identity (issue 23), caught by the acknowledged-entries-unfenced
 	// invariant with the disk-loss replacement fault on (the drawn seeds
-	// never turn it on).
-	{
-		Name: "lost-disk-partition-unfenced", File: "node/disk.go",
-		Original:    "return b.DiskID != r.diskID || g < b.FenceBelow",
-		Replacement: "return false",
-		Why:         "disk identity: a broker restarted on a new disk opens its old partitions' replicas unfenced, and votes for a candidate lacking entries it had acknowledged",
-		Run:         "^TestReplacedDiskIsFenced$",
-	},
+	// never turn it on). The partitions' side (node/disk.go lostOnOldDisk)
+	// is caught by node's TestReplacedDiskFencesOldReplicas, not here.
 	{
 		Name: "lost-disk-controller-unfenced", File: "node/disk.go",
 		Original:    "if !r.freshDisk || !peers || !isNewLog(log) || plant.Enabled(plant.LostDiskFenceOff) {",
