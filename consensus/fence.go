@@ -68,7 +68,15 @@ import "math"
 // of answers, and a replaced member's disk takes longer than that to come
 // back. A brand-new group's replicas are never fenced (node/disk.go): with
 // every member empty there is nothing to lose, and a fenced majority would
-// never elect.
+// never elect. Where the application cannot tell a new group from a lost
+// disk (the controller group: node/disk.go), Config.LostLogBootstrapTerm
+// lets the fenced member vote for, and campaign with, a log holding only
+// the group's bootstrap entries: in a group that ever elected a leader,
+// every member that heard from one has a later last term and refuses such
+// a candidate, so the fenced member's vote can only help elect a candidate
+// that a majority of members that never heard from a leader also chose.
+// A member that wins an election under the lost-log fence drops it: its
+// log is the log of the leader it would have waited to hear from.
 
 // lostEntriesContext marks a fenced member's refusal of an append: the
 // leader lowers its record of what the member holds (step_leader.go).
