@@ -194,6 +194,13 @@ type Config struct {
 	// from the application's durable record of it): see fence.go and
 	// RawNode.SetVoteFence. Zero: none.
 	VoteFence VoteFence
+	// LostLogBootstrapTerm, when set, lets a member under the lost-log
+	// fence (LostLog) take part in its group's first election: it grants
+	// a vote to a candidate whose last term is at most this (a log that
+	// holds only the group's bootstrap entries), and campaigns while its
+	// own log is such a log (fence.go). 0: the lost-log fence admits no
+	// candidate and forbids campaigning.
+	LostLogBootstrapTerm uint64
 	// Fresh says this member cannot have acknowledged any leader before
 	// this start (its group was just bootstrapped and has held no
 	// election). Otherwise a member started with CheckQuorum at a term

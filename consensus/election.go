@@ -24,7 +24,7 @@ func (r *raft) defaultCampaign() campaignType {
 
 // hup starts an election if this member may.
 func (r *raft) hup(t campaignType) {
-	if r.state == StateLeader || !r.promotable() || r.fenced() {
+	if r.state == StateLeader || !r.promotable() || r.fenceBlocksCampaign() {
 		return
 	}
 	if r.quietTicks > 0 && t != campaignTransfer {
@@ -120,7 +120,7 @@ func (r *raft) handleVoteRequest(m Message) {
 		upToDate = true
 	}
 	// A fenced member votes as if it still held the log it lost (fence.go).
-	fenceAdmits := !r.fenced() || r.voteFence.admits(m.Index, m.LogTerm)
+	fenceAdmits := r.fenceAdmits(m.Index, m.LogTerm)
 	if !canVote || !upToDate || !fenceAdmits {
 		r.send(Message{To: m.From, Term: r.term, Type: respType, Reject: true})
 		return

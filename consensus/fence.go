@@ -1,5 +1,7 @@
 package consensus
 
+import "math"
+
 // A vote fence protects Raft's safety when a member loses entries it had
 // acknowledged — a checksum caught a flipped bit, or recovery found the log
 // shorter than it was, and the application discarded the damaged entries
@@ -37,6 +39,44 @@ package consensus
 // dropped everything from there on: a leader replaced an uncommitted tail).
 // The second case is what keeps an idle partition from staying fenced when
 // its new leader's log is shorter than the fenced member's old one.
+//
+// A member that lost its whole disk (a broker replaced under the same id:
+// node/disk.go) does not know its old log, nor its term and vote. Its fence
+// is LostLog(): it admits no candidate and does not campaign, whatever its
+// log. It still accepts a leader's entries, and the first heartbeat of a
+// leader L that carries L's log end (lastIndex, lastTerm) — a leader puts
+// it in its heartbeats to a member that told it it lost entries
+// (progress.lostEntries) — turns the fence into VoteFence{lastIndex,
+// lastTerm}: L's log at that moment stands in for the old log, and the
+// rules above apply. Why that is enough: an entry of the old log can be or
+// become committed only if it is in L's log then. An entry committed
+// before is in L's log (Leader Completeness: every vote that elected L came
+// from a member that kept what it acknowledged, since this member cast
+// none after its loss); an entry the old log held from L itself is in L's
+// log (L wrote it before this member acknowledged it); any other entry of
+// the old log that is not in L's log can only be committed by a leader of
+// a later term, which counts acknowledgements of its own term, not the
+// ones this member gave before the loss. Until the fence lifts, this
+// member's vote goes only to a candidate at least as up to date as L's log
+// was, so such a candidate holds every entry of the old log that counts.
+//
+// What this assumes: L is the leader of the latest term any member that
+// voted with this one before its loss reached — not a leader deposed
+// without knowing it, which would have this member (its term forgotten)
+// acknowledge entries of a stale term. Check-quorum bounds that window: a
+// deposed leader steps down within an election timeout of its last quorum
+// of answers, and a replaced member's disk takes longer than that to come
+// back. A brand-new group's replicas are never fenced (node/disk.go): with
+// every member empty there is nothing to lose, and a fenced majority would
+// never elect. Where the application cannot tell a new group from a lost
+// disk (the controller group: node/disk.go), Config.LostLogBootstrapTerm
+// lets the fenced member vote for, and campaign with, a log holding only
+// the group's bootstrap entries: in a group that ever elected a leader,
+// every member that heard from one has a later last term and refuses such
+// a candidate, so the fenced member's vote can only help elect a candidate
+// that a majority of members that never heard from a leader also chose.
+// A member that wins an election under the lost-log fence drops it: its
+// log is the log of the leader it would have waited to hear from.
 
 // lostEntriesContext marks a fenced member's refusal of an append: the
 // leader lowers its record of what the member holds (step_leader.go).
@@ -56,6 +96,14 @@ const lostEntriesContext = "LostEntries"
 type VoteFence struct {
 	Index, Term uint64
 }
+
+// LostLog is the fence of a member that lost its whole log and hard state:
+// it admits no candidate and never lifts by itself; the first heartbeat of
+// a leader that carries the leader's log end replaces it (see above).
+func LostLog() VoteFence { return VoteFence{Index: math.MaxUint64, Term: math.MaxUint64} }
+
+// IsLostLog reports whether f is LostLog().
+func (f VoteFence) IsLostLog() bool { return f == LostLog() }
 
 // IsZero reports whether f is no fence.
 func (f VoteFence) IsZero() bool { return f == VoteFence{} }
@@ -91,6 +139,44 @@ func (r *raft) fenced() bool {
 	return true
 }
 
+// learnLeaderLog turns a lost-log fence into the fence of the log the
+// leader of m (a heartbeat carrying its log end) holds now.
+func (r *raft) learnLeaderLog(m Message) {
+	if !r.voteFence.IsLostLog() || m.Index == 0 {
+		return
+	}
+	r.voteFence = VoteFence{Index: m.Index, Term: m.LogTerm}
+	r.leaderLogFence = r.voteFence
+}
+
+// bootstrapOnly reports whether a log whose last term is term holds only
+// bootstrap entries, for a member under the lost-log fence that may take
+// part in a first election (Config.LostLogBootstrapTerm).
+func (r *raft) bootstrapOnly(term uint64) bool {
+	return r.lostLogBootstrapTerm > 0 && term <= r.lostLogBootstrapTerm && r.voteFence.IsLostLog()
+}
+
+// fenceAdmits reports whether the fence lets this member vote for a
+// candidate whose log ends at (index, term).
+func (r *raft) fenceAdmits(index, term uint64) bool {
+	return !r.fenced() || r.voteFence.admits(index, term) || r.bootstrapOnly(term)
+}
+
+// fenceBlocksCampaign reports whether the fence keeps this member from
+// campaigning.
+func (r *raft) fenceBlocksCampaign() bool {
+	return r.fenced() && !r.bootstrapOnly(r.log.lastTerm())
+}
+
+// leadLiftsLostLog: a member that wins an election under the lost-log
+// fence holds the log of the leader it would have waited to hear from.
+func (r *raft) leadLiftsLostLog() {
+	if r.voteFence.IsLostLog() {
+		r.voteFence = VoteFence{Index: r.log.lastIndex(), Term: r.log.lastTerm()}
+		r.leaderLogFence = r.voteFence
+	}
+}
+
 // SetVoteFence records that this member lost entries of the log f bounds:
 // until the fence lifts, it votes only for candidates at least as up to date
 // as f and does not campaign. A fence already set is merged with f. The
@@ -110,3 +196,9 @@ func (rn *RawNode) VoteFence() VoteFence {
 	rn.raft.fenced()
 	return rn.raft.voteFence
 }
+
+// LeaderLogFence returns the fence a lost-log fence turned into on the
+// first heartbeat that carried a leader's log end (zero until then). The
+// application records it in place of its durable lost-log fence, so that
+// the durable record can be dropped once the durable log lifts it.
+func (rn *RawNode) LeaderLogFence() VoteFence { return rn.raft.leaderLogFence }

@@ -121,7 +121,8 @@ func (h *Host) Enqueue(g GroupID, msgs []Message) {
 			h.queues[m.To] = q
 		}
 		switch {
-		case m.Type == MsgHeartbeat && len(m.Context) == 0:
+		case m.Type == MsgHeartbeat && len(m.Context) == 0 && m.Index == 0:
+			// (One that carries the leader's log end, fence.go, goes whole.)
 			q.beats = append(q.beats, coalescedBeat{group: g, term: m.Term, commit: m.Commit})
 		case m.Type == MsgHeartbeatResp && len(m.Context) == 0:
 			q.beatResps = append(q.beatResps, coalescedBeat{group: g, term: m.Term})

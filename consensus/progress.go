@@ -49,6 +49,11 @@ type progress struct {
 	sentCommit uint64
 	inflights  *inflights
 	isLearner  bool
+	// lostEntries: the member told us it lost entries (a fenced refusal);
+	// our heartbeats to it carry our log end until it matches it.
+	lostEntries bool
+	// logEndSent is the log end the last such heartbeat carried.
+	logEndSent uint64
 }
 
 func (pr *progress) resetState(state ProgressState) {

@@ -16,6 +16,10 @@ type raft struct {
 	// entries (see fence.go): until it lifts, the member votes only for
 	// candidates at least as up to date as it, and does not campaign.
 	voteFence VoteFence
+	// leaderLogFence is what a lost-log fence became (fence.go), zero if none.
+	leaderLogFence VoteFence
+	// lostLogBootstrapTerm: Config.LostLogBootstrapTerm.
+	lostLogBootstrapTerm uint64
 	// term and vote are the persistent state; vote is 0 or the member we
 	// voted for in term.
 	term uint64
@@ -112,20 +116,21 @@ func newRaft(c Config) (*raft, error) {
 		return nil, err
 	}
 	r := &raft{
-		id:                  c.ID,
-		log:                 log,
-		trk:                 newTracker(cs),
-		electionTicks:       c.ElectionTicks,
-		heartbeatTicks:      c.HeartbeatTicks,
-		checkQuorum:         c.CheckQuorum,
-		preVote:             c.PreVote,
-		maxMsgBytes:         c.MaxSizePerMsg,
-		maxUncommittedBytes: c.MaxUncommittedEntriesBytes,
-		maxInflightMsgs:     c.MaxInflightMsgs,
-		maxInflightBytes:    c.MaxInflightBytes,
-		rand:                c.Rand,
-		voteFence:           c.VoteFence,
-		readOnly:            newReadOnly(),
+		id:                   c.ID,
+		log:                  log,
+		trk:                  newTracker(cs),
+		electionTicks:        c.ElectionTicks,
+		heartbeatTicks:       c.HeartbeatTicks,
+		checkQuorum:          c.CheckQuorum,
+		preVote:              c.PreVote,
+		maxMsgBytes:          c.MaxSizePerMsg,
+		maxUncommittedBytes:  c.MaxUncommittedEntriesBytes,
+		maxInflightMsgs:      c.MaxInflightMsgs,
+		maxInflightBytes:     c.MaxInflightBytes,
+		rand:                 c.Rand,
+		voteFence:            c.VoteFence,
+		lostLogBootstrapTerm: c.LostLogBootstrapTerm,
+		readOnly:             newReadOnly(),
 	}
 	if r.maxInflightMsgs == 0 {
 		r.maxInflightMsgs = defaultMaxInflightMsgs
@@ -264,6 +269,7 @@ func (r *raft) becomeLeader() {
 	r.reset(r.term)
 	r.lead = r.id
 	r.state = StateLeader
+	r.leadLiftsLostLog()
 	if pr := r.trk.progress[r.id]; pr != nil {
 		pr.becomeReplicate()
 		pr.recentActive = true

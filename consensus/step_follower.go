@@ -64,6 +64,7 @@ func (r *raft) handleAppend(m Message) {
 // that lost entries it acknowledged (a disk cut its log back) holds less
 // than the leader knows: it commits only what it holds.
 func (r *raft) handleHeartbeat(m Message) {
+	r.learnLeaderLog(m)
 	r.log.commitTo(min(m.Commit, r.log.lastIndex()))
 	// A heartbeat's commit is at most what the leader counts as ours
 	// (sendHeartbeat), so one past our log end means we lost entries we

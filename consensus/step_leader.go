@@ -35,6 +35,10 @@ func (r *raft) handleAppendReject(m Message, pr *progress) {
 	if m.LogTerm > 0 {
 		next, _ = r.log.findConflictByTerm(m.RejectHint, m.LogTerm)
 	}
+	if string(m.Context) == lostEntriesContext {
+		// Its heartbeats carry our log end from now on (fence.go).
+		pr.lostEntries = true
+	}
 	if string(m.Context) == lostEntriesContext && pr.match > next {
 		// A fenced member (fence.go) lost entries we had counted as
 		// matched. Lowering match is safe: commit never goes back, and a
@@ -56,6 +60,11 @@ func (r *raft) handleAppendReject(m Message, pr *progress) {
 func (r *raft) handleAppendAck(m Message, pr *progress) {
 	if !pr.maybeUpdate(m.Index) && !(pr.match == m.Index && pr.state == ProgressProbe) {
 		return // old news
+	}
+	if pr.lostEntries && pr.logEndSent > 0 && pr.match >= pr.logEndSent {
+		// It holds the log end we sent it: its fence, if that heartbeat
+		// reached it, is lifted; if not, its next refusal says so.
+		pr.lostEntries, pr.logEndSent = false, 0
 	}
 	switch {
 	case pr.state == ProgressProbe:
@@ -227,7 +236,14 @@ func (r *raft) sendHeartbeat(to uint64, ctx []byte) {
 	pr := r.trk.progress[to]
 	commit := min(pr.match, r.log.committed)
 	pr.sentCommit = max(pr.sentCommit, commit)
-	r.send(Message{To: to, Type: MsgHeartbeat, Commit: commit, Context: ctx})
+	m := Message{To: to, Type: MsgHeartbeat, Commit: commit, Context: ctx}
+	if pr.lostEntries {
+		// A member that lost its log learns what it must catch up to
+		// before it may vote again (fence.go).
+		m.Index, m.LogTerm = r.log.lastIndex(), r.log.lastTerm()
+		pr.logEndSent = m.Index
+	}
+	r.send(m)
 }
 
 // propose appends one entry on a leader.

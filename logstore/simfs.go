@@ -463,6 +463,16 @@ func (f *SimFS) CrashWith(mode CrashMode) {
 	f.resolveLies(lost) // outside the lock: it asks the simulator
 }
 
+// Wipe empties the FS, durable state and all, as a disk replaced by a new
+// one: the root directory stays, nothing else. Call it on a crashed FS
+// (open Files of the old disk are dead).
+func (f *SimFS) Wipe() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.root = newDirNode()
+	f.lostLies = nil
+}
+
 // keepCount draws how many of n pending operations survive.
 func (f *SimFS) keepCount(n int, mode CrashMode) int {
 	switch mode {

@@ -234,6 +234,13 @@ func (r *Reactor) openSome(unopened []placedHere) {
 	if len(unopened) == 0 {
 		return
 	}
+	if r.diskPending() {
+		// This broker's disk was replaced and its registration is not
+		// applied yet: it cannot tell which groups predate it (disk.go).
+		// Applying the registration reconciles again.
+		r.ctl.dirty = true
+		return
+	}
 	if r.syncing {
 		// Opening costs fsyncs of its own: wait until this broker's round
 		// is done (syncDone opens the next batch), so that the fsyncs

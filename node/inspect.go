@@ -43,8 +43,11 @@ type ReplicaView struct {
 	// record (zero if none). DurableIndex is the log's last durable index
 	// (logstore.Log.DurableIndex): entries up to it survive a crash and may
 	// have been acknowledged.
-	Fenced       bool
-	Fence        consensus.VoteFence
+	Fenced bool
+	Fence  consensus.VoteFence
+	// OpenFence is the vote fence the replica was last opened with (zero
+	// if none), lifted since or not.
+	OpenFence    consensus.VoteFence
 	DurableIndex uint64
 	// DurableAgreed is DurableIndex cut back below any durable entry Raft
 	// has already replaced in memory (replica.DurableAgreedIndex): what
@@ -120,6 +123,7 @@ func (in *Inspector) Inspect(r *Reactor, dst []ReplicaView, full bool) []Replica
 		out = append(out, viewOf(r.ctl.rep))
 		v := &out[len(out)-1]
 		v.Fenced, v.Fence = r.fenced(v.Group), r.fenceOfGroup(v.Group)
+		v.OpenFence = r.openFenceOf(v.Group)
 		v.Name, v.HighWatermark = "controller", -1
 	}
 	in.groups = in.groups[:0]
@@ -160,6 +164,7 @@ func (in *Inspector) RefreshView(r *Reactor, i int, v *ReplicaView) {
 func (r *Reactor) partitionView(p *partition.Partition, v *ReplicaView, full bool) {
 	g := v.Group
 	v.Fenced, v.Fence = r.fenced(g), r.fenceOfGroup(g)
+	v.OpenFence = r.openFenceOf(g)
 	v.HighWatermark = p.HighWatermark()
 	if s, ok := r.local[g]; ok {
 		v.Opening, v.LeaseTerm = s.opening, s.lease.term
@@ -251,6 +256,14 @@ func (r *Reactor) committedHash(group, lo, hi uint64, data bool) (uint64, error)
 func (r *Reactor) fenced(g uint64) bool {
 	s, ok := r.local[g]
 	return ok && s != nil && !s.fence.IsZero()
+}
+
+// openFenceOf is the vote fence group g's replica was last opened with.
+func (r *Reactor) openFenceOf(g uint64) consensus.VoteFence {
+	if s, ok := r.local[g]; ok && s != nil {
+		return s.openFence
+	}
+	return consensus.VoteFence{}
 }
 
 // fenceOfGroup is group g's durable vote fence record, zero if none.

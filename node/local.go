@@ -19,6 +19,7 @@ type groupState struct {
 	isr        isrMarks      // the leader's record of its voters catching up (isr.go)
 
 	fence        consensus.VoteFence // the vote fence in force, zero if none (repair.go)
+	openFence    consensus.VoteFence // the vote fence the replica was last opened with
 	unrepairable bool                // damaged with no peer to repair from, reported (repair.go)
 
 	settingReplicas bool // a SetReplicas report is in flight (reassign.go)

@@ -25,6 +25,10 @@ type Reactor struct {
 	cfg  Config
 	env  Env
 	self uint64
+	// diskID identifies the data directory (disk.go); freshDisk says this
+	// start formatted it.
+	diskID    string
+	freshDisk bool
 
 	host *consensus.Host
 	ctl  *ctlGroup
@@ -124,6 +128,9 @@ func (r *Reactor) Start() error {
 				res.SetPeer(netx.NodeID(p.ID), p.RaftAddr)
 			}
 		}
+	}
+	if err := r.loadDiskID(); err != nil {
+		return err
 	}
 	if err := r.openController(); err != nil {
 		return err

@@ -248,6 +248,12 @@ func (r *Reactor) liftFences() {
 			continue
 		}
 		f := r.local[g].fence
+		if f.IsLostLog() {
+			if r.leaderLogFence(g, dir, rep.LeaderLogFence()) {
+				continue
+			}
+			f = r.local[g].fence
+		}
 		durable := rep.DurableIndex()
 		term, err := rep.Term(durable)
 		// Raft lifts its own copy of the fence (by index or by term); the

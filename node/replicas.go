@@ -96,6 +96,12 @@ func (r *Reactor) openController() error {
 	if rec.EntriesCut > 0 {
 		r.env.Logf("node %d: controller log recovery cut %d entries: %s", r.self, rec.EntriesCut, rec.Reason)
 	}
+	// A single-node cluster has nobody to get lost entries back from.
+	peers := len(r.cfg.Peers) > 1 || r.cfg.Join != ""
+	if err := r.fenceNewController(dir, log, peers); err != nil {
+		_ = log.Close()
+		return err
+	}
 	if r.isInitialVoter() {
 		if err := bootstrap(log, r.initialVoters()); err != nil {
 			_ = log.Close()
@@ -103,8 +109,7 @@ func (r *Reactor) openController() error {
 		}
 	}
 	rc := r.raftConfig(log)
-	// A single-node cluster has nobody to get lost entries back from.
-	peers := len(r.cfg.Peers) > 1 || r.cfg.Join != ""
+	rc.LostLogBootstrapTerm = bootstrapTerm
 	if err := r.fenceOnOpen(controller.ControllerGroup, "the controller", dir, log, rec, peers, &rc); err != nil {
 		_ = log.Close()
 		return err
@@ -181,6 +186,14 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	} else if restored != (tombstone{}) {
 		r.env.Logf("node %d: %s-%d placed here again: starts from its tombstone %+v", r.self, t.Name, p.Index, restored)
 	}
+	// (A single replica has nobody to get lost entries back from, and a
+	// fence would only keep it from ever leading again.)
+	name := fmt.Sprintf("%s-%d", t.Name, p.Index)
+	dir := partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group)
+	if err := r.fenceLostDisk(p.Group, name, dir, log, len(p.Replicas) > 1); err != nil {
+		_ = log.Close()
+		return err
+	}
 	if p.Target == nil && slices.Contains(p.Replicas, int32(r.self)) && !r.everHadConf(p) {
 		voters := make([]uint64, len(p.Replicas))
 		for i, id := range p.Replicas {
@@ -198,10 +211,6 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	if firstElection && rank > 0 {
 		rc.ElectionDelayTicks = rank * r.cfg.ElectionTicks
 	}
-	dir := partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group)
-	// (A single replica has nobody to get lost entries back from, and a
-	// fence would only keep it from ever leading again.)
-	name := fmt.Sprintf("%s-%d", t.Name, p.Index)
 	if err := r.fenceOnOpen(p.Group, name, dir, log, rec, len(p.Replicas) > 1, &rc); err != nil {
 		_ = log.Close()
 		return err
@@ -317,6 +326,7 @@ func (r *Reactor) fenceOnOpen(g uint64, name, dir string, log *logstore.Log, rec
 		rc.VoteFence = f
 		r.group(g).fence = f
 	}
+	r.group(g).openFence = f
 	return nil
 }
 

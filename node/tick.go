@@ -136,10 +136,11 @@ func (r *Reactor) ensureRegistered() {
 	}
 	want := controller.Broker{
 		ID: int32(r.self), KafkaHost: r.cfg.KafkaHost, KafkaPort: r.cfg.KafkaPort,
-		RaftAddr: r.cfg.RaftAddr, Rack: r.cfg.Rack, Listeners: r.cfg.Listeners,
+		RaftAddr: r.cfg.RaftAddr, Rack: r.cfg.Rack, Listeners: r.cfg.Listeners, DiskID: r.diskID,
 	}
 	if b, ok := r.ctl.state.Brokers[want.ID]; ok {
 		want.Decommissioned = b.Decommissioned
+		want.FenceBelow = b.FenceBelow
 		if b.Equal(&want) {
 			return
 		}

@@ -17,6 +17,7 @@ import (
 //	go test ./sim -run '^TestSim$' -seeds 2000      more seeds
 //	go test ./sim -run '^TestSim$' -seed 42 -v      replay one seed
 //	go test ./sim -run '^TestSim$' -corrupt         disk corruption in every seed
+//	go test ./sim -run '^TestSim$' -replace-disk    disk-loss replacement in every seed
 //	go test ./sim -run '^TestSim$' -reassign        membership changes in every seed
 //	go test ./sim -run '^TestSim$' -long -seeds 20  long seeds (60-600 s simulated each)
 //
@@ -26,10 +27,11 @@ import (
 const simSeedsDefault = 200
 
 var (
-	corruptFlag  = flag.Bool("corrupt", false, "TestSim: force disk corruption (of a minority of each group) on in every seed")
-	reassignFlag = flag.Bool("reassign", false, "TestSim: force membership changes (reassignment, decommission) on in every seed; by default about half the seeds draw them")
-	longFlag     = flag.Bool("long", false, "TestSim: long seeds, a safety phase of 60 to 600 simulated seconds each")
-	lyingFlag    = flag.Bool("lying", false, "TestSim: force the lying fsync (one node, within the damage budget) on in every seed; by default about 40% of the seeds draw it (faults_more.go)")
+	corruptFlag     = flag.Bool("corrupt", false, "TestSim: force disk corruption (of a minority of each group) on in every seed")
+	reassignFlag    = flag.Bool("reassign", false, "TestSim: force membership changes (reassignment, decommission) on in every seed; by default about half the seeds draw them")
+	longFlag        = flag.Bool("long", false, "TestSim: long seeds, a safety phase of 60 to 600 simulated seconds each")
+	replaceDiskFlag = flag.Bool("replace-disk", false, "TestSim: the disk-loss replacement fault on in every seed (no seed draws it by default; replacedisk.go)")
+	lyingFlag       = flag.Bool("lying", false, "TestSim: force the lying fsync (one node, within the damage budget) on in every seed; by default about 40% of the seeds draw it (faults_more.go)")
 )
 
 // regressionSeeds are seeds that once found a bug, named after it. They
@@ -75,6 +77,9 @@ func simOptions(seed int64) Options {
 	}
 	if *reassignFlag {
 		o = o.WithReassign()
+	}
+	if *replaceDiskFlag {
+		o = o.WithReplaceDisk()
 	}
 	if *longFlag {
 		o = o.WithLong()

@@ -111,6 +111,9 @@ type memberSeen struct {
 	commit, last            uint64
 	durIdx                  uint64 // durable and agreeing with Raft's log (ReplicaView.DurableAgreed)
 	durTerm, durVote, durCo uint64
+	// wiped: the node's disk was replaced since (replacedisk.go): its
+	// next look is a new member's, held to heldAfterRestart only.
+	wiped bool
 	// retention and compaction (retention.go)
 	first                     uint64
 	segRemoved, cleanerPasses int64
@@ -347,13 +350,19 @@ func (iv *invariants) member(id netx.NodeID, inc uint64, v node.ReplicaView) {
 	k := nodeGroup{id, g}
 	prev, ok := iv.seen[k]
 	iv.r.coverView(prev, ok, v, inc)
-	iv.r.retentionInvariants(id, inc, prev, ok, v)
+	iv.r.retentionInvariants(id, inc, prev, ok && !prev.wiped, v)
 	iv.r.leaseInvariant(id, inc, v)
 	now := memberSeen{inc: inc, opening: v.Opening, term: v.Term, leader: v.Leader, damaged: v.Damaged, commit: v.Commit, last: v.LastIndex, durIdx: v.DurableAgreed, durTerm: v.DurableTerm, durVote: v.DurableVote, durCo: v.DurableCommit,
 		first: v.FirstIndex, segRemoved: v.SegmentsRemoved, cleanerPasses: v.CleanerPasses}
 	iv.seen[k] = now
 	if ok && prev.inc != inc && !iv.r.nem.more.lies(id) {
 		iv.heldAfterRestart(id, inc, prev, v)
+	}
+	if ok && prev.wiped {
+		iv.openedFencedAfterWipe(id, inc, prev, v)
+	}
+	if prev.wiped {
+		return // nothing durable carries over a replaced disk
 	}
 	if !ok || v.Damaged || iv.damaged[id] {
 		return
@@ -524,6 +533,31 @@ func (iv *invariants) deposedReads(h history.History) {
 	if n > 0 {
 		iv.fail("read-from-deposed-leader", "%d reads answered by a leader a later-epoch leader had replaced (first: %s)", n, first)
 	}
+}
+
+// diskReplaced: node id's disk was wiped (replacedisk.go). What each of its
+// members held is still what heldAfterRestart holds its next look to; the
+// other durable checks no longer apply to it.
+func (iv *invariants) diskReplaced(id netx.NodeID) {
+	for k, s := range iv.seen { //floe:unordered marks every entry of one node
+		if k.node == id {
+			s.wiped = true
+			iv.seen[k] = s
+		}
+	}
+}
+
+// openedFencedAfterWipe checks a member at its first look after its disk
+// was replaced: it must have been opened with a fence over the entries
+// it held durably and knew committed on the lost disk, whether or not it
+// has caught up (and lifted the fence) by the time of the look.
+func (iv *invariants) openedFencedAfterWipe(id netx.NodeID, inc uint64, prev memberSeen, v node.ReplicaView) {
+	held := min(prev.commit, prev.durIdx)
+	if held == 0 || held <= v.OpenFence.Index {
+		return
+	}
+	iv.fail("acknowledged-entries-unfenced", "n%d.%d group %d opened on a replaced disk with vote fence %v; n%d.%d held entries to %d durably and knew them committed",
+		id, inc, v.Group, v.OpenFence, id, prev.inc, held)
 }
 
 // heldAfterRestart checks a member at its first look after a restart: the

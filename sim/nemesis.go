@@ -74,6 +74,7 @@ func (n *nemesis) kinds() []faultKind {
 		{"clock", n.o.Clock, n.clock},
 		{"transfer", n.o.Transfer, n.transfer},
 		{"corrupt", n.o.Corrupt, n.corrupt},
+		{"replace-disk", n.o.ReplaceDisk, n.replaceDisk},
 		{"reassign", n.o.Reassign, n.reassign},
 		{"decommission", n.decommissionRate(), n.decommission},
 	}, n.more.kinds()...)

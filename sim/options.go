@@ -127,6 +127,9 @@ type FaultOptions struct {
 	Reassign  float64 // move a partition to another replica set (membership change)
 	Corrupt   float64 // flip bits in or truncate a file of a down node (a minority of each group)
 	Voters    float64 // add or remove a controller voter (voters.go)
+	// ReplaceDisk wipes a node's whole disk and restarts it under the same
+	// id (replacedisk.go; opt-in, no seed draws it).
+	ReplaceDisk float64
 	// Aim is the chance a process fault or isolation targets a partition
 	// leader or the controller instead of a random node.
 	Aim float64
@@ -275,6 +278,9 @@ func (o Options) String() string {
 		f.Link.DropProb, f.Link.DupProb, f.Link.ReorderProb, f.Link.DelayMin, f.Link.DelayMax, f.SyncFailProb, f.WriteFailProb, f.Buggify)
 	fmt.Fprintf(&b, "\n%s; lease-margin=%.2f heartbeat=%dt offsets-partitions=%d segment=%d fetch=%d",
 		f.More, o.Broker.LeaseMargin, o.Broker.HeartbeatTicks, o.Broker.OffsetsPartitions, o.Knobs.SegmentBytes, o.Knobs.FetchBytes)
+	if f.ReplaceDisk > 0 {
+		fmt.Fprintf(&b, "\ndisk replacements/s: %.2f", f.ReplaceDisk)
+	}
 	if o.Share.Consumers > 0 {
 		fmt.Fprintf(&b, "\nshare: consumers=%d delivery-limit=%d lock=%v", o.Share.Consumers, o.Share.DeliveryLimit, o.Share.Lock)
 	}

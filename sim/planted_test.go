@@ -47,7 +47,11 @@ func TestPlantedBugNoGenerationFence(t *testing.T) { catchPlanted(t, plant.NoGen
 // catchPlanted plants bug and runs seeds 1, 2, ... two at a time until one
 // fails a checker. Seeds run in order within each pair, so the verdict is
 // the same on every machine.
-func catchPlanted(t *testing.T, bug string) {
+func catchPlanted(t *testing.T, bug string) { catchPlantedWith(t, bug, nil) }
+
+// catchPlantedWith is catchPlanted with each seed's options changed by
+// with (an opt-in fault turned on).
+func catchPlantedWith(t *testing.T, bug string, with func(Options) Options) {
 	plant.Reset()
 	plant.Set(bug)
 	defer plant.Reset()
@@ -63,7 +67,11 @@ func catchPlanted(t *testing.T, bug string) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[i] = Run(ChooseOptions(seed))
+				o := ChooseOptions(seed)
+				if with != nil {
+					o = with(o)
+				}
+				results[i] = Run(o)
 			}()
 		}
 		wg.Wait()

@@ -84,6 +84,9 @@ func (res *Result) ReplayCommands() string {
 	if res.Options.Faults.Corrupt != ChooseOptions(res.Options.Seed).Faults.Corrupt {
 		test, cli = test+" -corrupt", cli+" --corrupt" // forced on, not the seed's own draw
 	}
+	if res.Options.Faults.ReplaceDisk > 0 {
+		test, cli = test+" -replace-disk", cli+" --replace-disk"
+	}
 	if res.Options.Faults.Reassign != ChooseOptions(res.Options.Seed).Faults.Reassign {
 		test, cli = test+" -reassign", cli+" --reassign"
 	}
@@ -190,10 +193,12 @@ type run struct {
 	fencedViews, snapshotViews int
 
 	corruptedFiles []string
-	violations     []string
-	knownSeen      []string
-	notes          []string
-	stats          RunStats
+	// replacedDisks counts the disks the replace-disk fault wiped.
+	replacedDisks int
+	violations    []string
+	knownSeen     []string
+	notes         []string
+	stats         RunStats
 }
 
 // eventsMax bounds a run's events, and sameInstantMax the events at one

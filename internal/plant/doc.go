@@ -62,6 +62,8 @@
 //	                              before its own term's first entry is applied
 //	voter-ack-before-commit       a controller voter change is answered once
 //	                              proposed, not once committed and applied
+//	lost-disk-fence-off           a broker restarted on a new disk under its
+//	                              old id opens its replicas unfenced
 package plant
 
 // Bug names.
@@ -122,4 +124,7 @@ const (
 	ConfBeforeOwnTerm = "raft-conf-before-own-term"
 	// VoterAckBeforeCommit: node/voters.go.
 	VoterAckBeforeCommit = "voter-ack-before-commit"
+	// LostDiskFenceOff: node/disk.go (a broker whose disk was replaced
+	// opens its replicas without the lost-log fence).
+	LostDiskFenceOff = "lost-disk-fence-off"
 )

@@ -142,8 +142,18 @@ func (s *State) Apply(c *Command) Result {
 			return Result{Err: kerr.InvalidRequest}
 		}
 		b.Listeners = slices.Clone(b.Listeners)
+		b.FenceBelow = 0
 		if old, ok := s.Brokers[b.ID]; ok {
 			b.Decommissioned = old.Decommissioned
+			b.FenceBelow = old.FenceBelow
+			switch {
+			case b.DiskID == "":
+				b.DiskID = old.DiskID // a broker from before disk ids
+			case old.DiskID != "" && old.DiskID != b.DiskID:
+				// The broker's disk was replaced: every group that exists
+				// now may have had it as a voter (node/disk.go).
+				b.FenceBelow = s.NextGroup
+			}
 		}
 		s.Brokers[b.ID] = &b
 	case c.Decommission != nil:

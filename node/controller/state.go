@@ -25,6 +25,14 @@ type Broker struct {
 	// Decommissioned brokers get no new replicas and leave Metadata once
 	// they hold none.
 	Decommissioned bool `json:"decommissioned,omitempty"`
+	// DiskID is the disk id of the data directory the broker last
+	// registered with (node/disk.go); empty for a broker from before disk
+	// ids.
+	DiskID string `json:"disk_id,omitempty"`
+	// FenceBelow, set when the broker registered with a new disk id after
+	// an old one, is the next partition group id at that moment: the
+	// broker's replicas of groups below it start fenced (node/disk.go).
+	FenceBelow uint64 `json:"fence_below,omitempty"`
 }
 
 // Endpoint is one listener's advertised address.
@@ -53,7 +61,8 @@ func (b *Broker) Address(listener string) (host string, port int32, ok bool) {
 // Equal reports whether two registrations are the same.
 func (b *Broker) Equal(o *Broker) bool {
 	return b.ID == o.ID && b.KafkaHost == o.KafkaHost && b.KafkaPort == o.KafkaPort && b.RaftAddr == o.RaftAddr &&
-		b.Rack == o.Rack && b.Decommissioned == o.Decommissioned && slices.Equal(b.Listeners, o.Listeners)
+		b.Rack == o.Rack && b.Decommissioned == o.Decommissioned && slices.Equal(b.Listeners, o.Listeners) &&
+		b.DiskID == o.DiskID && b.FenceBelow == o.FenceBelow
 }
 
 // Partition is one partition's placement and last reported leader.

@@ -65,6 +65,10 @@ func (r *Replica) BasicStatus() consensus.Status { return r.raft.BasicStatus() }
 // VoteFence is the vote fence Raft still holds (zero once lifted).
 func (r *Replica) VoteFence() consensus.VoteFence { return r.raft.VoteFence() }
 
+// LeaderLogFence is what a lost-log fence became in Raft (zero until a
+// leader told its log end): consensus.RawNode.LeaderLogFence.
+func (r *Replica) LeaderLogFence() consensus.VoteFence { return r.raft.LeaderLogFence() }
+
 // FirstIndex is the first log index held (after the snapshot point).
 func (r *Replica) FirstIndex() uint64 { return r.log.FirstIndex() }
 

@@ -55,6 +55,22 @@ func (w *World) Stop(id netx.NodeID) {
 	h.down()
 }
 
+// ReplaceDisk crashes node id (if up), empties its disk as if it had been
+// replaced by a new one, and boots it again under the same id: a broker
+// whose disk was lost, restarted on an empty data directory.
+func (w *World) ReplaceDisk(id netx.NodeID) {
+	h := w.faultTarget("replace-disk", id)
+	if h == nil {
+		return
+	}
+	if h.up {
+		w.CrashWith(id, logstore.CrashLoseAll)
+	}
+	w.Tracef("fault replace-disk n%d", id)
+	h.fs.Wipe()
+	h.boot()
+}
+
 // Restart boots a new incarnation of node id on the same FS and clock. A
 // node that is up is crashed first (kill -9 and start again).
 func (w *World) Restart(id netx.NodeID) {

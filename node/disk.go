@@ -1,0 +1,163 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/internal/plant"
+	"github.com/floe-broker/floe/logstore"
+)
+
+// Disk identity: fencing a broker whose disk was replaced.
+//
+// A broker restarted on an empty data directory under its old id is, for
+// every Raft group it was a voter of, a member that forgot its log, its
+// term and its vote. Voting like a new member, it could elect a candidate
+// lacking entries it had acknowledged and so lose committed data
+// (consensus/fence.go; Alagappan et al., FAST'18; KIP-853's directory id).
+//
+// Each data directory gets a random disk id when it is formatted (the file
+// disk.id, from the reactor's seeded randomness). The broker registers it
+// with the controller, which records the last disk id of every broker
+// (controller.Broker.DiskID, in the replicated metadata and its snapshots).
+// A registration that brings a different disk id than the recorded one
+// marks the broker replaced: the controller records FenceBelow, its next
+// partition group id, so every group that existed then (group ids only
+// grow) may have had this broker as a voter on its old disk.
+//
+// On this broker, a replica of a group below FenceBelow that it opens with
+// nothing on disk (no log, no hard state, no tombstone) starts with the
+// lost-log fence, made durable first: it neither votes nor campaigns until
+// a leader told it its log end and it has caught up to it. Groups created
+// after the replacement start unfenced: all their replicas are new, which
+// is a bootstrap, not a loss. While the metadata this broker has applied
+// still shows another disk id for it (its registration is not applied
+// yet), it opens no replica with nothing on disk: it cannot yet tell which
+// groups predate it. A replica with no peer (one replica) is not fenced:
+// nobody could lift the fence, and its data is gone either way.
+//
+// Not covered: the controller group itself (see docs/architecture.md).
+
+// diskIDFile holds the data directory's disk id.
+const diskIDFile = "disk.id"
+
+// loadDiskID reads the data directory's disk id, or makes one (a new
+// directory, or one from before disk ids) and makes it durable.
+func (r *Reactor) loadDiskID() error {
+	name := path.Join(r.cfg.DataDir, diskIDFile)
+	b, err := logstore.ReadWholeFile(r.env.FS, name)
+	switch {
+	case err == nil && validDiskID(string(b)):
+		r.diskID = string(b)
+		return nil
+	case err == nil:
+		// Damaged: a new id. The controller then takes this disk for a
+		// replacement, which only fences replicas opened new from now on.
+		r.env.Logf("node %d: %s holds %q, not a disk id: making a new one", r.self, name, b)
+	case !errors.Is(err, logstore.ErrNotExist):
+		return fmt.Errorf("node: disk id: %w", err)
+	}
+	if _, err := r.env.FS.List(r.controllerDir()); err != nil {
+		r.freshDisk = true // no controller log either: a new data directory
+	}
+	id := fmt.Sprintf("%016x%016x", r.env.Rand.Uint64(), r.env.Rand.Uint64())
+	if err := logstore.WriteFileAtomic(r.env.FS, r.cfg.DataDir, diskIDFile, []byte(id)); err != nil {
+		return fmt.Errorf("node: disk id: %w", err)
+	}
+	r.diskID = id
+	r.env.Logf("node %d: data directory formatted with disk id %s", r.self, id)
+	return nil
+}
+
+func validDiskID(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// DiskID returns this broker's disk id.
+func (r *Reactor) DiskID() string { return r.diskID }
+
+// diskPending reports whether the metadata applied here records another
+// disk id for this broker: it was replaced and its registration is not
+// applied yet.
+func (r *Reactor) diskPending() bool {
+	b, ok := r.ctl.state.Brokers[int32(r.self)]
+	return ok && b.DiskID != "" && b.DiskID != r.diskID
+}
+
+// lostOnOldDisk reports whether group g may have had this broker as a
+// voter on a disk it no longer has.
+func (r *Reactor) lostOnOldDisk(g uint64) bool {
+	if plant.Enabled(plant.LostDiskFenceOff) {
+		return false
+	}
+	b, ok := r.ctl.state.Brokers[int32(r.self)]
+	if !ok || b.DiskID == "" {
+		return false
+	}
+	return b.DiskID != r.diskID || g < b.FenceBelow
+}
+
+// isNewLog reports whether log holds nothing at all: no entry, snapshot or
+// hard state.
+func isNewLog(log *logstore.Log) bool {
+	return log.LastIndex() == 0 && log.Snapshot().Index == 0 && log.HardState() == (logstore.HardState{})
+}
+
+// fenceLostDisk makes the lost-log fence of group g's new replica durable
+// in dir when the group may have had this broker as a voter on its old
+// disk; fenceOnOpen then reads it back.
+func (r *Reactor) fenceLostDisk(g uint64, name, dir string, log *logstore.Log, peers bool) error {
+	if !peers || !isNewLog(log) || !r.lostOnOldDisk(g) {
+		return nil
+	}
+	if err := writeFence(r.env.FS, dir, consensus.LostLog()); err != nil {
+		return fmt.Errorf("node: fence %s: %w", name, err)
+	}
+	r.env.Logf("node %d: %s: this broker's disk was replaced (disk id %s); the replica neither votes nor campaigns until it has caught up with a leader",
+		r.self, name, r.diskID)
+	return nil
+}
+
+// fenceNewController makes the lost-log fence of the controller replica
+// durable when this start formatted the data directory: nothing here
+// tells a new cluster from a broker whose disk was replaced, so every new
+// controller replica with peers starts fenced. The fence lets it take part
+// in the group's first election (Config.LostLogBootstrapTerm: it votes
+// for, and campaigns with, a log of bootstrap entries only), so a new
+// cluster elects as before; a replaced voter votes for no candidate whose
+// log went past bootstrap until it has caught up with a leader.
+func (r *Reactor) fenceNewController(dir string, log *logstore.Log, peers bool) error {
+	if !r.freshDisk || !peers || !isNewLog(log) || plant.Enabled(plant.LostDiskFenceOff) {
+		return nil
+	}
+	if err := writeFence(r.env.FS, dir, consensus.LostLog()); err != nil {
+		return fmt.Errorf("node: fence the controller: %w", err)
+	}
+	return nil
+}
+
+// leaderLogFence replaces a durable lost-log fence of group g with the
+// fence it became in Raft (the leader's log end), so that the durable
+// record can go once the durable log lifts it. It reports whether the
+// durable fence is still the lost-log one.
+func (r *Reactor) leaderLogFence(g uint64, dir string, lf consensus.VoteFence) bool {
+	if lf.IsZero() {
+		return true
+	}
+	if err := writeFence(r.env.FS, dir, lf); err != nil {
+		return true
+	}
+	r.local[g].fence = lf
+	r.env.Logf("node %d: group %d: lost-log fence is now the leader's log end %v", r.self, g, lf)
+	return false
+}

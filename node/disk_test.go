@@ -1,0 +1,117 @@
+package node
+
+import (
+	"path"
+	"testing"
+	"time"
+
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node/controller"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestReplacedDiskFencesOldReplicas: every broker registers the disk id of
+// its data directory; broker 3 restarted on an empty disk registers a new
+// one, the controller records it with FenceBelow past the existing
+// groups, and broker 3's replica of the old topic opens with the lost-log
+// fence, which becomes the leader's log end and then lifts once caught
+// up. A topic created after the replacement opens unfenced.
+func TestReplacedDiskFencesOldReplicas(t *testing.T) {
+	c := newCluster(t, 3, 71)
+	c.waitReady()
+	createTopic(t, c, 1, "old", 1, 3, nil)
+	waitLeaders(t, c, "old", 1)
+	for i := 0; i < 5; i++ {
+		resp := c.request(leaderOf(c, "old", 0), produceReq("old", 0, -1, batchOf("a", "b"))).(*kmsg.ProduceResponse)
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("produce: code %d", code)
+		}
+	}
+	old := c.nodes[3].r.DiskID()
+	ctl := func() *controller.State { return c.nodes[1].r.ctl.state }
+	for id := int32(1); id <= 3; id++ {
+		if b := ctl().Brokers[id]; b == nil || b.DiskID != c.nodes[id].r.DiskID() || b.DiskID == "" || b.FenceBelow != 0 {
+			t.Fatalf("broker %d registered %+v, its disk id is %q", id, b, c.nodes[id].r.DiskID())
+		}
+	}
+	g := c.nodes[1].r.byName[topicPartition{"old", 0}].Replica().Group
+
+	c.w.ReplaceDisk(netx.NodeID(3))
+	n3 := c.nodes[3]
+	if n3.r.DiskID() == old || n3.r.DiskID() == "" {
+		t.Fatalf("replaced disk kept id %q", old)
+	}
+	var first consensus.VoteFence
+	opened := c.runUntil(30*time.Second, func() bool {
+		if p, ok := n3.r.parts[uint64(g)]; ok {
+			first = p.Replica().VoteFence()
+			return true
+		}
+		return false
+	})
+	if !opened {
+		t.Fatal("broker 3 did not open its replica of old-0 on the new disk")
+	}
+	if first.IsZero() {
+		t.Fatal("broker 3's replica of a group that predates its disk opened unfenced")
+	}
+	c.runUntil(10*time.Second, func() bool { return ctl().Brokers[3].DiskID == n3.r.DiskID() })
+	if b := ctl().Brokers[3]; b.DiskID != n3.r.DiskID() || b.FenceBelow <= uint64(g) {
+		t.Fatalf("controller's record of broker 3 after the replacement: %+v", b)
+	}
+	dir := partitionDir(n3.r.cfg.DataDir, "old", 0, uint64(g))
+	lifted := c.runUntil(30*time.Second, func() bool {
+		rep := n3.r.parts[uint64(g)].Replica()
+		return rep.VoteFence().IsZero() && n3.r.local[uint64(g)].fence.IsZero() &&
+			!n3.fs.Exists(path.Join(dir, fenceFile)) && rep.LastIndex() >= 6
+	})
+	rep := n3.r.parts[uint64(g)].Replica()
+	if !lifted {
+		t.Fatalf("fence not lifted: raft %v, durable %v, leader log %v, last %d",
+			rep.VoteFence(), n3.r.local[uint64(g)].fence, rep.LeaderLogFence(), rep.LastIndex())
+	}
+	if lf := rep.LeaderLogFence(); lf.IsZero() || lf.IsLostLog() {
+		t.Fatalf("the lost-log fence did not become a leader's log end: %v", lf)
+	}
+
+	createTopic(t, c, 1, "new", 1, 3, nil)
+	waitLeaders(t, c, "new", 1)
+	gNew := c.nodes[1].r.byName[topicPartition{"new", 0}].Replica().Group
+	if !c.runUntil(10*time.Second, func() bool { _, ok := n3.r.parts[uint64(gNew)]; return ok }) {
+		t.Fatal("broker 3 did not open new-0")
+	}
+	if f := n3.r.parts[uint64(gNew)].Replica().LeaderLogFence(); !f.IsZero() || !n3.r.local[uint64(gNew)].fence.IsZero() {
+		t.Fatalf("a group created after the replacement was fenced: %v", f)
+	}
+}
+
+// TestRegisterBrokerDiskID: the controller's record of a broker's disk id
+// and of its replacement.
+func TestRegisterBrokerDiskID(t *testing.T) {
+	s := controller.NewState("c")
+	reg := func(disk string) *controller.Broker {
+		t.Helper()
+		if res := s.Apply(&controller.Command{RegisterBroker: &controller.Broker{ID: 1, RaftAddr: "a", DiskID: disk}}); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		return s.Brokers[1]
+	}
+	if b := reg("d1"); b.DiskID != "d1" || b.FenceBelow != 0 {
+		t.Fatalf("first registration: %+v", b)
+	}
+	if b := reg("d1"); b.FenceBelow != 0 {
+		t.Fatalf("same disk again: %+v", b)
+	}
+	s.NextGroup = 42
+	if b := reg("d2"); b.DiskID != "d2" || b.FenceBelow != 42 {
+		t.Fatalf("new disk: %+v", b)
+	}
+	s.NextGroup = 50
+	if b := reg(""); b.DiskID != "d2" || b.FenceBelow != 42 {
+		t.Fatalf("a registration without a disk id (older broker): %+v", b)
+	}
+	if b := reg("d2"); b.FenceBelow != 42 {
+		t.Fatalf("re-registration of the same disk moved the fence: %+v", b)
+	}
+}

@@ -1,0 +1,66 @@
+package sim
+
+import (
+	"path"
+
+	"github.com/floe-broker/floe/logstore"
+	"github.com/floe-broker/floe/netx"
+)
+
+// The disk-loss replacement fault (issue 23): a node's whole disk is lost
+// and the broker is started again, later, under the same id on an empty
+// data directory (node/disk.go fences its old groups' replicas until they
+// have caught up with a leader). Opt-in: -replace-disk / --replace-disk
+// (WithReplaceDisk); no drawn seed turns it on, so every seed's run stays
+// what it was.
+//
+// Like the corruption fault it counts against the damage budget: a node's
+// disk is replaced only if, for every replica directory it holds, at most
+// a minority of the group's replicas are then damaged or replaced
+// (nemesis.damagedDirs), so a majority of every group keeps its data.
+
+// ReplaceDiskRate is the rate of the fault when a run turns it on.
+const ReplaceDiskRate = 0.5
+
+// WithReplaceDisk returns o with the disk-loss replacement fault on.
+func (o Options) WithReplaceDisk() Options {
+	o.Faults.ReplaceDisk = ReplaceDiskRate
+	return o
+}
+
+// replaceDisk wipes one node's disk (crashing it first) and restarts it
+// later on the empty disk.
+func (n *nemesis) replaceDisk() {
+	id := n.target()
+	if n.restartDue[id] && !n.w.Up(id) {
+		return // down already, with a restart due: not now
+	}
+	dirs := map[string]bool{}
+	for _, f := range dataFiles(n.w.FS(id), "data") {
+		dirs[path.Dir(f)] = true
+	}
+	if len(dirs) == 0 {
+		return
+	}
+	for dir := range dirs { //floe:unordered only checks every one
+		if n.damagedDirs[dir][id] || len(n.damagedDirs[dir])+1 > (n.groupSize(dir)-1)/2 {
+			return // past the budget: a majority of some group would lose its copy
+		}
+	}
+	for dir := range dirs { //floe:unordered only marks every one
+		if n.damagedDirs[dir] == nil {
+			n.damagedDirs[dir] = map[netx.NodeID]bool{}
+		}
+		n.damagedDirs[dir][id] = true
+	}
+	if n.w.Up(id) {
+		n.w.CrashWith(id, logstore.CrashLoseAll)
+	}
+	n.w.Tracef("fault replace-disk n%d: its disk is wiped; it restarts on an empty one under the same id", id)
+	n.w.FS(id).Wipe()
+	n.r.inv.diskReplaced(id)
+	n.r.replacedDisks++
+	if !n.restartDue[id] {
+		n.restartAfter(id, n.duration())
+	}
+}
