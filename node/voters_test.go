@@ -374,6 +374,9 @@ func TestVoterResendAfterApplyIsDone(t *testing.T) {
 	reqID := r.voters.applied[len(r.voters.applied)-1]
 	var got error
 	answered := false
+	if r.voters.pending == nil { // only a broker that asked for a change has made it
+		r.voters.pending = map[string]*voterReq{}
+	}
 	r.voters.pending[reqID] = &voterReq{op: consensus.VoterAdd, id: 4, deadline: c.clk.Monotonic() + time.Second,
 		done: func(err error) { got, answered = err, true }}
 	r.planVoterChange(r.self, reqID, consensus.VoterAdd, 4)
