@@ -312,6 +312,41 @@ func TestReadIndexWaitsForTermCommit(t *testing.T) {
 	}
 }
 
+// TestReadIndexRetryRunsNewRound: a read asked again while pending (its
+// heartbeat round lost) gets a new round tagged with it, and the answer
+// to that round confirms it. Before, the retry was dropped as a
+// duplicate and the read stayed pending for the rest of the term
+// (simulator seed 36: a metadata barrier resent under one id never
+// passed).
+func TestReadIndexRetryRunsNewRound(t *testing.T) {
+	rn, ms := newTestRawNode(t, 1, 1, 2, 3)
+	becomeLeaderOf3(t, rn, ms)
+	if err := rn.Step(Message{Type: MsgAppResp, From: 2, To: 1, Term: 1, Index: 1}); err != nil {
+		t.Fatal(err)
+	}
+	persistAndAdvance(t, rn, ms)
+	rn.ReadIndex([]byte("r1"))
+	persistAndAdvance(t, rn, ms) // the round's heartbeats: lost
+	rn.ReadIndex([]byte("r1"))   // the caller's retry
+	rd := persistAndAdvance(t, rn, ms)
+	tagged := 0
+	for _, m := range rd.Messages {
+		if m.Type == MsgHeartbeat && string(m.Context) == "r1" {
+			tagged++
+		}
+	}
+	if tagged != 2 {
+		t.Fatalf("the retry sent %d heartbeats tagged r1, want 2 (one per follower); messages %v", tagged, rd.Messages)
+	}
+	if err := rn.Step(Message{Type: MsgHeartbeatResp, From: 3, To: 1, Term: 1, Context: []byte("r1")}); err != nil {
+		t.Fatal(err)
+	}
+	rd = persistAndAdvance(t, rn, ms)
+	if len(rd.ReadStates) != 1 || rd.ReadStates[0].Index != 1 || string(rd.ReadStates[0].RequestCtx) != "r1" {
+		t.Fatalf("read states %+v, want r1 answered at 1 once", rd.ReadStates)
+	}
+}
+
 func TestRestartClampsCommit(t *testing.T) {
 	ms := NewMemoryStorage()
 	ms.SetConfState(ConfState{Voters: []uint64{1, 2, 3}})

@@ -56,6 +56,13 @@ func (r *raft) startReadIndex(req readRequest) {
 	}
 	key := string(req.ctx)
 	if _, dup := r.readOnly.pending[key]; dup {
+		// Asked again: the caller's retry after its round's heartbeats or
+		// their answers were lost. Only a round tagged ctx confirms the
+		// read (plain heartbeats carry none), so run a new one; ignoring
+		// the retry left the read pending for the whole term (a node's
+		// metadata barrier, resent under one id, never passed: simulator
+		// seed 36, share records released and never redelivered).
+		r.bcastHeartbeat(req.ctx)
 		return
 	}
 	st := &readIndexStatus{req: req, index: r.log.committed, acks: map[uint64]bool{r.id: true}}
