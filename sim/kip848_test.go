@@ -60,7 +60,7 @@ func TestKIP848MixedWorkload(t *testing.T) {
 // consumer-protocol member and two static classic members, whose crashed
 // processes come back speaking the other protocol half the time, so the
 // group is upgraded and downgraded by replacement.
-const kip848StaticSeeds = 10
+const kip848StaticSeeds = 30
 
 func kip848StaticOptions(seed int64) Options {
 	o := ChooseOptions(seed)
