@@ -326,11 +326,8 @@ func (s *Server) alterTopicConfig(w http.ResponseWriter, r *http.Request, sess *
 				return err
 			}
 			for _, rr := range res {
-				if rr.Err != nil {
-					if rr.ErrMessage != "" {
-						return fmt.Errorf("%w: %s", rr.Err, rr.ErrMessage)
-					}
-					return rr.Err
+				if err := withMessage(rr.Err, rr.ErrMessage); err != nil {
+					return err
 				}
 			}
 			return nil
@@ -421,11 +418,8 @@ func (s *Server) addPartitions(w http.ResponseWriter, r *http.Request, sess *ses
 				return err
 			}
 			for _, rr := range res {
-				if rr.Err != nil {
-					if rr.ErrMessage != "" {
-						return fmt.Errorf("%w: %s", rr.Err, rr.ErrMessage)
-					}
-					return rr.Err
+				if err := withMessage(rr.Err, rr.ErrMessage); err != nil {
+					return err
 				}
 			}
 			return nil
@@ -445,3 +439,11 @@ func (s *Server) addPartitions(w http.ResponseWriter, r *http.Request, sess *ses
 
 // partitionsMax bounds a partition count the forms take.
 const partitionsMax = 100000
+
+// withMessage is err with the broker's message for it, when it sent one.
+func withMessage(err error, msg string) error {
+	if err != nil && msg != "" {
+		return fmt.Errorf("%w: %s", err, msg)
+	}
+	return err
+}
