@@ -46,7 +46,7 @@ func TestKIP848MigrationKillCoordinator(t *testing.T) {
 				_ = c.CommitMarkedOffsets(ctx)
 				o.revoke(name, r[topic])
 			}),
-			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.revoke(name, r[topic]) }),
+			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.lose(name, r[topic]) }),
 			kgo.DisableAutoCommit(),
 		}
 		cl := kgoClient(t, bs[0].KafkaAddr, append(opts, extra...)...)

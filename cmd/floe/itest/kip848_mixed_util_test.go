@@ -20,6 +20,17 @@ type owners struct {
 	by     map[int32]string
 	double []string
 	seen   map[string]bool
+	// revoked logs every revocation (not losses) since the last
+	// takeRevoked; acked is the highest offset per partition a commit
+	// was acknowledged for.
+	revoked []revocation
+	acked   map[int32]int64
+}
+
+// revocation is one partition a member gave back.
+type revocation struct {
+	member    string
+	partition int32
 }
 
 func (o *owners) assign(name string, ps []int32) {
@@ -36,6 +47,21 @@ func (o *owners) assign(name string, ps []int32) {
 func (o *owners) revoke(name string, ps []int32) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	for _, p := range ps {
+		o.revoked = append(o.revoked, revocation{name, p})
+	}
+	o.dropLocked(name, ps)
+}
+
+// lose drops what a member lost (session expiry, fencing) without logging
+// it as a revocation.
+func (o *owners) lose(name string, ps []int32) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.dropLocked(name, ps)
+}
+
+func (o *owners) dropLocked(name string, ps []int32) {
 	for _, p := range ps {
 		if o.by[p] == name {
 			delete(o.by, p)
@@ -103,7 +129,7 @@ func classicMember(t *testing.T, addr, group, topic, name string, o *owners, opt
 			_ = c.CommitMarkedOffsets(ctx)
 			o.revoke(name, r[topic])
 		}),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.revoke(name, r[topic]) }),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.lose(name, r[topic]) }),
 		kgo.AutoCommitMarks(), kgo.AutoCommitInterval(200 * time.Millisecond),
 	}, opts...)...)
 	go func() {
@@ -119,4 +145,47 @@ func classicMember(t *testing.T, addr, group, topic, name string, o *owners, opt
 		}
 	}()
 	return cl
+}
+
+// takeRevoked returns the revocations logged since the last call.
+func (o *owners) takeRevoked() []revocation {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := o.revoked
+	o.revoked = nil
+	return out
+}
+
+// snapshot copies who owns each partition.
+func (o *owners) snapshot() map[int32]string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[int32]string{}
+	for p, m := range o.by {
+		out[p] = m
+	}
+	return out
+}
+
+// ack notes that a commit of offset next for partition p was acknowledged.
+func (o *owners) ack(p int32, next int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.acked == nil {
+		o.acked = map[int32]int64{}
+	}
+	if next > o.acked[p] {
+		o.acked[p] = next
+	}
+}
+
+// ackedCopy copies the acknowledged commits.
+func (o *owners) ackedCopy() map[int32]int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[int32]int64{}
+	for p, off := range o.acked {
+		out[p] = off
+	}
+	return out
 }
