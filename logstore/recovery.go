@@ -657,7 +657,15 @@ func (l *Log) finishActive(rec *Recovery) error {
 	}
 	expect := chainPoint{index: s.base, prevLink: s.firstPrevLink, offset: s.baseOffset}
 	l.terms = cutTermsAfter(l.terms, s.base-1)
-	prevTerm := l.snap.Term
+	// The term of the entry before s, as recoverChain starts it: when s is
+	// the chain's first segment and starts at or below the snapshot point,
+	// that entry is older than the snapshot's and its term is unknown (its
+	// own entries may have terms below the snapshot's: sim seed 941582, a
+	// controller segment 43-70 with the snapshot at 49 cut whole).
+	prevTerm := uint64(0)
+	if s.base > l.snap.Index {
+		prevTerm = l.snap.Term
+	}
 	if n := len(l.terms); n > 0 {
 		prevTerm = l.terms[n-1].term
 	}

@@ -399,6 +399,15 @@ var optionalRegressionSeeds = []struct {
 	// from a torn one by its CRC). Found on 56595e2 (with the branches
 	// h-compat and h-voters); this code runs it differently.
 	{"length-flip-taken-for-torn-write", 914823, true, true},
+	// A power cut lost the roll's new controller segment, so recovery
+	// rescanned sealed segment 43-70 as the active one. The snapshot was at
+	// 49 (term 6) and the rescan took term 6 for entry 42's: entry 43 (term
+	// 5) "did not continue the chain", the whole segment was cut, and n2
+	// restarted at the snapshot with commit 49 after recording 56 (fixed:
+	// logstore finishActive takes the term before a segment starting at or
+	// below the snapshot as unknown, as recoverChain does;
+	// scripts/mutate rescan-checks-snapshot-term). Found on 8983da4.
+	{"sealed-last-segment-cut-below-snapshot", 941582, true, true},
 }
 
 func TestSimOptionalFaultRegressions(t *testing.T) {

@@ -395,6 +395,15 @@ var mutations = []mutation{
 		Why:         "vote fence: a flipped length in a segment's last entry is cut as a torn write, so the replica restarts unfenced after forgetting an entry it acknowledged",
 		Run:         "^TestSimOptionalFaultRegressions$/seed=917215",
 	},
+	// A sealed last segment starting at or below the snapshot point is
+	// rescanned against an unknown previous term (sim seed 941582).
+	{
+		Name: "rescan-checks-snapshot-term", File: "logstore/recovery.go",
+		Original:    "if s.base > l.snap.Index {",
+		Replacement: "if s.base > 0 {",
+		Why:         "durability: after a crash lost the newest segment, recovery cuts a sealed segment whose entries before the snapshot point have older terms, and the log loses durable, committed entries past the snapshot",
+		Run:         "^TestSimOptionalFaultRegressions$/seed=941582",
+	},
 	// A failed read is not damage (sim TestHeavyReadFaultsLoseNothing).
 	{
 		Name: "read-fault-is-damage", File: "logstore/segment.go",
