@@ -50,7 +50,7 @@ func (r *Reactor) describeProducers(topic string, part int32, denied bool) kmsg.
 	for _, ap := range p.ActiveProducers() {
 		a := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 		a.ProducerID, a.ProducerEpoch, a.LastSequence, a.LastTimestamp = ap.ID, int32(ap.Epoch), ap.LastSeq, ap.LastMs
-		a.CoordinatorEpoch, a.CurrentTxnStartOffset = -1, ap.TxnStartOffset
+		a.CoordinatorEpoch, a.CurrentTxnStartOffset = ap.CoordEpoch, ap.TxnStartOffset
 		sp.ActiveProducers = append(sp.ActiveProducers, a)
 	}
 	return sp

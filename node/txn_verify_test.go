@@ -109,9 +109,22 @@ func TestTxnVerifyAcrossBrokers(t *testing.T) {
 	if answered || len(lead.txns.verify.byKey) != 1 {
 		t.Fatalf("the first batch of a transaction was not sent to the coordinator for verification (answered %v)", answered)
 	}
-	lead.appendMarker(lead.byName[topicPartition{"v", p}], pid, epoch, false, 0, func(error) {})
-	if !c.runUntil(10*time.Second, func() bool { return answered }) {
-		t.Fatal("the produce was never answered")
+	// The coordinator's own marker: its epoch (the partition refuses an
+	// older coordinator's, as from a deposed one).
+	vp := lead.byName[topicPartition{"v", p}]
+	coordEpoch := int32(-1)
+	for _, ap := range vp.ActiveProducers() {
+		if ap.ID == pid {
+			coordEpoch = ap.CoordEpoch
+		}
+	}
+	markerDone, markerErr := false, error(nil)
+	lead.appendMarker(vp, pid, epoch, false, coordEpoch, func(err error) { markerDone, markerErr = true, err })
+	if !c.runUntil(10*time.Second, func() bool { return answered && markerDone }) {
+		t.Fatal("the produce or the marker was never answered")
+	}
+	if markerErr != nil {
+		t.Fatalf("the marker (coordinator epoch %d): %v", coordEpoch, markerErr)
 	}
 	if code != kerr.InvalidTxnState.Code {
 		t.Fatalf("produce verified before a marker landed: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))

@@ -408,6 +408,17 @@ var optionalRegressionSeeds = []struct {
 	// below the snapshot as unknown, as recoverChain does;
 	// scripts/mutate rescan-checks-snapshot-term). Found on 8983da4.
 	{"sealed-last-segment-cut-below-snapshot", 941582, true, true},
+	// Transaction coordinator n1 (epoch 3) was paused while resending
+	// T5's abort marker; coordinator epoch 4 finished T5, and T7 (the same
+	// producer and epoch) began on simtxn-2. n1 resumed, its held retry
+	// timer resent T5's abort, and the partition took it: T7 was closed
+	// as aborted, epoch 4's commit marker then found nothing open, and
+	// T7's acknowledged commit was not visible (fixed: a partition refuses
+	// a marker from a coordinator epoch older than the producer's last
+	// marker, TRANSACTION_COORDINATOR_FENCED, as Kafka does;
+	// scripts/mutate txn-marker-stale-coordinator). Found on 8983da4,
+	// whose ReadIndex retry change moved the timing.
+	{"txn-marker-from-deposed-coordinator", 942289, true, true},
 }
 
 func TestSimOptionalFaultRegressions(t *testing.T) {

@@ -10,6 +10,10 @@ type ActiveProducer struct {
 	// TxnStartOffset is the first offset of its open transaction here; -1
 	// when none is open.
 	TxnStartOffset int64
+	// CoordEpoch is the coordinator epoch of its last marker here; -1:
+	// none. An admin's abort (WriteTxnMarkers) must carry at least this
+	// one, or the partition refuses it as from a deposed coordinator.
+	CoordEpoch int32
 }
 
 // ActiveProducers returns the producers the partition remembers (those not
@@ -18,7 +22,10 @@ func (p *Partition) ActiveProducers() []ActiveProducer {
 	var out []ActiveProducer
 	for _, id := range p.applied.IDs() {
 		st, _ := p.applied.Get(id)
-		ap := ActiveProducer{ID: id, Epoch: st.Epoch, LastSeq: -1, LastMs: st.LastMs, TxnStartOffset: -1}
+		ap := ActiveProducer{ID: id, Epoch: st.Epoch, LastSeq: -1, LastMs: st.LastMs, TxnStartOffset: -1, CoordEpoch: -1}
+		if st.CoordEpoch > 0 {
+			ap.CoordEpoch = st.CoordEpoch
+		}
 		if n := len(st.Batches); n > 0 {
 			ap.LastSeq = st.Batches[n-1].LastSeq
 		}

@@ -7,8 +7,9 @@ import (
 	"github.com/floe-broker/floe/node/records"
 )
 
-// ActiveProducers reports committed state only: epoch, last sequence and
-// the open transaction's first offset, which a marker clears.
+// ActiveProducers reports committed state only: epoch, last sequence, the
+// open transaction's first offset, which a marker clears, and the
+// coordinator epoch of the last marker.
 func TestActiveProducers(t *testing.T) {
 	r := newRig(t, DefaultConfig())
 	r.lead()
@@ -37,18 +38,19 @@ func TestActiveProducers(t *testing.T) {
 		got[i].LastMs = 0
 	}
 	want := []ActiveProducer{
-		{ID: 7, Epoch: 1, LastSeq: 1, TxnStartOffset: 3},
-		{ID: 9, Epoch: 2, LastSeq: 2, TxnStartOffset: -1},
+		{ID: 7, Epoch: 1, LastSeq: 1, TxnStartOffset: 3, CoordEpoch: -1},
+		{ID: 9, Epoch: 2, LastSeq: 2, TxnStartOffset: -1, CoordEpoch: -1},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("open transaction: %+v, want %+v", got, want)
 	}
-	if _, err := r.p.AppendMarker(7, 1, true, 1, r.now); err != nil {
+	if _, err := r.p.AppendMarker(7, 1, true, 6, r.now); err != nil {
 		t.Fatal(err)
 	}
 	r.drive()
 	got = r.p.ActiveProducers()
-	if len(got) != 2 || got[0].ID != 7 || got[0].TxnStartOffset != -1 || got[0].LastSeq != 1 || got[1].ID != 9 {
+	// The marker's coordinator epoch is reported: an admin's abort needs it.
+	if len(got) != 2 || got[0].ID != 7 || got[0].TxnStartOffset != -1 || got[0].LastSeq != 1 || got[0].CoordEpoch != 6 || got[1].ID != 9 {
 		t.Fatalf("after the commit marker: %+v", got)
 	}
 }

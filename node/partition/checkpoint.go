@@ -12,12 +12,14 @@ import (
 //
 // Layout (internal/wire encoding):
 //
-//	version      u8 = 3
+//	version      u8 = 4
 //	startOffset  varint   first readable offset (DeleteRecords, retention)
 //	nowMs        varint   the log's time (Producers), -1 before any
 //	expiration   varint   producer.id.expiration.ms as the log set it
 //	producers    count, then per producer (ids strictly increasing):
-//	  id varint, epoch u16, lastMs varint, batches count, then per batch:
+//	  id varint, epoch u16, lastMs varint, coordEpoch varint (the
+//	  coordinator epoch of its last marker, 0 for none), batches count,
+//	  then per batch:
 //	    firstSeq varint, lastSeq varint, baseOffset varint, index uvarint
 //	open txns    count, then per transaction (producer ids strictly
 //	             increasing): producer id varint, first offset varint,
@@ -25,11 +27,13 @@ import (
 //	aborted txns count, then per transaction (markers in log order):
 //	             producer id varint, first offset varint, marker offset varint
 //
-// Version 2 lacks the transactions (it decodes with none open or aborted).
+// Version 3 lacks the coordinator epochs (they decode as 0: no marker
+// seen, so the next marker of any coordinator is taken). Version 2 lacks
+// the transactions (it decodes with none open or aborted).
 // Version 1 (before producer expiry) lacks nowMs, expiration and lastMs;
 // it decodes with no log time yet and the default expiry, so its producers
 // start counting at the first timestamp the log applies.
-const checkpointVersion = 3
+const checkpointVersion = 4
 
 // Checkpoint is the decoded form.
 type Checkpoint struct {
@@ -56,6 +60,7 @@ func EncodeCheckpoint(c Checkpoint) []byte {
 		w.Varint(id)
 		w.U16(uint16(st.Epoch))
 		w.Varint(st.LastMs)
+		w.Varint(int64(st.CoordEpoch))
 		w.Uvarint(uint64(len(st.Batches)))
 		for _, b := range st.Batches {
 			w.Varint(int64(b.FirstSeq))
@@ -114,6 +119,9 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 		if v >= 2 {
 			st.LastMs = r.Varint()
 		}
+		if v >= 4 {
+			st.CoordEpoch = int32(r.Varint())
+		}
 		nb := r.Count(4)
 		for j := 0; j < nb && r.Err() == nil; j++ {
 			st.Batches = append(st.Batches, SeqBatch{FirstSeq: int32(r.Varint()), LastSeq: int32(r.Varint()), BaseOffset: r.Varint(), Index: r.Uvarint()})
@@ -148,7 +156,7 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	return c, nil
 }
 
-// decodeTxns reads the transactions of a version 3 checkpoint.
+// decodeTxns reads the transactions of a version 3 or 4 checkpoint.
 func decodeTxns(r *wire.Reader) (*Txns, error) {
 	tx := NewTxns()
 	n := r.Count(3)

@@ -243,7 +243,7 @@ func TestCompactTxnMatchesModel(t *testing.T) {
 			if !reflect.DeepEqual(r.p.txns.open, openTxns) {
 				rt.Fatalf("%s: open transactions %v, want %v", when, r.p.txns.open, openTxns)
 			}
-			if !reflect.DeepEqual(r.p.applied, producers) {
+			if !reflect.DeepEqual(forgetCompactedCoordEpochs(rt, r.p.applied, producers), producers) {
 				rt.Fatalf("%s: the producer table changed", when)
 			}
 			got := readCommittedAll(rt, r.p, rapid.SampledFrom([]int{200, 700, 1 << 20}).Draw(rt, "fetchBytes"))
@@ -387,4 +387,28 @@ func TestCompactTxnEmptiedMarkerOverWholeData(t *testing.T) {
 	if next := read(0, slices.Concat(emptied(t, data1), marker, data2, commit)); next != 5 || !slices.Equal(seen, []string{"committed"}) {
 		t.Fatalf("emptied data and marker: read to %d, saw %q", next, seen)
 	}
+}
+
+// forgetCompactedCoordEpochs returns a copy of got with each producer's
+// coordinator epoch set to want's where got has none: a replay of the
+// compacted log cannot read the coordinator epoch of a marker the cleaner
+// removed (a marker that old, below the LSO in a sealed segment, fences no
+// coordinator still sending). Any other difference is left to be found;
+// a coordinator epoch that is neither want's nor none fails here.
+func forgetCompactedCoordEpochs(rt *rapid.T, got, want *Producers) *Producers {
+	c := got.Clone()
+	for e := c.oldest; e != nil; e = e.next {
+		w, ok := want.byID[e.id]
+		if !ok {
+			continue
+		}
+		switch e.st.CoordEpoch {
+		case w.st.CoordEpoch:
+		case 0:
+			e.st.CoordEpoch = w.st.CoordEpoch
+		default:
+			rt.Fatalf("producer %d: coordinator epoch %d, want %d (or none, its marker compacted)", e.id, e.st.CoordEpoch, w.st.CoordEpoch)
+		}
+	}
+	return c
 }

@@ -280,7 +280,7 @@ func applyBatch(t *Producers, x *Txns, h records.Header, data []byte, index, ter
 	case h.IsControl() || h.BaseSequence == records.NoSequence:
 		// A marker, or a broker's own transactional write (offsets sent
 		// to a transaction): no sequence to track.
-		t.Mark(h.ProducerID, h.ProducerEpoch)
+		t.Mark(h.ProducerID, h.ProducerEpoch, markerCoordEpoch(h, data))
 	default:
 		t.Record(h.ProducerID, h.ProducerEpoch, SeqBatch{
 			// From the offsets, not the record count: a batch compaction

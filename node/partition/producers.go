@@ -60,6 +60,13 @@ type ProducerState struct {
 	// LastMs is the log's time when the producer's last batch was applied
 	// (noTime if the log had no time yet).
 	LastMs int64
+	// CoordEpoch is the largest coordinator epoch of the producer's
+	// markers here (0: none yet; coordinator epochs are Raft terms, from
+	// 1). It outlives epoch bumps, as Kafka's does: a marker from an
+	// older coordinator is refused (AppendMarker), or a deposed one
+	// resending the previous transaction's abort would close the
+	// producer's next transaction as aborted.
+	CoordEpoch int32
 }
 
 // producerEntry is a table row, linked into the expiry order.
@@ -223,7 +230,7 @@ func (t *Producers) Record(pid int64, epoch int16, b SeqBatch) {
 		// the log through a leader, but a log written by an older version
 		// might hold one: the newest entry wins.
 		t.unlink(e)
-		e.st = ProducerState{Epoch: epoch}
+		e.st = ProducerState{Epoch: epoch, CoordEpoch: e.st.CoordEpoch}
 	default:
 		t.unlink(e)
 	}
@@ -324,11 +331,13 @@ func restoreTable(nowMs, expirationMs int64, ids []int64, states []ProducerState
 	return t
 }
 
-// Mark applies a control batch (a transaction marker) of producer pid at
-// epoch: markers carry no sequence, but one at a newer epoch (a fencing
-// abort) raises the producer's epoch here, so the fenced producer's later
-// batches are refused, and the next epoch starts a fresh history.
-func (t *Producers) Mark(pid int64, epoch int16) {
+// Mark applies a control batch (a transaction marker, of coordinator epoch
+// coordEpoch; 0 for a broker's own transactional write, which has none) of
+// producer pid at epoch: markers carry no sequence, but one at a newer
+// epoch (a fencing abort) raises the producer's epoch here, so the fenced
+// producer's later batches are refused, and the next epoch starts a fresh
+// history. The coordinator epoch only goes up.
+func (t *Producers) Mark(pid int64, epoch int16, coordEpoch int32) {
 	e, ok := t.byID[pid]
 	switch {
 	case !ok:
@@ -336,10 +345,11 @@ func (t *Producers) Mark(pid int64, epoch int16) {
 		t.byID[pid] = e
 	case epoch > e.st.Epoch:
 		t.unlink(e)
-		e.st = ProducerState{Epoch: epoch}
+		e.st = ProducerState{Epoch: epoch, CoordEpoch: e.st.CoordEpoch}
 	default:
 		t.unlink(e)
 	}
+	e.st.CoordEpoch = max(e.st.CoordEpoch, coordEpoch)
 	e.st.LastMs = t.nowMs
 	t.pushNewest(e)
 }

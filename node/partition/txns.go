@@ -109,6 +109,20 @@ func batchMarker(data []byte) (records.Marker, error) {
 	return m, err
 }
 
+// markerCoordEpoch returns the coordinator epoch of a control batch's
+// marker, 0 for any other batch or a marker that cannot be read (compaction
+// removed it: a marker that old no longer fences anything).
+func markerCoordEpoch(h records.Header, data []byte) int32 {
+	if !h.IsControl() {
+		return 0
+	}
+	m, err := batchMarker(data)
+	if err != nil {
+		return 0
+	}
+	return m.CoordinatorEpoch
+}
+
 // Open returns the transaction producer pid has open here, if any.
 func (t *Txns) Open(pid int64) (OpenTxn, bool) {
 	o, ok := t.open[pid]
@@ -174,15 +188,27 @@ func (t *Txns) openIDs() []int64 {
 // of epoch coordEpoch decided, at the producer epoch epoch (the
 // coordinator's, which a fencing abort has bumped: the marker then fences
 // the old producer here). A marker at an epoch older than the producer's is
-// refused (INVALID_PRODUCER_EPOCH). A marker for a producer with nothing
-// open is written anyway and changes nothing: the coordinator retries
-// markers, and a retry must succeed once the first one is committed.
+// refused (INVALID_PRODUCER_EPOCH), and so is one from a coordinator older
+// than the producer's last marker here (TRANSACTION_COORDINATOR_FENCED, as
+// Kafka does): a deposed coordinator that still resends the previous
+// transaction's markers (it was paused, or its messages were held) would
+// otherwise end the producer's next transaction here with the old decision,
+// at the same producer epoch (simulator seed 942289: an abort from
+// coordinator epoch 3 closed a transaction that epoch 4 then committed, and
+// its values were lost). A marker for a producer with nothing open is
+// written anyway and changes nothing: the coordinator retries markers, and
+// a retry must succeed once the first one is committed.
 func (p *Partition) AppendMarker(pid int64, epoch int16, commit bool, coordEpoch int32, now time.Time) (AppendResult, error) {
 	if err := p.pendingReady(); err != nil {
 		return AppendResult{}, err
 	}
-	if st, ok := p.pending.Get(pid); ok && epoch < st.Epoch {
-		return AppendResult{}, kerr.InvalidProducerEpoch
+	if st, ok := p.pending.Get(pid); ok {
+		switch {
+		case epoch < st.Epoch:
+			return AppendResult{}, kerr.InvalidProducerEpoch
+		case coordEpoch < st.CoordEpoch:
+			return AppendResult{}, kerr.TransactionCoordinatorFenced
+		}
 	}
 	typ := records.ControlAbort
 	if commit {

@@ -114,6 +114,51 @@ func TestTxnMarkerFencesZombie(t *testing.T) {
 	}
 }
 
+// TestTxnMarkerFromDeposedCoordinatorFenced: a marker from a coordinator
+// older than the producer's last marker here is refused, and the
+// producer's open transaction stays open for its own coordinator's marker.
+// Simulator seed 942289: coordinator epoch 4 had aborted T5 here and T7
+// (same producer, same epoch) had begun when the deposed coordinator of
+// epoch 3, resuming from a pause, resent T5's abort; it closed T7 as
+// aborted, epoch 4's commit marker then found nothing open, and T7's
+// acknowledged commit was not visible. The fence outlives a restart (the
+// replay rebuilds it from the markers in the log).
+func TestTxnMarkerFromDeposedCoordinatorFenced(t *testing.T) {
+	r := newRig(t, DefaultConfig())
+	r.lead()
+	if _, err := r.produceTxn(7, 0, 0, 1); err != nil { // 0: T5
+		t.Fatal(err)
+	}
+	if _, err := r.p.AppendMarker(7, 0, false, 4, r.now); err != nil { // 1: T5 aborted by coordinator epoch 4
+		t.Fatal(err)
+	}
+	if _, err := r.produceTxn(7, 0, 1, 1); err != nil { // 2: T7 opens
+		t.Fatal(err)
+	}
+	_, err := r.p.AppendMarker(7, 0, false, 3, r.now) // coordinator epoch 3 resends T5's abort
+	expectErr(t, err, kerr.TransactionCoordinatorFenced)
+	r.drive()
+	if o, ok := r.p.txns.Open(7); !ok || o.FirstOffset != 2 {
+		t.Fatalf("T7 open %v at %d, want open at 2: the deposed coordinator's abort closed it", ok, o.FirstOffset)
+	}
+	r.restart()
+	r.lead()
+	_, err = r.p.AppendMarker(7, 0, false, 3, r.now)
+	expectErr(t, err, kerr.TransactionCoordinatorFenced)
+	if _, err := r.p.AppendMarker(7, 0, true, 4, r.now); err != nil { // 3: T7 committed
+		t.Fatal(err)
+	}
+	r.drive()
+	want := []AbortedTxn{{ProducerID: 7, FirstOffset: 0, LastOffset: 1}}
+	if got := r.p.AbortedTxns(0, r.p.HighWatermark()); !reflect.DeepEqual(got, want) || r.p.OpenTxns() != 0 || r.p.HighWatermark() != 4 {
+		t.Fatalf("aborted %+v (want %+v), open %d, hw %d (want 4)", got, want, r.p.OpenTxns(), r.p.HighWatermark())
+	}
+	// A newer coordinator's marker is taken.
+	if _, err := r.p.AppendMarker(7, 0, true, 5, r.now); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestTxnStateSurvivesRestartAndFailover(t *testing.T) {
 	r := newRig(t, DefaultConfig())
 	r.lead()
