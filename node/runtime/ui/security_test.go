@@ -155,6 +155,14 @@ func TestHTTPEditACLs(t *testing.T) {
 	if after := aclSet(t, adm); !sameSet(before, after) {
 		t.Fatalf("refused requests changed the ACLs: %v -> %v", before, after)
 	}
+	// Share-group offsets need READ (reset) or DELETE (delete) on the
+	// group: alice has neither.
+	for _, path := range []string{"/share-groups/sg/reset", "/share-groups/sg/delete-offsets"} {
+		f := url.Values{"csrf": {aliceGood.Get("csrf")}, "topic": {"public"}, "to": {"earliest"}}
+		if code, _, body := alice.post(path, f); code != http.StatusForbidden || !strings.Contains(body, "GROUP_AUTHORIZATION_FAILED") {
+			t.Fatalf("alice posts %s: %d %.500s", path, code, body)
+		}
+	}
 
 	code, hdr, body := admin.post("/acls", good)
 	if code != http.StatusSeeOther || hdr.Get("Location") != "/acls?done=acl-created" {
@@ -357,5 +365,148 @@ func TestHTTPEditRoles(t *testing.T) {
 	}
 	if _, ok := roleMembers(t, cl)["etl"]; ok {
 		t.Fatalf("role etl still there after delete")
+	}
+}
+
+// shareStarts reads a share group's start offset per partition of topic.
+func shareStarts(t *testing.T, adm *kadm.Client, group, topic string) map[int32]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	res, err := adm.DescribeShareGroupOffsets(ctx, group)
+	if err != nil || res[group].Err != nil {
+		t.Fatalf("describe share offsets of %s: %v %v", group, err, res[group].Err)
+	}
+	out := map[int32]int64{}
+	res[group].Offsets.Each(func(o kadm.ShareOffset) {
+		if o.Topic == topic && o.Err == nil {
+			out[o.Partition] = o.StartOffset
+		}
+	})
+	return out
+}
+
+// TestHTTPShareOffsets: the share group page resets a share group's start
+// offsets (earliest, latest, a given offset; one partition or all) and
+// deletes them, only while the group is empty; bad input and a missing
+// CSRF token change nothing.
+func TestHTTPShareOffsets(t *testing.T) {
+	b := startBroker(t, brokerOpts{})
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	admCl := b.client(t, "", "")
+	adm := kadm.NewClient(admCl)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "jobs"); err != nil {
+		t.Fatalf("create jobs: %v", err)
+	}
+	setGroupConfigs(t, ctx, admCl, "sg", "share.auto.offset.reset", "earliest")
+	producer := b.client(t, "", "", kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := 0; i < 6; i++ {
+		if err := producer.ProduceSync(ctx, &kgo.Record{Topic: "jobs", Partition: int32(i % 2), Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	}
+	// A member consumes (and accepts) everything: both start offsets reach 3.
+	share := b.client(t, "", "", kgo.ShareGroup("sg"), kgo.ConsumeTopics("jobs"), kgo.FetchMaxWait(200*time.Millisecond))
+	for {
+		if ctx.Err() != nil {
+			t.Fatalf("share group sg never consumed jobs: %v", shareStarts(t, adm, "sg", "jobs"))
+		}
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		share.PollFetches(pctx).EachRecord(func(r *kgo.Record) { r.Ack(kgo.AckAccept) })
+		share.FlushAcks(pctx)
+		pcancel()
+		if s := shareStarts(t, adm, "sg", "jobs"); s[0] == 3 && s[1] == 3 {
+			break
+		}
+	}
+	br := newBrowser(t, b.ui())
+	code, page := br.get("/share-groups/sg")
+	if code != http.StatusOK || !strings.Contains(page, `id="share-reset-form"`) || !strings.Contains(page, `id="share-delete-form"`) {
+		t.Fatalf("share group page: %d\n%.2000s", code, page)
+	}
+	token := csrf(t, page)
+	unchanged := func(what string) {
+		t.Helper()
+		if s := shareStarts(t, adm, "sg", "jobs"); s[0] != 3 || s[1] != 3 {
+			t.Fatalf("%s changed the start offsets: %v", what, s)
+		}
+	}
+
+	// A group with a member: refused by the broker (NON_EMPTY_GROUP).
+	code, _, body := br.post("/share-groups/sg/reset", url.Values{"csrf": {token}, "topic": {"jobs"}, "to": {"earliest"}})
+	if code != http.StatusConflict || !strings.Contains(body, "NON_EMPTY_GROUP") {
+		t.Fatalf("reset a share group with a member: %d %.500s", code, between(body, `role="alert"`, "</div>"))
+	}
+	if code, _, _ := br.post("/share-groups/sg/delete-offsets", url.Values{"csrf": {token}, "topic": {"jobs"}}); code != http.StatusConflict {
+		t.Fatalf("delete offsets of a share group with a member: %d", code)
+	}
+	unchanged("a refused reset of a live group")
+	share.Close()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		if _, body := br.get("/share-groups/sg"); strings.Contains(body, `id="share-members">0<`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("share group sg still has members after its consumer closed")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	if code, _, _ := br.post("/share-groups/sg/reset", url.Values{"topic": {"jobs"}, "to": {"earliest"}}); code != http.StatusForbidden {
+		t.Fatalf("reset without CSRF: %d", code)
+	}
+	if code, _, _ := br.post("/share-groups/sg/delete-offsets", url.Values{"topic": {"jobs"}}); code != http.StatusForbidden {
+		t.Fatalf("delete offsets without CSRF: %d", code)
+	}
+	for name, tc := range map[string]struct {
+		f    url.Values
+		want int
+	}{
+		"beyond the end":  {url.Values{"topic": {"jobs"}, "to": {"offset"}, "offset": {"4"}}, http.StatusBadRequest},
+		"negative offset": {url.Values{"topic": {"jobs"}, "to": {"offset"}, "offset": {"-1"}}, http.StatusBadRequest},
+		"bad target":      {url.Values{"topic": {"jobs"}, "to": {"tomorrow"}}, http.StatusBadRequest},
+		"no partition 9":  {url.Values{"topic": {"jobs"}, "partition": {"9"}, "to": {"earliest"}}, http.StatusBadRequest},
+		"bad topic":       {url.Values{"topic": {"no spaces"}, "to": {"earliest"}}, http.StatusBadRequest},
+		"missing topic":   {url.Values{"topic": {"nosuch"}, "to": {"earliest"}}, http.StatusNotFound},
+	} {
+		tc.f.Set("csrf", token)
+		code, _, body := br.post("/share-groups/sg/reset", tc.f)
+		if code != tc.want || !strings.Contains(body, `role="alert"`) {
+			t.Errorf("%s: %d, want %d with the error\n%.500s", name, code, tc.want, between(body, `role="alert"`, "</div>"))
+		}
+	}
+	if code, _, _ := br.post("/share-groups/sg/delete-offsets", url.Values{"csrf": {token}, "topic": {"no spaces"}}); code != http.StatusBadRequest {
+		t.Fatalf("delete offsets of a bad topic name: %d", code)
+	}
+	unchanged("refused resets")
+
+	for _, step := range []struct {
+		f    url.Values
+		want map[int32]int64
+	}{
+		{url.Values{"topic": {"jobs"}, "partition": {"1"}, "to": {"earliest"}}, map[int32]int64{0: 3, 1: 0}},
+		{url.Values{"topic": {"jobs"}, "to": {"offset"}, "offset": {"2"}}, map[int32]int64{0: 2, 1: 2}},
+		{url.Values{"topic": {"jobs"}, "partition": {"0"}, "to": {"latest"}}, map[int32]int64{0: 3, 1: 2}},
+	} {
+		step.f.Set("csrf", token)
+		code, hdr, body := br.post("/share-groups/sg/reset", step.f)
+		if code != http.StatusSeeOther || hdr.Get("Location") != "/share-groups/sg?done=reset" {
+			t.Fatalf("reset %v: %d %v %.500s", step.f, code, hdr.Get("Location"), between(body, `role="alert"`, "</div>"))
+		}
+		if got := shareStarts(t, adm, "sg", "jobs"); got[0] != step.want[0] || got[1] != step.want[1] {
+			t.Fatalf("after reset %v: start offsets %v, want %v", step.f, got, step.want)
+		}
+	}
+	if _, body := br.get("/share-groups/sg?done=reset"); !strings.Contains(body, "Start offsets reset.") {
+		t.Fatalf("no notice after a reset")
+	}
+	code, hdr, _ := br.post("/share-groups/sg/delete-offsets", url.Values{"csrf": {token}, "topic": {"jobs"}})
+	if code != http.StatusSeeOther || hdr.Get("Location") != "/share-groups/sg?done=deleted" {
+		t.Fatalf("delete offsets: %d %v", code, hdr.Get("Location"))
+	}
+	if got := shareStarts(t, adm, "sg", "jobs"); len(got) != 0 {
+		t.Fatalf("after deleting: start offsets %v, want none", got)
 	}
 }

@@ -35,7 +35,7 @@ type shareData struct {
 	Offsets               []shareOffsetRow
 	OffsetsErr            string
 	TotalLag              int64
-	DeadLetterTopic       string // errors.deadletterqueue.topic.name, "" none or unknown
+	DeadLetterTopic       string   // errors.deadletterqueue.topic.name, "" none or unknown
 	Topics                []string // topics with share state, for the forms
 	Reset                 resetForm
 	DeleteTopic           string
