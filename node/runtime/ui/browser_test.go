@@ -180,7 +180,7 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 
 // docsImages are the screenshots docs/operations.md shows.
 var docsImages = map[string]bool{"ui-overview": true, "ui-topic": true, "ui-produce": true, "ui-browse": true,
-	"ui-group-lag": true, "ui-acl-denied": true, "ui-raft": true, "ui-dead-letters": true, "ui-audit": true}
+	"ui-group-lag": true, "ui-acl-denied": true, "ui-raft": true, "ui-dead-letters": true, "ui-audit": true, "ui-acls": true}
 
 func artifactDir(t *testing.T) string {
 	if d := os.Getenv("FLOE_UI_ARTIFACTS"); d != "" {
@@ -476,4 +476,52 @@ func TestBrowserAudit(t *testing.T) {
 		t.Fatalf("audit rows %q", rows)
 	}
 	screenshot(t, ctx, dir, "ui-audit")
+}
+
+// TestBrowserEditACL: an admin adds an ACL from the Users and ACLs page
+// and sees it listed, then deletes it from its row.
+func TestBrowserEditACL(t *testing.T) {
+	b := startBroker(t, brokerOpts{secure: true, users: map[string]string{"admin": "admin-secret", "alice": "alice-secret"}})
+	setupACLs(t, b)
+	dir := artifactDir(t)
+	ctx := newTab(t, 3*time.Minute)
+	ui := b.ui()
+	run(t, ctx, "admin logs in",
+		chromedp.Navigate(ui+"/acls"), chromedp.WaitVisible(chromedp.CSS("#login-form")),
+		chromedp.SendKeys(chromedp.CSS("#user"), "admin"),
+		chromedp.SendKeys(chromedp.CSS("#password"), "admin-secret"+kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS("#acl-form")))
+	if got := text(t, ctx, "#acls tbody"); strings.Contains(got, "User:bob") {
+		t.Fatalf("bob has an ACL already: %q", got)
+	}
+	run(t, ctx, "add an ACL",
+		chromedp.SendKeys(chromedp.CSS("#acl-principal"), "User:bob"),
+		chromedp.SetValue(chromedp.CSS("#acl-operation"), "WRITE"),
+		chromedp.SetValue(chromedp.CSS("#acl-resource"), "TOPIC"),
+		chromedp.SendKeys(chromedp.CSS("#acl-name"), "orders."),
+		chromedp.SetValue(chromedp.CSS("#acl-pattern"), "PREFIXED"),
+		chromedp.Click(chromedp.CSS("#acl-add")),
+		chromedp.WaitVisible(chromedp.CSS("#notice")))
+	if got := text(t, ctx, "#notice"); got != "ACL created." {
+		t.Fatalf("after adding: notice %q", got)
+	}
+	var row string
+	for _, r := range strings.Split(text(t, ctx, "#acls tbody"), "\n") {
+		if strings.Contains(r, "User:bob") {
+			row = r
+		}
+	}
+	for _, want := range []string{"TOPIC", "orders.", "PREFIXED", "WRITE", "ALLOW"} {
+		if !strings.Contains(row, want) {
+			t.Fatalf("bob's ACL row %q lacks %s", row, want)
+		}
+	}
+	screenshot(t, ctx, dir, "ui-acls")
+	run(t, ctx, "delete it",
+		chromedp.Click(chromedp.CSS(`#acls button[aria-label^="Delete ALLOW WRITE on TOPIC orders. for User:bob"]`)))
+	// The page before the click has a notice too: wait for the new one.
+	waitText(t, ctx, "#notice", false, func(s string) bool { return s == "ACL deleted." })
+	if rows := text(t, ctx, "#acls tbody"); strings.Contains(rows, "User:bob") {
+		t.Fatalf("after deleting: rows %q", rows)
+	}
 }

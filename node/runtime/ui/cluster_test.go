@@ -24,7 +24,13 @@ type raftPage struct {
 	Node          int32
 	Controller    int32
 	ControllerRep *raftLocalJSON
-	Partitions    []struct {
+	Quorum        []struct {
+		ID   uint64
+		Lag  uint64
+		Self bool
+	}
+	QuorumFrom int32
+	Partitions []struct {
 		Topic           string
 		Partition       int32
 		Leader          int32
@@ -50,7 +56,8 @@ type raftLocalJSON struct {
 // TestHTTPRaftCluster: on three brokers, each Raft page shows Metadata's
 // leader and term for every partition, its own replica's Raft state, and
 // members' lag exactly where it leads (0 once caught up); elsewhere it
-// names the leader instead.
+// names the leader instead. The controller group's members show on every
+// page: locally on its leader, from the leader's DescribeQuorum elsewhere.
 func TestHTTPRaftCluster(t *testing.T) {
 	const n = 3
 	var peers []node.Peer
@@ -166,6 +173,25 @@ func TestHTTPRaftCluster(t *testing.T) {
 
 // raftClusterCheck says what is not yet as it should be on one page.
 func raftClusterCheck(d raftPage) string {
+	if d.ControllerRep == nil || len(d.ControllerRep.Rows) == 0 {
+		// Not the controller's leader: its members come from the leader's
+		// DescribeQuorum.
+		if len(d.Quorum) != 3 || d.QuorumFrom != d.Controller {
+			return "the controller's members not shown from its leader"
+		}
+		self := 0
+		for _, m := range d.Quorum {
+			if m.Self {
+				self++
+			}
+			if m.Lag != 0 {
+				return "a controller member behind"
+			}
+		}
+		if self != 1 {
+			return "the controller's members without one leader"
+		}
+	}
 	if len(d.Partitions) != 3 {
 		return "want 3 partitions"
 	}

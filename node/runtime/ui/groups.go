@@ -228,29 +228,10 @@ func (s *Server) groupLagJSON(w http.ResponseWriter, r *http.Request, sess *sess
 // latest offset, or a given one, of one partition or all of a topic's.
 func (s *Server) resetOffsets(w http.ResponseWriter, r *http.Request, sess *session) {
 	name := r.PathValue("group")
-	f := resetForm{Topic: strings.TrimSpace(r.PostFormValue("topic")), Partition: strings.TrimSpace(r.PostFormValue("partition")),
-		To: r.PostFormValue("to"), Offset: strings.TrimSpace(r.PostFormValue("offset"))}
-	err := checkGroupName(name)
-	if err == nil {
-		err = checkTopicName(f.Topic)
-	}
-	part := int64(-1)
-	if err == nil && f.Partition != "" {
-		part, err = parseInt("partition", f.Partition, 0, 1<<31-1)
-	}
-	var offset int64
-	if err == nil {
-		switch f.To {
-		case "earliest", "latest":
-		case "offset":
-			offset, err = parseInt("offset", f.Offset, 0, 1<<62)
-		default:
-			err = badf("reset to %q: want earliest, latest or offset", f.To)
-		}
-	}
+	f, part, offset, err := readResetForm(r, name)
 	if err == nil {
 		err = s.admin(r, sess, func(ctx context.Context, adm *kadm.Client) error {
-			return resetGroup(ctx, adm, name, f, int32(part), offset)
+			return resetGroup(ctx, adm, name, f, part, offset)
 		})
 	}
 	if err != nil {
@@ -272,6 +253,30 @@ func (s *Server) resetOffsets(w http.ResponseWriter, r *http.Request, sess *sess
 	http.Redirect(w, r, "/groups/"+url.PathEscape(name)+"?reset=1", http.StatusSeeOther)
 }
 
+// readResetForm reads and checks an offset reset form of group: the
+// partition (-1: every partition of the topic) and offset it names.
+func readResetForm(r *http.Request, group string) (f resetForm, part int32, offset int64, err error) {
+	f = resetForm{Topic: strings.TrimSpace(r.PostFormValue("topic")), Partition: strings.TrimSpace(r.PostFormValue("partition")),
+		To: r.PostFormValue("to"), Offset: strings.TrimSpace(r.PostFormValue("offset"))}
+	if err = checkGroupName(group); err == nil {
+		err = checkTopicName(f.Topic)
+	}
+	p := int64(-1)
+	if err == nil && f.Partition != "" {
+		p, err = parseInt("partition", f.Partition, 0, 1<<31-1)
+	}
+	if err == nil {
+		switch f.To {
+		case "earliest", "latest":
+		case "offset":
+			offset, err = parseInt("offset", f.Offset, 0, 1<<62)
+		default:
+			err = badf("reset to %q: want earliest, latest or offset", f.To)
+		}
+	}
+	return f, int32(p), offset, err
+}
+
 var errNotEmpty = errors.New("the group has members: stop its consumers first (offsets of a live group are reset by its members' commits)")
 
 func resetGroup(ctx context.Context, adm *kadm.Client, group string, f resetForm, part int32, offset int64) error {
@@ -287,19 +292,35 @@ func resetGroup(ctx context.Context, adm *kadm.Client, group string, f resetForm
 			return fmt.Errorf("group in state %s with %d members: %w", g.State, len(g.Members), errNotEmpty)
 		}
 	}
-	starts, err := adm.ListStartOffsets(ctx, f.Topic)
+	os, err := resetTargets(ctx, adm, f, part, offset)
 	if err != nil {
 		return err
 	}
-	if err := starts.Error(); err != nil {
+	res, err := adm.CommitOffsets(ctx, group, os)
+	if err != nil {
 		return err
+	}
+	return res.Error()
+}
+
+// resetTargets computes the offsets a reset form asks for: the earliest
+// or latest offset, or the given one (which must be within the
+// partition's range), of partition part or, when part < 0, of every
+// partition of f.Topic.
+func resetTargets(ctx context.Context, adm *kadm.Client, f resetForm, part int32, offset int64) (kadm.Offsets, error) {
+	starts, err := adm.ListStartOffsets(ctx, f.Topic)
+	if err != nil {
+		return nil, err
+	}
+	if err := starts.Error(); err != nil {
+		return nil, err
 	}
 	ends, err := adm.ListEndOffsets(ctx, f.Topic)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := ends.Error(); err != nil {
-		return err
+		return nil, err
 	}
 	var os kadm.Offsets
 	for _, so := range sortedOffsets(starts) {
@@ -315,17 +336,13 @@ func resetGroup(ctx context.Context, adm *kadm.Client, group string, f resetForm
 			at = eo.Offset
 		default:
 			if at < so.Offset || at > eo.Offset {
-				return badf("offset %d is outside partition %d's range [%d, %d]", at, so.Partition, so.Offset, eo.Offset)
+				return nil, badf("offset %d is outside partition %d's range [%d, %d]", at, so.Partition, so.Offset, eo.Offset)
 			}
 		}
 		os.AddOffset(f.Topic, so.Partition, at, -1)
 	}
 	if len(os) == 0 {
-		return badf("topic %s has no partition %d", f.Topic, part)
+		return nil, badf("topic %s has no partition %d", f.Topic, part)
 	}
-	res, err := adm.CommitOffsets(ctx, group, os)
-	if err != nil {
-		return err
-	}
-	return res.Error()
+	return os, nil
 }

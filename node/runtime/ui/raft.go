@@ -78,10 +78,16 @@ type raftData struct {
 	Controller    int32
 	Brokers       []int32
 	ControllerRep *raftLocal
-	Partitions    []raftPartitionRow
-	Problems      int
-	LocalErr      string
-	Filter        string
+	// Quorum is the controller group's members as its leader reports them
+	// (DescribeQuorum), when this broker does not lead it: match index
+	// and lag behind the leader's, without progress state.
+	Quorum     []raftMemberRow
+	QuorumFrom int32 // the broker that answered
+	QuorumErr  string
+	Partitions []raftPartitionRow
+	Problems   int
+	LocalErr   string
+	Filter     string
 }
 
 // errNoRaftSource is the page's answer when the UI runs without the
@@ -179,6 +185,9 @@ func (s *Server) raftData(r *http.Request, sess *session) (*raftData, error) {
 		}
 		local[fmt.Sprintf("%s\x00%d", g.Topic, g.Partition)] = l
 	}
+	if d.ControllerRep == nil || len(d.ControllerRep.Rows) == 0 {
+		s.controllerQuorum(r, sess, d)
+	}
 	for i := range d.Partitions {
 		row := &d.Partitions[i]
 		row.Local = local[fmt.Sprintf("%s\x00%d", row.Topic, row.Partition)]
@@ -189,6 +198,72 @@ func (s *Server) raftData(r *http.Request, sess *session) (*raftData, error) {
 		}
 	}
 	return d, nil
+}
+
+// controllerQuorum asks the controller's leader for its members' progress
+// (DescribeQuorum, which any client may send with DESCRIBE on the
+// cluster): partitions have no such request, the controller group has.
+// A failure leaves a note, not an error page.
+func (s *Server) controllerQuorum(r *http.Request, sess *session, d *raftData) {
+	if d.Controller < 0 {
+		return
+	}
+	err := s.kafka(r, sess, func(ctx context.Context, cl *kgo.Client, _ *kadm.Client) error {
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		rt := kmsg.NewDescribeQuorumRequestTopic()
+		rt.Topic = "__cluster_metadata"
+		rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(d.Controller)))
+		if err != nil {
+			return err
+		}
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return err
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return errors.New("DescribeQuorum answered no controller group")
+		}
+		p := resp.Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+			return err
+		}
+		d.Quorum, d.QuorumFrom = quorumRows(p), d.Controller
+		return nil
+	})
+	if err != nil {
+		_, d.QuorumErr = classify(err)
+	}
+}
+
+// quorumRows turns a DescribeQuorum answer into member rows: lag is the
+// leader's acknowledged index minus the member's. Only the leader fills
+// LogEndOffset (-1 elsewhere): no rows then.
+func quorumRows(p kmsg.DescribeQuorumResponseTopicPartition) []raftMemberRow {
+	var lead int64 = -1
+	all := append(append([]kmsg.DescribeQuorumResponseTopicPartitionReplicaState(nil), p.CurrentVoters...), p.Observers...)
+	for _, v := range all {
+		if v.ReplicaID == p.LeaderID {
+			lead = v.LogEndOffset
+		}
+	}
+	if lead < 0 {
+		return nil
+	}
+	var rows []raftMemberRow
+	for i, v := range all {
+		row := raftMemberRow{RaftMember: RaftMember{ID: uint64(v.ReplicaID), Learner: i >= len(p.CurrentVoters), RecentActive: true},
+			Self: v.ReplicaID == p.LeaderID}
+		if v.LogEndOffset >= 0 {
+			row.Match = uint64(v.LogEndOffset)
+		}
+		if lead > v.LogEndOffset {
+			row.Lag = uint64(lead - max(v.LogEndOffset, 0))
+		}
+		rows = append(rows, row)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
+	return rows
 }
 
 // memberRows orders a leader's members with their lag behind its log.

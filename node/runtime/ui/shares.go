@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -33,18 +35,45 @@ type shareData struct {
 	Offsets               []shareOffsetRow
 	OffsetsErr            string
 	TotalLag              int64
-	DeadLetterTopic       string // errors.deadletterqueue.topic.name, "" none or unknown
+	DeadLetterTopic       string   // errors.deadletterqueue.topic.name, "" none or unknown
+	Topics                []string // topics with share state, for the forms
+	Reset                 resetForm
+	DeleteTopic           string
 }
 
 // shareGroup shows a share group (KIP-932): members, their subscriptions
 // and assignment, and the share-partition start offset and lag.
 func (s *Server) shareGroup(w http.ResponseWriter, r *http.Request, sess *session) {
 	name := r.PathValue("group")
-	if err := checkGroupName(name); err != nil {
-		s.failErr(w, r, sess, "share group", err)
+	d, err := s.loadShareGroup(r, sess, name)
+	if err != nil {
+		s.shareFail(w, r, sess, name, err)
 		return
 	}
-	d := shareData{Name: name}
+	d.Reset = resetForm{To: "earliest"}
+	if len(d.Topics) > 0 {
+		d.Reset.Topic, d.DeleteTopic = d.Topics[0], d.Topics[0]
+	}
+	p := s.pageFor(sess, "groups", "Share group "+name)
+	p.Notice = shareNotices[r.URL.Query().Get("done")]
+	p.Data = d
+	s.render(w, http.StatusOK, "share", p)
+}
+
+func (s *Server) shareFail(w http.ResponseWriter, r *http.Request, sess *session, name string, err error) {
+	if isNoGroup(err) {
+		s.fail(w, r, sess, http.StatusNotFound, err.Error())
+		return
+	}
+	s.failErr(w, r, sess, "share group "+name, err)
+}
+
+// loadShareGroup describes a share group, its offsets and lag.
+func (s *Server) loadShareGroup(r *http.Request, sess *session, name string) (*shareData, error) {
+	if err := checkGroupName(name); err != nil {
+		return nil, err
+	}
+	d := &shareData{Name: name}
 	err := s.kafka(r, sess, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
 		dg, err := adm.DescribeShareGroups(ctx, name)
 		if err != nil {
@@ -101,17 +130,88 @@ func (s *Server) shareGroup(w http.ResponseWriter, r *http.Request, sess *sessio
 			}
 			return d.Offsets[i].Partition < d.Offsets[j].Partition
 		})
+		for _, o := range d.Offsets {
+			if len(d.Topics) == 0 || d.Topics[len(d.Topics)-1] != o.Topic {
+				d.Topics = append(d.Topics, o.Topic)
+			}
+		}
 		return nil
 	})
 	if err != nil {
-		if isNoGroup(err) {
-			s.fail(w, r, sess, http.StatusNotFound, err.Error())
-			return
-		}
-		s.failErr(w, r, sess, "share group "+name, err)
+		return nil, err
+	}
+	return d, nil
+}
+
+var shareNotices = map[string]string{"reset": "Start offsets reset.", "deleted": "Share-group offsets deleted."}
+
+// resetShareOffsets sets the start offset of an empty share group's
+// share-partitions (AlterShareGroupOffsets): to the earliest or latest
+// offset, or a given one, of one partition or every one of a topic. The
+// broker refuses it (NON_EMPTY_GROUP, 409 here) while the group has
+// members, as Kafka does; it needs READ on the group and the topic.
+func (s *Server) resetShareOffsets(w http.ResponseWriter, r *http.Request, sess *session) {
+	name := r.PathValue("group")
+	f, part, offset, err := readResetForm(r, name)
+	if err == nil {
+		err = s.admin(r, sess, func(ctx context.Context, adm *kadm.Client) error {
+			os, err := resetTargets(ctx, adm, f, part, offset)
+			if err != nil {
+				return err
+			}
+			res, err := adm.AlterShareGroupOffsets(ctx, name, os)
+			if err != nil {
+				return err
+			}
+			return res.Error()
+		})
+	}
+	s.shareDone(w, r, sess, name, err, "resetting start offsets", "reset", func(d *shareData) { d.Reset = f })
+}
+
+// deleteShareOffsets forgets an empty share group's state on a topic
+// (DeleteShareGroupOffsets): its next fetch starts the topic again per
+// share.auto.offset.reset. It needs DELETE on the group, READ on the
+// topic.
+func (s *Server) deleteShareOffsets(w http.ResponseWriter, r *http.Request, sess *session) {
+	name := r.PathValue("group")
+	topic := strings.TrimSpace(r.PostFormValue("topic"))
+	err := checkGroupName(name)
+	if err == nil {
+		err = checkTopicName(topic)
+	}
+	if err == nil {
+		err = s.admin(r, sess, func(ctx context.Context, adm *kadm.Client) error {
+			res, err := adm.DeleteShareGroupOffsets(ctx, name, topic)
+			if err != nil {
+				return err
+			}
+			return res.Error()
+		})
+	}
+	s.shareDone(w, r, sess, name, err, "deleting offsets of "+topic, "deleted", func(d *shareData) { d.DeleteTopic = topic })
+}
+
+// shareDone answers a share-group change: a redirect with its notice, or
+// the page again with the error (and the form as typed).
+func (s *Server) shareDone(w http.ResponseWriter, r *http.Request, sess *session, name string, err error, what, done string, keep func(*shareData)) {
+	if err == nil {
+		http.Redirect(w, r, "/share-groups/"+url.PathEscape(name)+"?done="+done, http.StatusSeeOther)
 		return
 	}
+	status, msg := classify(err)
+	if status == http.StatusUnauthorized {
+		s.failErr(w, r, sess, what, err)
+		return
+	}
+	d, lerr := s.loadShareGroup(r, sess, name)
+	if lerr != nil {
+		s.fail(w, r, sess, status, what+" of "+name+": "+msg)
+		return
+	}
+	d.Reset = resetForm{To: "earliest"}
+	keep(d)
 	p := s.pageFor(sess, "groups", "Share group "+name)
-	p.Data = d
-	s.render(w, http.StatusOK, "share", p)
+	p.Data, p.Error = d, what+": "+msg
+	s.render(w, status, "share", p)
 }
