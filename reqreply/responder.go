@@ -62,7 +62,14 @@ func NewTransactionalResponder(topic, group, transactionalID string, handler Han
 	if transactionalID == "" {
 		return nil, errors.New("reqreply: transactional responder: empty transactional id")
 	}
-	all := append([]kgo.Opt{kgo.TransactionTimeout(DefaultTransactionTimeout)}, opts...)
+	// The first reply of a transaction produced right after the previous
+	// one ended can be refused with a retriable NOT_ENOUGH_REPLICAS
+	// while the coordinator still completes that transaction (seen with
+	// Floe in `floe bench rr`); franz-go retries it only after a
+	// metadata refresh, at most one per MetadataMinAge (5 s by
+	// default): a 5 s stall each time, unless the age is short.
+	all := append([]kgo.Opt{kgo.TransactionTimeout(DefaultTransactionTimeout),
+		kgo.MetadataMinAge(100 * time.Millisecond)}, opts...)
 	sess, err := kgo.NewGroupTransactSession(append(all, kgo.TransactionalID(transactionalID),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
@@ -91,38 +98,29 @@ func (s *Responder) RunN(ctx context.Context, n int) error {
 	}
 	answered := 0
 	for ctx.Err() == nil && (n == 0 || answered < n) {
-		fs := s.cl.PollFetches(ctx)
-		var firstErr error
-		fs.EachRecord(func(r *kgo.Record) {
-			if firstErr != nil || (n > 0 && answered >= n) {
-				return // left unmarked: the group's next member answers it
+		recs := s.cl.PollRecords(ctx, pollLimit(n, answered)).Records()
+		k, err := s.produceReplies(ctx, recs)
+		if err != nil {
+			if ctx.Err() != nil {
+				break // unmarked: answered again by the group (at least once)
 			}
-			err := s.answer(ctx, r)
-			if err != nil && !errors.Is(err, ErrBadRequest) {
-				firstErr = err
-				return
-			}
-			if err == nil {
-				answered++
-			}
-			s.cl.MarkCommitRecords(r)
-		})
-		if firstErr != nil && ctx.Err() == nil {
-			return firstErr
+			return err
 		}
+		s.cl.MarkCommitRecords(recs...)
+		answered += k
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), endTimeout)
 	defer cancel()
 	return s.cl.CommitMarkedOffsets(cctx)
 }
 
-// answer sends the reply to one request and waits for its ack.
-func (s *Responder) answer(ctx context.Context, r *kgo.Record) error {
-	reply, err := s.reply(ctx, r)
-	if err != nil {
-		return err
+// pollLimit is how many records a poll may return when n requests are to
+// be answered and answered are: 0 (no limit) when n is.
+func pollLimit(n, answered int) int {
+	if n == 0 {
+		return 0
 	}
-	return s.cl.ProduceSync(ctx, reply).FirstErr()
+	return n - answered
 }
 
 // reply calls the handler and builds the reply to r: to the topic and
@@ -150,11 +148,7 @@ func (s *Responder) reply(ctx context.Context, r *kgo.Record) (*kgo.Record, erro
 func (s *Responder) runTransactional(ctx context.Context, n int) error {
 	answered := 0
 	for ctx.Err() == nil && (n == 0 || answered < n) {
-		limit := 0 // PollRecords: no limit
-		if n > 0 {
-			limit = n - answered
-		}
-		recs := s.sess.PollRecords(ctx, limit).Records()
+		recs := s.sess.PollRecords(ctx, pollLimit(n, answered)).Records()
 		if len(recs) == 0 {
 			continue
 		}
@@ -201,9 +195,11 @@ func (s *Responder) transact(ctx context.Context, recs []*kgo.Record) (int, erro
 	return k, nil
 }
 
-// produceReplies produces the replies to recs in the open transaction and
-// waits for them all; it returns how many requests it answered and the
-// first produce error.
+// produceReplies produces the replies to recs (in the open transaction,
+// if any) and waits for them all; it returns how many requests it
+// answered and the first produce error. Replies are produced together,
+// not one ack at a time, so a batch of requests costs about one round
+// trip to the broker.
 func (s *Responder) produceReplies(ctx context.Context, recs []*kgo.Record) (int, error) {
 	var mu sync.Mutex
 	var firstErr error

@@ -157,7 +157,9 @@ func TestRequestReplyTransactionalCancelMidBatch(t *testing.T) {
 		t.Fatal("the cancelled responder did not stop")
 	}
 	second, err := reqreply.NewTransactionalResponder("rpc-c", "svc-c", "rr-c2",
-		func(_ context.Context, r *kgo.Record) ([]byte, error) { return []byte("second:" + string(r.Value)), nil },
+		func(_ context.Context, r *kgo.Record) ([]byte, error) {
+			return []byte("second:" + string(r.Value)), nil
+		},
 		kgo.SeedBrokers(b.KafkaAddr))
 	if err != nil {
 		t.Fatal(err)
@@ -286,4 +288,36 @@ func checkSecondAnswers(t *testing.T, addr, inbox string) {
 	if len(all) != 3 || string(all[0].Value) != "first:a" {
 		t.Errorf("read_uncommitted: %d replies (first %q), want the aborted first:a and the two committed", len(all), all[0].Value)
 	}
+}
+
+// TestRequestReplyCLITransactional: floe reply --transactional-id answers
+// what floe request --isolation-level read_committed sends, and every
+// reply in the inbox is transactional.
+func TestRequestReplyCLITransactional(t *testing.T) {
+	b := start(t)
+	makeTopic(t, b.KafkaAddr, "rpc3", 1, nil)
+	makeTopic(t, b.KafkaAddr, "inbox3", 1, nil)
+	done := make(chan string, 1)
+	go func() {
+		cmd := exec.Command(floeBin, "reply", "rpc3", "--group", "upper", "--transactional-id", "upper-1",
+			"--exec", "tr a-z A-Z", "--count", "3", "--brokers", b.KafkaAddr)
+		out, err := cmd.CombinedOutput()
+		done <- fmt.Sprintf("%v %s", err, out)
+	}()
+	cmd := exec.Command(floeBin, "request", "rpc3", "--reply-topic", "inbox3", "--isolation-level", "read_committed",
+		"--brokers", b.KafkaAddr, "--timeout", "20s")
+	cmd.Stdin = strings.NewReader("abc\ndef\nghi\n")
+	out, err := cmd.Output()
+	if err != nil || string(out) != "ABC\nDEF\nGHI\n" {
+		t.Fatalf("floe request: %v, output %q", err, out)
+	}
+	select {
+	case res := <-done:
+		if !strings.HasPrefix(res, "<nil>") {
+			t.Fatalf("floe reply: %s", res)
+		}
+	case <-time.After(opWaitMax):
+		t.Fatalf("floe reply did not stop after --count 3")
+	}
+	checkRepliesOnce(t, consumeAll(t, b.KafkaAddr, "inbox3", kgo.ReadCommitted(), 3), 3)
 }
