@@ -17,7 +17,7 @@ APT_INSTALL  := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q
 # Order matters in `make test` (cheap checks first), so never run in parallel.
 .NOTPARALLEL:
 .PHONY: help build run test deps lint fmt-check vet floelint mutations-apply unit planted \
-	sim mutate bench bench-latency jepsen cluster cluster-stop docker-image fuzz clean
+	sim mutate bench bench-latency bench-rr jepsen cluster cluster-stop docker-image fuzz clean
 
 help:
 	@echo "make run      build bin/floe and start a single-node broker (floe serve)"
@@ -29,6 +29,7 @@ help:
 	@echo "make mutate   mutation testing: each one-line bug (scripts/mutate) must fail go test ./sim"
 	@echo "make bench    benchmark report (floe vs NATS, disk limit) -> docs/benchmarks.md"
 	@echo "make bench-latency  latency against load, RF=1 and RF=3, with broker stage histograms"
+	@echo "make bench-rr  request/reply round trip p50/p99/p99.9, at-least-once and transactional responder"
 	@echo "make jepsen   Docker fault-injection suite (~10 min; JEPSEN_MODE=smoke: 5 min)"
 	@echo "make cluster  start a local 3-broker cluster (make cluster-stop stops it)"
 
@@ -140,6 +141,13 @@ bench:
 # spread). Knobs: scripts/bench/latency.sh. About 5 minutes.
 bench-latency:
 	bash scripts/bench/latency.sh
+
+# bench-rr: request/reply round trips (floe bench rr) against one floe serve:
+# the at-least-once and the transactional responder at concurrency 1, 4 and
+# 16 (RR_CONCURRENCY, RR_DURATION, RR_WARMUP: scripts/bench/rr.sh). About
+# 1 minute; prints the tables (docs/benchmarks.md, "Request/reply round trip").
+bench-rr:
+	bash scripts/bench/rr.sh
 
 # jepsen: the Docker fault-injection suite (jepsen/README.md): builds a static
 # floe and an image FROM scratch, runs 5 brokers under kill -9, pauses and

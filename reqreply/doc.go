@@ -14,13 +14,32 @@
 // or its cancellation, and a late reply is dropped.
 //
 // A Responder reads a request topic as a consumer group (responders in
-// one group share the requests, as a queue), calls its handler, sends
-// the reply to the topic and partition the request names, with the
-// correlation id, and only then marks the request's offset for commit:
-// at least once (a responder that dies after replying and before the
-// commit answers the request again; requesters drop the second reply).
-// Replies are not yet written in the same transaction as the offset
-// commit: not done.
+// one group share the requests, as a queue), calls its handler for each
+// request of a poll, sends the replies to the topics and partitions the
+// requests name, with their correlation ids, and commits the poll's
+// offsets in one of two ways:
+//
+//   - NewResponder, at least once: the offsets are marked for commit only
+//     after the replies are acknowledged, so a responder that dies in
+//     between answers again (the requester drops the second reply).
+//   - NewTransactionalResponder, exactly once for read_committed
+//     requesters: franz-go's GroupTransactSession puts a poll's replies
+//     and its offsets in one transaction (KIP-447: the offsets go through
+//     TxnOffsetCommit with the group's generation). A responder that
+//     stops (its context ends) aborts the transaction in progress; one
+//     that dies leaves it open until its transactional id is used again
+//     (InitProducerId aborts it) or the transaction times out
+//     (DefaultTransactionTimeout, 10 s). Either way the aborted replies
+//     are never visible read_committed, and the requests are answered
+//     again. Requesters must read read_committed (pass
+//     kgo.FetchIsolationLevel(kgo.ReadCommitted()) to NewRequester) to
+//     see each reply once; an open transaction holds back their inbox
+//     partition until it ends. Each responder of a group needs its own
+//     transactional id.
+//
+// The handler runs once per delivery, not once per request: a request
+// whose transaction aborted is handled again. Exactly once is the
+// replies' visibility and the offsets, not the handler's side effects.
 //
 // Reply status: a handler error is sent back as a reply with the header
 // floe_reply_error (its text) and no value, so the requester's Request

@@ -5,10 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -54,7 +52,11 @@ type Requester struct {
 // NewRequester starts a requester whose replies come to partition of
 // replyTopic (which must exist). opts configure its client (seed brokers
 // at least); it consumes only its inbox partition, from the end offset the
-// partition has now, so no reply to one of its requests is missed.
+// partition has now, so no reply to one of its requests is missed. With
+// a transactional responder, pass kgo.FetchIsolationLevel(kgo.ReadCommitted())
+// in opts: the requester then sees only committed replies, each once
+// (read_uncommitted, it may also see a reply whose transaction is later
+// aborted, and take it).
 func NewRequester(ctx context.Context, replyTopic string, partition int32, opts ...kgo.Opt) (*Requester, error) {
 	admin, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -150,79 +152,3 @@ func (q *Requester) Close() {
 // Handler answers one request: the reply's value, or an error sent back
 // to the requester.
 type Handler func(ctx context.Context, req *kgo.Record) ([]byte, error)
-
-// Responder answers the requests of a topic as a member of a consumer
-// group.
-type Responder struct {
-	cl      *kgo.Client
-	handler Handler
-}
-
-// NewResponder joins group on topic. opts configure its client (seed
-// brokers at least; not ConsumerGroup, ConsumeTopics or commit options,
-// which it sets).
-func NewResponder(topic, group string, handler Handler, opts ...kgo.Opt) (*Responder, error) {
-	cl, err := kgo.NewClient(append(opts, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.AutoCommitMarks(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))...) // replies go to the partition the request names
-	if err != nil {
-		return nil, err
-	}
-	return &Responder{cl: cl, handler: handler}, nil
-}
-
-// ErrBadRequest is why a request without the reply headers is skipped.
-var ErrBadRequest = errors.New("reqreply: request without reply topic, partition or correlation id")
-
-// Run answers requests until ctx ends, then commits what it answered and
-// leaves the group. Requests without reply headers are skipped (marked
-// done, no reply).
-func (s *Responder) Run(ctx context.Context) error { return s.RunN(ctx, 0) }
-
-// RunN is Run that also stops after answering n requests (0: no limit).
-func (s *Responder) RunN(ctx context.Context, n int) error {
-	defer s.cl.Close()
-	answered := 0
-	for ctx.Err() == nil && (n == 0 || answered < n) {
-		fs := s.cl.PollFetches(ctx)
-		var firstErr error
-		fs.EachRecord(func(r *kgo.Record) {
-			if firstErr != nil || (n > 0 && answered >= n) {
-				return // left unmarked: the group's next member answers it
-			}
-			err := s.answer(ctx, r)
-			if err != nil && !errors.Is(err, ErrBadRequest) {
-				firstErr = err
-				return
-			}
-			if err == nil {
-				answered++
-			}
-			s.cl.MarkCommitRecords(r)
-		})
-		if firstErr != nil && ctx.Err() == nil {
-			return firstErr
-		}
-	}
-	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return s.cl.CommitMarkedOffsets(cctx)
-}
-
-// answer sends the reply to one request.
-func (s *Responder) answer(ctx context.Context, r *kgo.Record) error {
-	topic, ok1 := Header(r, HeaderReplyTopic)
-	part, ok2 := Header(r, HeaderReplyPartition)
-	id, ok3 := Header(r, HeaderCorrelationID)
-	if !ok1 || !ok2 || !ok3 || len(part) != 4 || len(topic) == 0 {
-		return ErrBadRequest
-	}
-	value, err := s.handler(ctx, r)
-	reply := &kgo.Record{Topic: string(topic), Partition: int32(binary.BigEndian.Uint32(part)), Value: value,
-		Headers: []kgo.RecordHeader{{Key: HeaderCorrelationID, Value: id}}}
-	if err != nil {
-		reply.Value = nil
-		reply.Headers = append(reply.Headers, kgo.RecordHeader{Key: HeaderReplyError, Value: []byte(err.Error())})
-	}
-	return s.cl.ProduceSync(ctx, reply).FirstErr()
-}

@@ -27,6 +27,8 @@ modes:
   consume       consumers only: read what the topic holds now
   e2e           producers and consumers at once: also end-to-end latency
   nats-produce  JetStream publishes with acks (async, windowed)
+  rr            request/reply round trips (package reqreply): p50/p99/p99.9
+                at each --concurrency, at least once or --transactional-id
 
 Run 'floe bench <mode> -h' for a mode's flags. Every flag can also come from
 FLOE_<NAME> or a --config file, as for floe serve.
@@ -47,6 +49,8 @@ func runBench(args []string) error {
 		return runKafkaBench(ctx, mode, args[1:], os.Stdout)
 	case "nats-produce":
 		return runNATSBench(ctx, args[1:], os.Stdout)
+	case "rr":
+		return runRRBench(ctx, args[1:], os.Stdout)
 	default:
 		fmt.Fprintf(os.Stderr, "floe bench: unknown mode %q\n\n%s", mode, benchUsage)
 		return errUsage

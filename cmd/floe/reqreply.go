@@ -34,6 +34,9 @@ existing topic INBOX. Flags (in any order with TOPIC):
   --reply-topic      the inbox topic (required)
   --reply-partition  the inbox partition (default 0)
   --timeout          how long each request waits for its reply (default 10s)
+  --isolation-level  read_uncommitted (default) or read_committed: use
+                     read_committed with a transactional responder (floe
+                     reply --transactional-id), to see committed replies only
   --brokers          comma-separated seed brokers (default 127.0.0.1:9092)
   --command-config   Kafka client properties (TLS, SASL): see docs/security.md
 
@@ -50,16 +53,27 @@ request's value, or with --exec the standard output (one trailing newline
 dropped) of a shell command given the request's value on standard input;
 a command that fails sends an error reply with its standard error.
 Flags (in any order with TOPIC):
-  --group           the consumer group (required)
-  --exec            shell command computing each reply
-  --count           stop after answering this many requests
-  --brokers         comma-separated seed brokers (default 127.0.0.1:9092)
-  --command-config  Kafka client properties (TLS, SASL): see docs/security.md
-  --timeout         how long to wait for the cluster (default 10s)
+  --group             the consumer group (required)
+  --exec              shell command computing each reply
+  --count             stop after answering this many requests
+  --transactional-id  answer each batch of requests in one transaction with
+                      its offsets (exactly-once replies for read_committed
+                      requesters); each responder of a group needs its own id
+  --session-timeout   the group session timeout: how long the requests of a
+                      responder that died wait for another member (default
+                      45s, franz-go's)
+  --brokers           comma-separated seed brokers (default 127.0.0.1:9092)
+  --command-config    Kafka client properties (TLS, SASL): see docs/security.md
+  --timeout           how long to wait for the cluster (default 10s)
 
 Ctrl-C (or SIGTERM) stops cleanly, committing what was answered. A request
 answered but not yet committed when the responder dies is answered again
-by the next member (at least once).
+by the next member: without --transactional-id its first reply stays
+visible too (at least once); with it, the first reply is aborted
+(exactly once, read read_committed). Restart a responder that died with
+the same --transactional-id: that aborts its open transaction at once,
+which otherwise holds back read_committed readers of the reply partition
+until the transaction times out (10s).
 `
 
 // clientOpts are the client options of --brokers and --command-config.
@@ -86,6 +100,7 @@ func requestMain(ctx context.Context, args []string, in io.Reader, out, errOut i
 	topic := fs.String("topic", "", "topic to send requests to")
 	inbox := fs.String("reply-topic", "", "the inbox topic replies come to")
 	part := fs.Int("reply-partition", 0, "the inbox partition")
+	isolation := fs.String("isolation-level", "read_uncommitted", "read_uncommitted or read_committed")
 	rest, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -100,6 +115,13 @@ func requestMain(ctx context.Context, args []string, in io.Reader, out, errOut i
 	opts, err := cf.clientOpts()
 	if err != nil {
 		return err
+	}
+	switch *isolation {
+	case "read_committed":
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	case "read_uncommitted":
+	default:
+		return usagef("--isolation-level %q: want read_uncommitted or read_committed", *isolation)
 	}
 	sctx, cancel := context.WithTimeout(ctx, *cf.timeout)
 	q, err := reqreply.NewRequester(sctx, *inbox, int32(*part), opts...)
@@ -146,6 +168,8 @@ func replyMain(ctx context.Context, args []string) error {
 	group := fs.String("group", "", "the consumer group")
 	command := fs.String("exec", "", "shell command computing each reply")
 	count := fs.Int("count", 0, "stop after answering this many requests")
+	txnID := fs.String("transactional-id", "", "answer in transactions under this id (exactly once)")
+	session := fs.Duration("session-timeout", 45*time.Second, "the consumer group session timeout")
 	rest, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -164,13 +188,22 @@ func replyMain(ctx context.Context, args []string) error {
 	if *count < 0 {
 		return usagef("--count %d: want 0 or more", *count)
 	}
+	if *session <= 0 {
+		return usagef("--session-timeout %v: want more than 0", *session)
+	}
+	opts = append(opts, kgo.SessionTimeout(*session))
 	handler := func(hctx context.Context, r *kgo.Record) ([]byte, error) {
 		if *command == "" {
 			return r.Value, nil
 		}
 		return runReplyCommand(hctx, *command, r.Value)
 	}
-	resp, err := reqreply.NewResponder(name, *group, handler, opts...)
+	var resp *reqreply.Responder
+	if *txnID != "" {
+		resp, err = reqreply.NewTransactionalResponder(name, *group, *txnID, handler, opts...)
+	} else {
+		resp, err = reqreply.NewResponder(name, *group, handler, opts...)
+	}
 	if err != nil {
 		return err
 	}
