@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/records"
 	"github.com/floe-broker/floe/node/share"
 )
@@ -318,31 +317,9 @@ func TestShareDeadLetterWaitsForMetadata(t *testing.T) {
 // config, and then copies. Simulator seed 910380 with --corrupt
 // --reassign lost two dead letters this way.
 func TestShareDeadLetterConfigSetWhileCoordinatorLags(t *testing.T) {
-	c := newClusterWith(t, 3, 47, earliestShares)
-	c.waitReady()
-	createTopic(t, c, 1, "q", 1, 3, nil)
-	waitLeaders(t, c, "q", 1)
-	produceWithHeader(t, c, "q", "a")
-	ctlLead := int32(c.nodes[firstLive(c)].r.controllerLeader())
-	var co int32
-	for _, id := range sortedKeys(c.nodes) {
-		if id != ctlLead {
-			co = id
-			break
-		}
-	}
-	g := groupLedBy(t, c, co)
-	if got := shareJoin(t, c, co, g, "m", "q"); got != co {
-		t.Fatalf("group %s coordinated by %d, not %d", g, got, co)
-	}
-	f := c.request(co, shareFetchOf(c, "q", g, "m", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 0 {
-		t.Fatalf("acquired %+v", got)
-	}
-	// Cut the coordinator off from the controller's leader, then set the
-	// dead-letter topic through the leader: committed by the other two.
-	c.w.Cut(netx.NodeID(co), netx.NodeID(ctlLead))
-	c.w.Cut(netx.NodeID(ctlLead), netx.NodeID(co))
+	c, co, ctlLead, g := shareCoordinatorCutOff(t, func(c *cluster) { produceWithHeader(t, c, "q", "a") })
+	// The dead-letter topic is set through the controller's leader:
+	// committed by the other two.
 	if res := alterGroupConfigsAt(c, ctlLead, g, dlqTopicConfig, "dlq.q"); res.ErrorCode != 0 {
 		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
 	}
