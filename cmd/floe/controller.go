@@ -51,19 +51,16 @@ func runController(args []string) error {
 		fmt.Fprintf(os.Stderr, "floe controller: unknown action %q\n\n%s", action, controllerUsage)
 		return errUsage
 	}
-	fs, af := newAdminFlags("floe controller "+action, controllerUsage)
-	if err := parseFlags(fs, rest); err != nil {
-		return err
-	}
-	adm, cl, ctx, done, err := af.connect()
+	conn, err := connectAdmin("floe controller "+action, controllerUsage, rest)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer conn.close()
+	adm, cl, ctx := conn.adm, conn.cl, conn.ctx
 	switch action {
 	case "add-voter":
 		req := kmsg.NewPtrAddRaftVoterRequest()
-		req.VoterID, req.TimeoutMillis, req.AckWhenCommitted = id, int32(af.timeout.Milliseconds()), true
+		req.VoterID, req.TimeoutMillis, req.AckWhenCommitted = id, int32(conn.timeout.Milliseconds()), true
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {
 			return err

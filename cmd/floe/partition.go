@@ -49,11 +49,12 @@ func runPartition(args []string) error {
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	adm, _, ctx, done, err := af.connect()
+	conn, err := af.connect()
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer conn.close()
+	adm, ctx := conn.adm, conn.ctx
 	switch action {
 	case "reassign", "cancel":
 		if *topic == "" || *part < 0 {
@@ -148,15 +149,12 @@ func runBroker(args []string) error {
 			return err
 		}
 	}
-	fs, af := newAdminFlags("floe broker "+action, brokerUsage)
-	if err := parseFlags(fs, rest); err != nil {
-		return err
-	}
-	adm, cl, ctx, done, err := af.connect()
+	conn, err := connectAdmin("floe broker "+action, brokerUsage, rest)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer conn.close()
+	adm, cl, ctx := conn.adm, conn.cl, conn.ctx
 	switch action {
 	case "list":
 		md, err := adm.BrokerMetadata(ctx)
@@ -217,15 +215,40 @@ func newAdminFlags(command, usage string) (*flag.FlagSet, *adminFlags) {
 	}
 }
 
-// connect, after the flags are parsed, makes the clients and a context
-// that ends after --timeout; done cancels it and closes the clients.
-func (af *adminFlags) connect() (adm *kadm.Client, cl *kgo.Client, ctx context.Context, done func(), err error) {
-	adm, cl, err = adminClient(*af.brokers, *af.commandConfig)
+// adminConn is an admin command's clients and its context, which ends
+// after --timeout.
+type adminConn struct {
+	adm     *kadm.Client
+	cl      *kgo.Client
+	ctx     context.Context
+	timeout time.Duration
+	cancel  context.CancelFunc
+}
+
+// close cancels the context and closes the clients.
+func (c *adminConn) close() {
+	c.cancel()
+	c.cl.Close()
+}
+
+// connect, after the flags are parsed, makes the clients and the context.
+func (af *adminFlags) connect() (*adminConn, error) {
+	adm, cl, err := adminClient(*af.brokers, *af.commandConfig)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *af.timeout)
-	return adm, cl, ctx, func() { cancel(); cl.Close() }, nil
+	return &adminConn{adm: adm, cl: cl, ctx: ctx, timeout: *af.timeout, cancel: cancel}, nil
+}
+
+// connectAdmin parses args and connects, for a command with no flags of
+// its own.
+func connectAdmin(command, usage string, args []string) (*adminConn, error) {
+	fs, af := newAdminFlags(command, usage)
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	return af.connect()
 }
 
 // brokerIDArg takes a broker id, the first of command's arguments rest.
