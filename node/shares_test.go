@@ -59,15 +59,7 @@ func ackBatch(first, last int64, t share.AckType) kmsg.ShareAcknowledgeRequestTo
 // the share-partition from the Raft log: 0-4 finished, 5-9 available again
 // with their delivery counts (redelivered, never skipped).
 func TestShareStateSurvivesFailover(t *testing.T) {
-	c := newClusterWith(t, 3, 18, earliestShares)
-	c.waitReady()
-	createTopic(t, c, 1, "q", 1, 3, nil)
-	waitLeaders(t, c, "q", 1)
-	produceValues(t, c, "q", 10)
-	findCoordinator(t, c, 1, "g")
-	c.runFor(10 * time.Second) // leaders settle on their preferred replicas
-	lead := leaderOf(c, "q", 0)
-	g := groupLedBy(t, c, lead)
+	c, lead, g := shareGroupOnLeader(t, 18, 10)
 	if co := shareJoin(t, c, lead, g, "a", "q"); co != lead {
 		t.Fatalf("group %s coordinated by %d, not %d", g, co, lead)
 	}
@@ -255,15 +247,7 @@ func TestShareExpiredMemberRecordsReleased(t *testing.T) {
 // once.
 func TestShareBackoffSurvivesFailover(t *testing.T) {
 	const backoff = 20 * time.Second
-	c := newClusterWith(t, 3, 19, earliestShares)
-	c.waitReady()
-	createTopic(t, c, 1, "q", 1, 3, nil)
-	waitLeaders(t, c, "q", 1)
-	produceValues(t, c, "q", 2)
-	findCoordinator(t, c, 1, "g")
-	c.runFor(10 * time.Second) // leaders settle on their preferred replicas
-	lead := leaderOf(c, "q", 0)
-	g := groupLedBy(t, c, lead)
+	c, lead, g := shareGroupOnLeader(t, 19, 2)
 	if res := alterGroupConfigs(c, g, "floe.share.retry.backoff.ms", "20000", "floe.share.retry.backoff.multiplier", "1"); res.ErrorCode != 0 {
 		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
 	}
@@ -336,6 +320,22 @@ func TestShareBackoffConfigSetWhileCoordinatorLags(t *testing.T) {
 	}
 	c.w.Heal()
 	wantRedeliveredAfter(t, c, fetch, released, backoff)
+}
+
+// shareGroupOnLeader sets up the failover tests: a 3-broker cluster
+// (seed) with one partition of q holding n records, its leader settled on
+// its preferred replica, lead, and a share group g that lead coordinates.
+func shareGroupOnLeader(t *testing.T, seed int64, n int) (c *cluster, lead int32, g string) {
+	t.Helper()
+	c = newClusterWith(t, 3, seed, earliestShares)
+	c.waitReady()
+	createTopic(t, c, 1, "q", 1, 3, nil)
+	waitLeaders(t, c, "q", 1)
+	produceValues(t, c, "q", n)
+	findCoordinator(t, c, 1, "g")
+	c.runFor(10 * time.Second) // leaders settle on their preferred replicas
+	lead = leaderOf(c, "q", 0)
+	return c, lead, groupLedBy(t, c, lead)
 }
 
 // shareCoordinatorCutOff sets up the tests in which a share coordinator's
