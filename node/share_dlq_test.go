@@ -142,16 +142,13 @@ func TestShareDeadLetterRejectAndLimit(t *testing.T) {
 		produceWithHeader(t, c, "q", v)
 	}
 	shareJoin(t, c, 1, "sg", "m", "q")
-	f := c.request(1, shareFetchOf(c, "q", "sg", "m", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 2 {
-		t.Fatalf("acquired %+v", got)
-	}
+	acquireFirst(t, c, 1, "sg", "m", 2)
 	ack := c.request(1, shareAckOf(c, "q", "sg", "m", 1, ackBatch(0, 0, share.AckReject), ackBatch(1, 1, share.AckRelease),
 		ackBatch(2, 2, share.AckAccept))).(*kmsg.ShareAcknowledgeResponse)
 	if ack.ErrorCode != 0 || ack.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("ack: %+v", ack)
 	}
-	f = c.request(1, shareFetchOf(c, "q", "sg", "m", 2)).(*kmsg.ShareFetchResponse)
+	f := c.request(1, shareFetchOf(c, "q", "sg", "m", 2)).(*kmsg.ShareFetchResponse)
 	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].FirstOffset != 1 || got[0].LastOffset != 1 || got[0].DeliveryCount != 2 {
 		t.Fatalf("second fetch acquired %+v, want offset 1 with count 2", got)
 	}
@@ -220,10 +217,7 @@ func TestShareDeadLetterAcrossFailover(t *testing.T) {
 	}
 	// A first rejection, copied before the crash: the producer id is
 	// taken and persisted.
-	f := c.request(lead, shareFetchOf(c, "q", g, "m", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 1 {
-		t.Fatalf("acquired %+v", got)
-	}
+	acquireFirst(t, c, lead, g, "m", 1)
 	if a := c.request(lead, shareAckOf(c, "q", g, "m", 1, ackBatch(0, 0, share.AckReject))).(*kmsg.ShareAcknowledgeResponse); a.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("ack: %+v", a)
 	}
@@ -278,14 +272,11 @@ func TestShareDeadLetterWaitsForMetadata(t *testing.T) {
 	}
 	produceWithHeader(t, c, "q", "a")
 	shareJoin(t, c, 1, "sg", "m", "q")
-	f := c.request(1, shareFetchOf(c, "q", "sg", "m", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 0 {
-		t.Fatalf("acquired %+v", got)
-	}
+	acquireFirst(t, c, 1, "sg", "m", 0)
 	if a := c.request(1, shareAckOf(c, "q", "sg", "m", 1, ackBatch(0, 0, share.AckRelease))).(*kmsg.ShareAcknowledgeResponse); a.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("ack: %+v", a)
 	}
-	f = c.request(1, shareFetchOf(c, "q", "sg", "m", 2)).(*kmsg.ShareFetchResponse)
+	f := c.request(1, shareFetchOf(c, "q", "sg", "m", 2)).(*kmsg.ShareFetchResponse)
 	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].DeliveryCount != 2 {
 		t.Fatalf("second fetch acquired %+v, want offset 0 with count 2", got)
 	}
@@ -367,10 +358,7 @@ func TestShareDeadLetterCopyRecordEnable(t *testing.T) {
 		produceWithHeader(t, c, "q", v)
 	}
 	shareJoin(t, c, 1, "sg", "m", "q")
-	f := c.request(1, shareFetchOf(c, "q", "sg", "m", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 1 {
-		t.Fatalf("acquired %+v", got)
-	}
+	acquireFirst(t, c, 1, "sg", "m", 1)
 	ack := c.request(1, shareAckOf(c, "q", "sg", "m", 1, ackBatch(0, 0, share.AckReject))).(*kmsg.ShareAcknowledgeResponse)
 	if ack.ErrorCode != 0 || ack.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("reject 0: %+v", ack)

@@ -133,10 +133,7 @@ func acquiredAfterRestart(t *testing.T) []kmsg.ShareFetchResponseTopicPartitionA
 	waitLeaders(t, c, "q", 1)
 	produceValues(t, c, "q", 6)
 	shareJoin(t, c, 1, "sg", "a", "q")
-	f := c.request(1, shareFetchOf(c, "q", "sg", "a", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 5 {
-		t.Fatalf("acquired %+v", got)
-	}
+	acquireFirst(t, c, 1, "sg", "a", 5)
 	if a := c.request(1, shareAckOf(c, "q", "sg", "a", 1, ackBatch(0, 2, share.AckAccept))).(*kmsg.ShareAcknowledgeResponse); a.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("ack: %v", kerr.ErrorForCode(a.Topics[0].Partitions[0].ErrorCode))
 	}
@@ -145,7 +142,7 @@ func acquiredAfterRestart(t *testing.T) []kmsg.ShareFetchResponseTopicPartitionA
 	c.waitReady()
 	waitLeaders(t, c, "q", 1)
 	shareJoin(t, c, 1, "sg", "a", "q")
-	f = c.request(1, shareFetchOf(c, "q", "sg", "a", 0)).(*kmsg.ShareFetchResponse)
+	f := c.request(1, shareFetchOf(c, "q", "sg", "a", 0)).(*kmsg.ShareFetchResponse)
 	return f.Topics[0].Partitions[0].AcquiredRecords
 }
 
@@ -219,15 +216,12 @@ func TestShareExpiredMemberRecordsReleased(t *testing.T) {
 	waitLeaders(t, c, "q", 1)
 	produceValues(t, c, "q", 5)
 	shareJoin(t, c, 1, "sg", "a", "q")
-	f := c.request(1, shareFetchOf(c, "q", "sg", "a", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 4 {
-		t.Fatalf("a acquired %+v", got)
-	}
+	acquireFirst(t, c, 1, "sg", "a", 4)
 	c.runFor(3 * time.Second)
 	shareJoin(t, c, 1, "sg", "b", "q") // b's heartbeat finds a expired
 	fb := shareFetchOf(c, "q", "sg", "b", 0)
 	fb.MaxWaitMillis = 1000
-	f = c.request(1, fb).(*kmsg.ShareFetchResponse)
+	f := c.request(1, fb).(*kmsg.ShareFetchResponse)
 	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 4 || got[0].DeliveryCount != 2 {
 		t.Fatalf("b acquired %+v, want 0-4 with count 2", got)
 	}
@@ -362,13 +356,20 @@ func shareCoordinatorCutOff(t *testing.T, produce func(c *cluster)) (c *cluster,
 	if got := shareJoin(t, c, co, g, "m", "q"); got != co {
 		t.Fatalf("group %s coordinated by %d, not %d", g, got, co)
 	}
-	f := c.request(co, shareFetchOf(c, "q", g, "m", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 0 {
-		t.Fatalf("acquired %+v", got)
-	}
+	acquireFirst(t, c, co, g, "m", 0)
 	c.w.Cut(netx.NodeID(co), netx.NodeID(ctlLead))
 	c.w.Cut(netx.NodeID(ctlLead), netx.NodeID(co))
 	return c, co, ctlLead, g
+}
+
+// acquireFirst share-fetches q at broker at as member of g, at epoch 0,
+// and wants one range of records acquired, ending at last.
+func acquireFirst(t *testing.T, c *cluster, at int32, g, member string, last int64) {
+	t.Helper()
+	f := c.request(at, shareFetchOf(c, "q", g, member, 0)).(*kmsg.ShareFetchResponse)
+	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != last {
+		t.Fatalf("acquired %+v, want one range ending at %d", got, last)
+	}
 }
 
 // shareFetcher returns a share fetch of q by member of g at broker co,
