@@ -13,19 +13,13 @@ import (
 // A torn write is still just that: wherever the crash cut the last entry,
 // recovery cuts it and reports no damage.
 func TestEveryTornLastEntryIsATornWrite(t *testing.T) {
-	base := newSim(14)
-	l, _ := openLog(t, base, Options{})
-	es := appendBatches(t, l, 4, 3, 1, 0)
-	must(t, l.Close())
-	seg := path.Join("p0", segmentNames(t, base)[0])
+	base, es, segs := writtenBatches(t, 14, Options{}, 4, 3)
+	seg := path.Join("p0", segs[0])
 	data, err := base.ReadFile(seg)
 	must(t, err)
 	lastStart := int64(len(data)) - int64(entryHeaderBytes+len(es[len(es)-1].Data))
 	for cut := lastStart + 1; cut < int64(len(data)); cut++ {
-		fsys := newSim(14)
-		l, _ := openLog(t, fsys, Options{})
-		appendBatches(t, l, 4, 3, 1, 0)
-		must(t, l.Close())
+		fsys, _, _ := writtenBatches(t, 14, Options{}, 4, 3)
 		must(t, fsys.TruncateFile(seg, cut))
 		l, rec := openLog(t, fsys, Options{})
 		if rec.Corrupt || rec.Reason == "" || l.LastIndex() != es[len(es)-2].Index {
@@ -42,11 +36,7 @@ func TestLengthFlipBeforeATornTailIsDamage(t *testing.T) {
 	l, _ := openLog(t, fsys, Options{})
 	es := appendBatches(t, l, 6, 1, 1, 0)
 	must(t, l.Sync())
-	appendBatches(t, l, 1, 40, 1, 0)
-	if l.PrepareSync() == nil {
-		t.Fatal("nothing to sync")
-	}
-	fsys.CrashWith(CrashTornLast)
+	tearLastWrite(t, fsys, l, 40)
 	seg := path.Join("p0", segmentNames(t, fsys)[0])
 	last := es[len(es)-1].Index
 	must(t, fsys.FlipBit(seg, lengthFieldAt(t, fsys, seg, last)+2, 3))

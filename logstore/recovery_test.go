@@ -40,11 +40,29 @@ var smallSegments = Options{SegmentBytes: 1 << 10, IndexIntervalBytes: 128}
 // and the log's segment files, oldest first.
 func writtenLog(t *testing.T, seed int64, opts Options, n int) (*SimFS, []Entry, []string) {
 	t.Helper()
+	return writtenBatches(t, seed, opts, n, 2)
+}
+
+// writtenBatches is writtenLog with recsPer records a batch.
+func writtenBatches(t *testing.T, seed int64, opts Options, n, recsPer int) (*SimFS, []Entry, []string) {
+	t.Helper()
 	fsys := newSim(seed)
 	l, _ := openLog(t, fsys, opts)
-	es := appendBatches(t, l, n, 2, 1, 0)
+	es := appendBatches(t, l, n, recsPer, 1, 0)
 	must(t, l.Close())
 	return fsys, es, segmentNames(t, fsys)
+}
+
+// tearLastWrite appends one batch of recs records (term 1) to l and
+// crashes fsys with that write reaching the file but torn in half, its
+// fsync never run.
+func tearLastWrite(t *testing.T, fsys *SimFS, l *Log, recs int) {
+	t.Helper()
+	appendBatches(t, l, 1, recs, 1, 0)
+	if l.PrepareSync() == nil {
+		t.Fatal("nothing to sync")
+	}
+	fsys.CrashWith(CrashTornLast)
 }
 
 // flipMiddle flips one bit of the middle byte of file.
@@ -109,11 +127,7 @@ func TestTornTailIsCutOnReopen(t *testing.T) {
 	l, _ := openLog(t, fsys, Options{})
 	synced := appendBatches(t, l, 10, 3, 1, 0)
 	must(t, l.Sync())
-	appendBatches(t, l, 1, 50, 1, 0) // one big write...
-	if l.PrepareSync() == nil {      // ...reaches the file, but its fsync never runs...
-		t.Fatal("nothing to sync")
-	}
-	fsys.CrashWith(CrashTornLast) // ...and the crash tears it in half
+	tearLastWrite(t, fsys, l, 50) // one big write, torn by the crash
 
 	l, rec := openLog(t, fsys, Options{})
 	if rec.Reason == "" || rec.BytesCut == 0 || rec.Corrupt {
@@ -141,11 +155,8 @@ func TestTornTailIsCutOnReopen(t *testing.T) {
 }
 
 func TestDamageInActiveSegmentIsReportedCorrupt(t *testing.T) {
-	fsys := newSim(5)
-	l, _ := openLog(t, fsys, Options{})
-	es := appendBatches(t, l, 20, 2, 1, 0)
-	must(t, l.Close())
-	seg := path.Join("p0", segmentNames(t, fsys)[0])
+	fsys, es, segs := writtenLog(t, 5, Options{}, 20)
+	seg := path.Join("p0", segs[0])
 	data, err := fsys.ReadFile(seg)
 	must(t, err)
 	must(t, fsys.FlipBit(seg, int64(len(data)/3), 0))

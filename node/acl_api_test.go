@@ -119,6 +119,40 @@ func TestACLAPIs(t *testing.T) {
 	}
 }
 
+// CreateACLs and DeleteACLs v0 carry no pattern type: a v0 creation makes
+// a LITERAL ACL, and a v0 filter matches LITERAL ones only. kmsg's decoder
+// already fills in LITERAL (its default); the handlers do not rely on it,
+// so the requests here skip the wire and carry other pattern types.
+func TestACLsAtVersion0AreLiteral(t *testing.T) {
+	c := newClusterWith(t, 1, 32, secured)
+	c.waitReady()
+	req := kmsg.NewPtrCreateACLsRequest()
+	req.Version = 0
+	req.Creations = []kmsg.CreateACLsRequestCreation{creation(t, "User:x ALLOW * READ TOPIC PREFIXED v0")}
+	resp := c.requestAs(1, asAdmin, req).(*kmsg.CreateACLsResponse)
+	if code := resp.Results[0].ErrorCode; code != 0 {
+		t.Fatalf("v0 creation: %v", kerr.ErrorForCode(code))
+	}
+	want := "User:x ALLOW * READ TOPIC:LITERAL:v0"
+	if got, _ := describeACLs(t, c, 3, kmsg.ACLResourceTypeAny, nil, kmsg.ACLResourcePatternTypeAny); !slices.Contains(got, want) {
+		t.Fatalf("after a v0 creation: %v, want %q", got, want)
+	}
+	grant(t, c, "User:x ALLOW * READ TOPIC PREFIXED v0")
+	del := kmsg.NewPtrDeleteACLsRequest()
+	del.Version = 0
+	name := "v0"
+	del.Filters = []kmsg.DeleteACLsRequestFilter{{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: &name,
+		ResourcePatternType: kmsg.ACLResourcePatternTypeAny, Operation: kmsg.ACLOperationAny, PermissionType: kmsg.ACLPermissionTypeAny}}
+	dresp := c.requestAs(1, asAdmin, del).(*kmsg.DeleteACLsResponse)
+	if r := dresp.Results[0]; r.ErrorCode != 0 || len(r.MatchingACLs) != 1 || r.MatchingACLs[0].ResourcePatternType != kmsg.ACLResourcePatternTypeLiteral {
+		t.Fatalf("v0 delete answered %+v, want the LITERAL ACL only", r)
+	}
+	got, _ := describeACLs(t, c, 3, kmsg.ACLResourceTypeTopic, nil, kmsg.ACLResourcePatternTypeAny)
+	if want := "User:x ALLOW * READ TOPIC:PREFIXED:v0"; !slices.Contains(got, want) || slices.Contains(got, "User:x ALLOW * READ TOPIC:LITERAL:v0") {
+		t.Fatalf("after a v0 delete: %v, want %q kept and the LITERAL one gone", got, want)
+	}
+}
+
 func metadataAs(t *testing.T, c *cluster, who Client, topics ...string) *kmsg.MetadataResponse {
 	t.Helper()
 	md := kmsg.NewPtrMetadataRequest()

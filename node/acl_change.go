@@ -25,6 +25,16 @@ type aclChange[T interface{ Validate() error }] struct {
 	applied func(res controller.Result, k, i int)
 }
 
+// aclEntries converts a request's entries (creations, or filters) with
+// of, and gives each its result, made by newResult (kmsg's defaults).
+func aclEntries[E, T, R any](in []E, of func(E) T, newResult func() R) ([]T, []R) {
+	entries, results := make([]T, len(in)), make([]R, len(in))
+	for i, e := range in {
+		entries[i], results[i] = of(e), newResult()
+	}
+	return entries, results
+}
+
 // serveACLChange refuses every entry without ALTER on the cluster
 // (CLUSTER_AUTHORIZATION_FAILED) and each invalid one (INVALID_REQUEST,
 // with Validate's reason), proposes the rest in one command, and answers
@@ -58,4 +68,13 @@ func serveACLChange[T interface{ Validate() error }](r *Reactor, allowed bool, c
 		}
 		respond()
 	})
+}
+
+// patternTypeAt is the pattern type of a binding or filter sent at
+// version: v0 has none, and its ACLs and filters are LITERAL.
+func patternTypeAt(version int16, sent kmsg.ACLResourcePatternType) kmsg.ACLResourcePatternType {
+	if version == 0 {
+		return kmsg.ACLResourcePatternTypeLiteral
+	}
+	return sent
 }

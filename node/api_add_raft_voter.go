@@ -25,13 +25,7 @@ import (
 func serveAddRaftVoter(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AddRaftVoterRequest)
 	resp := req.ResponseKind().(*kmsg.AddRaftVoterResponse)
-	if !r.authorize(c, req).cluster(kmsg.ACLOperationAlter) {
-		resp.ErrorCode = errClusterAuth.Code
-		respond(resp)
-		return
-	}
-	if req.ClusterID != nil && *req.ClusterID != r.ctl.state.ClusterID {
-		resp.ErrorCode = kerr.InconsistentClusterID.Code
+	if resp.ErrorCode = r.voterChangeRefused(c, req, req.ClusterID); resp.ErrorCode != 0 {
 		respond(resp)
 		return
 	}
@@ -39,4 +33,17 @@ func serveAddRaftVoter(r *Reactor, c Client, kreq kmsg.Request, respond func(kms
 		resp.ErrorCode, resp.ErrorMessage = errParts(err)
 		respond(resp)
 	})
+}
+
+// voterChangeRefused is the error code that refuses an AddRaftVoter or
+// RemoveRaftVoter request before the change is tried (no ALTER on the
+// cluster, or another cluster's id), 0 if none does.
+func (r *Reactor) voterChangeRefused(c Client, req kmsg.Request, clusterID *string) int16 {
+	if !r.authorize(c, req).cluster(kmsg.ACLOperationAlter) {
+		return errClusterAuth.Code
+	}
+	if clusterID != nil && *clusterID != r.ctl.state.ClusterID {
+		return kerr.InconsistentClusterID.Code
+	}
+	return 0
 }

@@ -23,15 +23,12 @@ import (
 func serveCreateACLs(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreateACLsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
-	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
-	bindings := make([]acl.Binding, len(req.Creations))
-	for i, cr := range req.Creations {
-		resp.Results[i] = kmsg.NewCreateACLsResponseResult()
-		bindings[i] = bindingOfCreation(cr)
-		if req.Version == 0 {
-			bindings[i].PatternType = kmsg.ACLResourcePatternTypeLiteral
-		}
-	}
+	var bindings []acl.Binding
+	bindings, resp.Results = aclEntries(req.Creations, func(cr kmsg.CreateACLsRequestCreation) acl.Binding {
+		b := bindingOfCreation(cr)
+		b.PatternType = patternTypeAt(req.Version, cr.ResourcePatternType)
+		return b
+	}, kmsg.NewCreateACLsResponseResult)
 	serveACLChange(r, r.authorize(c, req).cluster(kmsg.ACLOperationAlter), aclChange[acl.Binding]{
 		entries: bindings,
 		setErr: func(i int, code int16, msg *string) {

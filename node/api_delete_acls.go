@@ -19,16 +19,10 @@ import (
 func serveDeleteACLs(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
-	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))
-	filters := make([]acl.Filter, len(req.Filters))
-	for i, rf := range req.Filters {
-		resp.Results[i] = kmsg.NewDeleteACLsResponseResult()
-		filters[i] = acl.Filter{ResourceType: rf.ResourceType, ResourceName: rf.ResourceName, PatternType: rf.ResourcePatternType,
-			Principal: rf.Principal, Host: rf.Host, Operation: rf.Operation, Permission: rf.PermissionType}
-		if req.Version == 0 {
-			filters[i].PatternType = kmsg.ACLResourcePatternTypeLiteral
-		}
-	}
+	filters, results := aclEntries(req.Filters, func(rf kmsg.DeleteACLsRequestFilter) acl.Filter {
+		return filterOf(req.Version, rf)
+	}, kmsg.NewDeleteACLsResponseResult)
+	resp.Results = results
 	serveACLChange(r, r.authorize(c, req).cluster(kmsg.ACLOperationAlter), aclChange[acl.Filter]{
 		entries: filters,
 		setErr: func(i int, code int16, msg *string) {
@@ -37,6 +31,13 @@ func serveDeleteACLs(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.
 		command: func(valid []acl.Filter) *controller.Command { return &controller.Command{DeleteACLs: valid} },
 		applied: func(res controller.Result, k, i int) { addDeletedACLs(&resp.Results[i], res, k) },
 	}, func() { respond(resp) })
+}
+
+// filterOf is a request's filter sent at version.
+func filterOf(version int16, rf kmsg.DeleteACLsRequestFilter) acl.Filter {
+	return acl.Filter{ResourceType: rf.ResourceType, ResourceName: rf.ResourceName,
+		PatternType: patternTypeAt(version, rf.ResourcePatternType),
+		Principal:   rf.Principal, Host: rf.Host, Operation: rf.Operation, Permission: rf.PermissionType}
 }
 
 // addDeletedACLs lists, in filter k's answer, the ACLs it deleted.

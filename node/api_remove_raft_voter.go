@@ -14,7 +14,6 @@ package node
 // no controller leader yet).
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/consensus"
@@ -24,13 +23,7 @@ import (
 func serveRemoveRaftVoter(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.RemoveRaftVoterRequest)
 	resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
-	if !r.authorize(c, req).cluster(kmsg.ACLOperationAlter) {
-		resp.ErrorCode = errClusterAuth.Code
-		respond(resp)
-		return
-	}
-	if req.ClusterID != nil && *req.ClusterID != r.ctl.state.ClusterID {
-		resp.ErrorCode = kerr.InconsistentClusterID.Code
+	if resp.ErrorCode = r.voterChangeRefused(c, req, req.ClusterID); resp.ErrorCode != 0 {
 		respond(resp)
 		return
 	}

@@ -85,10 +85,7 @@ func TestShareDeadLetterWaitsForOptIn(t *testing.T) {
 	produceWithHeader(t, c, "q", "a")
 	produceWithHeader(t, c, "q", "b")
 	shareJoin(t, c, 1, "sg", "m", "q")
-	f := c.request(1, shareFetchOf(c, "q", "sg", "m", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 1 {
-		t.Fatalf("acquired %+v", got)
-	}
+	acquireFirst(t, c, 1, "sg", "m", 1)
 	if a := c.request(1, shareAckOf(c, "q", "sg", "m", 1, ackBatch(0, 0, share.AckReject))).(*kmsg.ShareAcknowledgeResponse); a.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("reject: %+v", a)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/records"
 	"github.com/floe-broker/floe/node/share"
 )
@@ -143,16 +142,13 @@ func TestShareDeadLetterRejectAndLimit(t *testing.T) {
 		produceWithHeader(t, c, "q", v)
 	}
 	shareJoin(t, c, 1, "sg", "m", "q")
-	f := c.request(1, shareFetchOf(c, "q", "sg", "m", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 2 {
-		t.Fatalf("acquired %+v", got)
-	}
+	acquireFirst(t, c, 1, "sg", "m", 2)
 	ack := c.request(1, shareAckOf(c, "q", "sg", "m", 1, ackBatch(0, 0, share.AckReject), ackBatch(1, 1, share.AckRelease),
 		ackBatch(2, 2, share.AckAccept))).(*kmsg.ShareAcknowledgeResponse)
 	if ack.ErrorCode != 0 || ack.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("ack: %+v", ack)
 	}
-	f = c.request(1, shareFetchOf(c, "q", "sg", "m", 2)).(*kmsg.ShareFetchResponse)
+	f := c.request(1, shareFetchOf(c, "q", "sg", "m", 2)).(*kmsg.ShareFetchResponse)
 	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].FirstOffset != 1 || got[0].LastOffset != 1 || got[0].DeliveryCount != 2 {
 		t.Fatalf("second fetch acquired %+v, want offset 1 with count 2", got)
 	}
@@ -221,10 +217,7 @@ func TestShareDeadLetterAcrossFailover(t *testing.T) {
 	}
 	// A first rejection, copied before the crash: the producer id is
 	// taken and persisted.
-	f := c.request(lead, shareFetchOf(c, "q", g, "m", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 1 {
-		t.Fatalf("acquired %+v", got)
-	}
+	acquireFirst(t, c, lead, g, "m", 1)
 	if a := c.request(lead, shareAckOf(c, "q", g, "m", 1, ackBatch(0, 0, share.AckReject))).(*kmsg.ShareAcknowledgeResponse); a.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("ack: %+v", a)
 	}
@@ -279,14 +272,11 @@ func TestShareDeadLetterWaitsForMetadata(t *testing.T) {
 	}
 	produceWithHeader(t, c, "q", "a")
 	shareJoin(t, c, 1, "sg", "m", "q")
-	f := c.request(1, shareFetchOf(c, "q", "sg", "m", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 0 {
-		t.Fatalf("acquired %+v", got)
-	}
+	acquireFirst(t, c, 1, "sg", "m", 0)
 	if a := c.request(1, shareAckOf(c, "q", "sg", "m", 1, ackBatch(0, 0, share.AckRelease))).(*kmsg.ShareAcknowledgeResponse); a.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("ack: %+v", a)
 	}
-	f = c.request(1, shareFetchOf(c, "q", "sg", "m", 2)).(*kmsg.ShareFetchResponse)
+	f := c.request(1, shareFetchOf(c, "q", "sg", "m", 2)).(*kmsg.ShareFetchResponse)
 	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].DeliveryCount != 2 {
 		t.Fatalf("second fetch acquired %+v, want offset 0 with count 2", got)
 	}
@@ -318,31 +308,9 @@ func TestShareDeadLetterWaitsForMetadata(t *testing.T) {
 // config, and then copies. Simulator seed 910380 with --corrupt
 // --reassign lost two dead letters this way.
 func TestShareDeadLetterConfigSetWhileCoordinatorLags(t *testing.T) {
-	c := newClusterWith(t, 3, 47, earliestShares)
-	c.waitReady()
-	createTopic(t, c, 1, "q", 1, 3, nil)
-	waitLeaders(t, c, "q", 1)
-	produceWithHeader(t, c, "q", "a")
-	ctlLead := int32(c.nodes[firstLive(c)].r.controllerLeader())
-	var co int32
-	for _, id := range sortedKeys(c.nodes) {
-		if id != ctlLead {
-			co = id
-			break
-		}
-	}
-	g := groupLedBy(t, c, co)
-	if got := shareJoin(t, c, co, g, "m", "q"); got != co {
-		t.Fatalf("group %s coordinated by %d, not %d", g, got, co)
-	}
-	f := c.request(co, shareFetchOf(c, "q", g, "m", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 0 {
-		t.Fatalf("acquired %+v", got)
-	}
-	// Cut the coordinator off from the controller's leader, then set the
-	// dead-letter topic through the leader: committed by the other two.
-	c.w.Cut(netx.NodeID(co), netx.NodeID(ctlLead))
-	c.w.Cut(netx.NodeID(ctlLead), netx.NodeID(co))
+	c, co, ctlLead, g := shareCoordinatorCutOff(t, func(c *cluster) { produceWithHeader(t, c, "q", "a") })
+	// The dead-letter topic is set through the controller's leader:
+	// committed by the other two.
 	if res := alterGroupConfigsAt(c, ctlLead, g, dlqTopicConfig, "dlq.q"); res.ErrorCode != 0 {
 		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
 	}
@@ -390,10 +358,7 @@ func TestShareDeadLetterCopyRecordEnable(t *testing.T) {
 		produceWithHeader(t, c, "q", v)
 	}
 	shareJoin(t, c, 1, "sg", "m", "q")
-	f := c.request(1, shareFetchOf(c, "q", "sg", "m", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 1 {
-		t.Fatalf("acquired %+v", got)
-	}
+	acquireFirst(t, c, 1, "sg", "m", 1)
 	ack := c.request(1, shareAckOf(c, "q", "sg", "m", 1, ackBatch(0, 0, share.AckReject))).(*kmsg.ShareAcknowledgeResponse)
 	if ack.ErrorCode != 0 || ack.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("reject 0: %+v", ack)

@@ -59,15 +59,7 @@ func ackBatch(first, last int64, t share.AckType) kmsg.ShareAcknowledgeRequestTo
 // the share-partition from the Raft log: 0-4 finished, 5-9 available again
 // with their delivery counts (redelivered, never skipped).
 func TestShareStateSurvivesFailover(t *testing.T) {
-	c := newClusterWith(t, 3, 18, earliestShares)
-	c.waitReady()
-	createTopic(t, c, 1, "q", 1, 3, nil)
-	waitLeaders(t, c, "q", 1)
-	produceValues(t, c, "q", 10)
-	findCoordinator(t, c, 1, "g")
-	c.runFor(10 * time.Second) // leaders settle on their preferred replicas
-	lead := leaderOf(c, "q", 0)
-	g := groupLedBy(t, c, lead)
+	c, lead, g := shareGroupOnLeader(t, 18, 10)
 	if co := shareJoin(t, c, lead, g, "a", "q"); co != lead {
 		t.Fatalf("group %s coordinated by %d, not %d", g, co, lead)
 	}
@@ -141,10 +133,7 @@ func acquiredAfterRestart(t *testing.T) []kmsg.ShareFetchResponseTopicPartitionA
 	waitLeaders(t, c, "q", 1)
 	produceValues(t, c, "q", 6)
 	shareJoin(t, c, 1, "sg", "a", "q")
-	f := c.request(1, shareFetchOf(c, "q", "sg", "a", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 5 {
-		t.Fatalf("acquired %+v", got)
-	}
+	acquireFirst(t, c, 1, "sg", "a", 5)
 	if a := c.request(1, shareAckOf(c, "q", "sg", "a", 1, ackBatch(0, 2, share.AckAccept))).(*kmsg.ShareAcknowledgeResponse); a.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("ack: %v", kerr.ErrorForCode(a.Topics[0].Partitions[0].ErrorCode))
 	}
@@ -153,7 +142,7 @@ func acquiredAfterRestart(t *testing.T) []kmsg.ShareFetchResponseTopicPartitionA
 	c.waitReady()
 	waitLeaders(t, c, "q", 1)
 	shareJoin(t, c, 1, "sg", "a", "q")
-	f = c.request(1, shareFetchOf(c, "q", "sg", "a", 0)).(*kmsg.ShareFetchResponse)
+	f := c.request(1, shareFetchOf(c, "q", "sg", "a", 0)).(*kmsg.ShareFetchResponse)
 	return f.Topics[0].Partitions[0].AcquiredRecords
 }
 
@@ -227,15 +216,12 @@ func TestShareExpiredMemberRecordsReleased(t *testing.T) {
 	waitLeaders(t, c, "q", 1)
 	produceValues(t, c, "q", 5)
 	shareJoin(t, c, 1, "sg", "a", "q")
-	f := c.request(1, shareFetchOf(c, "q", "sg", "a", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 4 {
-		t.Fatalf("a acquired %+v", got)
-	}
+	acquireFirst(t, c, 1, "sg", "a", 4)
 	c.runFor(3 * time.Second)
 	shareJoin(t, c, 1, "sg", "b", "q") // b's heartbeat finds a expired
 	fb := shareFetchOf(c, "q", "sg", "b", 0)
 	fb.MaxWaitMillis = 1000
-	f = c.request(1, fb).(*kmsg.ShareFetchResponse)
+	f := c.request(1, fb).(*kmsg.ShareFetchResponse)
 	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 4 || got[0].DeliveryCount != 2 {
 		t.Fatalf("b acquired %+v, want 0-4 with count 2", got)
 	}
@@ -255,15 +241,7 @@ func TestShareExpiredMemberRecordsReleased(t *testing.T) {
 // once.
 func TestShareBackoffSurvivesFailover(t *testing.T) {
 	const backoff = 20 * time.Second
-	c := newClusterWith(t, 3, 19, earliestShares)
-	c.waitReady()
-	createTopic(t, c, 1, "q", 1, 3, nil)
-	waitLeaders(t, c, "q", 1)
-	produceValues(t, c, "q", 2)
-	findCoordinator(t, c, 1, "g")
-	c.runFor(10 * time.Second) // leaders settle on their preferred replicas
-	lead := leaderOf(c, "q", 0)
-	g := groupLedBy(t, c, lead)
+	c, lead, g := shareGroupOnLeader(t, 19, 2)
 	if res := alterGroupConfigs(c, g, "floe.share.retry.backoff.ms", "20000", "floe.share.retry.backoff.multiplier", "1"); res.ErrorCode != 0 {
 		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
 	}
@@ -300,27 +278,7 @@ func TestShareBackoffSurvivesFailover(t *testing.T) {
 		t.Fatalf("the failover took %v, longer than the backoff: nothing to check", c.clk.Monotonic()-released)
 	}
 	shareJoin(t, c, co, g, "b", "q")
-	epoch := int32(0)
-	for deadline := released + 3*backoff; ; {
-		f := c.request(co, shareFetchOf(c, "q", g, "b", epoch)).(*kmsg.ShareFetchResponse)
-		if f.ErrorCode != 0 {
-			t.Fatalf("share fetch from the new coordinator %d: %v", co, kerr.ErrorForCode(f.ErrorCode))
-		}
-		epoch++
-		if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) > 0 {
-			if at := c.clk.Monotonic() - released; at < backoff {
-				t.Fatalf("offset 0 redelivered %v after its release, before its %v backoff ran out: %+v", at, backoff, got)
-			}
-			if len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 0 || got[0].DeliveryCount != 2 {
-				t.Fatalf("acquired %+v, want offset 0 with delivery count 2", got)
-			}
-			return
-		}
-		if c.clk.Monotonic() > deadline {
-			t.Fatalf("offset 0 not redelivered within %v of its release", 3*backoff)
-		}
-		c.runFor(250 * time.Millisecond)
-	}
+	wantRedeliveredAfter(t, c, shareFetcher(t, c, co, g, "b", 0), released, backoff)
 }
 
 // TestShareBackoffConfigSetWhileCoordinatorLags: the group's retry policy
@@ -335,29 +293,7 @@ func TestShareBackoffSurvivesFailover(t *testing.T) {
 // delay.
 func TestShareBackoffConfigSetWhileCoordinatorLags(t *testing.T) {
 	const backoff = 10 * time.Second
-	c := newClusterWith(t, 3, 47, earliestShares)
-	c.waitReady()
-	createTopic(t, c, 1, "q", 1, 3, nil)
-	waitLeaders(t, c, "q", 1)
-	produceValues(t, c, "q", 1)
-	ctlLead := int32(c.nodes[firstLive(c)].r.controllerLeader())
-	var co int32
-	for _, id := range sortedKeys(c.nodes) {
-		if id != ctlLead {
-			co = id
-			break
-		}
-	}
-	g := groupLedBy(t, c, co)
-	if got := shareJoin(t, c, co, g, "m", "q"); got != co {
-		t.Fatalf("group %s coordinated by %d, not %d", g, got, co)
-	}
-	f := c.request(co, shareFetchOf(c, "q", g, "m", 0)).(*kmsg.ShareFetchResponse)
-	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != 0 {
-		t.Fatalf("acquired %+v", got)
-	}
-	c.w.Cut(netx.NodeID(co), netx.NodeID(ctlLead))
-	c.w.Cut(netx.NodeID(ctlLead), netx.NodeID(co))
+	c, co, ctlLead, g := shareCoordinatorCutOff(t, func(c *cluster) { produceValues(t, c, "q", 1) })
 	if res := alterGroupConfigsAt(c, ctlLead, g, "floe.share.retry.backoff.ms", "10000", "floe.share.retry.backoff.multiplier", "1"); res.ErrorCode != 0 {
 		t.Fatalf("alter: %v", kerr.ErrorForCode(res.ErrorCode))
 	}
@@ -369,16 +305,7 @@ func TestShareBackoffConfigSetWhileCoordinatorLags(t *testing.T) {
 		t.Fatalf("release: %+v", a)
 	}
 	released := c.clk.Monotonic()
-	epoch := int32(2)
-	fetch := func() []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord {
-		t.Helper()
-		f := c.request(co, shareFetchOf(c, "q", g, "m", epoch)).(*kmsg.ShareFetchResponse)
-		if f.ErrorCode != 0 {
-			t.Fatalf("share fetch: %v", kerr.ErrorForCode(f.ErrorCode))
-		}
-		epoch++
-		return f.Topics[0].Partitions[0].AcquiredRecords
-	}
+	fetch := shareFetcher(t, c, co, g, "m", 2)
 	for i := 0; i < 8; i++ { // cut off: the policy is not known here, so nothing is due
 		if got := fetch(); len(got) > 0 {
 			t.Fatalf("offset 0 redelivered %v after its release, before the %v backoff set before it: %+v", c.clk.Monotonic()-released, backoff, got)
@@ -386,6 +313,85 @@ func TestShareBackoffConfigSetWhileCoordinatorLags(t *testing.T) {
 		c.runFor(250 * time.Millisecond)
 	}
 	c.w.Heal()
+	wantRedeliveredAfter(t, c, fetch, released, backoff)
+}
+
+// shareGroupOnLeader sets up the failover tests: a 3-broker cluster
+// (seed) with one partition of q holding n records, its leader settled on
+// its preferred replica, lead, and a share group g that lead coordinates.
+func shareGroupOnLeader(t *testing.T, seed int64, n int) (c *cluster, lead int32, g string) {
+	t.Helper()
+	c = newClusterWith(t, 3, seed, earliestShares)
+	c.waitReady()
+	createTopic(t, c, 1, "q", 1, 3, nil)
+	waitLeaders(t, c, "q", 1)
+	produceValues(t, c, "q", n)
+	findCoordinator(t, c, 1, "g")
+	c.runFor(10 * time.Second) // leaders settle on their preferred replicas
+	lead = leaderOf(c, "q", 0)
+	return c, lead, groupLedBy(t, c, lead)
+}
+
+// shareCoordinatorCutOff sets up the tests in which a share coordinator's
+// metadata lags the controller: a 3-broker cluster with one partition of
+// q, its records produced by produce; share group g led by co, a broker
+// other than the controller's leader ctlLead, with member m holding
+// offset 0. Then co is cut off from ctlLead, so a config the test sets
+// through ctlLead is committed by the other two and does not reach co.
+func shareCoordinatorCutOff(t *testing.T, produce func(c *cluster)) (c *cluster, co, ctlLead int32, g string) {
+	t.Helper()
+	c = newClusterWith(t, 3, 47, earliestShares)
+	c.waitReady()
+	createTopic(t, c, 1, "q", 1, 3, nil)
+	waitLeaders(t, c, "q", 1)
+	produce(c)
+	ctlLead = int32(c.nodes[firstLive(c)].r.controllerLeader())
+	for _, id := range sortedKeys(c.nodes) {
+		if id != ctlLead {
+			co = id
+			break
+		}
+	}
+	g = groupLedBy(t, c, co)
+	if got := shareJoin(t, c, co, g, "m", "q"); got != co {
+		t.Fatalf("group %s coordinated by %d, not %d", g, got, co)
+	}
+	acquireFirst(t, c, co, g, "m", 0)
+	c.w.Cut(netx.NodeID(co), netx.NodeID(ctlLead))
+	c.w.Cut(netx.NodeID(ctlLead), netx.NodeID(co))
+	return c, co, ctlLead, g
+}
+
+// acquireFirst share-fetches q at broker at as member of g, at epoch 0,
+// and wants one range of records acquired, ending at last.
+func acquireFirst(t *testing.T, c *cluster, at int32, g, member string, last int64) {
+	t.Helper()
+	f := c.request(at, shareFetchOf(c, "q", g, member, 0)).(*kmsg.ShareFetchResponse)
+	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].LastOffset != last {
+		t.Fatalf("acquired %+v, want one range ending at %d", got, last)
+	}
+}
+
+// shareFetcher returns a share fetch of q by member of g at broker co,
+// from epoch on (each call the next epoch), answering the records it
+// acquired.
+func shareFetcher(t *testing.T, c *cluster, co int32, g, member string, epoch int32) func() []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord {
+	return func() []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord {
+		t.Helper()
+		f := c.request(co, shareFetchOf(c, "q", g, member, epoch)).(*kmsg.ShareFetchResponse)
+		if f.ErrorCode != 0 {
+			t.Fatalf("share fetch from %d: %v", co, kerr.ErrorForCode(f.ErrorCode))
+		}
+		epoch++
+		return f.Topics[0].Partitions[0].AcquiredRecords
+	}
+}
+
+// wantRedeliveredAfter fetches every 250 ms (simulated) until offset 0,
+// released at released, comes back: not before its backoff ran out,
+// alone, with delivery count 2, and within three backoffs.
+func wantRedeliveredAfter(t *testing.T, c *cluster, fetch func() []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, released, backoff time.Duration) {
+	t.Helper()
 	for deadline := released + 3*backoff; ; {
 		if got := fetch(); len(got) > 0 {
 			if at := c.clk.Monotonic() - released; at < backoff {

@@ -298,6 +298,30 @@ func TestVoterChangeBadInput(t *testing.T) {
 	}
 }
 
+// A voter change that names another cluster's id (KIP-853's ClusterId) is
+// INCONSISTENT_CLUSTER_ID, added or removed, and changes nothing.
+func TestVoterChangeOtherClusterID(t *testing.T) {
+	c := newCluster(t, 3, 54)
+	c.waitReady()
+	c.addNode(4).boot()
+	c.waitReady()
+	other := "not-" + c.nodes[1].r.ctl.state.ClusterID
+	add := kmsg.NewPtrAddRaftVoterRequest()
+	add.VoterID, add.ClusterID = 4, &other
+	rm := kmsg.NewPtrRemoveRaftVoterRequest()
+	rm.VoterID, rm.ClusterID = 3, &other
+	if code := c.request(1, add).(*kmsg.AddRaftVoterResponse).ErrorCode; code != kerr.InconsistentClusterID.Code {
+		t.Errorf("add with another cluster's id: %v", kerr.ErrorForCode(code))
+	}
+	if code := c.request(1, rm).(*kmsg.RemoveRaftVoterResponse).ErrorCode; code != kerr.InconsistentClusterID.Code {
+		t.Errorf("remove with another cluster's id: %v", kerr.ErrorForCode(code))
+	}
+	c.runFor(2 * time.Second)
+	if want := sortedIDs([]int32{1, 2, 3}); !c.allConf(want) {
+		t.Fatalf("voters changed by refused requests: %v", fmt.Sprint(ctlConf(c, 1)))
+	}
+}
+
 // TestRemoveVoterBreakingQuorum: with one of three voters down, removing
 // another live one would leave the leader and the dead one, no live
 // majority: refused, and nothing changes.

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -47,37 +43,24 @@ func runController(args []string) error {
 	switch action {
 	case "describe":
 	case "add-voter", "remove-voter":
-		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-			return fmt.Errorf("usage: floe controller %s ID [flags]", action)
+		var err error
+		if id, rest, err = brokerIDArg("floe controller "+action, rest); err != nil {
+			return err
 		}
-		n, err := strconv.ParseInt(rest[0], 10, 32)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("bad broker id %q", rest[0])
-		}
-		id, rest = int32(n), rest[1:]
 	default:
 		fmt.Fprintf(os.Stderr, "floe controller: unknown action %q\n\n%s", action, controllerUsage)
 		return errUsage
 	}
-	fs := flag.NewFlagSet("floe controller "+action, flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, controllerUsage) }
-	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers")
-	commandConfig := fs.String("command-config", "", commandConfigUsage)
-	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait")
-	if err := parseFlags(fs, rest); err != nil {
-		return err
-	}
-	adm, cl, err := adminClient(*brokers, *commandConfig)
+	conn, err := connectAdmin("floe controller "+action, controllerUsage, rest)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
+	defer conn.close()
+	adm, cl, ctx := conn.adm, conn.cl, conn.ctx
 	switch action {
 	case "add-voter":
 		req := kmsg.NewPtrAddRaftVoterRequest()
-		req.VoterID, req.TimeoutMillis, req.AckWhenCommitted = id, int32(timeout.Milliseconds()), true
+		req.VoterID, req.TimeoutMillis, req.AckWhenCommitted = id, int32(conn.timeout.Milliseconds()), true
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {
 			return err

@@ -41,11 +41,7 @@ func runPartition(args []string) error {
 		return errUsage
 	}
 	action := args[0]
-	fs := flag.NewFlagSet("floe partition "+action, flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, partitionUsage) }
-	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers")
-	commandConfig := fs.String("command-config", "", commandConfigUsage)
-	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait")
+	fs, af := newAdminFlags("floe partition "+action, partitionUsage)
 	topic := fs.String("topic", "", "topic")
 	part := fs.Int("partition", -1, "partition")
 	replicas := fs.String("replicas", "", "new replica broker ids, comma-separated, preferred leader first")
@@ -53,13 +49,12 @@ func runPartition(args []string) error {
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	adm, cl, err := adminClient(*brokers, *commandConfig)
+	conn, err := af.connect()
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
+	defer conn.close()
+	adm, ctx := conn.adm, conn.ctx
 	switch action {
 	case "reassign", "cancel":
 		if *topic == "" || *part < 0 {
@@ -147,33 +142,19 @@ func runBroker(args []string) error {
 	}
 	action := args[0]
 	rest := args[1:]
-	var id int64 = -1
+	var id int32 = -1
 	if action == "decommission" {
-		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-			return fmt.Errorf("usage: floe broker decommission ID [flags]")
+		var err error
+		if id, rest, err = brokerIDArg("floe broker decommission", rest); err != nil {
+			return err
 		}
-		n, err := strconv.ParseInt(rest[0], 10, 32)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("bad broker id %q", rest[0])
-		}
-		id = n
-		rest = rest[1:]
 	}
-	fs := flag.NewFlagSet("floe broker "+action, flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, brokerUsage) }
-	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers")
-	commandConfig := fs.String("command-config", "", commandConfigUsage)
-	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait")
-	if err := parseFlags(fs, rest); err != nil {
-		return err
-	}
-	adm, cl, err := adminClient(*brokers, *commandConfig)
+	conn, err := connectAdmin("floe broker "+action, brokerUsage, rest)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
+	defer conn.close()
+	adm, cl, ctx := conn.adm, conn.cl, conn.ctx
 	switch action {
 	case "list":
 		md, err := adm.BrokerMetadata(ctx)
@@ -196,7 +177,7 @@ func runBroker(args []string) error {
 		return tw.Flush()
 	case "decommission":
 		req := kmsg.NewPtrUnregisterBrokerRequest()
-		req.BrokerID = int32(id)
+		req.BrokerID = id
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {
 			return err
@@ -212,6 +193,74 @@ func runBroker(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "floe broker: unknown action %q\n\n%s", action, brokerUsage)
 	return errUsage
+}
+
+// adminFlags are the flags of the commands that manage the cluster over
+// Kafka (floe partition, broker, controller): the seed brokers, the
+// client properties file and how long to wait.
+type adminFlags struct {
+	brokers, commandConfig *string
+	timeout                *time.Duration
+}
+
+// newAdminFlags is the flag set of command (e.g. "floe broker list"),
+// which prints usage on a bad flag, with the admin flags on it.
+func newAdminFlags(command, usage string) (*flag.FlagSet, *adminFlags) {
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
+	return fs, &adminFlags{
+		brokers:       fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers"),
+		commandConfig: fs.String("command-config", "", commandConfigUsage),
+		timeout:       fs.Duration("timeout", 10*time.Second, "how long to wait"),
+	}
+}
+
+// adminConn is an admin command's clients and its context, which ends
+// after --timeout.
+type adminConn struct {
+	adm     *kadm.Client
+	cl      *kgo.Client
+	ctx     context.Context
+	timeout time.Duration
+	cancel  context.CancelFunc
+}
+
+// close cancels the context and closes the clients.
+func (c *adminConn) close() {
+	c.cancel()
+	c.cl.Close()
+}
+
+// connect, after the flags are parsed, makes the clients and the context.
+func (af *adminFlags) connect() (*adminConn, error) {
+	adm, cl, err := adminClient(*af.brokers, *af.commandConfig)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *af.timeout)
+	return &adminConn{adm: adm, cl: cl, ctx: ctx, timeout: *af.timeout, cancel: cancel}, nil
+}
+
+// connectAdmin parses args and connects, for a command with no flags of
+// its own.
+func connectAdmin(command, usage string, args []string) (*adminConn, error) {
+	fs, af := newAdminFlags(command, usage)
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	return af.connect()
+}
+
+// brokerIDArg takes a broker id, the first of command's arguments rest.
+func brokerIDArg(command string, rest []string) (int32, []string, error) {
+	if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+		return 0, rest, fmt.Errorf("usage: %s ID [flags]", command)
+	}
+	n, err := strconv.ParseInt(rest[0], 10, 32)
+	if err != nil || n <= 0 {
+		return 0, rest, fmt.Errorf("bad broker id %q", rest[0])
+	}
+	return int32(n), rest[1:], nil
 }
 
 func adminClient(brokers, commandConfig string) (*kadm.Client, *kgo.Client, error) {

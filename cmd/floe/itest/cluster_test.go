@@ -39,10 +39,24 @@ func createReplicated(t *testing.T, bs []*Broker, topic string, partitions int32
 	t.Helper()
 	cl := kgoClient(t, bs[0].KafkaAddr, kgo.SeedBrokers(seeds(bs)...))
 	adm := kadm.NewClient(cl)
-	resp, err := adm.CreateTopic(ctxFor(t, 30*time.Second), partitions, rf, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
+	// A loaded machine can answer REQUEST_TIMED_OUT when the controller
+	// commits the creation after the request's timeout (load average 50:
+	// 30 partitions at RF=3); as a Kafka client would, ask again, and take
+	// TOPIC_ALREADY_EXISTS after a timeout as the first request's success.
+	var err error
+	timedOut := false
+	waitFor(t, 90*time.Second, "create "+topic, func() bool {
+		var resp kadm.CreateTopicResponse
+		resp, err = adm.CreateTopic(ctxFor(t, 30*time.Second), partitions, rf, nil, topic)
+		if err == nil {
+			err = resp.Err
+		}
+		if timedOut && errors.Is(err, kerr.TopicAlreadyExists) {
+			err = nil
+		}
+		timedOut = timedOut || errors.Is(err, kerr.RequestTimedOut)
+		return !errors.Is(err, kerr.RequestTimedOut)
+	})
 	if err != nil {
 		t.Fatalf("create %s: %v", topic, err)
 	}

@@ -40,7 +40,28 @@ type testWatch struct {
 var (
 	watchesMu sync.Mutex
 	watches   = map[testing.TB]*testWatch{}
+	// longer holds the bounds of tests that asked for more than
+	// testWaitMax (allowLonger).
+	longer = map[testing.TB]time.Duration{}
 )
+
+// allowLonger bounds t by d instead of testWaitMax: for a test whose own
+// bounded waits add up to more, which a loaded machine may spend without
+// hanging. Call it before the test starts a broker. FLOE_ITEST_BOUND and
+// the test binary's -timeout still cut it.
+func allowLonger(t testing.TB, d time.Duration) {
+	watchesMu.Lock()
+	defer watchesMu.Unlock()
+	if watches[t] != nil {
+		t.Fatalf("allowLonger after the watchdog started")
+	}
+	longer[t] = d
+	t.Cleanup(func() {
+		watchesMu.Lock()
+		delete(longer, t)
+		watchesMu.Unlock()
+	})
+}
 
 // watch returns t's watchdog, starting it on the first call.
 func watch(t testing.TB) *testWatch {
@@ -67,6 +88,7 @@ func testBound(t testing.TB) time.Duration {
 	if os.Getenv("FLOE_ITEST_LONG") == "1" {
 		bound = testWaitMaxLong
 	}
+	bound = max(bound, longer[t]) // watch holds watchesMu
 	if s := os.Getenv("FLOE_ITEST_BOUND"); s != "" {
 		if d, err := time.ParseDuration(s); err == nil && d > 0 {
 			bound = d

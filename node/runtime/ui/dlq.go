@@ -194,29 +194,19 @@ type dlqInfo struct {
 // record's own.
 func dlqOf(sr shownRecord) dlqInfo {
 	var d dlqInfo
+	cols := map[string]*string{dlqHeaderTopic: &d.Topic, dlqHeaderPartition: &d.Partition, dlqHeaderOffset: &d.Offset,
+		dlqHeaderGroup: &d.Group, dlqHeaderCount: &d.Count, dlqHeaderReason: &d.Reason, dlqHeaderTime: &d.Time}
 	for _, h := range sr.Headers {
-		v := h.Value.Text
-		switch h.Key {
-		case dlqHeaderTopic:
-			d.Topic = v
-		case dlqHeaderPartition:
-			d.Partition = v
-		case dlqHeaderOffset:
-			d.Offset = v
-		case dlqHeaderGroup:
-			d.Group = v
-		case dlqHeaderCount:
-			d.Count = v
-		case dlqHeaderReason:
-			d.Reason = v
-		case dlqHeaderTime:
-			d.Time = v
-			if ms, err := parseTime(v); err == nil {
-				d.Time = time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000")
-			}
-		default:
+		if col, ok := cols[h.Key]; ok {
+			*col = h.Value.Text
+		} else {
 			d.Other = append(d.Other, h)
 		}
+	}
+	// The time is shown as a UTC date when it parses (it is Unix ms), else
+	// as sent.
+	if ms, err := parseTime(d.Time); err == nil {
+		d.Time = time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000")
 	}
 	if checkTopicName(d.Topic) == nil && d.Partition != "" && d.Offset != "" {
 		d.Source = "/topics/" + url.PathEscape(d.Topic) + "/messages?" + url.Values{"partition": {d.Partition},
