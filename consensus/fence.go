@@ -63,10 +63,9 @@ import "math"
 // What this assumes: L is the leader of the latest term any member that
 // voted with this one before its loss reached — not a leader deposed
 // without knowing it, which would have this member (its term forgotten)
-// acknowledge entries of a stale term. Check-quorum bounds that window: a
-// deposed leader steps down within an election timeout of its last quorum
-// of answers, and a replaced member's disk takes longer than that to come
-// back. A brand-new group's replicas are never fenced (node/disk.go): with
+// acknowledge entries of a stale term. The term probe below makes sure of
+// it: the member takes no leader's messages until it learned, from enough
+// voters, a term at least that of every committed entry. A brand-new group's replicas are never fenced (node/disk.go): with
 // every member empty there is nothing to lose, and a fenced majority would
 // never elect. Where the application cannot tell a new group from a lost
 // disk (the controller group: node/disk.go), Config.LostLogBootstrapTerm
