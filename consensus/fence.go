@@ -267,9 +267,11 @@ func (r *raft) tickTermProbe() {
 			r.send(Message{To: id, Type: MsgTermQuery})
 		}
 	}
-	if others < r.probeNeeds() {
+	if others == 0 || others < r.probeNeeds() {
 		// No other voter that could hold a committed entry (a group of
-		// one): there is no term to learn.
+		// one), or no configuration known yet (a broker joining the
+		// controller group learns it from the leader's snapshot): there
+		// is nobody to ask.
 		r.probe.learned = true
 	}
 }
