@@ -95,6 +95,10 @@ const (
 	MsgReadIndex
 	MsgReadIndexResp
 	MsgProp
+	// MsgTermQuery and MsgTermQueryResp: a member under the lost-log
+	// fence asks the others for their term (fence.go).
+	MsgTermQuery
+	MsgTermQueryResp
 )
 
 // Message is one Raft message between members of the same group. Which

@@ -63,10 +63,9 @@ import "math"
 // What this assumes: L is the leader of the latest term any member that
 // voted with this one before its loss reached — not a leader deposed
 // without knowing it, which would have this member (its term forgotten)
-// acknowledge entries of a stale term. Check-quorum bounds that window: a
-// deposed leader steps down within an election timeout of its last quorum
-// of answers, and a replaced member's disk takes longer than that to come
-// back. A brand-new group's replicas are never fenced (node/disk.go): with
+// acknowledge entries of a stale term. The term probe below makes sure of
+// it: the member takes no leader's messages until it learned, from enough
+// voters, a term at least that of every committed entry. A brand-new group's replicas are never fenced (node/disk.go): with
 // every member empty there is nothing to lose, and a fenced majority would
 // never elect. Where the application cannot tell a new group from a lost
 // disk (the controller group: node/disk.go), Config.LostLogBootstrapTerm
@@ -202,3 +201,127 @@ func (rn *RawNode) VoteFence() VoteFence {
 // application records it in place of its durable lost-log fence, so that
 // the durable record can be dropped once the durable log lifts it.
 func (rn *RawNode) LeaderLogFence() VoteFence { return rn.raft.leaderLogFence }
+
+// The term probe closes the lost-log fence's stale-leader window. A member
+// under the lost-log fence forgot its term, so a leader deposed without
+// knowing it (cut off from the others, before check-quorum steps it down)
+// could reach it first: the member would take that leader's stale term,
+// its log end as the fence's target, and acknowledge its entries, letting
+// it commit at indexes a later term already committed. Before it takes
+// any leader's appends, heartbeats or snapshot, the member asks the voters
+// for their current term (MsgTermQuery, on ticks, through the ordinary
+// message path) until enough of them answered that every majority of the
+// voters holds one of them (n - (n/2+1) + 1 of n voters, itself excluded):
+// some answering member then holds every committed entry and is in a term
+// at least that entry's. It moves to the largest term answered; a leader
+// of an earlier term is then refused by the ordinary term rules, and the
+// first leader it takes is of that term or later, which by Leader
+// Completeness holds every entry committed before (Alagappan et al.,
+// "Protocol-Aware Recovery", FAST 2018). The answers are kept in memory:
+// a restart asks again. Votes are not held back: the lost-log fence admits
+// no candidate anyway (bootstrapOnly aside, which needs no term).
+
+// termProbe is the state of a lost-log member's term probe.
+type termProbe struct {
+	learned bool
+	// answers are the voters that answered and their terms, in arrival
+	// order (a slice, not a map: nothing here depends on map order).
+	answers []probeAnswer
+	// wait counts the ticks until the next round of queries.
+	wait int
+}
+
+type probeAnswer struct{ id, term uint64 }
+
+// awaitingTerm reports whether this member is under the lost-log fence
+// and has not yet learned the group's term.
+func (r *raft) awaitingTerm() bool {
+	return r.voteFence.IsLostLog() && !r.probe.learned && r.state != StateLeader
+}
+
+// probeNeeds is how many voters other than this member must answer: enough
+// that every majority of the voters includes one of them.
+func (r *raft) probeNeeds() int {
+	n := len(r.trk.voters)
+	return n - (n/2 + 1) + 1
+}
+
+// tickTermProbe queries, once a heartbeat interval, the voters that have
+// not answered yet.
+func (r *raft) tickTermProbe() {
+	if !r.awaitingTerm() {
+		return
+	}
+	if r.probe.wait > 0 {
+		r.probe.wait--
+		return
+	}
+	r.probe.wait = r.heartbeatTicks
+	others := 0
+	for _, id := range r.trk.voters {
+		if id == r.id {
+			continue
+		}
+		others++
+		if !r.probeAnswered(id) {
+			r.send(Message{To: id, Type: MsgTermQuery})
+		}
+	}
+	if others == 0 || others < r.probeNeeds() {
+		// No other voter that could hold a committed entry (a group of
+		// one), or no configuration known yet (a broker joining the
+		// controller group learns it from the leader's snapshot): there
+		// is nobody to ask.
+		r.probe.learned = true
+	}
+}
+
+func (r *raft) probeAnswered(id uint64) bool {
+	for _, a := range r.probe.answers {
+		if a.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// stepTermProbe answers term queries, takes answers, and drops a leader's
+// messages while the term is unknown. It reports whether m was handled.
+// It runs before the term rules: a query or answer carries the sender's
+// term as information, and must not move the receiver's.
+func (r *raft) stepTermProbe(m Message) bool {
+	switch m.Type {
+	case MsgTermQuery:
+		r.send(Message{To: m.From, Type: MsgTermQueryResp})
+		return true
+	case MsgTermQueryResp:
+		r.takeProbeAnswer(m.From, m.Term)
+		return true
+	case MsgApp, MsgHeartbeat, MsgSnap:
+		// Unanswered: the leader sends heartbeats again, and the first
+		// after the probe gets the LostEntries refusal that starts the
+		// fence's lifting.
+		return r.awaitingTerm()
+	}
+	return false
+}
+
+// takeProbeAnswer records voter id's term; once enough voters answered,
+// the member moves to the largest term.
+func (r *raft) takeProbeAnswer(id, term uint64) {
+	if !r.awaitingTerm() || id == r.id || !r.trk.isVoter(id) || r.probeAnswered(id) {
+		return
+	}
+	r.probe.answers = append(r.probe.answers, probeAnswer{id: id, term: term})
+	if len(r.probe.answers) < r.probeNeeds() {
+		return
+	}
+	top := uint64(0)
+	for _, a := range r.probe.answers {
+		top = max(top, a.term)
+	}
+	r.probe.learned, r.probe.answers = true, nil
+	if top > r.term {
+		r.becomeFollower(top, 0)
+	}
+}

@@ -18,6 +18,8 @@ type raft struct {
 	voteFence VoteFence
 	// leaderLogFence is what a lost-log fence became (fence.go), zero if none.
 	leaderLogFence VoteFence
+	// probe is the lost-log fence's term probe (fence.go).
+	probe termProbe
 	// lostLogBootstrapTerm: Config.LostLogBootstrapTerm.
 	lostLogBootstrapTerm uint64
 	// term and vote are the persistent state; vote is 0 or the member we
@@ -287,6 +289,7 @@ func (r *raft) becomeLeader() {
 
 // tick advances the role's timer by one tick.
 func (r *raft) tick() {
+	r.tickTermProbe()
 	if r.quietTicks > 0 {
 		r.quietTicks--
 	}
@@ -347,6 +350,9 @@ func (r *raft) checkQuorumActive() bool {
 
 // Step handles one message from another member.
 func (r *raft) step(m Message) {
+	if r.stepTermProbe(m) {
+		return
+	}
 	switch {
 	case m.Term == 0:
 		// No term to compare: a rejected pre-vote from a member at term 0.

@@ -178,7 +178,7 @@ func validateMessage(m Message) error {
 	if m.Type == MsgProp || m.Type == MsgSnapStatus || m.Type == MsgTransferLeader {
 		return ErrStepLocalMsg
 	}
-	if m.Type < MsgApp || m.Type > MsgProp {
+	if m.Type < MsgApp || m.Type > MsgTermQueryResp {
 		return errMalformed
 	}
 	if m.From == 0 {

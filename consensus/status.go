@@ -100,6 +100,7 @@ var messageTypeNames = [...]string{
 	MsgHeartbeatResp: "MsgHeartbeatResp", MsgSnap: "MsgSnap", MsgSnapStatus: "MsgSnapStatus",
 	MsgTimeoutNow: "MsgTimeoutNow", MsgTransferLeader: "MsgTransferLeader",
 	MsgReadIndex: "MsgReadIndex", MsgReadIndexResp: "MsgReadIndexResp", MsgProp: "MsgProp",
+	MsgTermQuery: "MsgTermQuery", MsgTermQueryResp: "MsgTermQueryResp",
 }
 
 func (t MessageType) String() string {

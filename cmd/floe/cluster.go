@@ -38,6 +38,10 @@ on floe serve). It is safe to go on when:
   - every broker in the metadata answers, and they agree on a controller;
   - every partition has a leader;
   - no partition reassignment is in progress;
+  - the controller quorum (DescribeQuorum, asked of the controller) has a
+    leader; without --broker every voter has caught up with its high
+    watermark; with --broker ID every voter other than ID has, and the
+    voters without ID are still a majority;
   - without --broker: every partition has all its replicas in sync;
     with --broker ID: every partition with a replica on broker ID keeps a
     majority of its replicas in sync without it (it stays writable), and
@@ -146,6 +150,7 @@ func restartCheck(ctx context.Context, cl *kgo.Client, stopping int32) (*restart
 		v.notYet("the brokers do not agree on a controller: %s", describeControllers(controllers))
 	}
 	checkPartitions(v, seed, views, stopping)
+	checkQuorum(ctx, cl, v, seed.ControllerID, stopping)
 	checkMoves(ctx, cl, v)
 	v.notes = append(v.notes, fmt.Sprintf("brokers %s answered %d of %d; %d topics", joinIDs(ids), len(views), len(ids), len(seed.Topics)))
 	return v, nil

@@ -161,8 +161,12 @@ func try(dir string, m mutation, run string, seeds int, timeout time.Duration, v
 	if m.Run != "" {
 		run = m.Run
 	}
-	args := []string{"test", "./sim", "-count=1", "-v", "-run", run, "-timeout", timeout.String()}
-	if seeds > 0 {
+	pkg := "./sim"
+	if m.Pkg != "" {
+		pkg = m.Pkg
+	}
+	args := []string{"test", pkg, "-count=1", "-v", "-run", run, "-timeout", timeout.String()}
+	if seeds > 0 && m.Pkg == "" {
 		args = append(args, "-seeds", strconv.Itoa(seeds))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Minute)

@@ -148,7 +148,10 @@ func TestReplaceBrokerWithLostDisk(t *testing.T) {
 		})
 		return ok
 	}
-	waitFor(t, 10*time.Minute, "broker 3 to rebuild every replica", inSync)
+	// Bounded by the data: 10 minutes, or 5 minutes plus 200 ms per MiB
+	// (a 10 GiB run rebuilds at about 8 MiB/s on a loaded machine, past a
+	// fixed 10 minutes).
+	waitFor(t, max(10*time.Minute, 5*time.Minute+time.Duration(mib)*200*time.Millisecond), "broker 3 to rebuild every replica", inSync)
 	synced := time.Since(restarted)
 	t.Logf("broker 3 rebuilt %d MiB in 3 partitions: ready (/readyz) %v after the restart, fully in sync %v after it",
 		mib, ready.Round(time.Millisecond), synced.Round(time.Millisecond))
