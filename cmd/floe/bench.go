@@ -27,6 +27,8 @@ modes:
   consume       consumers only: read what the topic holds now
   e2e           producers and consumers at once: also end-to-end latency
   nats-produce  JetStream publishes with acks (async, windowed)
+  startup       start floe serve on a data directory, time /readyz and the
+                first acknowledged produce, kill it; repeat (--runs)
 
 Run 'floe bench <mode> -h' for a mode's flags. Every flag can also come from
 FLOE_<NAME> or a --config file, as for floe serve.
@@ -47,6 +49,8 @@ func runBench(args []string) error {
 		return runKafkaBench(ctx, mode, args[1:], os.Stdout)
 	case "nats-produce":
 		return runNATSBench(ctx, args[1:], os.Stdout)
+	case "startup":
+		return runStartupBench(ctx, args[1:], os.Stdout)
 	default:
 		fmt.Fprintf(os.Stderr, "floe bench: unknown mode %q\n\n%s", mode, benchUsage)
 		return errUsage
