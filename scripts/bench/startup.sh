@@ -109,7 +109,7 @@ for c in $CASES; do
 		rm -rf "$WORK/parts"
 		serve "$WORK/parts"
 		local_start=$(date +%s.%N)
-		"$FLOE" topic create --brokers $KAFKA --partitions "$PARTITIONS" --replication-factor 1 many >>"$WORK/build.log" 2>&1
+		"$FLOE" topic create --brokers $KAFKA --timeout 30m --partitions "$PARTITIONS" --replication-factor 1 many >>"$WORK/build.log" 2>&1
 		# /readyz waits for every local replica's leader.
 		until curl -fsS -o /dev/null "http://$ADMIN/readyz" 2>/dev/null; do sleep 0.1; done
 		log "created and every partition led in $(echo "$(date +%s.%N) - $local_start" | bc) s"
