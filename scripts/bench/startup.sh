@@ -109,7 +109,11 @@ for c in $CASES; do
 		rm -rf "$WORK/parts"
 		serve "$WORK/parts"
 		local_start=$(date +%s.%N)
-		"$FLOE" topic create --brokers $KAFKA --timeout 30m --partitions "$PARTITIONS" --replication-factor 1 many >>"$WORK/build.log" 2>&1
+		# The creation answers REQUEST_TIMED_OUT when not every partition
+		# had a leader within the request's timeout; it was created all the
+		# same, and /readyz below waits for the leaders.
+		"$FLOE" topic create --brokers $KAFKA --timeout 30m --partitions "$PARTITIONS" --replication-factor 1 many >>"$WORK/build.log" 2>&1 ||
+			grep -q "many was created" "$WORK/build.log"
 		# /readyz waits for every local replica's leader.
 		until curl -fsS -o /dev/null "http://$ADMIN/readyz" 2>/dev/null; do sleep 0.1; done
 		log "created and every partition led in $(echo "$(date +%s.%N) - $local_start" | bc) s"
