@@ -158,8 +158,11 @@ func startOnce(ctx context.Context, c startupConfig) (startupRun, error) {
 	if err := cmd.Start(); err != nil {
 		return run, err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed once the process is gone (waitErr then says how),
+	// so both pollReady and the deferred kill can wait on it.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	defer func() {
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		<-exited
@@ -168,6 +171,9 @@ func startOnce(ctx context.Context, c startupConfig) (startupRun, error) {
 	go func() { produced <- firstProduce(ctx, c.kafkaAddr, c.topic, start) }()
 	ready, err := pollReady(ctx, c.adminAddr, start, exited)
 	if err != nil {
+		if errors.Is(err, errBrokerExited) {
+			err = fmt.Errorf("%w: %v", err, waitErr)
+		}
 		return run, err
 	}
 	p := <-produced
@@ -178,9 +184,12 @@ func startOnce(ctx context.Context, c startupConfig) (startupRun, error) {
 	return run, nil
 }
 
+// errBrokerExited: the broker stopped before /readyz answered 200.
+var errBrokerExited = errors.New("the broker exited before /readyz answered 200")
+
 // pollReady asks /readyz every 5 ms until it answers 200, and returns the
 // time since start.
-func pollReady(ctx context.Context, addr string, start time.Time, exited <-chan error) (time.Duration, error) {
+func pollReady(ctx context.Context, addr string, start time.Time, exited <-chan struct{}) (time.Duration, error) {
 	hc := &http.Client{Timeout: time.Second}
 	for {
 		resp, err := hc.Get("http://" + addr + "/readyz")
@@ -192,8 +201,8 @@ func pollReady(ctx context.Context, addr string, start time.Time, exited <-chan 
 			}
 		}
 		select {
-		case err := <-exited:
-			return 0, fmt.Errorf("the broker exited before /readyz answered 200: %v", err)
+		case <-exited:
+			return 0, errBrokerExited
 		case <-ctx.Done():
 			return 0, errors.New("/readyz did not answer 200 in time")
 		case <-time.After(5 * time.Millisecond):
