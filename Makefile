@@ -17,7 +17,7 @@ APT_INSTALL  := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q
 # Order matters in `make test` (cheap checks first), so never run in parallel.
 .NOTPARALLEL:
 .PHONY: help build run test deps lint fmt-check vet floelint mutations-apply unit planted \
-	sim mutate bench bench-latency bench-rr jepsen cluster cluster-stop docker-image fuzz clean
+	sim mutate bench bench-latency bench-rr bench-startup jepsen cluster cluster-stop docker-image fuzz clean
 
 help:
 	@echo "make run      build bin/floe and start a single-node broker (floe serve)"
@@ -30,6 +30,7 @@ help:
 	@echo "make bench    benchmark report (floe vs NATS, disk limit) -> docs/benchmarks.md"
 	@echo "make bench-latency  latency against load, RF=1 and RF=3, with broker stage histograms"
 	@echo "make bench-rr  request/reply round trip p50/p99/p99.9, at-least-once and transactional responder"
+	@echo "make bench-startup  start-up/recovery time to /readyz and first produce: empty, 1 GiB, 10,000 partitions"
 	@echo "make jepsen   Docker fault-injection suite (~10 min; JEPSEN_MODE=smoke: 5 min)"
 	@echo "make cluster  start a local 3-broker cluster (make cluster-stop stops it)"
 
@@ -148,6 +149,14 @@ bench-latency:
 # 1 minute; prints the tables (docs/benchmarks.md, "Request/reply round trip").
 bench-rr:
 	bash scripts/bench/rr.sh
+
+# bench-startup: start-up and recovery time of one broker (issue 21), from
+# process start to /readyz and to the first acknowledged produce, for an
+# empty data directory, 1 GiB of logs and a topic of 10,000 partitions,
+# each START_RUNS=3 times after a SIGKILL (`floe bench startup`); prints
+# Markdown (median and spread, load average). Knobs: scripts/bench/startup.sh.
+bench-startup:
+	bash scripts/bench/startup.sh
 
 # jepsen: the Docker fault-injection suite (jepsen/README.md): builds a static
 # floe and an image FROM scratch, runs 5 brokers under kill -9, pauses and

@@ -184,29 +184,35 @@ func (r *Reactor) leaderHint(topic string, partition int32) (int32, int32, bool)
 	return id, epoch, id > 0 && epoch >= 0
 }
 
+// failPartition sets sp's error. A function, not a closure over sp: the
+// callbacks that use it escape, and a closure would cost every produced
+// partition one more allocation.
+func failPartition(sp *kmsg.ProduceResponseTopicPartition, err error) {
+	sp.ErrorCode, sp.ErrorMessage = errParts(err)
+}
+
 // pendingOffset marks a partition whose commit is still awaited.
 const pendingOffset = -2
 
 func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte, sp *kmsg.ProduceResponseTopicPartition,
 	pr *producing, now time.Time, pre preparedBatch, prepared bool, tr *Trace) {
-	fail := func(err error) { sp.ErrorCode, sp.ErrorMessage = errParts(err) }
 	if req.Version < 3 {
-		fail(kerr.UnsupportedVersion)
+		failPartition(sp, kerr.UnsupportedVersion)
 		return
 	}
 	p, ok := r.byName[topicPartition{topic, sp.Partition}]
 	if !ok {
-		fail(r.missingPartition(topic, sp.Partition))
+		failPartition(sp, r.missingPartition(topic, sp.Partition))
 		return
 	}
 	if t := r.ctl.state.Topics[topic]; t != nil && t.Internal {
 		// Internal topics hold the brokers' own state (group offsets) in
 		// their own record format; a client write would corrupt it.
-		fail(withMessage(kerr.TopicAuthorizationFailed, "internal topics are written by the brokers only"))
+		failPartition(sp, withMessage(kerr.TopicAuthorizationFailed, "internal topics are written by the brokers only"))
 		return
 	}
 	if !p.IsLeader() || r.buggify(bugProduceNotLeader) {
-		fail(kerr.NotLeaderForPartition)
+		failPartition(sp, kerr.NotLeaderForPartition)
 		r.hintLeader(pr.resp, pr.listener, topic, sp)
 		return
 	}
@@ -219,7 +225,7 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 		tr.end(stage, r.env.Clock.Now())
 	}
 	if err != nil {
-		fail(err)
+		failPartition(sp, err)
 		return
 	}
 	// A transactional batch that opens its transaction here may wait for
@@ -232,7 +238,7 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 		}
 		sp.BaseOffset = -1
 		if err != nil {
-			fail(err)
+			failPartition(sp, err)
 		} else {
 			r.appendOne(req, topic, data, sp, pr, now, p, h, tr)
 			r.queueProcess() // a verified append may run outside the request's turn
@@ -246,10 +252,9 @@ func (r *Reactor) produceOne(req *kmsg.ProduceRequest, topic string, data []byte
 // appendOne appends a validated batch to p, the partition's leader.
 func (r *Reactor) appendOne(req *kmsg.ProduceRequest, topic string, data []byte, sp *kmsg.ProduceResponseTopicPartition,
 	pr *producing, now time.Time, p *partition.Partition, h records.Header, tr *Trace) {
-	fail := func(err error) { sp.ErrorCode, sp.ErrorMessage = errParts(err) }
 	if req.Acks == -1 && (p.Cfg.MinInsyncReplicas > 1 && len(r.activeVoters(p.Replica())) < p.Cfg.MinInsyncReplicas ||
 		r.buggify(bugProduceNotEnoughReplicas)) {
-		fail(kerr.NotEnoughReplicas)
+		failPartition(sp, kerr.NotEnoughReplicas)
 		return
 	}
 	stage := -1
@@ -261,7 +266,7 @@ func (r *Reactor) appendOne(req *kmsg.ProduceRequest, topic string, data []byte,
 		tr.end(stage, r.env.Clock.Now())
 	}
 	if err != nil {
-		fail(err)
+		failPartition(sp, err)
 		if errors.Is(err, kerr.NotLeaderForPartition) {
 			r.hintLeader(pr.resp, pr.listener, topic, sp)
 		}
@@ -299,7 +304,7 @@ func (r *Reactor) appendOne(req *kmsg.ProduceRequest, topic string, data []byte,
 		}
 		if err != nil {
 			sp.BaseOffset = -1
-			fail(err)
+			failPartition(sp, err)
 		} else {
 			sp.BaseOffset = base
 		}

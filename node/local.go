@@ -44,6 +44,7 @@ func (r *Reactor) dropGroup(g uint64) {
 		r.unname(p)
 	}
 	delete(r.parts, g)
+	r.groupsChanged()
 	delete(r.local, g)
 	delete(r.doomed, g)
 }

@@ -2,7 +2,7 @@ package node
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/floe-broker/floe/clock"
@@ -37,9 +37,13 @@ type Reactor struct {
 	// replica limits (throttle.go).
 	throttled map[uint64][]uint64
 
-	parts  map[uint64]*partition.Partition // by Raft group
-	byName map[topicPartition]*partition.Partition
-	doomed map[uint64]bool // replicas to delete once idle
+	parts map[uint64]*partition.Partition // by Raft group
+	// groupList caches groupIDs; nil when r.parts or r.ctl changed since
+	// (every change goes through groupsChanged). Never written in place:
+	// a caller may still be ranging over an older list.
+	groupList []uint64
+	byName    map[topicPartition]*partition.Partition
+	doomed    map[uint64]bool // replicas to delete once idle
 	// openings counts replica openings since start, so that a replica
 	// deleted and created again reads as a new one (ReplicaView.Opening).
 	openings uint64
@@ -213,8 +217,15 @@ func (r *Reactor) queueProcess() {
 	r.env.Sched.After(0, r.process)
 }
 
-// groupIDs returns every local group, sorted (the controller first).
+// groupIDs returns every local group, sorted (the controller first). The
+// list is built once per change of the groups, not on every call: process
+// calls it on every pass, and with thousands of partitions sorting them
+// each time cost more than the pass's real work (issue 21). Callers must
+// not modify it.
 func (r *Reactor) groupIDs() []uint64 {
+	if r.groupList != nil {
+		return r.groupList
+	}
 	ids := make([]uint64, 0, len(r.parts)+1)
 	if r.ctl != nil {
 		ids = append(ids, controller.ControllerGroup)
@@ -222,9 +233,14 @@ func (r *Reactor) groupIDs() []uint64 {
 	for g := range r.parts { //floe:unordered sorted below
 		ids = append(ids, g)
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	slices.Sort(ids)
+	r.groupList = ids
 	return ids
 }
+
+// groupsChanged drops groupIDs' cached list after r.parts or r.ctl
+// changed.
+func (r *Reactor) groupsChanged() { r.groupList = nil }
 
 func (r *Reactor) replicaOf(g uint64) *replica.Replica {
 	if g == controller.ControllerGroup {

@@ -208,6 +208,7 @@ func (r *Reactor) reopen(g uint64, change func() error) error {
 		p := r.parts[g]
 		p.FailWaiters(errUnknownPartition)
 		delete(r.parts, g)
+		r.groupsChanged()
 		r.unname(p)
 		var ok bool
 		if t, cp, ok = r.ctl.state.PartitionByGroup(g); !ok {

@@ -123,6 +123,7 @@ func (r *Reactor) openController() error {
 	}
 	c.rep = rep
 	r.ctl = c
+	r.groupsChanged()
 	rep.Register(r.host)
 	return nil
 }
@@ -222,6 +223,7 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	}
 	part.Attach(rep)
 	r.parts[p.Group] = part
+	r.groupsChanged()
 	r.byName[topicPartition{t.Name, p.Index}] = part
 	s := r.group(p.Group)
 	r.openings++

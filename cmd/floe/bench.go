@@ -29,6 +29,8 @@ modes:
   nats-produce  JetStream publishes with acks (async, windowed)
   rr            request/reply round trips (package reqreply): p50/p99/p99.9
                 at each --concurrency, at least once or --transactional-id
+  startup       start floe serve on a data directory, time /readyz and the
+                first acknowledged produce, kill it; repeat (--runs)
 
 Run 'floe bench <mode> -h' for a mode's flags. Every flag can also come from
 FLOE_<NAME> or a --config file, as for floe serve.
@@ -51,6 +53,8 @@ func runBench(args []string) error {
 		return runNATSBench(ctx, args[1:], os.Stdout)
 	case "rr":
 		return runRRBench(ctx, args[1:], os.Stdout)
+	case "startup":
+		return runStartupBench(ctx, args[1:], os.Stdout)
 	default:
 		fmt.Fprintf(os.Stderr, "floe bench: unknown mode %q\n\n%s", mode, benchUsage)
 		return errUsage

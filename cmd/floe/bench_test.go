@@ -26,6 +26,8 @@ func TestBenchRejectsBadInvocations(t *testing.T) {
 		{"produce", "stray-argument"},
 		{"nats-produce", "--window", "0"},
 		{"nats-produce", "--storage", "tape"},
+		{"startup"}, // no --data-dir
+		{"startup", "--data-dir", "/nonexistent/floe", "--runs", "0"},
 	} {
 		if err := runBench(args); err == nil {
 			t.Errorf("floe bench %s: accepted", strings.Join(args, " "))
@@ -70,5 +72,21 @@ func TestBenchProduceJSONAgainstFakeBroker(t *testing.T) {
 	}
 	if res.Kafka == nil || !res.Kafka.Idempotent || res.Kafka.Duration != 0 {
 		t.Fatalf("settings %+v: want idempotent (auto with acks=all) and no duration with --count", res.Kafka)
+	}
+}
+
+func TestSpreadOf(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want spread
+	}{
+		{nil, spread{}},
+		{[]float64{3}, spread{3, 3, 3}},
+		{[]float64{5, 1, 3}, spread{3, 1, 5}},
+		{[]float64{4, 1, 2, 9}, spread{3, 1, 9}},
+	} {
+		if got := spreadOf(c.in); got != c.want {
+			t.Errorf("spreadOf(%v) = %+v, want %+v", c.in, got, c.want)
+		}
 	}
 }

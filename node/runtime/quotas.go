@@ -175,12 +175,14 @@ type reqCost struct {
 	done  bool
 }
 
-// begin starts measuring a request's reactor time.
-func (q *quotaEnforcer) begin() *reqCost {
+// begin starts measuring a request's reactor time: it reads the clock, and
+// wrap makes the *reqCost only if a quota applies, so that a request
+// without one allocates nothing for quotas (issue 21).
+func (q *quotaEnforcer) begin() time.Time {
 	if q == nil {
-		return nil
+		return time.Time{}
 	}
-	return &reqCost{now: q.now, start: q.now()}
+	return q.now()
 }
 
 // end marks the end of the request's HandleRequest call.
@@ -207,12 +209,14 @@ func (s *reqCost) reactorTime() time.Duration {
 func percentSeconds(d time.Duration) float64 { return d.Seconds() * 100 }
 
 // wrap returns respond, enforcing the quotas that apply to req's client:
-// its byte rate (produce, fetch) and its request_percentage, measured by
-// s. It runs on the reactor's thread (lookup reads the metadata), as does
-// the returned function.
-func (q *quotaEnforcer) wrap(src quotaSource, s *reqCost, principal, clientID string, req kmsg.Request, respond func(kmsg.Response)) func(kmsg.Response) {
+// its byte rate (produce, fetch) and its request_percentage, measured from
+// start (begin) by the returned *reqCost, which the caller ends after its
+// HandleRequest call (nil, measuring nothing, when no quota applies). It
+// runs on the reactor's thread (lookup reads the metadata), as does the
+// returned function.
+func (q *quotaEnforcer) wrap(src quotaSource, start time.Time, principal, clientID string, req kmsg.Request, respond func(kmsg.Response)) (func(kmsg.Response), *reqCost) {
 	if q == nil {
-		return respond
+		return respond, nil
 	}
 	rq, reqQuota := src.ClientQuota(controller.QuotaRequestPercentage, principal, clientID)
 	var bq controller.QuotaMatch
@@ -224,8 +228,9 @@ func (q *quotaEnforcer) wrap(src quotaSource, s *reqCost, principal, clientID st
 		bq, byteQuota = src.ClientQuota(controller.QuotaConsumerByteRate, principal, clientID)
 	}
 	if !reqQuota && !byteQuota {
-		return respond
+		return respond, nil
 	}
+	s := &reqCost{now: q.now, start: start}
 	return func(resp kmsg.Response) {
 		var d time.Duration
 		label := ""
@@ -268,7 +273,7 @@ func (q *quotaEnforcer) wrap(src quotaSource, s *reqCost, principal, clientID st
 			return
 		}
 		q.deliver(resp, label, d, respond)
-	}
+	}, s
 }
 
 // window is the length of one quota window, the most a request_percentage

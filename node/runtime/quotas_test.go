@@ -57,12 +57,12 @@ func TestQuotaEnforcer(t *testing.T) {
 	// 5000 bytes within the padded 10 s window: 500 B/s, under 1000.
 	orig := kmsg.NewPtrProduceResponse()
 	orig.Version = 7
-	q.wrap(lookup, nil, "User:alice", "slow", produceReq(7, 5000), respond)(orig)
+	answerOf(q.wrap(lookup, q.begin(), "User:alice", "slow", produceReq(7, 5000), respond))(orig)
 	if got != orig {
 		t.Fatalf("under the quota: answer replaced")
 	}
 	// 20000 more: 2500 B/s over 10 s, (2500-1000)/1000*10 s = 15 s.
-	q.wrap(lookup, nil, "User:alice", "slow", produceReq(7, 20000), respond)(orig)
+	answerOf(q.wrap(lookup, q.begin(), "User:alice", "slow", produceReq(7, 20000), respond))(orig)
 	pr, ok := got.(*kmsg.ProduceResponse)
 	if !ok || pr == orig || pr.ThrottleMillis != 15000 || orig.ThrottleMillis != 0 {
 		t.Fatalf("over the quota: %+v (original throttle %d)", got, orig.ThrottleMillis)
@@ -72,7 +72,7 @@ func TestQuotaEnforcer(t *testing.T) {
 	}
 
 	// Another client has no quota: untouched, whatever it sends.
-	q.wrap(lookup, nil, "User:alice", "fast", produceReq(7, 1<<20), respond)(orig)
+	answerOf(q.wrap(lookup, q.begin(), "User:alice", "fast", produceReq(7, 1<<20), respond))(orig)
 	if got != orig {
 		t.Fatal("a client without a quota was throttled")
 	}
@@ -92,24 +92,24 @@ func TestQuotaEnforcer(t *testing.T) {
 	freq := kmsg.NewPtrFetchRequest()
 	freq.Version = 11
 	f1 := fetch(9000)
-	q.wrap(lookup, nil, "User:alice", "slow", freq, respond)(f1)
+	answerOf(q.wrap(lookup, q.begin(), "User:alice", "slow", freq, respond))(f1)
 	if got != f1 {
 		t.Fatal("fetch under the quota: answer replaced")
 	}
-	q.wrap(lookup, nil, "User:alice", "slow", freq, respond)(fetch(50000))
+	answerOf(q.wrap(lookup, q.begin(), "User:alice", "slow", freq, respond))(fetch(50000))
 	fr := got.(*kmsg.FetchResponse)
 	if len(fr.Topics) != 0 || fr.ThrottleMillis <= 0 || fr.SessionID != 7 || fr.Version != 11 {
 		t.Fatalf("fetch over the quota: %+v", fr)
 	}
 	f3 := fetch(500)
-	q.wrap(lookup, nil, "User:alice", "slow", freq, respond)(f3)
+	answerOf(q.wrap(lookup, q.begin(), "User:alice", "slow", freq, respond))(f3)
 	if got != f3 {
 		t.Fatal("the throttled fetch's bytes were counted")
 	}
 
 	// Rates of idle clients are dropped after a minute.
 	clock.t = clock.t.Add(2 * time.Minute)
-	q.wrap(lookup, nil, "User:alice", "slow", produceReq(7, 1), respond)(orig)
+	answerOf(q.wrap(lookup, q.begin(), "User:alice", "slow", produceReq(7, 1), respond))(orig)
 	if len(q.rates) != 1 {
 		t.Fatalf("%d rates kept, want 1", len(q.rates))
 	}
@@ -135,8 +135,7 @@ func TestQuotaEnforcerRequestPercentage(t *testing.T) {
 	// answers after it, or, when late is set, after the call has returned
 	// and late more has passed.
 	serve := func(clientID string, req kmsg.Request, resp kmsg.Response, held, late time.Duration) {
-		s := q.begin()
-		answer := q.wrap(lookup, s, "User:alice", clientID, req, respond)
+		answer, s := q.wrap(lookup, q.begin(), "User:alice", clientID, req, respond)
 		clock.t = clock.t.Add(held)
 		if late == 0 {
 			answer(resp)
@@ -243,3 +242,7 @@ func TestQuotaEnforcerConnectionRate(t *testing.T) {
 		t.Fatalf("after the window passed: held %v", d)
 	}
 }
+
+// answerOf is wrap's answer function, for the tests that do not end its
+// reactor-time measurement.
+func answerOf(answer func(kmsg.Response), _ *reqCost) func(kmsg.Response) { return answer }

@@ -381,14 +381,14 @@ func (h handler) taskRead(c *kafka.ConnInfo, req kmsg.Request, respond func(kmsg
 		respond = rt.respond(respond)
 		return func() {
 			rt.begin()
-			s := q.begin()
-			r.HandleRequest(client, req, q.wrap(r, s, client.Principal, client.ClientID, req, respond))
+			answer, s := q.wrap(r, q.begin(), client.Principal, client.ClientID, req, respond)
+			r.HandleRequest(client, req, answer)
 			s.end()
 		}
 	}
 	return func() {
-		s := q.begin()
-		r.HandleRequest(client, req, q.wrap(r, s, client.Principal, client.ClientID, req, respond))
+		answer, s := q.wrap(r, q.begin(), client.Principal, client.ClientID, req, respond)
+		r.HandleRequest(client, req, answer)
 		s.end()
 	}
 }
