@@ -299,7 +299,7 @@ var mutations = []mutation{
 	{
 		Name: "txn-v2-void-previous-marker", File: "node/txn_verify.go",
 		Original:    "case call.add && epoch == call.epoch && epoch < math.MaxInt16-1 && !plant.Enabled(plant.TxnVoidPreviousMarker):",
-		Replacement: "case false:",
+		Replacement: "case call.add && epoch == call.epoch && epoch < math.MaxInt16-1 && false:",
 		Why:         "marker guard: the previous transaction's marker, resent while a transaction version 2 add of the next one is out, voids the add, so the write is refused INVALID_TXN_STATE and the transaction commits without it",
 	},
 	// Share groups (KIP-932 queues, issue 18), caught by sim/share.go.
