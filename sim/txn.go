@@ -70,7 +70,9 @@ package sim
 // (a coordinator that took over) while the write's implicit add was out
 // (node/txn_verify.go, planted bug txn-void-previous-marker).
 //
-// Not checked here: transactional offsets (TxnOffsetCommit).
+// Transactional offsets (TxnOffsetCommit, AddOffsetsToTxn): some
+// transactions also commit their producer's consumer group offsets,
+// checked by txnoffsets.go.
 
 import (
 	"fmt"
@@ -80,6 +82,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/jepsen/check"
 	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/records"
 )
@@ -117,6 +120,11 @@ type txnRec struct {
 	// reads: what the transaction read (read_committed) between its
 	// writes, consume-transform-produce style, for the cycle check.
 	reads []string
+	// offsets: the group offsets it sends (txnoffsets.go), nil for none;
+	// commitAsked: the workload's tick when its commit was first asked
+	// for (0: never).
+	offsets     map[int32]int64
+	commitAsked int64
 }
 
 // txnWorkload is the workload's shared state.
@@ -130,6 +138,11 @@ type txnWorkload struct {
 	readDuring map[string]bool
 	maxLSO     map[int32]int64
 	readAt     map[int32]int64 // the reader's next offset per partition
+	// groups: the producers' consumer groups (txnoffsets.go); offsetReads
+	// what OffsetFetch answered, on the clock ticks counts.
+	groups      []string
+	offsetReads []check.TxnOffsetRead
+	ticks       int64
 }
 
 // startTxn starts the transactional workload if the options ask for it.
@@ -155,6 +168,7 @@ func (r *run) startTxn() {
 		z.find()
 		r.active--
 		w.poll()
+		w.pollOffsets()
 	})
 }
 
@@ -231,6 +245,7 @@ type txnProducer struct {
 
 func (w *txnWorkload) newProducer(id string, zombie, tv2 bool) *txnProducer {
 	p := &txnProducer{w: w, zombie: zombie}
+	w.groups = append(w.groups, txnGroup(id))
 	p.txnSession = txnSession{r: w.r, id: id, pid: -1, think: w.r.think, backoff: w.r.backoff, tv2: tv2,
 		onEpoch: func() { p.seq = map[int32]int32{} },
 		open:    func() bool { return p.cur != nil }, next: p.begin, abort: func() { p.end(false) },
@@ -256,6 +271,7 @@ func (p *txnProducer) begin() {
 			t.values[int32(pt)] = append(t.values[int32(pt)], fmt.Sprintf("%s.%d.%d", t.name, pt, k))
 		}
 	}
+	w.chooseOffsets(t, w.seq)
 	p.cur = t
 	w.txns = append(w.txns, t)
 	all := sortedParts(t.values)
@@ -271,7 +287,7 @@ func (p *txnProducer) begin() {
 		// coordinator that moved gives the transaction a full timeout
 		// again from when it loaded.
 		pause := time.Duration(txnTimeoutMs+r.rng.Intn(500)) * time.Millisecond
-		commit := func() { p.then(func() { p.end(true) }) }
+		commit := func() { p.offsetsThen(r.now()+r.o.OpTimeout, func() { p.then(func() { p.end(true) }) }) }
 		p.add(all[:split], deadline, func() {
 			p.produce(all[:split], 0, deadline, func() {
 				quiet := r.now()
@@ -332,10 +348,13 @@ func (p *txnProducer) awaitTimeout(until time.Duration, next func()) {
 	})
 }
 
-// finish ends the current transaction once its writes are done: a commit,
-// or an abort (txnAbortProb).
+// finish ends the current transaction once its writes are done: its
+// offsets, if it sends any, then a commit, or an abort (txnAbortProb).
 func (p *txnProducer) finish() {
-	p.then(func() { p.end(p.w.r.rng.Float64() >= txnAbortProb) })
+	r := p.w.r
+	p.offsetsThen(r.now()+r.o.OpTimeout, func() {
+		p.then(func() { p.end(r.rng.Float64() >= txnAbortProb) })
+	})
 }
 
 // add adds parts to the current transaction, then calls next. Retriable
@@ -497,6 +516,9 @@ func (p *txnProducer) readThen(next func()) {
 func (p *txnProducer) end(commit bool) {
 	r := p.w.r
 	t := p.cur
+	if commit && t != nil && t.commitAsked == 0 {
+		t.commitAsked = p.w.tick()
+	}
 	p.txnSession.end(commit, txnEnd{
 		answered: func(commit bool, code int16, err error) {
 			r.w.Tracef("txn: %s end (commit %v): %s (err %v)", t.name, commit, errName(code), err)
@@ -683,6 +705,9 @@ func (r *run) finishTxn() {
 			len(stable), txnPartitions, txnTopic, r.o.LivenessMax))
 		return
 	}
+	if !w.finishOffsets() {
+		return
+	}
 	w.check(final)
 }
 
@@ -690,7 +715,7 @@ func (r *run) finishTxn() {
 // were told and what was read during the run (txncheck.go).
 func (w *txnWorkload) check(final map[int32][]string) {
 	r := w.r
-	anomalies, n := txnAnomalies(w.txns, final, w.readDuring)
+	anomalies, n := txnAnomalies(w.txns, final, w.readDuring, w.offsetReads)
 	for _, a := range anomalies {
 		r.violation("checker", fmt.Sprintf("txn %s invalid: %s", a.kind, a.msg))
 	}
@@ -698,7 +723,18 @@ func (w *txnWorkload) check(final map[int32][]string) {
 	for _, t := range w.txns {
 		reads += len(t.reads)
 	}
-	r.w.Tracef("txn: %d committed, %d aborted, %d unknown transactions; %d values read during the run, %d inside transactions",
-		n.committed, n.aborted, n.unknown, len(w.readDuring), reads)
+	withOffsets, held := 0, 0
+	for _, t := range w.txns {
+		if t.offsets != nil {
+			withOffsets++
+		}
+	}
+	for _, o := range w.offsetReads {
+		if o.Offset >= 0 {
+			held++
+		}
+	}
+	r.w.Tracef("txn: %d committed, %d aborted, %d unknown transactions; %d values read during the run, %d inside transactions; %d sent offsets, %d offset reads (%d held one)",
+		n.committed, n.aborted, n.unknown, len(w.readDuring), reads, withOffsets, len(w.offsetReads), held)
 	r.note(fmt.Sprintf("txn: %d committed, %d aborted, %d unknown", n.committed, n.aborted, n.unknown))
 }

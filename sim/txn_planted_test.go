@@ -64,3 +64,14 @@ func TestPlantedBugTxnVerifySkipped(t *testing.T) { catchPlanted(t, plant.TxnVer
 // transaction at the same epoch, which its next commit commits (txn.go,
 // lateWrite).
 func TestPlantedBugTxnEndNoBump(t *testing.T) { catchPlanted(t, plant.TxnEndNoBump) }
+
+// The marker guard before the transaction version 2 fix: a resent marker
+// of the previous transaction voids the add of the next one's first
+// batch, which is refused INVALID_TXN_STATE. The TV2 producer carries on
+// as franz-go does, and its transaction, kept open by its offsets
+// (TxnOffsetCommit v5, txnoffsets.go), commits without the batch: a lost
+// write. Without the offsets the refused write was often the
+// transaction's only one and nothing was left to commit.
+func TestPlantedBugTxnVoidPreviousMarker(t *testing.T) {
+	catchPlanted(t, plant.TxnVoidPreviousMarker)
+}

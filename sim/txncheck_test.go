@@ -29,7 +29,7 @@ func TestTxnCheckerCleanHistory(t *testing.T) {
 		tx("T5", "b", txnUnknown, []string{"v4"}, map[int32][]string{0: {"v5"}, 1: {"v6"}}),
 	}
 	final := map[int32][]string{0: {"v1", "v5"}, 1: {"v2", "v6"}, 2: {"v4"}}
-	as, n := txnAnomalies(txns, final, map[string]bool{"v1": true, "v2": true, "v5": true})
+	as, n := txnAnomalies(txns, final, map[string]bool{"v1": true, "v2": true, "v5": true}, nil)
 	if len(as) != 0 {
 		t.Fatalf("anomalies in a clean history:\n%s", kindsOf(as))
 	}
@@ -45,7 +45,7 @@ func TestTxnCheckerFindsWriteReadCycle(t *testing.T) {
 		tx("T2", "b", txnCommitted, []string{"v1"}, map[int32][]string{1: {"v2"}}),
 	}
 	final := map[int32][]string{0: {"v1"}, 1: {"v2"}}
-	as, _ := txnAnomalies(txns, final, map[string]bool{})
+	as, _ := txnAnomalies(txns, final, map[string]bool{}, nil)
 	if len(as) != 1 || as[0].kind != "g1c" || !strings.Contains(as[0].msg, "T1 -wr-> T2 -wr-> T1") {
 		t.Fatalf("want one g1c T1 -wr-> T2 -wr-> T1, got:\n%s", kindsOf(as))
 	}
@@ -60,7 +60,7 @@ func TestTxnCheckerFindsCycleThroughProcessOrder(t *testing.T) {
 		tx("T3", "a", txnCommitted, nil, map[int32][]string{2: {"v3"}}),
 	}
 	final := map[int32][]string{0: {"v1"}, 1: {"v2"}, 2: {"v3"}}
-	as, _ := txnAnomalies(txns, final, map[string]bool{})
+	as, _ := txnAnomalies(txns, final, map[string]bool{}, nil)
 	if len(as) != 1 || as[0].kind != "g1c" || !strings.Contains(as[0].msg, "-process->") {
 		t.Fatalf("want one g1c through process order, got:\n%s", kindsOf(as))
 	}
@@ -74,7 +74,7 @@ func TestTxnCheckerOtherAnomalies(t *testing.T) {
 		tx("T3", "a", txnUnknown, nil, map[int32][]string{0: {"v4"}, 1: {"v5"}}),
 	}
 	final := map[int32][]string{1: {"v2", "v5"}}
-	as, _ := txnAnomalies(txns, final, map[string]bool{"v1": true, "v2": true})
+	as, _ := txnAnomalies(txns, final, map[string]bool{"v1": true, "v2": true}, nil)
 	want := []string{"lost-write: T2", "torn-transaction: T3", "uncommitted-read: read_committed read v1"}
 	got := kindsOf(as)
 	for _, w := range want {
@@ -85,7 +85,7 @@ func TestTxnCheckerOtherAnomalies(t *testing.T) {
 	// T2 is not visible (lost), so its read of its own v2 is not judged;
 	// make it visible and the own read is.
 	final[2] = []string{"v3"}
-	as, _ = txnAnomalies(txns, final, map[string]bool{})
+	as, _ = txnAnomalies(txns, final, map[string]bool{}, nil)
 	if got := kindsOf(as); !strings.Contains(got, "uncommitted-read: T2 read its own write v2") {
 		t.Errorf("own uncommitted read not reported:\n%s", got)
 	}

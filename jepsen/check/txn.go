@@ -57,6 +57,13 @@ type Txn struct {
 	// Reads: what the transaction read (read_committed) between its
 	// writes, consume-transform-produce style, for the cycle check.
 	Reads []string
+	// Group and Offsets: the consumer group offsets it sent to the
+	// transaction (TxnOffsetCommit), by partition of the one topic; nil
+	// when it sent none. CommitAsked is when its EndTxn(commit) was first
+	// sent (0: never), on the clock of TxnOffsetRead (txnoffsets.go).
+	Group       string
+	Offsets     map[int32]int64
+	CommitAsked int64
 }
 
 // TxnAnomaly is one violation: its kind (aborted-read, lost-write,

@@ -37,6 +37,7 @@ func checkTxnOutcomes(a *analysis, opts Options) Result {
 	final := map[int32][]string{}
 	readDuring := map[string]bool{}
 	finals := map[int32]bool{}
+	var offsets []TxnOffsetRead
 	for _, op := range a.ops {
 		switch op.Invoke.F {
 		case history.Txn:
@@ -52,7 +53,10 @@ func checkTxnOutcomes(a *analysis, opts Options) Result {
 			for _, rec := range op.Done.Reads {
 				t.Reads = append(t.Reads, rec.Value)
 			}
+			txnOffsetsSent(t, op)
 			txns = append(txns, t)
+		case history.TxnOffsets, history.TxnOffsetsFinal:
+			offsets = append(offsets, txnOffsetReads(op)...)
 		case history.TxnRead:
 			if op.Done.Type == history.OK && op.Invoke.Isolation == history.ReadCommitted {
 				for _, rec := range op.Done.Records {
@@ -86,6 +90,7 @@ func checkTxnOutcomes(a *analysis, opts Options) Result {
 		return *r
 	}
 	anomalies, n := TxnAnomalies(txns, final, readDuring)
+	anomalies = append(anomalies, TxnOffsetAnomalies(txns, offsets)...)
 	for _, an := range anomalies {
 		r.add(an.Kind, Detail{Msg: an.Msg})
 	}
@@ -93,7 +98,34 @@ func checkTxnOutcomes(a *analysis, opts Options) Result {
 	r.stat("aborted", int64(n.Aborted))
 	r.stat("unknown", int64(n.Unknown))
 	r.stat("read-committed-values", int64(len(readDuring)))
+	r.stat("offset-reads", int64(len(offsets)))
 	return *r
+}
+
+// txnOffsetsSent fills in the offsets a Txn operation sent to its
+// transaction (group: its transactional id) and when it asked to commit.
+func txnOffsetsSent(t *Txn, op history.Operation) {
+	if len(op.Invoke.Offsets) == 0 {
+		return
+	}
+	t.Group, t.Offsets, t.CommitAsked = op.Invoke.Group, map[int32]int64{}, op.Done.CommitAt
+	for _, o := range op.Invoke.Offsets {
+		t.Offsets[o.Partition] = o.Offset
+	}
+}
+
+// txnOffsetReads are the partitions a successful TxnOffsets or
+// TxnOffsetsFinal operation read.
+func txnOffsetReads(op history.Operation) []TxnOffsetRead {
+	if op.Done.Type != history.OK {
+		return nil
+	}
+	out := make([]TxnOffsetRead, 0, len(op.Done.Offsets))
+	for _, o := range op.Done.Offsets {
+		out = append(out, TxnOffsetRead{Group: op.Invoke.Group, Partition: o.Partition, Offset: o.Offset,
+			Sent: op.Invoke.Time, Done: op.Done.Time, Final: op.Invoke.F == history.TxnOffsetsFinal})
+	}
+	return out
 }
 
 // checkLSORegression: a partition's last stable offset never exceeds the

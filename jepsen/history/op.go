@@ -55,8 +55,20 @@ const (
 	// (read_committed) between its writes, and Abort what it asked for in
 	// the end. ok: the coordinator acknowledged that
 	// end; info/fail: a commit was asked for and its answer is unknown, or
-	// (Abort) the producer gave up without asking to commit.
+	// (Abort) the producer gave up without asking to commit. The
+	// invoke's Offsets, if any, are the offsets of Group (the group named
+	// as the transactional id) it sends to the transaction
+	// (TxnOffsetCommit); the completion's CommitAt is when it asked to
+	// commit (0: it did not).
 	Txn Func = "txn"
+	// TxnOffsets is an OffsetFetch of Group's committed offsets of the
+	// transactional topic (Group is a producer's transactional id, the
+	// group its transactions send offsets to); the completion's Offsets
+	// are what was read (-1: none), only partitions answered without an
+	// error. TxnOffsetsFinal is the same read after healing, once nothing
+	// is pending (requireStable).
+	TxnOffsets      Func = "txn-offsets"
+	TxnOffsetsFinal Func = "txn-offsets-final"
 	// TxnRead is one direct fetch of one partition at Isolation
 	// (read_committed or read_uncommitted) from Offsets[0]; the completion
 	// carries Records, HWMs[0] and LSOs[0] of that one response.
@@ -139,11 +151,13 @@ type Op struct {
 	HWMs     []Offset `json:"hwms,omitempty"`
 	Assigned []TP     `json:"assigned,omitempty"`
 
-	// Abort, Reads: see Txn. Isolation, LSOs: see TxnRead and TxnFinal.
+	// Abort, Reads, CommitAt: see Txn. Isolation, LSOs: see TxnRead and
+	// TxnFinal.
 	Abort     bool     `json:"abort,omitempty"`
 	Reads     []Record `json:"reads,omitempty"`
 	Isolation string   `json:"isolation,omitempty"`
 	LSOs      []Offset `json:"lsos,omitempty"`
+	CommitAt  int64    `json:"commit_at,omitempty"`
 
 	// NotDurable marks a produce answered without the acks=all promise
 	// (acks=0 or acks=1): its ok proves nothing, so checkers treat it as

@@ -122,6 +122,11 @@ func checkShape(e Op) error {
 		return onePartition(e)
 	case Poll, Commit, FetchOffset:
 		return nil
+	case TxnOffsets, TxnOffsetsFinal:
+		if e.Type == Invoke && e.Group == "" {
+			return fmt.Errorf("%s with no group", e.F)
+		}
+		return nil
 	case Assign:
 		if e.Type != OK {
 			return fmt.Errorf("assign is a single ok event, got %s", e.Type)

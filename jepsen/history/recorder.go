@@ -44,6 +44,18 @@ func (r *Recorder) Add(op Op) Op {
 	return op
 }
 
+// Now is the time an event recorded now would be stamped with (for a
+// time carried inside an operation's payload, as Txn's CommitAt).
+func (r *Recorder) Now() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.now()
+	if n := len(r.hist); n > 0 && t < r.hist[n-1].Time {
+		t = r.hist[n-1].Time
+	}
+	return t
+}
+
 // Invoke records the start of op by its process and returns the stamped
 // invoke; pass it to Complete.
 func (r *Recorder) Invoke(op Op) Op {

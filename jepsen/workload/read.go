@@ -179,7 +179,7 @@ func (w *Workload) FinalRead(ctx context.Context) error {
 		err = fmt.Errorf("final read failed on partitions %v", failed)
 	}
 	if w.cfg.TxnProducers > 0 {
-		err = errors.Join(err, w.txnFinalRead(ctx))
+		err = errors.Join(err, w.txnFinalRead(ctx), w.txnOffsetsFinal(ctx))
 	}
 	return err
 }

@@ -14,7 +14,8 @@ import (
 // under its own transactional id, run transactions over 1 to 3 partitions
 // of TxnTopic (one unique value per partition), aborting TxnAbortProb of
 // them on purpose, and reading (read_committed) after each write half of
-// the time, consume-transform-produce style, for the G1c check. One
+// the time, consume-transform-produce style, for the G1c check; some send
+// their group's offsets to the transaction (txnoffsets.go). One
 // read_committed and one read_uncommitted reader poll random partitions.
 // After the producers stop, a final read_committed read of every
 // partition waits until its last stable offset reaches its high watermark
@@ -82,7 +83,8 @@ func (t *txnClient) one(ctx context.Context) bool {
 		recs = append(recs, history.Record{Topic: w.cfg.TxnTopic, Partition: int32(p), Offset: -1, Value: v})
 	}
 	abort := t.rnd.Float64() < txnAbortProb
-	inv := w.rec.Invoke(history.Op{Process: t.proc, F: history.Txn, Group: t.id, Records: recs, Abort: abort})
+	offs := t.txnOffsets(recs)
+	inv := w.rec.Invoke(history.Op{Process: t.proc, F: history.Txn, Group: t.id, Records: recs, Abort: abort, Offsets: offs})
 	// Operations keep their own deadlines: stopping the producers must
 	// not turn a transaction in flight into an unknown one.
 	octx := context.WithoutCancel(ctx)
@@ -115,16 +117,28 @@ func (t *txnClient) one(ctx context.Context) bool {
 			reads = append(reads, t.read(octx)...)
 		}
 	}
+	if len(offs) > 0 {
+		octx2, cancel := context.WithTimeout(octx, w.cfg.OpTimeout)
+		err := t.sendOffsets(octx2, offs)
+		cancel()
+		if err != nil {
+			return giveUp(fmt.Errorf("offsets: %w", err))
+		}
+	}
+	var commitAt int64
+	if !abort {
+		commitAt = w.rec.Now()
+	}
 	ectx, cancel := context.WithTimeout(octx, w.cfg.OpTimeout)
 	err := t.cl.EndTransaction(ectx, kgo.TransactionEndTry(!abort))
 	cancel()
 	if err != nil {
 		// A commit's outcome is unknown now (a retried abort would not
 		// tell: re-initializing completes a commit already decided).
-		w.rec.Complete(inv, history.Info, history.Op{Abort: abort, Reads: reads, Error: err.Error()})
+		w.rec.Complete(inv, history.Info, history.Op{Abort: abort, Reads: reads, Error: err.Error(), CommitAt: commitAt})
 		return false
 	}
-	w.rec.Complete(inv, history.OK, history.Op{Abort: abort, Reads: reads})
+	w.rec.Complete(inv, history.OK, history.Op{Abort: abort, Reads: reads, CommitAt: commitAt})
 	return true
 }
 

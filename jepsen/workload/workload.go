@@ -26,6 +26,8 @@ type Workload struct {
 	values atomic.Int64 // last value produced
 	// txnValues: last transactional value written
 	txnValues atomic.Int64
+	// txnOffsetSeq: last offset a transaction sent (txnoffsets.go)
+	txnOffsetSeq atomic.Int64
 
 	produceStop, consumeStop context.CancelFunc
 	producers, consumers     sync.WaitGroup
@@ -196,6 +198,8 @@ func (w *Workload) Start(ctx context.Context) {
 			w.consumers.Add(1)
 			go func() { defer w.consumers.Done(); w.txnReadLoop(cctx, iso) }()
 		}
+		w.consumers.Add(1)
+		go func() { defer w.consumers.Done(); w.txnOffsetLoop(cctx) }()
 	}
 	for i := 0; i < w.cfg.Fetchers; i++ {
 		w.consumers.Add(1)

@@ -60,16 +60,36 @@ func TestWorkloadAgainstKfake(t *testing.T) {
 		}
 	}
 	for _, f := range []history.Func{history.Produce, history.Poll, history.Commit, history.FetchOffset, history.Fetch, history.Read, history.Assign,
-		history.Txn, history.TxnRead, history.TxnFinal} {
+		history.Txn, history.TxnRead, history.TxnFinal, history.TxnOffsets, history.TxnOffsetsFinal} {
 		if seen[f] == 0 {
 			t.Errorf("no ok %s in %d events", f, len(h))
 		}
+	}
+	// Some transaction's offsets became visible: TxnOffsetCommit went
+	// through and committed.
+	held := 0
+	for _, op := range h {
+		if op.Type == history.OK && (op.F == history.TxnOffsets || op.F == history.TxnOffsetsFinal) {
+			for _, o := range op.Offsets {
+				if o.Offset >= 0 {
+					held++
+				}
+			}
+		}
+	}
+	if held == 0 {
+		for _, op := range h {
+			if op.F == history.Txn && op.Error != "" {
+				t.Log(op.Error)
+			}
+		}
+		t.Errorf("no offset read holds a transaction's offset")
 	}
 	rep := check.Check(h, check.Options{})
 	if rep.Valid != check.Valid {
 		t.Fatalf("history of a correct broker judged %s:\n%s", rep.Valid, rep.Summary())
 	}
-	if r, _ := rep.Result(check.TxnOutcomes); r.Stats["committed"] == 0 || r.Stats["aborted"] == 0 {
+	if r, _ := rep.Result(check.TxnOutcomes); r.Stats["committed"] == 0 || r.Stats["aborted"] == 0 || r.Stats["offset-reads"] == 0 {
 		t.Errorf("transactions: %v", r.Stats)
 	}
 }

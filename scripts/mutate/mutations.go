@@ -288,6 +288,32 @@ var mutations = []mutation{
 		Replacement: "c.abort(m, false, func(*kerr.Error) {",
 		Why:         "epoch fence: a timed-out transaction is aborted without an epoch bump, so the quiet producer is not fenced",
 	},
+	// Transactional offsets and the transaction version 2 marker guard,
+	// caught by sim/txnoffsets.go's producers and check.TxnOffsetAnomalies.
+	{
+		Name: "txn-offsets-visible-at-once", File: "node/group/txn.go",
+		Original:    "byTP[tp] = v",
+		Replacement: "byTP[tp], g.offsets[tp] = v, v",
+		Why:         "transactional offsets: TxnOffsetCommit's offsets are visible to OffsetFetch at once, before the transaction commits (and after it aborts)",
+	},
+	{
+		Name: "txn-offsets-abort-applied", File: "node/group/txn.go",
+		Original:    "if commit {",
+		Replacement: "if true {",
+		Why:         "transactional offsets: an abort marker makes the transaction's pending offsets committed instead of dropping them",
+	},
+	{
+		Name: "txn-offsets-commit-dropped", File: "node/group/txn.go",
+		Original:    "g.offsets[tp] = v",
+		Replacement: "_ = v",
+		Why:         "transactional offsets: a commit marker drops the pending offsets instead of committing them (lost offsets)",
+	},
+	{
+		Name: "txn-v2-void-previous-marker", File: "node/txn_verify.go",
+		Original:    "case call.add && epoch == call.epoch && epoch < math.MaxInt16-1 && !plant.Enabled(plant.TxnVoidPreviousMarker):",
+		Replacement: "case call.add && epoch == call.epoch && epoch < math.MaxInt16-1 && false:",
+		Why:         "marker guard: the previous transaction's marker, resent while a transaction version 2 add of the next one is out, voids the add, so the write is refused INVALID_TXN_STATE and the transaction commits without it",
+	},
 	// Share groups (KIP-932 queues, issue 18), caught by sim/share.go.
 	{
 		Name: "share-limit-off-by-one", File: "node/share/partition.go",
