@@ -406,10 +406,23 @@ func TestTxnV2ResentMarkerDuringAdd(t *testing.T) {
 
 	// Transaction 2's first batch at e + 1 while transaction 1's commit
 	// marker (e + 1) is written again: accepted.
+	// The resent marker comes from the same coordinator, at its epoch
+	// (an older coordinator's is refused as from a deposed one, and would
+	// then not reach the verification at all).
+	coordEpoch := int32(-1)
+	for _, ap := range part.ActiveProducers() {
+		if ap.ID == pid {
+			coordEpoch = ap.CoordEpoch
+		}
+	}
 	answered, code, _ := start(produceTo(12, next, 0))
-	lead.appendMarker(part, pid, next, true, 1, func(error) {})
-	if !c.runUntil(10*time.Second, func() bool { return *answered }) {
-		t.Fatal("the produce was never answered")
+	markerDone, markerErr := false, error(nil)
+	lead.appendMarker(part, pid, next, true, coordEpoch, func(err error) { markerDone, markerErr = true, err })
+	if !c.runUntil(10*time.Second, func() bool { return *answered && markerDone }) {
+		t.Fatal("the produce or the resent marker was never answered")
+	}
+	if markerErr != nil {
+		t.Fatalf("the resent marker (coordinator epoch %d): %v", coordEpoch, markerErr)
 	}
 	if *code != 0 {
 		t.Fatalf("first batch of the next transaction while the previous one's marker was resent: %v, want accepted", kerr.ErrorForCode(*code))
@@ -425,7 +438,7 @@ func TestTxnV2ResentMarkerDuringAdd(t *testing.T) {
 	// A voided call the coordinator never answered: retriable, not
 	// INVALID_TXN_STATE (the client's retry is accepted).
 	answered, code, call := start(produceTo(12, after, 0))
-	lead.appendMarker(part, pid, after+1, false, 1, func(error) {})
+	lead.appendMarker(part, pid, after+1, false, coordEpoch, func(error) {})
 	lead.verifyAnswered(call.id, nil)
 	if !*answered || *code != kerr.NotEnoughReplicas.Code {
 		t.Fatalf("voided call without an answer: answered %v, %v; want NOT_ENOUGH_REPLICAS", *answered, kerr.ErrorForCode(*code))
