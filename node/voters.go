@@ -304,3 +304,18 @@ func (r *Reactor) ControllerQuorum() ControllerQuorum {
 	v, l := r.controllerVoters()
 	return ControllerQuorum{Leader: r.controllerLeader(), Applied: r.ctl.rep.Applied(), Voters: v, Learners: l}
 }
+
+// DescribeController describes this broker's controller replica in one
+// line, for a failing simulator run's trace: its Raft state, the
+// membership it has applied, its vote fence and, on the leader, each
+// member's progress.
+func (r *Reactor) DescribeController() string {
+	st := r.ctl.rep.Status()
+	line := fmt.Sprintf("n%d controller: %v term=%d vote=%d lead=%d commit=%d applied=%d last=%d conf=%v learners=%v fence=%v damaged=%v",
+		r.self, st.RaftState, st.Term, st.Vote, st.Lead, st.Commit, st.Applied, st.LastIndex,
+		st.Config.Voters, st.Config.Learners, r.ctl.rep.VoteFence(), r.ctl.rep.Damaged())
+	for _, pr := range st.Progress {
+		line += fmt.Sprintf(" p%d:match=%d,next=%d,active=%v", pr.ID, pr.Match, pr.Next, pr.RecentActive)
+	}
+	return line
+}

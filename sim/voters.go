@@ -320,6 +320,7 @@ func (r *run) checkVoters() {
 	}, 10*time.Second)
 	if !agreed {
 		r.violation("liveness", "controller-voters: the healed brokers did not agree on the controller's voters within 10s")
+		r.traceController()
 		return
 	}
 	for _, id := range r.w.IDs() {
@@ -332,4 +333,14 @@ func (r *run) checkVoters() {
 		}
 	}
 	r.note(fmt.Sprintf("controller voter changes: %v; voters at the end %v", vw.counts, voters))
+}
+
+// traceController writes every up broker's view of the controller group to
+// the trace (what a failed agreement needs first).
+func (r *run) traceController() {
+	for _, id := range r.w.IDs() {
+		if b, ok := r.w.Instance(id).(*Broker); ok && r.w.Up(id) && b.R != nil {
+			r.w.Tracef("%s", b.R.DescribeController())
+		}
+	}
 }

@@ -276,11 +276,7 @@ func (r *Replica) Complete() (sendAfter []consensus.Message, err error) {
 			return nil, fmt.Errorf("replica %d: restore: %w", r.Group, err)
 		}
 		r.applied = rd.Snapshot.Meta.Index
-		r.conf = rd.Snapshot.Meta.ConfState
-		if rd.Snapshot.Meta.Index > r.confIndex {
-			r.confIndex = rd.Snapshot.Meta.Index
-			r.confDirty = r.fs != nil
-		}
+		r.restoreConf(rd.Snapshot.Meta)
 	}
 	for _, e := range rd.CommittedEntries {
 		if e.Index <= r.applied {
@@ -300,6 +296,23 @@ func (r *Replica) Complete() (sendAfter []consensus.Message, err error) {
 	}
 	r.raft.Advance(*rd)
 	return rd.MessagesAfterPersist, nil
+}
+
+// restoreConf follows Raft, which took a restored snapshot's membership
+// as its own. Changes after the snapshot point are Raft's to apply again,
+// even those a later checkpoint holds: a replica that restarted with its
+// checkpoint's membership (change c) ahead of its cut-back log and is then
+// caught up by a snapshot taken before c must apply c again, or it keeps
+// the snapshot's older membership for good (sim seed 942712). The durable
+// checkpoint is rewritten only when the snapshot is the later membership:
+// a later one stays true (it records a committed change) and still spares
+// a restart the replay of c.
+func (r *Replica) restoreConf(meta consensus.SnapshotMeta) {
+	r.conf = meta.ConfState
+	if meta.Index > r.confIndex {
+		r.confDirty = r.fs != nil
+	}
+	r.confIndex = meta.Index
 }
 
 func (r *Replica) applyConfChange(e consensus.Entry) error {

@@ -41,6 +41,9 @@ type member struct {
 	log *logstore.Log
 	sm  *appSM
 	rep *Replica
+	// ckpt: the replica keeps its membership checkpoint (confcheckpoint.go)
+	// beside its log, as node's replicas do.
+	ckpt bool
 }
 
 // group is a Raft group of members wired together by hand: messages are
@@ -63,6 +66,13 @@ func raftConfig(id uint64) consensus.Config {
 func (g *group) add(id uint64, voters ...uint64) *member {
 	m := &member{id: id, fs: logstore.NewSimFS(rand.New(rand.NewSource(int64(id)))), sm: &appSM{}}
 	g.members[id] = m
+	g.bootstrap(m, voters...)
+	return m
+}
+
+// bootstrap starts member m on a new log; voters, if any, bootstrap the
+// group.
+func (g *group) bootstrap(m *member, voters ...uint64) {
 	log := m.openLog(g.t)
 	if len(voters) > 0 {
 		es := make([]logstore.Entry, len(voters))
@@ -79,7 +89,6 @@ func (g *group) add(id uint64, voters ...uint64) *member {
 		}
 	}
 	m.start(g.t, log)
-	return m
 }
 
 func (m *member) openLog(t *testing.T) *logstore.Log {
@@ -93,7 +102,11 @@ func (m *member) openLog(t *testing.T) *logstore.Log {
 func (m *member) start(t *testing.T, log *logstore.Log) {
 	rc := raftConfig(m.id)
 	rc.Fresh = log.HardState().Term <= 1 // as node/replicas.go raftConfig
-	rep, err := New(Config{Group: 16, Raft: rc}, log, m.sm)
+	cfg := Config{Group: 16, Raft: rc}
+	if m.ckpt {
+		cfg.FS, cfg.Dir = m.fs, "g"
+	}
+	rep, err := New(cfg, log, m.sm)
 	if err != nil {
 		t.Fatalf("member %d: %v", m.id, err)
 	}

@@ -448,6 +448,15 @@ var mutations = []mutation{
 		Why:         "durability: after a crash lost the newest segment, recovery cuts a sealed segment whose entries before the snapshot point have older terms, and the log loses durable, committed entries past the snapshot",
 		Run:         "^TestSimOptionalFaultRegressions$/seed=941582",
 	},
+	// A restored snapshot below the membership checkpoint's change resets
+	// the index of the membership Raft holds (sim seed 942712).
+	{
+		Name: "snapshot-keeps-checkpoint-index", File: "node/replica/replica.go",
+		Original:    "r.confIndex = meta.Index",
+		Replacement: "r.confIndex = max(r.confIndex, meta.Index)",
+		Why:         "membership: a replica restarted with its checkpoint ahead of its log and caught up by an older snapshot skips the change it replays, and keeps the snapshot's membership for good",
+		Run:         "^TestSimOptionalFaultRegressions$/seed=942712",
+	},
 	// A failed read is not damage (sim TestHeavyReadFaultsLoseNothing).
 	{
 		Name: "read-fault-is-damage", File: "logstore/segment.go",
