@@ -235,8 +235,16 @@ type probeAnswer struct{ id, term uint64 }
 
 // awaitingTerm reports whether this member is under the lost-log fence
 // and has not yet learned the group's term.
+//
+// A member with the bootstrap exception (the controller group on a fresh
+// data directory) does not probe: it cannot tell a new cluster from a
+// replaced voter, and in a new cluster with a voter still down the probe
+// would wait for it forever (a fresh 3-voter controller with 2 up never
+// committed: itest TestRollingRestartCheckControllerQuorum). The
+// controller group keeps the stale-leader window, bounded by check-quorum
+// as before the probe.
 func (r *raft) awaitingTerm() bool {
-	return r.voteFence.IsLostLog() && !r.probe.learned && r.state != StateLeader
+	return r.voteFence.IsLostLog() && !r.probe.learned && r.state != StateLeader && r.lostLogBootstrapTerm == 0
 }
 
 // probeNeeds is how many voters other than this member must answer: enough

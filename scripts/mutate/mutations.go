@@ -533,7 +533,7 @@ var mutations = []mutation{
 	// do not reach; the scripted scenario pins it.
 	{
 		Name: "lost-log-term-probe-off", File: "consensus/fence.go",
-		Original:    "return r.voteFence.IsLostLog() && !r.probe.learned && r.state != StateLeader",
+		Original:    "return r.voteFence.IsLostLog() && !r.probe.learned && r.state != StateLeader && r.lostLogBootstrapTerm == 0",
 		Replacement: "return false",
 		Why:         "disk identity: a member restarted on a new disk takes a deposed leader's stale term and log end, which commits over entries a later term committed",
 		Run:         "^TestLostLogFenceRefusesStaleLeader$",

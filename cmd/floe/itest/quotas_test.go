@@ -175,30 +175,35 @@ func TestClientQuotasThrottleFranzGo(t *testing.T) {
 // 25% margin. Kafka caps a request throttle at one window, so a client
 // whose every request cost more than percent x window would get past any
 // quota: the window is long enough (2.5 ms of reactor time per Metadata
-// request) that a loaded machine does not get there.
+// request at 1%) that a loaded machine does not get there. The quota is
+// 1%, or a fifth of what the unthrottled loop used where that is less (a
+// starved machine), so the bound stays one an unenforced quota breaks.
 func TestClientRequestQuotaFranzGo(t *testing.T) {
 	const (
-		percent = 1.0 // of one thread
-		samples = 11
-		window  = 250 * time.Millisecond
-		runFor  = 4 * time.Second
+		maxPercent = 1.0 // of one thread
+		samples    = 11
+		window     = 250 * time.Millisecond
+		runFor     = 4 * time.Second
 	)
 	span := time.Duration(samples) * window
 	b := start(t, WithFlags("--quota-window-num=11", "--quota-window-size=250ms"))
 	adm := kadm.NewClient(kgoClient(t, b.KafkaAddr))
 	ctx := ctxFor(t, opWaitMax)
 	makeTopic(t, b.KafkaAddr, "rq-t", 32, nil)
-	for _, q := range []struct {
-		client string
-		value  float64
-	}{{"busy", percent}, {"free", 1e6}} {
-		ent := kadm.ClientQuotaEntity{{Type: "client-id", Name: ptr(q.client)}}
+	setQuota := func(client string, value float64) {
+		t.Helper()
+		ent := kadm.ClientQuotaEntity{{Type: "client-id", Name: ptr(client)}}
 		res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: ent,
-			Ops: []kadm.AlterClientQuotaOp{{Key: "request_percentage", Value: q.value}}}})
+			Ops: []kadm.AlterClientQuotaOp{{Key: "request_percentage", Value: value}}}})
 		if err != nil || len(res) != 1 || res[0].Err != nil {
-			t.Fatalf("alter request_percentage for %s: %v %+v", q.client, err, res)
+			t.Fatalf("alter request_percentage for %s: %v %+v", client, err, res)
 		}
+		waitFor(t, opWaitMax, "the quota of "+client+" in force", func() bool {
+			got, err := adm.DescribeClientQuotas(ctx, true, []kadm.DescribeClientQuotaComponent{{Type: "client-id", MatchName: ptr(client)}})
+			return err == nil && len(got) == 1 && len(got[0].Values) == 1 && got[0].Values[0].Value == value
+		})
 	}
+	setQuota("free", 1e6)
 
 	// loop sends Metadata requests for every topic back to back for
 	// runFor and returns how many were answered, the reactor time they
@@ -221,8 +226,13 @@ func TestClientRequestQuotaFranzGo(t *testing.T) {
 	}
 	var free, busy throttleCount
 	nFree, costFree, tookFree := loop("free", &free)
-	nBusy, costBusy, tookBusy := loop("busy", &busy)
 	usedFree := 100 * costFree.Seconds() / tookFree.Seconds()
+	// The quota is a share of what the unthrottled loop used, so the bound
+	// below is one an unenforced quota breaks even on a starved machine
+	// (a fixed 1% was out of reach of the free loop at load 40-60).
+	percent := min(maxPercent, usedFree/5)
+	setQuota("busy", percent)
+	nBusy, costBusy, tookBusy := loop("busy", &busy)
 	usedBusy := 100 * costBusy.Seconds() / tookBusy.Seconds()
 	t.Logf("free: %d requests in %v, %v of reactor time (%.2f%%), %d throttles", nFree, tookFree, costFree, usedFree, free.total.Load())
 	t.Logf("busy: %d requests in %v, %v of reactor time (%.2f%%) at a quota of %.2f%%, %d throttles (%d after the response)",
@@ -250,19 +260,13 @@ func TestClientRequestQuotaFranzGo(t *testing.T) {
 // 127.0.0.1 keep the test's admin client out of the quota.
 func TestConnectionRateQuota(t *testing.T) {
 	const (
-		rate   = 20 // connections/s
-		runFor = 2 * time.Second
+		maxRate = 20.0 // connections/s
+		runFor  = 2 * time.Second
 	)
 	span := 11 * 100 * time.Millisecond
 	b := start(t, WithFlags("--quota-window-num=11", "--quota-window-size=100ms"))
 	adm := kadm.NewClient(kgoClient(t, b.KafkaAddr))
 	ctx := ctxFor(t, opWaitMax)
-	ent := kadm.ClientQuotaEntity{{Type: "ip", Name: ptr("127.0.0.2")}}
-	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: ent,
-		Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: rate}}}})
-	if err != nil || len(res) != 1 || res[0].Err != nil {
-		t.Fatalf("alter connection_creation_rate: %v %+v", err, res)
-	}
 
 	// loop opens connections from src back to back for runFor, each
 	// asking ApiVersions once, and counts the answered and the refused
@@ -293,9 +297,23 @@ func TestConnectionRateQuota(t *testing.T) {
 		return answered, refused, time.Since(begin)
 	}
 	freeN, freeRefused, freeTook := loop("127.0.0.3")
+	// The rate is a share of what the address without a quota got, so
+	// the bound below is one a broker without the quota breaks even on a
+	// starved machine.
+	rate := max(1, min(maxRate, float64(freeN)/freeTook.Seconds()/12))
+	ent := kadm.ClientQuotaEntity{{Type: "ip", Name: ptr("127.0.0.2")}}
+	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: ent,
+		Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: rate}}}})
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("alter connection_creation_rate: %v %+v", err, res)
+	}
+	waitFor(t, opWaitMax, "the connection rate quota in force", func() bool {
+		got, err := adm.DescribeClientQuotas(ctx, true, []kadm.DescribeClientQuotaComponent{{Type: "ip", MatchName: ptr("127.0.0.2")}})
+		return err == nil && len(got) == 1 && len(got[0].Values) == 1 && got[0].Values[0].Value == rate
+	})
 	n, refused, took := loop("127.0.0.2")
 	t.Logf("no quota: %d connections answered in %v (%d refused)", freeN, freeTook, freeRefused)
-	t.Logf("quota %d/s: %d answered, %d refused in %v", rate, n, refused, took)
+	t.Logf("quota %.1f/s: %d answered, %d refused in %v", rate, n, refused, took)
 	allowed := int(1.25*rate*(took+span).Seconds()) + 1
 	if freeN < 4*allowed || freeRefused != 0 {
 		t.Fatalf("the address without a quota got %d connections answered (%d refused), not 4x the %d allowed: the check below would prove nothing", freeN, freeRefused, allowed)
@@ -304,7 +322,7 @@ func TestConnectionRateQuota(t *testing.T) {
 		t.Error("no connection was refused")
 	}
 	if n > allowed {
-		t.Errorf("%d connections answered in %v at %d/s: over the %d allowed", n, took, rate, allowed)
+		t.Errorf("%d connections answered in %v at %.1f/s: over the %d allowed", n, took, rate, allowed)
 	}
 	if v := scrapeMetrics(t, b)["floe_quota_connections_refused_total"]; v != float64(refused) {
 		t.Errorf("floe_quota_connections_refused_total = %v, the client saw %d refused", v, refused)

@@ -3,7 +3,8 @@ package itest
 // Exactly-once across kill -9 (issue 16): franz-go's GroupTransactSession
 // consume-transform-produce pipeline on a 3-broker cluster while the
 // leader of the transaction's __transaction_state partition (its
-// coordinator) is killed with SIGKILL and restarted, twice, mid-stream.
+// coordinator) is killed with SIGKILL and restarted, twice, mid-stream,
+// and between the two the leader of an output partition.
 // Every transaction either completes or aborts (the session rewinds and
 // does the work again); read read_committed, the output must hold each
 // input's result exactly once, in input order per key. About 25 s;
@@ -22,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,7 +31,7 @@ import (
 
 func TestTxnPipelineKillCoordinator(t *testing.T) {
 	if testing.Short() {
-		t.Skip("kills the transaction coordinator twice under a pipeline (about 25 s)")
+		t.Skip("kills the transaction coordinator twice and an output leader once under a pipeline (about 30 s)")
 	}
 	bs := startCluster(t, 3)
 	createReplicated(t, bs, "eos-in", 3, 3)
@@ -53,13 +55,26 @@ func TestTxnPipelineKillCoordinator(t *testing.T) {
 		transformThroughFaults(t, ctx, seeds(bs), txnID, &done)
 	}()
 
-	for kill := 1; kill <= 2; kill++ {
-		want := int64(kill * txnInputs / 3)
-		waitFor(t, 2*time.Minute, fmt.Sprintf("%d inputs committed before kill %d", want, kill), func() bool { return done.Load() >= want })
+	// The coordinator, then the leader of an output partition that is
+	// not the coordinator (a data partition's leader, whose markers and
+	// last stable offset must survive it), then the coordinator again.
+	adm := kadm.NewClient(in)
+	for kill, what := range []string{"coordinator", "output leader", "coordinator"} {
+		want := int64((kill + 1) * txnInputs / 6)
+		waitFor(t, 2*time.Minute, fmt.Sprintf("%d inputs committed before kill %d", want, kill+1), func() bool { return done.Load() >= want })
 		co := txnCoordinator(t, bs, txnID)
-		victim := bs[co-1]
+		id := co
+		if what == "output leader" {
+			for p := int32(0); p < 3 && id == co; p++ {
+				id = leaderOf(t, adm, "eos-out", p)
+			}
+			if id == co {
+				t.Logf("kill %d: broker %d leads every eos-out partition; killing it as the coordinator", kill+1, co)
+			}
+		}
+		victim := bs[id-1]
 		victim.Kill()
-		t.Logf("kill %d: broker %d (coordinator of %s) killed at %d committed inputs", kill, co, txnID, done.Load())
+		t.Logf("kill %d: broker %d (%s; coordinator of %s: %d) killed at %d committed inputs", kill+1, id, what, txnID, co, done.Load())
 		time.Sleep(2 * time.Second)
 		victim.Restart()
 	}
@@ -115,7 +130,7 @@ func transformThroughFaults(t *testing.T, ctx context.Context, seeds []string, t
 			return
 		}
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		fs := s.PollRecords(pctx, 20)
+		fs := s.PollRecords(pctx, 5) // 60 transactions: several per kill
 		cancel()
 		recs := fs.Records()
 		if len(recs) == 0 {
