@@ -40,6 +40,9 @@ type Checkpoint struct {
 	StartOffset int64
 	Producers   *Producers
 	Txns        *Txns
+	// withoutCoordEpochs writes every producer's coordinator epoch as 0
+	// (ReplicatedState of a compacted partition: see there).
+	withoutCoordEpochs bool
 }
 
 // EncodeCheckpoint encodes c.
@@ -60,7 +63,11 @@ func EncodeCheckpoint(c Checkpoint) []byte {
 		w.Varint(id)
 		w.U16(uint16(st.Epoch))
 		w.Varint(st.LastMs)
-		w.Varint(int64(st.CoordEpoch))
+		if c.withoutCoordEpochs {
+			w.Varint(0)
+		} else {
+			w.Varint(int64(st.CoordEpoch))
+		}
 		w.Uvarint(uint64(len(st.Batches)))
 		for _, b := range st.Batches {
 			w.Varint(int64(b.FirstSeq))
