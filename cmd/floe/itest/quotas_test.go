@@ -13,6 +13,7 @@ package itest
 import (
 	"errors"
 	"io"
+	"math"
 	"math/rand"
 	"net"
 	"sync/atomic"
@@ -300,7 +301,8 @@ func TestConnectionRateQuota(t *testing.T) {
 	// The rate is a share of what the address without a quota got, so
 	// the bound below is one a broker without the quota breaks even on a
 	// starved machine.
-	rate := max(1, min(maxRate, float64(freeN)/freeTook.Seconds()/12))
+	// (a whole number: Kafka's connection_creation_rate is an integer)
+	rate := max(1, min(maxRate, math.Floor(float64(freeN)/freeTook.Seconds()/12)))
 	ent := kadm.ClientQuotaEntity{{Type: "ip", Name: ptr("127.0.0.2")}}
 	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: ent,
 		Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: rate}}}})
