@@ -45,12 +45,14 @@ func (c *ctlGroup) Restore(meta consensus.SnapshotMeta, sd replica.SnapshotData)
 	}
 	c.state = st
 	c.dirty = true
+	c.r.metaChanges++
 	return nil
 }
 
 // Apply implements replica.StateMachine.
 func (c *ctlGroup) Apply(e consensus.Entry) {
 	c.sinceSnap++
+	c.r.metaChanges++ // whatever the entry does: a count of possible changes
 	switch e.Type {
 	case EntryCommand:
 		cmd, err := controller.DecodeCommand(e.Data)
@@ -122,6 +124,13 @@ func (r *Reactor) controllerLeader() uint64 {
 // Metadata returns the applied cluster metadata (callers must not keep it
 // across events).
 func (r *Reactor) Metadata() *controller.State { return r.ctl.state }
+
+// MetadataChanges counts the events that may have changed the metadata
+// (controller entries applied, snapshots restored, the controller opened)
+// since this Reactor was created. The metadata is the same as at an
+// earlier call that returned the same count (for the same Reactor), so a
+// checker may skip looking at it again; it only ever grows.
+func (r *Reactor) MetadataChanges() uint64 { return r.metaChanges }
 
 // reconcile brings the local replicas in line with the metadata: opens the
 // partitions placed here, dooms those no longer placed here, refreshes

@@ -32,7 +32,11 @@ type Reactor struct {
 
 	host *consensus.Host
 	ctl  *ctlGroup
-	bal  balancerState // the controller leader's balancing (balance.go)
+	// metaChanges counts the changes the metadata may have had: every
+	// controller entry applied, snapshot restored or state created
+	// (MetadataChanges).
+	metaChanges uint64
+	bal         balancerState // the controller leader's balancing (balance.go)
 	// throttled: per partition group, the members whose catch-up this
 	// replica limits (throttle.go).
 	throttled map[uint64][]uint64

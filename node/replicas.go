@@ -123,6 +123,7 @@ func (r *Reactor) openController() error {
 	}
 	c.rep = rep
 	r.ctl = c
+	r.metaChanges++
 	r.groupsChanged()
 	rep.Register(r.host)
 	return nil

@@ -158,6 +158,24 @@ func (r *Reactor) Stats() (Stats, []PartitionStats) {
 	return s, ps
 }
 
+// LeaderEpochOf returns the leader epoch of topic/partition here if this
+// node believes it leads it: exactly what Stats reports for the first
+// partition, by group id, with that topic and index and Leader set, without
+// building Stats (the simulator asks at every answer).
+func (r *Reactor) LeaderEpochOf(topic string, partition int32) (int32, bool) {
+	var best uint64
+	found := false
+	for g, p := range r.parts { //floe:unordered the smallest group wins
+		if p.Topic == topic && p.Index == partition && p.IsLeader() && (!found || g < best) {
+			best, found = g, true
+		}
+	}
+	if !found {
+		return 0, false
+	}
+	return int32(r.parts[best].Term()), true
+}
+
 // replicaCounts returns p's replica count in the metadata and, on its
 // leader, how many voters are in sync (-1 elsewhere).
 func (r *Reactor) replicaCounts(g uint64, p *partition.Partition) (int, int) {

@@ -5,12 +5,14 @@ import (
 	"hash/fnv"
 	"math/rand"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node"
 	"github.com/floe-broker/floe/node/controller"
 )
 
@@ -161,6 +163,25 @@ type balanceSeen struct {
 	// resting: the cluster has healed (awaitBalance); balancer-flap is
 	// checked from then on.
 	resting bool
+	// gen counts the writes to started, done, last and resting: a look's
+	// inputs besides the broker's metadata.
+	gen uint64
+	// looked: per broker, the inputs of its last look that called no
+	// fail (observeBalance skips a look whose inputs are all unchanged).
+	looked map[netx.NodeID]balanceLook
+	// skipped counts the looks skipped; with Options.checkBalanceSkips
+	// they are looked at all the same and checked to have done nothing.
+	skipped int
+}
+
+// balanceLook is what one broker's look at its metadata depended on: the
+// metadata (the Reactor, its state and its count of metadata changes) and
+// the balancer checks' memory (gen).
+type balanceLook struct {
+	rc      *node.Reactor
+	st      *controller.State
+	changes uint64
+	gen     uint64
 }
 
 type balanceMove struct {
@@ -171,11 +192,20 @@ type balanceMove struct {
 }
 
 // sizesPrint fingerprints the reported sizes of every partition in st.
+// It hashes the bytes fmt's "%s/%d=%d;" would print per partition,
+// built without fmt (it runs at every look).
 func sizesPrint(st *controller.State) uint64 {
 	h := fnv.New64a()
+	var buf []byte
 	for _, name := range st.TopicNames() {
 		for _, p := range st.Topics[name].Partitions {
-			fmt.Fprintf(h, "%s/%d=%d;", name, p.Index, p.Bytes)
+			buf = append(buf[:0], name...)
+			buf = append(buf, '/')
+			buf = strconv.AppendInt(buf, int64(p.Index), 10)
+			buf = append(buf, '=')
+			buf = strconv.AppendInt(buf, p.Bytes, 10)
+			buf = append(buf, ';')
+			h.Write(buf)
 		}
 	}
 	return h.Sum64()
@@ -190,6 +220,7 @@ func (r *run) observeBalance() {
 	bs := &r.balance
 	if bs.started == nil {
 		bs.started, bs.done, bs.last = map[string]balanceMove{}, map[string]bool{}, map[string]balanceMove{}
+		bs.looked = map[netx.NodeID]balanceLook{}
 	}
 	for _, id := range r.w.IDs() {
 		rc := r.inv.broker(id)
@@ -200,20 +231,49 @@ func (r *run) observeBalance() {
 		if !ok {
 			continue
 		}
-		racks := map[int32]string{}
-		for _, bid := range st.BrokerIDs() {
-			racks[bid] = st.Brokers[bid].Rack
-		}
-		inFlight := 0
-		sizes := sizesPrint(st)
-		for _, name := range st.TopicNames() {
-			for _, p := range st.Topics[name].Partitions {
-				r.observeBalancePartition(id, name, p, racks, sizes, &inFlight)
+		in := balanceLook{rc: rc, st: st, changes: rc.MetadataChanges(), gen: bs.gen}
+		skip := bs.looked[id] == in
+		if skip {
+			bs.skipped++
+			if !r.o.checkBalanceSkips {
+				continue
 			}
 		}
-		if inFlight > r.o.Balance.MovesMax {
-			r.inv.fail("balancer-bound", "n%d's metadata has %d balancer moves in flight, bound %d", id, inFlight, r.o.Balance.MovesMax)
+		failures := r.inv.failures
+		r.lookBalance(id, st)
+		if skip && (bs.gen != in.gen || r.inv.failures != failures) {
+			r.inv.fail("balance-skip-unsafe", "n%d: a look at unchanged metadata (%d changes) and unchanged checks did something", id, in.changes)
 		}
+		// A look that failed is not skipped next time: it would fail
+		// again, and each fail counts.
+		if r.inv.failures == failures {
+			in.gen = bs.gen
+			bs.looked[id] = in
+		} else {
+			delete(bs.looked, id)
+		}
+	}
+}
+
+// lookBalance is observeBalance's look at broker id's metadata st. Run
+// again on the same st with the same started, done, last and resting
+// (balanceSeen.gen unchanged), a look that called no fail does nothing:
+// each move it saw start is in started at its epoch or a later one, each
+// completion it counted is in done.
+func (r *run) lookBalance(id netx.NodeID, st *controller.State) {
+	racks := map[int32]string{}
+	for _, bid := range st.BrokerIDs() {
+		racks[bid] = st.Brokers[bid].Rack
+	}
+	inFlight := 0
+	sizes := sizesPrint(st)
+	for _, name := range st.TopicNames() {
+		for _, p := range st.Topics[name].Partitions {
+			r.observeBalancePartition(id, name, p, racks, sizes, &inFlight)
+		}
+	}
+	if inFlight > r.o.Balance.MovesMax {
+		r.inv.fail("balancer-bound", "n%d's metadata has %d balancer moves in flight, bound %d", id, inFlight, r.o.Balance.MovesMax)
 	}
 }
 
@@ -232,6 +292,7 @@ func (r *run) observeBalancePartition(id netx.NodeID, topic string, p controller
 				r.inv.fail("balancer-flap", "n%v: %s moves back from %v to %v, reversing the balancer's move at epoch %d with every partition's size unchanged", id, key, mv.replicas, mv.target, last.epoch)
 			}
 			bs.started[key] = mv
+			bs.gen++
 		}
 		return
 	}
@@ -243,6 +304,7 @@ func (r *run) observeBalancePartition(id netx.NodeID, topic string, p controller
 	if !bs.done[done] {
 		bs.done[done] = true
 		bs.last[key] = m
+		bs.gen++
 		r.cover(covBalancerMove)
 	}
 }
@@ -272,6 +334,7 @@ func (r *run) awaitBalance() {
 		return
 	}
 	r.balance.resting = true
+	r.balance.gen++
 	atRest := func() bool {
 		for _, id := range r.w.IDs() {
 			rc := r.inv.broker(id)

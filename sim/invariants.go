@@ -471,6 +471,9 @@ func (iv *invariants) afterHeal() {
 	if iv.r.o.checkQuiet {
 		iv.r.w.Tracef("invariants: %d refreshed looks compared with full ones", iv.quietLooks)
 	}
+	if iv.r.o.checkBalanceSkips {
+		iv.r.w.Tracef("balance: %d skipped looks checked to do nothing", iv.r.balance.skipped)
+	}
 }
 
 func byGroupIDs[V any](m map[uint64]V) []uint64 {

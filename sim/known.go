@@ -69,13 +69,7 @@ func (r *run) leaderEpoch(id netx.NodeID, topic string, partition int32) (int32,
 	if !ok {
 		return 0, false
 	}
-	_, ps := b.R.Stats()
-	for _, p := range ps {
-		if p.Topic == topic && p.Partition == partition && p.Leader {
-			return p.LeaderEpoch, true
-		}
-	}
-	return 0, false
+	return b.R.LeaderEpochOf(topic, partition)
 }
 
 // deposedHow is the note recording a probe's verdict.

@@ -71,6 +71,10 @@ type Options struct {
 	// would have refreshed (invariants.look) and fail the run where the
 	// two views differ (a test of the shortcut).
 	checkQuiet bool
+	// checkBalanceSkips makes the balancer checks look at every broker
+	// metadata they would have skipped as unchanged (observeBalance) and
+	// fail the run where the look did anything.
+	checkBalanceSkips bool
 }
 
 // CorruptRate is the rate of the corruption fault when a run forces it on
