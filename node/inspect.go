@@ -126,13 +126,11 @@ func (in *Inspector) Inspect(r *Reactor, dst []ReplicaView, full bool) []Replica
 		v.OpenFence = r.openFenceOf(v.Group)
 		v.Name, v.HighWatermark = "controller", -1
 	}
-	in.groups = in.groups[:0]
-	for g := range r.parts { //floe:unordered sorted below
-		in.groups = append(in.groups, g)
-	}
-	slices.Sort(in.groups)
-	for _, g := range in.groups {
+	for _, g := range in.sortedParts(r) {
 		p := r.parts[g]
+		if p == nil {
+			continue // the controller, in groupIDs' list
+		}
 		rep := p.Replica()
 		if rep == nil {
 			continue
@@ -142,6 +140,21 @@ func (in *Inspector) Inspect(r *Reactor, dst []ReplicaView, full bool) []Replica
 		r.partitionView(p, &out[len(out)-1], full)
 	}
 	return out
+}
+
+// sortedParts returns r's partition groups in order: the Reactor's cached
+// list (which also holds the controller group) when it has one, else its
+// own, without filling the Reactor's cache (a look changes nothing).
+func (in *Inspector) sortedParts(r *Reactor) []uint64 {
+	if r.groupList != nil {
+		return r.groupList
+	}
+	in.groups = in.groups[:0]
+	for g := range r.parts { //floe:unordered sorted below
+		in.groups = append(in.groups, g)
+	}
+	slices.Sort(in.groups)
+	return in.groups
 }
 
 // RefreshView brings v, a copy of view i of what this Inspector's last
@@ -162,13 +175,13 @@ func (in *Inspector) RefreshView(r *Reactor, i int, v *ReplicaView) {
 
 // partitionView fills the partition's part of v, which viewOf began.
 func (r *Reactor) partitionView(p *partition.Partition, v *ReplicaView, full bool) {
-	g := v.Group
-	v.Fenced, v.Fence = r.fenced(g), r.fenceOfGroup(g)
-	v.OpenFence = r.openFenceOf(g)
-	v.HighWatermark = p.HighWatermark()
-	if s, ok := r.local[g]; ok {
+	// One look-up of the group's local state for what fenced,
+	// fenceOfGroup and openFenceOf would each find.
+	if s, ok := r.local[v.Group]; ok && s != nil {
+		v.Fenced, v.Fence, v.OpenFence = !s.fence.IsZero(), s.fence, s.openFence
 		v.Opening, v.LeaseTerm = s.opening, s.lease.term
 	}
+	v.HighWatermark = p.HighWatermark()
 	v.LeaseHeld, _ = r.leaseState(p)
 	v.Epoch, v.Compacts = p.Term(), p.Cfg.Compact
 	v.ProducerExpiryMs = p.ProducerExpiration()
