@@ -61,6 +61,13 @@ func (rn *RawNode) BasicStatus() Status {
 	return st
 }
 
+// HardSoft is BasicStatus's HardState and SoftState alone, for a caller
+// that looks at every member often (the simulator's invariants) and needs
+// nothing else of it.
+func (rn *RawNode) HardSoft() (HardState, SoftState) {
+	return rn.raft.hardState(), rn.raft.softState()
+}
+
 // Status reports the member's state.
 func (rn *RawNode) Status() Status {
 	r := rn.raft

@@ -197,14 +197,14 @@ func (r *Reactor) partitionView(p *partition.Partition, v *ReplicaView, full boo
 }
 
 func viewOf(rep *replica.Replica) ReplicaView {
-	st := rep.BasicStatus()
+	hs, ss := rep.RaftHardSoft()
 	dhs := rep.DurableHardState()
 	v := ReplicaView{
-		Group: uint64(rep.Group), Term: st.Term, Vote: st.Vote, Commit: st.Commit,
+		Group: uint64(rep.Group), Term: hs.Term, Vote: hs.Vote, Commit: hs.Commit,
 		DurableTerm: dhs.Term, DurableVote: dhs.Vote, DurableCommit: dhs.Commit,
-		Leader: st.RaftState == consensus.StateLeader, Lead: st.Lead, Applied: rep.Applied(),
+		Leader: ss.RaftState == consensus.StateLeader, Lead: ss.Lead, Applied: rep.Applied(),
 		FirstIndex: rep.FirstIndex(), LastIndex: rep.LastIndex(), DurableIndex: rep.DurableIndex(), DurableAgreed: rep.DurableAgreedIndex(), Damaged: rep.Damaged(),
-		CommitIndex: st.Commit, Settled: rep.Settled(),
+		CommitIndex: hs.Commit, Settled: rep.Settled(),
 	}
 	if t, err := rep.RaftTermAt(v.CommitIndex); err == nil {
 		v.CommitTerm = t

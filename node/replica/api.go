@@ -62,6 +62,12 @@ func (r *Replica) Status() consensus.Status { return r.raft.Status() }
 // BasicStatus is Raft's status without the followers' progress (cheaper).
 func (r *Replica) BasicStatus() consensus.Status { return r.raft.BasicStatus() }
 
+// RaftHardSoft is Raft's hard and soft state: BasicStatus's HardState and
+// SoftState without the rest (consensus.RawNode.HardSoft).
+func (r *Replica) RaftHardSoft() (consensus.HardState, consensus.SoftState) {
+	return r.raft.HardSoft()
+}
+
 // VoteFence is the vote fence Raft still holds (zero once lifted).
 func (r *Replica) VoteFence() consensus.VoteFence { return r.raft.VoteFence() }
 
