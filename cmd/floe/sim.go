@@ -67,6 +67,7 @@ func runSim(args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	sim.UseSimGC()
 	switch {
 	case f.seed != 0 && f.seeds == 0:
 		return replaySeed(f)
