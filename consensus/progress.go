@@ -54,6 +54,9 @@ type progress struct {
 	lostEntries bool
 	// logEndSent is the log end the last such heartbeat carried.
 	logEndSent uint64
+	// seen is what the leader noted of the member's answers, for
+	// monitoring only (heard.go).
+	seen seenNotes
 }
 
 func (pr *progress) resetState(state ProgressState) {

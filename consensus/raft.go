@@ -57,6 +57,11 @@ type raft struct {
 	pendingReadIndex []readRequest
 	readStates       []ReadState
 
+	// ticks counts every Tick this member has seen since it started (not
+	// persisted): the clock of the leader's heard/caught-up notes
+	// (heard.go), for monitoring only.
+	ticks uint64
+
 	electionElapsedTicks  int
 	heartbeatElapsedTicks int
 	electionTicks         int
@@ -289,6 +294,7 @@ func (r *raft) becomeLeader() {
 
 // tick advances the role's timer by one tick.
 func (r *raft) tick() {
+	r.ticks++
 	r.tickTermProbe()
 	if r.quietTicks > 0 {
 		r.quietTicks--

@@ -49,6 +49,8 @@ func TestScenarios(t *testing.T) {
 //	heal (drops what was sent across a cut)
 //	set-randomized-election-timeout ID TICKS
 //	raft-state | raft-log ID | status ID | transfer-state ID
+//	heard ID (the leader's ticks since it heard from, and last saw caught
+//	    up, each member)
 //	lose-entries ID INDEX [unknown-extent=true] (the member loses its entries
 //	    after INDEX and restarts with a vote fence, as node/repair.go does;
 //	    or as node/replicas.go does for a log found truncated) | vote-fence ID
@@ -147,6 +149,8 @@ func (env *scenarioEnv) handle(t *testing.T, c *datadriven.Cmd) string {
 		return env.raftLog(env.node(t, c, 0))
 	case "status":
 		return env.status(env.node(t, c, 0))
+	case "heard":
+		return env.heard(env.node(t, c, 0))
 	case "lose-entries":
 		_, unknown := c.Key("unknown-extent")
 		return env.loseEntries(env.node(t, c, 0), uint64(env.intArg(t, c, 1)), unknown)
@@ -542,6 +546,18 @@ func (env *scenarioEnv) raftLog(n *scenarioNode) string {
 	var b strings.Builder
 	for _, e := range ents {
 		b.WriteString(describeEntry(e) + "\n")
+	}
+	return b.String()
+}
+
+func (env *scenarioEnv) heard(n *scenarioNode) string {
+	st := n.rn.Status()
+	if len(st.Progress) == 0 {
+		return fmt.Sprintf("%d is %s, no progress", n.id, st.RaftState)
+	}
+	var b strings.Builder
+	for _, p := range st.Progress {
+		fmt.Fprintf(&b, "%d: match=%d heard=%d caughtUp=%d\n", p.ID, p.Match, p.HeardTicksAgo, p.CaughtUpTicksAgo)
 	}
 	return b.String()
 }

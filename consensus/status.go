@@ -39,6 +39,13 @@ type PeerProgress struct {
 	PendingSnapshot uint64
 	// InflightMsgs is the number of appends sent and not yet acknowledged.
 	InflightMsgs int
+	// HeardTicksAgo is how many of the leader's ticks ago it last heard
+	// from the member (an append or heartbeat answer); CaughtUpTicksAgo
+	// how many ago the member last held everything the leader's log held
+	// (Kafka's LastFetchTimestamp and LastCaughtUpTimestamp, in ticks).
+	// Both are 0 for the leader itself and -1 when not yet seen in this
+	// leadership. For monitoring: nothing in Raft decides on them.
+	HeardTicksAgo, CaughtUpTicksAgo int64
 }
 
 // BasicStatus is Status without Config and Progress: it allocates
@@ -88,6 +95,8 @@ func (rn *RawNode) Status() Status {
 			PendingSnapshot: pr.pendingSnapshot,
 			InflightMsgs:    pr.inflights.count,
 		})
+		last := &st.Progress[len(st.Progress)-1]
+		last.HeardTicksAgo, last.CaughtUpTicksAgo = r.seenTicksAgo(id, pr)
 	}
 	return st
 }

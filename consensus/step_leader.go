@@ -20,8 +20,10 @@ func (r *raft) stepLeader(m Message) {
 		} else {
 			r.handleAppendAck(m, pr)
 		}
+		r.noteHeard(pr)
 	case MsgHeartbeatResp:
 		r.handleHeartbeatResponse(m, pr)
+		r.noteHeard(pr)
 	}
 }
 

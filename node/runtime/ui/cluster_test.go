@@ -39,25 +39,36 @@ type raftPage struct {
 		Local           *raftLocalJSON
 		LeaderElsewhere bool
 		Problems        []string
+		Quorum          []memberJSON
+		QuorumFrom      int32
+		QuorumErr       string
 	}
+}
+
+// memberJSON is a member row as the leader's DescribeQuorum gives it.
+type memberJSON struct {
+	ID                        uint64
+	Lag                       uint64
+	Self, Behind              bool
+	HeardAgoMs, CaughtUpAgoMs int64
 }
 
 type raftLocalJSON struct {
 	Term, Lead uint64
 	Role       string
 	Voters     []uint64
-	Rows       []struct {
-		ID   uint64
-		Lag  uint64
-		Self bool
-	}
+	Rows       []memberJSON
 }
 
 // TestHTTPRaftCluster: on three brokers, each Raft page shows Metadata's
-// leader and term for every partition, its own replica's Raft state, and
-// members' lag exactly where it leads (0 once caught up); elsewhere it
-// names the leader instead. The controller group's members show on every
-// page: locally on its leader, from the leader's DescribeQuorum elsewhere.
+// leader and term for every partition, its own replica's Raft state with
+// members' progress state where it leads, and for every partition the
+// members' lag and ages as its leader reports them (DescribeQuorum, one
+// request per leader broker). The controller group's members show on
+// every page: locally on its leader, from the leader's DescribeQuorum
+// elsewhere. With broker 3 stopped, broker 1's page shows member 3 behind
+// both where broker 1 leads (its own view) and where broker 2 leads (2's
+// answer).
 func TestHTTPRaftCluster(t *testing.T) {
 	const n = 3
 	var peers []node.Peer
@@ -137,11 +148,15 @@ func TestHTTPRaftCluster(t *testing.T) {
 	}
 
 	// Broker 3 stops (handing its leaderships over first); records go to
-	// a partition broker 1 leads. Broker 1's page shows member 3 behind
-	// and not heard from, and flags the partition.
+	// every partition. Broker 1's page shows member 3 behind and flags the
+	// partition: from its own Raft view where broker 1 leads, from broker
+	// 2's DescribeQuorum answer where broker 2 leads.
 	stops[2]()
+	pctx, pcancel := context.WithTimeout(context.Background(), waitTimeout) // the first phase may have used up ctx
+	defer pcancel()
 	br := newBrowser(t, bs[0].ui())
-	cl := bs[0].client(t, "", "", kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	clients := []*kgo.Client{bs[0].client(t, "", "", kgo.RecordPartitioner(kgo.ManualPartitioner())),
+		bs[1].client(t, "", "", kgo.RecordPartitioner(kgo.ManualPartitioner()))}
 	deadline := time.Now().Add(waitTimeout)
 	for {
 		var d raftPage
@@ -149,25 +164,48 @@ func TestHTTPRaftCluster(t *testing.T) {
 		if code != http.StatusOK || json.Unmarshal([]byte(body), &d) != nil {
 			t.Fatalf("broker 1 /api/raft with broker 3 down: %d %s", code, body)
 		}
-		done := false
+		led1, elsewhere := false, true
 		for _, p := range d.Partitions {
-			if p.Leader != 1 || p.Local == nil {
-				continue
+			if p.Leader == 1 || p.Leader == 2 {
+				// The test clients dial their own broker only: each
+				// partition's records go through its leader's.
+				_ = clients[p.Leader-1].ProduceSync(pctx, &kgo.Record{Topic: "r3", Partition: p.Partition, Value: []byte("x")}).FirstErr()
 			}
-			_ = cl.ProduceSync(ctx, &kgo.Record{Topic: "r3", Partition: p.Partition, Value: []byte("x")}).FirstErr()
-			for _, m := range p.Local.Rows {
-				if m.ID == 3 && m.Lag > 0 && len(p.Problems) > 0 && strings.Contains(strings.Join(p.Problems, ";"), "member 3 behind") {
-					done = true
+			behind := strings.Contains(strings.Join(p.Problems, ";"), "member 3 behind")
+			switch {
+			case p.Leader == 1 && p.Local != nil:
+				for _, m := range p.Local.Rows {
+					if m.ID == 3 && m.Lag > 0 && behind {
+						led1 = true
+					}
 				}
+			case p.Leader == 2:
+				// Broker 2's own answer, on broker 1's page.
+				ok := false
+				for _, m := range p.Quorum {
+					if m.ID == 3 && m.Lag > 0 && m.Behind && p.QuorumFrom == 2 && behind {
+						ok = true
+					}
+				}
+				elsewhere = elsewhere && ok
 			}
 		}
-		if done {
+		if led1 && elsewhere {
+			// The HTML page says the same: where broker 2 leads, its
+			// answer with member 3's ages.
+			_, html := br.get("/raft?topic=r3")
+			for _, p := range d.Partitions {
+				t.Logf("r3/%d led by %d: problems %q", p.Partition, p.Leader, p.Problems)
+				if p.Leader == 2 && (!strings.Contains(html, "As leader broker 2 reports them") || !strings.Contains(html, "caught up ")) {
+					t.Fatalf("the HTML page does not show broker 2's answer:\n%s", between(html, `id="raft-table"`, "</table>"))
+				}
+			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("broker 1 never showed member 3 behind:\n%s", body)
+			t.Fatalf("broker 1 never showed member 3 behind where it leads and where broker 2 leads:\n%s", body)
 		}
-		time.Sleep(200 * time.Millisecond) // the leader notices the silence after an election timeout
+		time.Sleep(200 * time.Millisecond) // the leaders notice the silence (an election timeout; 5 s for DescribeQuorum's view)
 	}
 }
 
@@ -196,6 +234,9 @@ func raftClusterCheck(d raftPage) string {
 		return "want 3 partitions"
 	}
 	for _, p := range d.Partitions {
+		if why := quorumCheck(p.Quorum, p.QuorumFrom, p.QuorumErr, p.Leader); why != "" {
+			return why
+		}
 		switch {
 		case p.Leader < 1 || p.Epoch < 1 || len(p.Replicas) != 3:
 			return "partition without a leader, a term or three replicas"
@@ -209,11 +250,31 @@ func raftClusterCheck(d raftPage) string {
 				if m.Lag != 0 {
 					return "a member behind"
 				}
+				if !m.Self && (m.HeardAgoMs < 0 || m.CaughtUpAgoMs < 0) {
+					return "a member of a partition led here without the leader's ages"
+				}
 			}
 		default:
 			if p.Local.Role == "StateLeader" || p.Local.Lead != uint64(p.Leader) || len(p.Local.Rows) != 0 || !p.LeaderElsewhere {
 				return "a partition led elsewhere shown with members, or another leader"
 			}
+		}
+	}
+	return ""
+}
+
+// quorumCheck says what is wrong with a partition's members as its leader
+// reported them: all three, none behind, heard from, from the leader.
+func quorumCheck(q []memberJSON, from int32, qerr string, leader int32) string {
+	if qerr != "" {
+		return "DescribeQuorum: " + qerr
+	}
+	if len(q) != 3 || from != leader {
+		return "a partition without its three members from its leader"
+	}
+	for _, m := range q {
+		if m.Lag != 0 || m.Behind || m.HeardAgoMs < 0 || m.CaughtUpAgoMs < 0 {
+			return "a partition's member behind or not heard from"
 		}
 	}
 	return ""

@@ -10,10 +10,12 @@
 // a page an ACL denies answers 403 with the broker's error.
 //
 // One exception, read-only: the Raft health page shows the serving
-// broker's own Raft replicas (Config.RaftLocal, node.Reactor.RaftHealth),
-// which no Kafka API carries. It reads them only after the broker has
-// answered the session's DescribeLogDirs, i.e. granted it DESCRIBE on the
-// cluster, and labels them as local to that broker.
+// broker's own Raft replicas (Config.RaftLocal, node.Reactor.RaftHealth:
+// role, log range, fences), which no Kafka API carries. It reads them only
+// after the broker has answered the session's DescribeLogDirs, i.e.
+// granted it DESCRIBE on the cluster, and labels them as local to that
+// broker. Every partition's members' lag comes through the Kafka API:
+// DescribeQuorum, asked of each leader broker (raft_members.go).
 //
 // Sessions are a random cookie (HttpOnly, SameSite=Strict, Secure over
 // HTTPS) that expires after an idle time and an absolute lifetime; the

@@ -14,6 +14,7 @@ var funcs = template.FuncMap{
 	"dlq":     dlqOf,
 	"pathesc": url.PathEscape,
 	"list":    func(xs ...string) []string { return xs },
+	"ago":     agoMs,
 }
 
 // ids formats replica lists: [1 2 3] as "1, 2, 3".

@@ -53,6 +53,10 @@ type raftMemberRow struct {
 	Lag    uint64 // leader's last index minus Match
 	Self   bool   // the leader itself
 	Behind bool   // lagging and not heard from, or probing/snapshotting
+	// HeardAgoMs and CaughtUpAgoMs: how long ago the leader last heard
+	// from the member and last saw it hold its whole log (DescribeQuorum's
+	// timestamps, on the leader's clock); -1 when unknown.
+	HeardAgoMs, CaughtUpAgoMs int64
 }
 
 type raftLocal struct {
@@ -71,6 +75,13 @@ type raftPartitionRow struct {
 	Problems        []string
 	Local           *raftLocal // this broker's replica, if it holds one
 	LeaderElsewhere bool       // the progress of the members is on another broker
+	// Quorum is the members as the partition's leader reports them
+	// (DescribeQuorum, asked of QuorumFrom), or QuorumErr says why not
+	// (the leader unreachable, or leadership moved since Metadata).
+	Quorum            []raftMemberRow
+	QuorumFrom        int32
+	QuorumErr         string
+	QuorumUnreachable bool
 }
 
 type raftData struct {
@@ -79,8 +90,8 @@ type raftData struct {
 	Brokers       []int32
 	ControllerRep *raftLocal
 	// Quorum is the controller group's members as its leader reports them
-	// (DescribeQuorum), when this broker does not lead it: match index
-	// and lag behind the leader's, without progress state.
+	// (DescribeQuorum), when this broker does not lead it: match index,
+	// lag behind the leader's and ages, without progress state.
 	Quorum     []raftMemberRow
 	QuorumFrom int32 // the broker that answered
 	QuorumErr  string
@@ -97,7 +108,9 @@ var errNoRaftSource = errors.New("this UI has no access to the broker's Raft sta
 // raft is the Raft health page: every partition's leader, term (leader
 // epoch), replicas, ISR and offline replicas as Metadata reports them to
 // this session, joined with this broker's own Raft replicas (term, role,
-// commit and, where this broker leads, each member's match index and lag).
+// commit, progress state where it leads) and with each member's match
+// index, lag and ages as the partition's leader reports them
+// (DescribeQuorum, asked of every leader broker at once: raft_members.go).
 // It needs DESCRIBE on the cluster, checked by the broker: the page first
 // sends DescribeLogDirs, which the broker refuses without it.
 func (s *Server) raft(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -170,28 +183,18 @@ func (s *Server) raftData(r *http.Request, sess *session) (*raftData, error) {
 				d.Partitions = append(d.Partitions, row)
 			}
 		}
+		d.joinLocal(groups)
+		ask := func(ctx context.Context, broker int32, req *kmsg.DescribeQuorumRequest) (*kmsg.DescribeQuorumResponse, error) {
+			return req.RequestWith(ctx, cl.Broker(int(broker)))
+		}
+		d.joinQuorums(askLeaders(ctx, ask, d.leaders(), quorumBound))
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	local := map[string]*raftLocal{}
-	for _, g := range groups {
-		l := &raftLocal{RaftGroup: g, Rows: memberRows(g)}
-		l.Members = nil // Rows has them, with their lag
-		if g.Controller {
-			d.ControllerRep = l
-			continue
-		}
-		local[fmt.Sprintf("%s\x00%d", g.Topic, g.Partition)] = l
-	}
-	if d.ControllerRep == nil || len(d.ControllerRep.Rows) == 0 {
-		s.controllerQuorum(r, sess, d)
-	}
 	for i := range d.Partitions {
 		row := &d.Partitions[i]
-		row.Local = local[fmt.Sprintf("%s\x00%d", row.Topic, row.Partition)]
-		row.LeaderElsewhere = row.Leader >= 0 && row.Leader != d.Node
 		row.Problems = partitionProblems(row)
 		if len(row.Problems) > 0 {
 			d.Problems++
@@ -200,77 +203,65 @@ func (s *Server) raftData(r *http.Request, sess *session) (*raftData, error) {
 	return d, nil
 }
 
-// controllerQuorum asks the controller's leader for its members' progress
-// (DescribeQuorum, which any client may send with DESCRIBE on the
-// cluster): partitions have no such request, the controller group has.
-// A failure leaves a note, not an error page.
-func (s *Server) controllerQuorum(r *http.Request, sess *session, d *raftData) {
-	if d.Controller < 0 {
-		return
+// joinLocal puts this broker's own replicas beside Metadata's partitions.
+func (d *raftData) joinLocal(groups []RaftGroup) {
+	local := map[groupKey]*raftLocal{}
+	for _, g := range groups {
+		l := &raftLocal{RaftGroup: g, Rows: memberRows(g)}
+		l.Members = nil // Rows has them, with their lag
+		if g.Controller {
+			d.ControllerRep = l
+			continue
+		}
+		local[groupKey{g.Topic, g.Partition}] = l
 	}
-	err := s.kafka(r, sess, func(ctx context.Context, cl *kgo.Client, _ *kadm.Client) error {
-		req := kmsg.NewPtrDescribeQuorumRequest()
-		rt := kmsg.NewDescribeQuorumRequestTopic()
-		rt.Topic = "__cluster_metadata"
-		rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl.Broker(int(d.Controller)))
-		if err != nil {
-			return err
-		}
-		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-			return err
-		}
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			return errors.New("DescribeQuorum answered no controller group")
-		}
-		p := resp.Topics[0].Partitions[0]
-		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-			return err
-		}
-		d.Quorum, d.QuorumFrom = quorumRows(p), d.Controller
-		return nil
-	})
-	if err != nil {
-		_, d.QuorumErr = classify(err)
+	for i := range d.Partitions {
+		row := &d.Partitions[i]
+		row.Local = local[groupKey{row.Topic, row.Partition}]
+		row.LeaderElsewhere = row.Leader >= 0 && row.Leader != d.Node
 	}
 }
 
-// quorumRows turns a DescribeQuorum answer into member rows: lag is the
-// leader's acknowledged index minus the member's. Only the leader fills
-// LogEndOffset (-1 elsewhere): no rows then.
-func quorumRows(p kmsg.DescribeQuorumResponseTopicPartition) []raftMemberRow {
-	var lead int64 = -1
-	all := append(append([]kmsg.DescribeQuorumResponseTopicPartitionReplicaState(nil), p.CurrentVoters...), p.Observers...)
-	for _, v := range all {
-		if v.ReplicaID == p.LeaderID {
-			lead = v.LogEndOffset
+// leaders is what to ask each leader broker: the partitions Metadata says
+// it leads, and the controller group of the controller's leader when this
+// broker does not lead it (its members are then known only there).
+func (d *raftData) leaders() map[int32][]groupKey {
+	out := map[int32][]groupKey{}
+	if d.Controller >= 0 && (d.ControllerRep == nil || len(d.ControllerRep.Rows) == 0) {
+		out[d.Controller] = append(out[d.Controller], controllerGroup)
+	}
+	for _, row := range d.Partitions {
+		if row.Leader >= 0 {
+			out[row.Leader] = append(out[row.Leader], groupKey{row.Topic, row.Partition})
 		}
 	}
-	if lead < 0 {
-		return nil
+	return out
+}
+
+// joinQuorums puts the leaders' answers beside the partitions (and the
+// controller group); where this broker leads, its own rows get the ages.
+func (d *raftData) joinQuorums(answers map[groupKey]quorumAnswer) {
+	if a, ok := answers[controllerGroup]; ok {
+		d.Quorum, d.QuorumFrom, d.QuorumErr = a.Rows, a.From, a.Err
 	}
-	var rows []raftMemberRow
-	for i, v := range all {
-		row := raftMemberRow{RaftMember: RaftMember{ID: uint64(v.ReplicaID), Learner: i >= len(p.CurrentVoters), RecentActive: true},
-			Self: v.ReplicaID == p.LeaderID}
-		if v.LogEndOffset >= 0 {
-			row.Match = uint64(v.LogEndOffset)
+	for i := range d.Partitions {
+		row := &d.Partitions[i]
+		a, ok := answers[groupKey{row.Topic, row.Partition}]
+		if !ok {
+			continue
 		}
-		if lead > v.LogEndOffset {
-			row.Lag = uint64(lead - max(v.LogEndOffset, 0))
+		row.Quorum, row.QuorumFrom, row.QuorumErr, row.QuorumUnreachable = a.Rows, a.From, a.Err, a.Unreachable
+		if row.Local != nil && len(row.Local.Rows) > 0 {
+			withAges(row.Local.Rows, a.Rows)
 		}
-		rows = append(rows, row)
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
-	return rows
 }
 
 // memberRows orders a leader's members with their lag behind its log.
 func memberRows(g RaftGroup) []raftMemberRow {
 	var rows []raftMemberRow
 	for _, m := range g.Members {
-		row := raftMemberRow{RaftMember: m, Self: m.ID == g.Lead}
+		row := raftMemberRow{RaftMember: m, Self: m.ID == g.Lead, HeardAgoMs: -1, CaughtUpAgoMs: -1}
 		if g.LastIndex > m.Match {
 			row.Lag = g.LastIndex - m.Match
 		}
@@ -296,6 +287,10 @@ func partitionProblems(row *raftPartitionRow) []string {
 	if n := len(row.Replicas) - len(row.ISR); n > 0 && row.Leader >= 0 {
 		out = append(out, plural(n, "replica", "replicas")+" not in sync")
 	}
+	if row.QuorumUnreachable {
+		out = append(out, fmt.Sprintf("leader %d unreachable", row.Leader))
+	}
+	local := row.Local != nil && len(row.Local.Rows) > 0
 	if l := row.Local; l != nil {
 		if l.Fenced {
 			out = append(out, "local replica vote-fenced")
@@ -306,6 +301,13 @@ func partitionProblems(row *raftPartitionRow) []string {
 		for _, m := range l.Rows {
 			if m.Behind {
 				out = append(out, fmt.Sprintf("member %d behind (%s, %d entries)", m.ID, m.State, m.Lag))
+			}
+		}
+	}
+	if !local { // the leader's own view when this broker is not the leader
+		for _, m := range row.Quorum {
+			if m.Behind {
+				out = append(out, fmt.Sprintf("member %d behind (%d entries, caught up %s)", m.ID, m.Lag, agoMs(m.CaughtUpAgoMs)))
 			}
 		}
 	}
