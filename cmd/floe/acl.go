@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/internal/kadmin"
 	"github.com/floe-broker/floe/node/acl"
 )
 
@@ -108,7 +109,7 @@ func aclMain(args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		req = createACLsRequest(bs)
+		req = kadmin.CreateACLsRequest(bs)
 	default:
 		fls, err := f.filters(action == "delete")
 		if err != nil {
@@ -117,7 +118,7 @@ func aclMain(args []string, out io.Writer) error {
 		if action == "delete" {
 			del := kmsg.NewPtrDeleteACLsRequest()
 			for _, fl := range fls {
-				del.Filters = append(del.Filters, deleteFilter(fl))
+				del.Filters = append(del.Filters, kadmin.DeleteFilter(fl))
 			}
 			req = del
 		} else {
@@ -344,24 +345,6 @@ func (f *aclFlags) filters(needOne bool) ([]acl.Filter, error) {
 		out = append(out, fl)
 	}
 	return out, nil
-}
-
-func createACLsRequest(bs []acl.Binding) *kmsg.CreateACLsRequest {
-	req := kmsg.NewPtrCreateACLsRequest()
-	for _, b := range bs {
-		c := kmsg.NewCreateACLsRequestCreation()
-		c.ResourceType, c.ResourceName, c.ResourcePatternType = b.ResourceType, b.ResourceName, b.PatternType
-		c.Principal, c.Host, c.Operation, c.PermissionType = b.Principal, b.Host, b.Operation, b.Permission
-		req.Creations = append(req.Creations, c)
-	}
-	return req
-}
-
-func deleteFilter(f acl.Filter) kmsg.DeleteACLsRequestFilter {
-	d := kmsg.NewDeleteACLsRequestFilter()
-	d.ResourceType, d.ResourceName, d.ResourcePatternType = f.ResourceType, f.ResourceName, f.PatternType
-	d.Principal, d.Host, d.Operation, d.PermissionType = f.Principal, f.Host, f.Operation, f.Permission
-	return d
 }
 
 // reportACLChange prints what a create or delete did; a refused part is

@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/floe-broker/floe/internal/kadmin"
 )
 
 // brokersDefault is where a client command looks for the cluster when
@@ -162,6 +164,16 @@ func kafkaErr(err error, msg string) error {
 		return fmt.Errorf("%s: %s", ke.Message, msg)
 	}
 	return fmt.Errorf("%w: %s", err, msg)
+}
+
+// brokerErr words the broker's refusal of a kadmin request as kafkaErr
+// does; any other error passes unchanged.
+func brokerErr(err error) error {
+	var r *kadmin.Refused
+	if errors.As(err, &r) {
+		return kafkaErr(r.Err, r.Message)
+	}
+	return err
 }
 
 // topicArg picks the one topic of floe produce and floe consume (cmd),

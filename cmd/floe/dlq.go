@@ -131,7 +131,7 @@ func dlqTopicOf(ctx context.Context, cl *kgo.Client, group string) (string, erro
 	}
 	res := resp.Resources[0]
 	if err := kerr.ErrorForCode(res.ErrorCode); err != nil {
-		return "", kafkaErr(err, derefStr(res.ErrorMessage))
+		return "", kafkaErr(err, strDeref(res.ErrorMessage))
 	}
 	for _, c := range res.Configs {
 		if c.Name == name && c.Value != nil && *c.Value != "" {
@@ -139,13 +139,6 @@ func dlqTopicOf(ctx context.Context, cl *kgo.Client, group string) (string, erro
 		}
 	}
 	return "", fmt.Errorf("group %s has no dead-letter topic (%s is not set; or name one with --topic)", group, name)
-}
-
-func derefStr(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // deadLetter is one record of the dead-letter topic.

@@ -11,10 +11,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/internal/kadmin"
 	"github.com/floe-broker/floe/node/acl"
 )
 
@@ -42,10 +42,6 @@ common flags:
 
 Changing roles needs ALTER on the cluster; reading them, DESCRIBE.
 `
-
-// roleConfigResource is the config resource type Floe serves roles as
-// (node/roles.go): config "members" of the resource named by the role.
-const roleConfigResource kmsg.ConfigResourceType = 100
 
 func runRole(args []string) error { return roleMain(args, os.Stdout) }
 
@@ -105,7 +101,7 @@ func roleMain(args []string, out io.Writer) error {
 		}
 	}
 	return cf.withClient(func(ctx context.Context, cl *kgo.Client) error {
-		if err := alterRole(ctx, cl, role, op, members); err != nil {
+		if err := brokerErr(kadmin.AlterRole(ctx, cl, role, op, members)); err != nil {
 			return fmt.Errorf("role %s: %w", role, err)
 		}
 		switch action {
@@ -125,62 +121,22 @@ func roleMain(args []string, out io.Writer) error {
 func roleExists(cf *clientFlags, role string) (bool, error) {
 	var exists bool
 	err := cf.withClient(func(ctx context.Context, cl *kgo.Client) error {
-		roles, err := describeRoleResource(ctx, cl, "")
+		roles, err := describeRole(ctx, cl, "")
 		exists = roles[role] != nil
 		return err
 	})
 	return exists, err
 }
 
-func alterRole(ctx context.Context, cl *kgo.Client, role string, op kmsg.IncrementalAlterConfigOp, members []string) error {
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
-	rr.ResourceType, rr.ResourceName = roleConfigResource, role
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Op = "members", op
-	if op != kmsg.IncrementalAlterConfigOpDelete {
-		c.Value = kmsg.StringPtr(strings.Join(members, ","))
-	}
-	rr.Configs = append(rr.Configs, c)
-	req.Resources = append(req.Resources, rr)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return err
-	}
-	if len(resp.Resources) != 1 {
-		return fmt.Errorf("the broker answered %d resources for one", len(resp.Resources))
-	}
-	return kafkaErr(kerr.ErrorForCode(resp.Resources[0].ErrorCode), strDeref(resp.Resources[0].ErrorMessage))
-}
-
-// describeRoleResource returns a role resource's configs by name (with an
-// empty role: every role, by role name, valued by its members).
-func describeRoleResource(ctx context.Context, cl *kgo.Client, role string) (map[string]*kmsg.DescribeConfigsResponseResourceConfig, error) {
-	req := kmsg.NewPtrDescribeConfigsRequest()
-	req.IncludeDocumentation = true
-	rr := kmsg.NewDescribeConfigsRequestResource()
-	rr.ResourceType, rr.ResourceName = roleConfigResource, role
-	req.Resources = append(req.Resources, rr)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return nil, err
-	}
-	if len(resp.Resources) != 1 {
-		return nil, fmt.Errorf("the broker answered %d resources for one", len(resp.Resources))
-	}
-	res := resp.Resources[0]
-	if err := kafkaErr(kerr.ErrorForCode(res.ErrorCode), strDeref(res.ErrorMessage)); err != nil {
-		return nil, err
-	}
-	out := map[string]*kmsg.DescribeConfigsResponseResourceConfig{}
-	for i := range res.Configs {
-		out[res.Configs[i].Name] = &res.Configs[i]
-	}
-	return out, nil
+// describeRole is kadmin.DescribeRole, its refusal worded as the CLI
+// words Kafka errors.
+func describeRole(ctx context.Context, cl *kgo.Client, role string) (map[string]*kmsg.DescribeConfigsResponseResourceConfig, error) {
+	cfgs, err := kadmin.DescribeRole(ctx, cl, role)
+	return cfgs, brokerErr(err)
 }
 
 func listRoles(ctx context.Context, cl *kgo.Client, out io.Writer) error {
-	roles, err := describeRoleResource(ctx, cl, "")
+	roles, err := describeRole(ctx, cl, "")
 	if err != nil {
 		return err
 	}
@@ -203,7 +159,7 @@ func listRoles(ctx context.Context, cl *kgo.Client, out io.Writer) error {
 
 func describeRoles(ctx context.Context, cl *kgo.Client, names []string, out io.Writer) error {
 	for i, name := range names {
-		cfgs, err := describeRoleResource(ctx, cl, name)
+		cfgs, err := describeRole(ctx, cl, name)
 		if err != nil {
 			return fmt.Errorf("role %s: %w", name, err)
 		}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/floe-broker/floe/internal/kadmin"
 )
 
 func init() {
@@ -70,7 +72,7 @@ func userMain(args []string, in io.Reader, out io.Writer) error {
 		if !*passwordStdin {
 			return usagef("create: give the password on standard input with --password-stdin (never on the command line)")
 		}
-		if *iterations < 4096 || *iterations > 16384 {
+		if *iterations < kadmin.SCRAMIterationsMin || *iterations > kadmin.SCRAMIterationsMax {
 			return usagef("--iterations must be within 4096-16384")
 		}
 		password, err := readPassword(in)
@@ -104,14 +106,11 @@ func userMain(args []string, in io.Reader, out io.Writer) error {
 func parseScramMechanisms(s string) ([]kadm.ScramMechanism, error) {
 	var out []kadm.ScramMechanism
 	for _, m := range splitList(s) {
-		switch strings.ToUpper(m) {
-		case "SCRAM-SHA-256":
-			out = append(out, kadm.ScramSha256)
-		case "SCRAM-SHA-512":
-			out = append(out, kadm.ScramSha512)
-		default:
+		mech, ok := kadmin.ParseSCRAMMechanism(strings.ToUpper(m))
+		if !ok {
 			return nil, usagef("--mechanism %q: want SCRAM-SHA-256 or SCRAM-SHA-512", m)
 		}
+		out = append(out, mech)
 	}
 	return out, nil
 }
@@ -130,16 +129,8 @@ func readPassword(in io.Reader) (string, error) {
 }
 
 func userCreate(ctx context.Context, adm *kadm.Client, name, password string, mechs []kadm.ScramMechanism, iterations int32, out io.Writer) error {
-	var ups []kadm.UpsertSCRAM
-	for _, m := range mechs {
-		ups = append(ups, kadm.UpsertSCRAM{User: name, Mechanism: m, Iterations: iterations, Password: password})
-	}
-	res, err := adm.AlterUserSCRAMs(ctx, nil, ups)
-	if err != nil {
-		return err
-	}
-	if err := scramResultErr(res, name); err != nil {
-		return err
+	if err := kadmin.UpsertSCRAM(ctx, adm, name, password, iterations, mechs); err != nil {
+		return userErr(name, err)
 	}
 	fmt.Fprintf(out, "user %s: %s credential set\n", name, mechNames(mechs))
 	return nil
@@ -159,16 +150,8 @@ func userDelete(ctx context.Context, adm *kadm.Client, name string, mechs []kadm
 			mechs = append(mechs, ci.Mechanism)
 		}
 	}
-	var dels []kadm.DeleteSCRAM
-	for _, m := range mechs {
-		dels = append(dels, kadm.DeleteSCRAM{User: name, Mechanism: m})
-	}
-	res, err := adm.AlterUserSCRAMs(ctx, dels, nil)
-	if err != nil {
-		return err
-	}
-	if err := scramResultErr(res, name); err != nil {
-		return err
+	if err := kadmin.DeleteSCRAM(ctx, adm, name, mechs); err != nil {
+		return userErr(name, err)
 	}
 	fmt.Fprintf(out, "user %s: %s credential deleted\n", name, mechNames(mechs))
 	return nil
@@ -181,15 +164,14 @@ func orNotFound(err error) error {
 	return err
 }
 
-func scramResultErr(res kadm.AlteredUserSCRAMs, name string) error {
-	r, ok := res[name]
-	if !ok {
-		return fmt.Errorf("user %s: not in the answer", name)
+// userErr words an error of a change to the user: the broker's refusal
+// names the user.
+func userErr(name string, err error) error {
+	var r *kadmin.Refused
+	if errors.As(err, &r) {
+		return fmt.Errorf("user %s: %w", name, kafkaErr(r.Err, r.Message))
 	}
-	if r.Err != nil {
-		return fmt.Errorf("user %s: %w", name, kafkaErr(r.Err, r.ErrMessage))
-	}
-	return nil
+	return err
 }
 
 func mechNames(ms []kadm.ScramMechanism) string {

@@ -12,9 +12,7 @@ package itest
 // a commit was acknowledged for before the kill).
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,53 +30,11 @@ func TestKIP848MigrationKillCoordinator(t *testing.T) {
 	createReplicated(t, bs, topic, parts, 3)
 	o := &owners{by: map[int32]string{}, seen: map[string]bool{}}
 
-	var cmu sync.Mutex
-	acked := map[int32]int64{} // the highest offset a commit was acknowledged for
 	member := func(name string, extra ...kgo.Opt) *kgo.Client {
-		opts := []kgo.Opt{
-			kgo.SeedBrokers(seeds(bs)...), kgo.MetadataMinAge(100 * time.Millisecond),
-			kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-			kgo.Balancers(kgo.CooperativeStickyBalancer()),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-			kgo.SessionTimeout(15 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond),
-			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { o.assign(name, a[topic]) }),
-			kgo.OnPartitionsRevoked(func(ctx context.Context, c *kgo.Client, r map[string][]int32) {
-				_ = c.CommitMarkedOffsets(ctx)
-				o.revoke(name, r[topic])
-			}),
-			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.lose(name, r[topic]) }),
-			kgo.DisableAutoCommit(),
-		}
-		cl := kgoClient(t, bs[0].KafkaAddr, append(opts, extra...)...)
-		go func() {
-			for {
-				fs := cl.PollFetches(context.Background())
-				if fs.IsClientClosed() {
-					return
-				}
-				recs := fs.Records()
-				for _, r := range recs {
-					o.consumed(string(r.Value))
-				}
-				if len(recs) == 0 {
-					continue
-				}
-				// commit synchronously; note what was acknowledged
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				err := cl.CommitRecords(ctx, recs...)
-				cancel()
-				if err != nil {
-					continue
-				}
-				cmu.Lock()
-				for _, r := range recs {
-					if r.Offset+1 > acked[r.Partition] {
-						acked[r.Partition] = r.Offset + 1
-					}
-				}
-				cmu.Unlock()
-			}
-		}()
+		opts := append([]kgo.Opt{kgo.SeedBrokers(seeds(bs)...), kgo.MetadataMinAge(100 * time.Millisecond)},
+			classicOpts(group, topic, name, o, 15*time.Second)...)
+		cl := kgoClient(t, bs[0].KafkaAddr, append(append(opts, kgo.DisableAutoCommit()), extra...)...)
+		go commitEachPoll(cl, o)
 		return cl
 	}
 	k1, k2 := member("k1"), member("k2")
@@ -86,26 +42,11 @@ func TestKIP848MigrationKillCoordinator(t *testing.T) {
 	defer k2.Close()
 	producePhase(t, bs[0].KafkaAddr, topic, "a", parts, n)
 	waitFor(t, 60*time.Second, "the classic members consume phase a", func() bool { return o.allSeen("a", parts, n) })
-
-	admin := kgoClient(t, bs[0].KafkaAddr, kgo.SeedBrokers(seeds(bs)...))
-	coordinator := func() int32 {
-		var node int32
-		waitFor(t, 30*time.Second, "the coordinator of "+group, func() bool {
-			req := kmsg.NewPtrFindCoordinatorRequest()
-			req.CoordinatorKeys = []string{group}
-			resp, err := req.RequestWith(ctxFor(t, 5*time.Second), admin)
-			if err != nil || len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
-				return false
-			}
-			node = resp.Coordinators[0].NodeID
-			return node >= 1 && int(node) <= len(bs)
-		})
-		return node
-	}
-	co := coordinator()
+	co := groupCoordinator(t, bs, group)
 
 	// the KIP-848 member joins; once the group is a consumer group, kill
 	// its coordinator
+	admin := kgoClient(t, bs[0].KafkaAddr, kgo.SeedBrokers(seeds(bs)...))
 	k3 := member("k3", kgo.ServerSideBalancer())
 	defer k3.Close()
 	var state string
@@ -119,12 +60,7 @@ func TestKIP848MigrationKillCoordinator(t *testing.T) {
 		state = fmt.Sprintf("%s, epoch %d, %d members", resp.Groups[0].State, resp.Groups[0].Epoch, len(resp.Groups[0].Members))
 		return len(resp.Groups[0].Members) == 3
 	})
-	cmu.Lock()
-	before := map[int32]int64{}
-	for p, off := range acked {
-		before[p] = off
-	}
-	cmu.Unlock()
+	before := o.ackedCopy()
 	victim := bs[co-1]
 	victim.Kill()
 	t.Logf("broker %d (coordinator of %s) killed with the group %s; acknowledged commits %v", co, group, state, before)
@@ -141,26 +77,7 @@ func TestKIP848MigrationKillCoordinator(t *testing.T) {
 			resp.Groups[0].State == "Stable" && len(resp.Groups[0].Members) == 3
 	})
 	// no acknowledged commit was lost
-	req := kmsg.NewPtrOffsetFetchRequest()
-	req.Version = 8
-	rg := kmsg.NewOffsetFetchRequestGroup()
-	rg.Group = group
-	req.Groups = []kmsg.OffsetFetchRequestGroup{rg}
-	var fr *kmsg.OffsetFetchResponse
-	waitFor(t, 30*time.Second, "the group's committed offsets", func() bool {
-		resp, err := req.RequestWith(ctxFor(t, 5*time.Second), admin)
-		if err != nil || len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
-			return false
-		}
-		fr = resp
-		return true
-	})
-	now := map[int32]int64{}
-	for _, rt := range fr.Groups[0].Topics {
-		for _, rp := range rt.Partitions {
-			now[rp.Partition] = rp.Offset
-		}
-	}
+	now := committedOffsets(t, bs, group)
 	for p, off := range before {
 		if now[p] < off {
 			t.Errorf("partition %d: committed %d after recovery, below the %d acknowledged before the kill", p, now[p], off)

@@ -48,16 +48,7 @@ func TestKIP848MigrationMixedClients(t *testing.T) {
 	// the librdkafka consumer-protocol member joins: the group is upgraded
 	closeRdk := rdkMember(t, kafka.ConfigMap{"bootstrap.servers": b.KafkaAddr, "group.id": group}, topic, "rdk", o)
 	eventually(t, 60*time.Second, "the group is a consumer group of three, each owning partitions", func() bool {
-		g := describeConsumerGroup(t, admin, group)
-		if g.ErrorCode != 0 || len(g.Members) != 3 || g.State != "Stable" {
-			return false
-		}
-		for _, m := range g.Members {
-			if len(m.Assignment.TopicPartitions) == 0 {
-				return false
-			}
-		}
-		return true
+		return everyMemberAssigned(t, admin, group, 3)
 	})
 	producePhase(t, b.KafkaAddr, topic, "b", parts, n)
 	eventually(t, 60*time.Second, "the mixed group consumes phase b", func() bool { return o.allSeen("b", parts, n) })
@@ -92,23 +83,38 @@ func rdkMember(t *testing.T, cfg kafka.ConfigMap, topic, name string, o *owners)
 		"enable.auto.commit": true, "auto.commit.interval.ms": 200, "log_level": 3}) {
 		cfg[k] = v
 	}
+	return rdkConsumer(t, cfg, topic, name, o, false, nil)
+}
+
+// rdkConsumer starts a confluent-kafka-go consumer with cfg, subscribed to
+// topic, that reports what it owns to o as name (with lostApart, a lost
+// assignment as lost, else as revoked) and each message it polls as
+// consumed, then hands it to onMessage (if any). The returned func closes
+// it (once).
+func rdkConsumer(t *testing.T, cfg kafka.ConfigMap, topic, name string, o *owners, lostApart bool,
+	onMessage func(*kafka.Consumer, *kafka.Message)) func() {
+	t.Helper()
 	c, err := kafka.NewConsumer(&cfg)
 	if err != nil {
 		t.Fatalf("new consumer: %v", err)
 	}
-	rebalance := func(_ *kafka.Consumer, ev kafka.Event) error {
-		ps := func(tps []kafka.TopicPartition) []int32 {
-			var out []int32
-			for _, tp := range tps {
-				out = append(out, tp.Partition)
-			}
-			return out
+	ps := func(tps []kafka.TopicPartition) []int32 {
+		var out []int32
+		for _, tp := range tps {
+			out = append(out, tp.Partition)
 		}
+		return out
+	}
+	rebalance := func(c *kafka.Consumer, ev kafka.Event) error {
 		switch e := ev.(type) {
 		case kafka.AssignedPartitions:
 			o.assign(name, ps(e.Partitions))
 		case kafka.RevokedPartitions:
-			o.revoke(name, ps(e.Partitions))
+			if lostApart && c.AssignmentLost() {
+				o.lose(name, ps(e.Partitions))
+			} else {
+				o.revoke(name, ps(e.Partitions))
+			}
 		}
 		return nil
 	}
@@ -126,8 +132,13 @@ func rdkMember(t *testing.T, cfg kafka.ConfigMap, topic, name string, o *owners)
 				return
 			default:
 			}
-			if m, ok := c.Poll(100).(*kafka.Message); ok {
-				o.consumed(string(m.Value))
+			m, ok := c.Poll(100).(*kafka.Message)
+			if !ok {
+				continue
+			}
+			o.consumed(string(m.Value))
+			if onMessage != nil {
+				onMessage(c, m)
 			}
 		}
 	}()

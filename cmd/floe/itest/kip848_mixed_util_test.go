@@ -119,19 +119,8 @@ func describeClassic(t *testing.T, cl *kgo.Client, group string) kmsg.DescribeGr
 // commits what it reads; opts add to its options.
 func classicMember(t *testing.T, addr, group, topic, name string, o *owners, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl := kgoClient(t, addr, append([]kgo.Opt{
-		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.SessionTimeout(10 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond),
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { o.assign(name, a[topic]) }),
-		kgo.OnPartitionsRevoked(func(ctx context.Context, c *kgo.Client, r map[string][]int32) {
-			_ = c.CommitMarkedOffsets(ctx)
-			o.revoke(name, r[topic])
-		}),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.lose(name, r[topic]) }),
-		kgo.AutoCommitMarks(), kgo.AutoCommitInterval(200 * time.Millisecond),
-	}, opts...)...)
+	cl := kgoClient(t, addr, append(append(classicOpts(group, topic, name, o, 10*time.Second),
+		kgo.AutoCommitMarks(), kgo.AutoCommitInterval(200*time.Millisecond)), opts...)...)
 	go func() {
 		for {
 			fs := cl.PollFetches(context.Background())
@@ -145,6 +134,62 @@ func classicMember(t *testing.T, addr, group, topic, name string, o *owners, opt
 		}
 	}()
 	return cl
+}
+
+// classicOpts are the options of a franz-go classic member (cooperative-
+// sticky, from the start of topic) of group with this session timeout,
+// which reports what it owns to o as name and, when a partition is revoked,
+// commits what it marked first.
+func classicOpts(group, topic, name string, o *owners, session time.Duration) []kgo.Opt {
+	return append([]kgo.Opt{
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.SessionTimeout(session), kgo.HeartbeatInterval(300 * time.Millisecond),
+	}, ownerHooks(topic, name, o, true)...)
+}
+
+// ownerHooks report a franz-go member's partitions of topic to o as name:
+// assigned, revoked (with commitMarked, after committing what it marked)
+// and lost.
+func ownerHooks(topic, name string, o *owners, commitMarked bool) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { o.assign(name, a[topic]) }),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, c *kgo.Client, r map[string][]int32) {
+			if commitMarked {
+				_ = c.CommitMarkedOffsets(ctx)
+			}
+			o.revoke(name, r[topic])
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.lose(name, r[topic]) }),
+	}
+}
+
+// commitEachPoll consumes with cl until it is closed: it reports each
+// record to o, commits each poll's records synchronously, and notes each
+// commit acknowledged with o.ack. Run it in its own goroutine.
+func commitEachPoll(cl *kgo.Client, o *owners) {
+	for {
+		fs := cl.PollFetches(context.Background())
+		if fs.IsClientClosed() {
+			return
+		}
+		recs := fs.Records()
+		for _, r := range recs {
+			o.consumed(string(r.Value))
+		}
+		if len(recs) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := cl.CommitRecords(ctx, recs...)
+		cancel()
+		if err == nil {
+			for _, r := range recs {
+				o.ack(r.Partition, r.Offset+1)
+			}
+		}
+	}
 }
 
 // takeRevoked returns the revocations logged since the last call.

@@ -7,7 +7,6 @@ package itest
 // kip848_revoke_rdk_test.go; one broker and a 3-broker cluster.
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"testing"
@@ -26,37 +25,11 @@ type startMember func(t *testing.T, bs []*Broker, group, topic, name string, o *
 // commits what each poll returned, synchronously.
 func franzMember(t *testing.T, bs []*Broker, group, topic, name string, o *owners) func() {
 	t.Helper()
-	cl := kgoClient(t, bs[0].KafkaAddr, kgo.SeedBrokers(seeds(bs)...), kgo.MetadataMinAge(100*time.Millisecond),
+	cl := kgoClient(t, bs[0].KafkaAddr, append([]kgo.Opt{kgo.SeedBrokers(seeds(bs)...), kgo.MetadataMinAge(100 * time.Millisecond),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { o.assign(name, a[topic]) }),
-		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.revoke(name, r[topic]) }),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.lose(name, r[topic]) }),
-		kgo.DisableAutoCommit(),
-	)
-	go func() {
-		for {
-			fs := cl.PollFetches(context.Background())
-			if fs.IsClientClosed() {
-				return
-			}
-			recs := fs.Records()
-			for _, r := range recs {
-				o.consumed(string(r.Value))
-			}
-			if len(recs) == 0 {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err := cl.CommitRecords(ctx, recs...)
-			cancel()
-			if err == nil {
-				for _, r := range recs {
-					o.ack(r.Partition, r.Offset+1)
-				}
-			}
-		}
-	}()
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
+	}, ownerHooks(topic, name, o, false)...)...)
+	go commitEachPoll(cl, o)
 	closed := false
 	return func() {
 		if !closed {
@@ -257,17 +230,11 @@ func TestKIP848OnlyMovedRevokedFranzGo(t *testing.T) {
 }
 
 func TestKIP848OnlyMovedRevokedFranzGoCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 3-broker cluster")
-	}
-	bs := startCluster(t, 3, WithFlags("--group-consumer-heartbeat-interval-ms=300", "--group-consumer-session-timeout-ms=15000"))
+	bs := kip848Cluster(t, "a 3-broker cluster")
 	onlyMovedRevoked(t, bs, franzMember, "kip848-rev-franz3", "kip848-rev-franz3-g")
 }
 
 func TestKIP848KillCoordinatorMidRebalanceFranzGo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kills a group coordinator of a 3-broker cluster")
-	}
-	bs := startCluster(t, 3, WithFlags("--group-consumer-heartbeat-interval-ms=300", "--group-consumer-session-timeout-ms=15000"))
+	bs := kip848Cluster(t, "kills a group coordinator of a 3-broker cluster")
 	killCoordinatorMidRebalance(t, bs, franzMember, "kip848-kill-franz", "kip848-kill-franz-g")
 }

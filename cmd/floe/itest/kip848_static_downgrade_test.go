@@ -47,16 +47,7 @@ func TestKIP848StaticReplacementDowngrade(t *testing.T) {
 		topic, "rdk", o)
 	defer closeRdk()
 	eventually(t, 60*time.Second, "a consumer group of two, the static member owning partitions", func() bool {
-		g := describeConsumerGroup(t, admin, group)
-		if g.ErrorCode != 0 || len(g.Members) != 2 || g.State != "Stable" {
-			return false
-		}
-		for _, m := range g.Members {
-			if len(m.Assignment.TopicPartitions) == 0 {
-				return false
-			}
-		}
-		return true
+		return everyMemberAssigned(t, admin, group, 2)
 	})
 	producePhase(t, b.KafkaAddr, topic, "b", parts, n)
 	eventually(t, 60*time.Second, "the mixed group consumes phase b", func() bool { return o.allSeen("b", parts, n) })

@@ -27,16 +27,33 @@ func kip848Broker(t *testing.T) *Broker {
 // "p<partition>-<i>".
 func produceKeyed(t *testing.T, addr, topic string, partitions int32, n int) {
 	t.Helper()
-	cl := kgoClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	var recs []*kgo.Record
-	for p := int32(0); p < partitions; p++ {
-		for i := 0; i < n; i++ {
-			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("p%d-%d", p, i))})
+	producePhase(t, addr, topic, "", partitions, n)
+}
+
+// kip848Cluster starts 3 brokers whose consumer groups heartbeat quickly;
+// in -short it skips the test instead, saying why.
+func kip848Cluster(t *testing.T, why string) []*Broker {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(why)
+	}
+	return startCluster(t, 3, WithFlags("--group-consumer-heartbeat-interval-ms=300", "--group-consumer-session-timeout-ms=15000"))
+}
+
+// everyMemberAssigned says whether group is a Stable consumer group of
+// members members, each of which owns partitions.
+func everyMemberAssigned(t *testing.T, admin *kgo.Client, group string, members int) bool {
+	t.Helper()
+	g := describeConsumerGroup(t, admin, group)
+	if g.ErrorCode != 0 || len(g.Members) != members || g.State != "Stable" {
+		return false
+	}
+	for _, m := range g.Members {
+		if len(m.Assignment.TopicPartitions) == 0 {
+			return false
 		}
 	}
-	if err := cl.ProduceSync(ctxFor(t, opWaitMax), recs...).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
+	return true
 }
 
 // describeConsumerGroup asks ConsumerGroupDescribe for one group.

@@ -144,13 +144,24 @@ func TestRequestReplyCLI(t *testing.T) {
 	b := start(t)
 	makeTopic(t, b.KafkaAddr, "rpc2", 1, nil)
 	makeTopic(t, b.KafkaAddr, "inbox2", 1, nil)
+	cliRequestReply(t, b, "rpc2", "inbox2", nil, nil)
+}
+
+// cliRequestReply runs floe reply on topic (group upper, --exec "tr a-z
+// A-Z", --count 3, and replyFlags) and floe request of three lines to it
+// (replies to inbox, and requestFlags), and checks that the request prints
+// the three replies, in order, and that the reply stops after three.
+func cliRequestReply(t *testing.T, b *Broker, topic, inbox string, replyFlags, requestFlags []string) {
+	t.Helper()
 	done := make(chan string, 1)
 	go func() {
-		cmd := exec.Command(floeBin, "reply", "rpc2", "--group", "upper", "--exec", "tr a-z A-Z", "--count", "3", "--brokers", b.KafkaAddr)
+		args := append([]string{"reply", topic, "--group", "upper"}, replyFlags...)
+		cmd := exec.Command(floeBin, append(args, "--exec", "tr a-z A-Z", "--count", "3", "--brokers", b.KafkaAddr)...)
 		out, err := cmd.CombinedOutput()
 		done <- fmt.Sprintf("%v %s", err, out)
 	}()
-	cmd := exec.Command(floeBin, "request", "rpc2", "--reply-topic", "inbox2", "--brokers", b.KafkaAddr, "--timeout", "20s")
+	args := append([]string{"request", topic, "--reply-topic", inbox}, requestFlags...)
+	cmd := exec.Command(floeBin, append(args, "--brokers", b.KafkaAddr, "--timeout", "20s")...)
 	cmd.Stdin = strings.NewReader("abc\ndef\nghi\n")
 	out, err := cmd.Output()
 	if err != nil || string(out) != "ABC\nDEF\nGHI\n" {

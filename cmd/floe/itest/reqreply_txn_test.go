@@ -297,27 +297,6 @@ func TestRequestReplyCLITransactional(t *testing.T) {
 	b := start(t)
 	makeTopic(t, b.KafkaAddr, "rpc3", 1, nil)
 	makeTopic(t, b.KafkaAddr, "inbox3", 1, nil)
-	done := make(chan string, 1)
-	go func() {
-		cmd := exec.Command(floeBin, "reply", "rpc3", "--group", "upper", "--transactional-id", "upper-1",
-			"--exec", "tr a-z A-Z", "--count", "3", "--brokers", b.KafkaAddr)
-		out, err := cmd.CombinedOutput()
-		done <- fmt.Sprintf("%v %s", err, out)
-	}()
-	cmd := exec.Command(floeBin, "request", "rpc3", "--reply-topic", "inbox3", "--isolation-level", "read_committed",
-		"--brokers", b.KafkaAddr, "--timeout", "20s")
-	cmd.Stdin = strings.NewReader("abc\ndef\nghi\n")
-	out, err := cmd.Output()
-	if err != nil || string(out) != "ABC\nDEF\nGHI\n" {
-		t.Fatalf("floe request: %v, output %q", err, out)
-	}
-	select {
-	case res := <-done:
-		if !strings.HasPrefix(res, "<nil>") {
-			t.Fatalf("floe reply: %s", res)
-		}
-	case <-time.After(opWaitMax):
-		t.Fatalf("floe reply did not stop after --count 3")
-	}
+	cliRequestReply(t, b, "rpc3", "inbox3", []string{"--transactional-id", "upper-1"}, []string{"--isolation-level", "read_committed"})
 	checkRepliesOnce(t, consumeAll(t, b.KafkaAddr, "inbox3", kgo.ReadCommitted(), 3), 3)
 }

@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/internal/kadmin"
 )
 
 type aclRow struct {
@@ -124,22 +124,13 @@ func listUsers(ctx context.Context, adm *kadm.Client, d *aclsData) error {
 // listRoles reads every role and its members: DescribeConfigs of the role
 // resource with an empty name answers one config per role.
 func listRoles(ctx context.Context, cl *kgo.Client, d *aclsData) error {
-	req := kmsg.NewPtrDescribeConfigsRequest()
-	rr := kmsg.NewDescribeConfigsRequestResource()
-	rr.ResourceType = roleResource
-	req.Resources = append(req.Resources, rr)
-	resp, err := req.RequestWith(ctx, cl)
+	roles, err := kadmin.DescribeRole(ctx, cl, "")
 	if err != nil {
 		return err
 	}
-	for _, res := range resp.Resources {
-		if err := withMessage(kerr.ErrorForCode(res.ErrorCode), deref(res.ErrorMessage)); err != nil {
-			return err
-		}
-		for _, c := range res.Configs {
-			d.Roles = append(d.Roles, roleRow{Role: c.Name, Members: strings.ReplaceAll(deref(c.Value), ",", ", "),
-				Builtin: strings.HasPrefix(deref(c.Documentation), "built-in")})
-		}
+	for name, c := range roles {
+		d.Roles = append(d.Roles, roleRow{Role: name, Members: strings.ReplaceAll(deref(c.Value), ",", ", "),
+			Builtin: strings.HasPrefix(deref(c.Documentation), "built-in")})
 	}
 	sort.Slice(d.Roles, func(i, j int) bool { return d.Roles[i].Role < d.Roles[j].Role })
 	return nil

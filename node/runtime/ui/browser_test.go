@@ -102,6 +102,17 @@ func newTab(t *testing.T, timeout time.Duration) context.Context {
 	return tctx
 }
 
+// adminLogsIn opens page logged out, logs in as admin on the login form it
+// is sent to, and waits for sel on the page it comes back to.
+func adminLogsIn(t *testing.T, ctx context.Context, page, sel string) {
+	t.Helper()
+	run(t, ctx, "admin logs in",
+		chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#login-form")),
+		chromedp.SendKeys(chromedp.CSS("#user"), "admin"),
+		chromedp.SendKeys(chromedp.CSS("#password"), "admin-secret"+kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS(sel)))
+}
+
 func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	if err := chromedp.Do(ctx, actions...); err != nil {
@@ -332,8 +343,7 @@ func TestBrowserFlows(t *testing.T) {
 // TestBrowserLoginACL is flow 6: with SASL and ACLs on, log in (by
 // keyboard) and be refused a page an ACL denies.
 func TestBrowserLoginACL(t *testing.T) {
-	b := startBroker(t, brokerOpts{secure: true, users: map[string]string{"admin": "admin-secret", "alice": "alice-secret"}})
-	setupACLs(t, b)
+	b := aclBroker(t, brokerOpts{})
 	dir := artifactDir(t)
 	ctx := newTab(t, 3*time.Minute)
 	ui := b.ui()
@@ -443,8 +453,7 @@ func TestBrowserRaftDeadLetters(t *testing.T) {
 // TestBrowserAudit: with SASL, ACLs and the audit log on, an admin finds
 // alice's refusal in the audit viewer, filtering from the keyboard.
 func TestBrowserAudit(t *testing.T) {
-	b := startBroker(t, brokerOpts{secure: true, audit: true, users: map[string]string{"admin": "admin-secret", "alice": "alice-secret"}})
-	setupACLs(t, b)
+	b := aclBroker(t, brokerOpts{audit: true})
 	alice := login(t, b, "alice", "alice-secret")
 	if code, _ := alice.get("/topics/secret"); code != http.StatusForbidden {
 		t.Fatalf("alice opens secret: %d", code)
@@ -452,11 +461,7 @@ func TestBrowserAudit(t *testing.T) {
 	dir := artifactDir(t)
 	ctx := newTab(t, 3*time.Minute)
 	ui := b.ui()
-	run(t, ctx, "admin logs in",
-		chromedp.Navigate(ui+"/audit"), chromedp.WaitVisible(chromedp.CSS("#login-form")),
-		chromedp.SendKeys(chromedp.CSS("#user"), "admin"),
-		chromedp.SendKeys(chromedp.CSS("#password"), "admin-secret"+kb.Enter),
-		chromedp.WaitVisible(chromedp.CSS("#audit-form")))
+	adminLogsIn(t, ctx, ui+"/audit", "#audit-form")
 	// Principal, Tab to the operation, type, Enter: the form submits.
 	run(t, ctx, "filter by keyboard",
 		chromedp.SetValue(chromedp.CSS("#result"), "failure"),
@@ -481,16 +486,11 @@ func TestBrowserAudit(t *testing.T) {
 // TestBrowserEditACL: an admin adds an ACL from the Users and ACLs page
 // and sees it listed, then deletes it from its row.
 func TestBrowserEditACL(t *testing.T) {
-	b := startBroker(t, brokerOpts{secure: true, users: map[string]string{"admin": "admin-secret", "alice": "alice-secret"}})
-	setupACLs(t, b)
+	b := aclBroker(t, brokerOpts{})
 	dir := artifactDir(t)
 	ctx := newTab(t, 3*time.Minute)
 	ui := b.ui()
-	run(t, ctx, "admin logs in",
-		chromedp.Navigate(ui+"/acls"), chromedp.WaitVisible(chromedp.CSS("#login-form")),
-		chromedp.SendKeys(chromedp.CSS("#user"), "admin"),
-		chromedp.SendKeys(chromedp.CSS("#password"), "admin-secret"+kb.Enter),
-		chromedp.WaitVisible(chromedp.CSS("#acl-form")))
+	adminLogsIn(t, ctx, ui+"/acls", "#acl-form")
 	if got := text(t, ctx, "#acls tbody"); strings.Contains(got, "User:bob") {
 		t.Fatalf("bob has an ACL already: %q", got)
 	}

@@ -15,6 +15,17 @@ var funcs = template.FuncMap{
 	"pathesc": url.PathEscape,
 	"list":    func(xs ...string) []string { return xs },
 	"ago":     agoMs,
+	"resetFields": func(idPrefix string, f resetForm) resetFields {
+		return resetFields{resetForm: f, P: idPrefix}
+	},
+}
+
+// resetFields is what the "reset-fields" template (layout.html) takes: an
+// offset reset form and the prefix of its fields' ids, so that the group
+// and share group pages share the fields and keep their own ids.
+type resetFields struct {
+	resetForm
+	P string
 }
 
 // ids formats replica lists: [1 2 3] as "1, 2, 3".

@@ -229,6 +229,36 @@ func (br *browser) post(path string, form url.Values) (int, http.Header, string)
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
+// withValue is a copy of form with key set to value.
+func withValue(form url.Values, key, value string) url.Values {
+	out := url.Values{}
+	for k, v := range form {
+		out[k] = v
+	}
+	out.Set(key, value)
+	return out
+}
+
+// without is a copy of form without key.
+func without(form url.Values, key string) url.Values {
+	out := withValue(form, key, "")
+	out.Del(key)
+	return out
+}
+
+// postChanged posts good to path once per change (a name: {key, value}),
+// with that one value changed, and reports each answer that ok refuses
+// (want says what ok wants).
+func postChanged(t *testing.T, br *browser, path string, good url.Values, changes map[string][2]string, want string, ok func(code int, body string) bool) {
+	t.Helper()
+	for name, change := range changes {
+		code, _, body := br.post(path, withValue(good, change[0], change[1]))
+		if !ok(code, body) {
+			t.Errorf("%s: %d, want %s\n%.600s", name, code, want, between(body, `role="alert"`, "</div>"))
+		}
+	}
+}
+
 // csrf reads the CSRF token from a page.
 func csrf(t *testing.T, page string) string {
 	t.Helper()

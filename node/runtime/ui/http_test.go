@@ -202,8 +202,7 @@ func (c *fakeClock) add(d time.Duration) {
 // TestHTTPSecure: with SASL and ACLs, the login is the SASL identity, the
 // broker's ACLs decide, and sessions expire.
 func TestHTTPSecure(t *testing.T) {
-	b := startBroker(t, brokerOpts{secure: true, users: map[string]string{"admin": "admin-secret", "alice": "alice-secret"}})
-	setupACLs(t, b)
+	b := aclBroker(t, brokerOpts{})
 	br := newBrowser(t, b.ui())
 
 	code, hdr, _ := br.do(http.MethodGet, "/topics", nil, nil)
@@ -305,6 +304,21 @@ func TestHTTPSecure(t *testing.T) {
 
 // setupACLs creates public and secret as admin and lets alice read
 // (and describe) public only.
+// adminAndAlice is o with SASL on and two users, admin (a super user, as
+// startBroker makes admin) and alice.
+func adminAndAlice(o brokerOpts) brokerOpts {
+	o.secure, o.users = true, map[string]string{"admin": "admin-secret", "alice": "alice-secret"}
+	return o
+}
+
+// aclBroker starts a broker with adminAndAlice(o) and setupACLs's ACLs.
+func aclBroker(t *testing.T, o brokerOpts) *testBroker {
+	t.Helper()
+	b := startBroker(t, adminAndAlice(o))
+	setupACLs(t, b)
+	return b
+}
+
 func setupACLs(t *testing.T, b *testBroker) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)

@@ -145,8 +145,7 @@ func TestHTTPDeadLetters(t *testing.T) {
 // DESCRIBE on the cluster, READ on __audit_log or ALTER on a topic is
 // refused the Raft page, the audit log and adding partitions.
 func TestHTTPAuditAndRefusals(t *testing.T) {
-	b := startBroker(t, brokerOpts{secure: true, audit: true, users: map[string]string{"admin": "admin-secret", "alice": "alice-secret"}})
-	setupACLs(t, b)
+	b := aclBroker(t, brokerOpts{audit: true})
 	alice := login(t, b, "alice", "alice-secret")
 	if code, body := alice.get("/raft"); code != http.StatusForbidden || !strings.Contains(body, "CLUSTER_AUTHORIZATION_FAILED") {
 		t.Fatalf("alice opens /raft: %d %.500s", code, body)

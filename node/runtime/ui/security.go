@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/internal/kadmin"
 	"github.com/floe-broker/floe/node/acl"
 )
 
@@ -63,17 +64,6 @@ var (
 		"IDEMPOTENT_WRITE", "CLUSTER_ACTION", "CREATE_TOKENS", "DESCRIBE_TOKENS", "ALL"}
 )
 
-// aclBinding is a validated ACL form.
-type aclBinding struct {
-	resource   kmsg.ACLResourceType
-	pattern    kmsg.ACLResourcePatternType
-	operation  kmsg.ACLOperation
-	permission kmsg.ACLPermissionType
-	name       string
-	principal  string
-	host       string
-}
-
 func readACLForm(r *http.Request) aclForm {
 	v := func(k string) string { return strings.TrimSpace(r.PostFormValue(k)) }
 	f := aclForm{Resource: strings.ToUpper(v("resource")), Name: v("name"), Pattern: strings.ToUpper(v("pattern")),
@@ -85,33 +75,33 @@ func readACLForm(r *http.Request) aclForm {
 }
 
 // parse validates the form into one binding.
-func (f aclForm) parse() (aclBinding, error) {
-	var b aclBinding
+func (f aclForm) parse() (acl.Binding, error) {
+	var b acl.Binding
 	var ok bool
-	if b.resource, ok = aclResources[f.Resource]; !ok {
+	if b.ResourceType, ok = aclResources[f.Resource]; !ok {
 		return b, badf("resource type %q: want one of %s", f.Resource, strings.Join(aclResourceNames, ", "))
 	}
-	if b.pattern, ok = aclPatterns[f.Pattern]; !ok {
+	if b.PatternType, ok = aclPatterns[f.Pattern]; !ok {
 		return b, badf("pattern type %q: want LITERAL or PREFIXED", f.Pattern)
 	}
-	if b.operation, ok = aclOperations[f.Operation]; !ok {
+	if b.Operation, ok = aclOperations[f.Operation]; !ok {
 		return b, badf("operation %q: want one of %s", f.Operation, strings.Join(aclOperationNames, ", "))
 	}
-	if b.permission, ok = aclPermissions[f.Permission]; !ok {
+	if b.Permission, ok = aclPermissions[f.Permission]; !ok {
 		return b, badf("permission %q: want ALLOW or DENY", f.Permission)
 	}
-	b.name, b.principal, b.host = f.Name, f.Principal, f.Host
+	b.ResourceName, b.Principal, b.Host = f.Name, f.Principal, f.Host
 	switch {
-	case b.resource == kmsg.ACLResourceTypeCluster && b.name != "kafka-cluster":
-		return b, badf("a CLUSTER ACL names the resource kafka-cluster, got %q", b.name)
-	case b.resource == kmsg.ACLResourceTypeCluster && b.pattern != kmsg.ACLResourcePatternTypeLiteral:
+	case b.ResourceType == kmsg.ACLResourceTypeCluster && b.ResourceName != "kafka-cluster":
+		return b, badf("a CLUSTER ACL names the resource kafka-cluster, got %q", b.ResourceName)
+	case b.ResourceType == kmsg.ACLResourceTypeCluster && b.PatternType != kmsg.ACLResourcePatternTypeLiteral:
 		return b, badf("a CLUSTER ACL is LITERAL")
-	case !printableLen(b.name, 1, 255):
-		return b, badf("resource name %q: want 1 to 255 printable characters (* for every resource)", b.name)
-	case !printableLen(b.host, 1, 255):
-		return b, badf("host %q: want an IP address or * (any host)", b.host)
+	case !printableLen(b.ResourceName, 1, 255):
+		return b, badf("resource name %q: want 1 to 255 printable characters (* for every resource)", b.ResourceName)
+	case !printableLen(b.Host, 1, 255):
+		return b, badf("host %q: want an IP address or * (any host)", b.Host)
 	}
-	if err := checkPrincipal(b.principal); err != nil {
+	if err := checkPrincipal(b.Principal); err != nil {
 		return b, err
 	}
 	return b, nil
@@ -134,12 +124,8 @@ func printableLen(s string, lo, hi int) bool {
 }
 
 // createACL sends CreateAcls with the one binding.
-func createACL(ctx context.Context, cl *kgo.Client, b aclBinding) error {
-	req := kmsg.NewPtrCreateACLsRequest()
-	c := kmsg.NewCreateACLsRequestCreation()
-	c.ResourceType, c.ResourceName, c.ResourcePatternType = b.resource, b.name, b.pattern
-	c.Principal, c.Host, c.Operation, c.PermissionType = b.principal, b.host, b.operation, b.permission
-	req.Creations = append(req.Creations, c)
+func createACL(ctx context.Context, cl *kgo.Client, b acl.Binding) error {
+	req := kadmin.CreateACLsRequest([]acl.Binding{b})
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		return err
@@ -155,12 +141,9 @@ var errNoSuchACL = errors.New("no such ACL (already deleted?)")
 
 // deleteACL sends DeleteAcls with a filter that matches exactly the one
 // binding (every field given, the pattern type not MATCH).
-func deleteACL(ctx context.Context, cl *kgo.Client, b aclBinding) error {
+func deleteACL(ctx context.Context, cl *kgo.Client, b acl.Binding) error {
 	req := kmsg.NewPtrDeleteACLsRequest()
-	f := kmsg.NewDeleteACLsRequestFilter()
-	f.ResourceType, f.ResourceName, f.ResourcePatternType = b.resource, kmsg.StringPtr(b.name), b.pattern
-	f.Principal, f.Host, f.Operation, f.PermissionType = kmsg.StringPtr(b.principal), kmsg.StringPtr(b.host), b.operation, b.permission
-	req.Filters = append(req.Filters, f)
+	req.Filters = append(req.Filters, kadmin.DeleteFilter(kadmin.ExactFilter(b)))
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		return err
@@ -210,16 +193,6 @@ func (s *Server) removeACL(w http.ResponseWriter, r *http.Request, sess *session
 	s.securityDone(w, r, sess, err, "deleting the ACL", "acl-deleted", nil)
 }
 
-// scramMechanisms are the mechanisms AlterUserScramCredentials takes.
-var scramMechanisms = map[string]kadm.ScramMechanism{"SCRAM-SHA-256": kadm.ScramSha256, "SCRAM-SHA-512": kadm.ScramSha512}
-
-// SCRAM iteration bounds, Kafka's (AlterUserScramCredentials refuses
-// others).
-const (
-	scramIterationsMin = 4096
-	scramIterationsMax = 16384
-)
-
 func readUserForm(r *http.Request) userForm {
 	return userForm{User: strings.TrimSpace(r.PostFormValue("user")), Mechanism: strings.TrimSpace(r.PostFormValue("mechanism")),
 		Iterations: strings.TrimSpace(r.PostFormValue("iterations"))}
@@ -239,7 +212,7 @@ func checkUserName(u string) error {
 func (s *Server) addUser(w http.ResponseWriter, r *http.Request, sess *session) {
 	f := readUserForm(r)
 	pass := r.PostFormValue("password")
-	mech, ok := scramMechanisms[f.Mechanism]
+	mech, ok := kadmin.ParseSCRAMMechanism(f.Mechanism)
 	err := checkUserName(f.User)
 	switch {
 	case err != nil:
@@ -250,12 +223,11 @@ func (s *Server) addUser(w http.ResponseWriter, r *http.Request, sess *session) 
 	}
 	var iters int64
 	if err == nil {
-		iters, err = parseInt("iterations", f.Iterations, scramIterationsMin, scramIterationsMax)
+		iters, err = parseInt("iterations", f.Iterations, kadmin.SCRAMIterationsMin, kadmin.SCRAMIterationsMax)
 	}
 	if err == nil {
 		err = s.admin(r, sess, func(ctx context.Context, adm *kadm.Client) error {
-			res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: f.User, Mechanism: mech, Iterations: int32(iters), Password: pass}})
-			return scramResult(res, err, f.User)
+			return kadmin.UpsertSCRAM(ctx, adm, f.User, pass, int32(iters), []kadm.ScramMechanism{mech})
 		})
 	}
 	s.securityDone(w, r, sess, err, "saving user "+f.User, "user-saved", func(d *aclsData) { d.UserForm = f })
@@ -264,34 +236,18 @@ func (s *Server) addUser(w http.ResponseWriter, r *http.Request, sess *session) 
 // removeUser deletes one mechanism's credential of a user.
 func (s *Server) removeUser(w http.ResponseWriter, r *http.Request, sess *session) {
 	f := readUserForm(r)
-	mech, ok := scramMechanisms[f.Mechanism]
+	mech, ok := kadmin.ParseSCRAMMechanism(f.Mechanism)
 	err := checkUserName(f.User)
 	if err == nil && !ok {
 		err = badf("mechanism %q: want SCRAM-SHA-256 or SCRAM-SHA-512", f.Mechanism)
 	}
 	if err == nil {
 		err = s.admin(r, sess, func(ctx context.Context, adm *kadm.Client) error {
-			res, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: f.User, Mechanism: mech}}, nil)
-			return scramResult(res, err, f.User)
+			return kadmin.DeleteSCRAM(ctx, adm, f.User, []kadm.ScramMechanism{mech})
 		})
 	}
 	s.securityDone(w, r, sess, err, "deleting "+f.Mechanism+" of user "+f.User, "user-deleted", nil)
 }
-
-func scramResult(res kadm.AlteredUserSCRAMs, err error, user string) error {
-	if err != nil {
-		return err
-	}
-	a, ok := res[user]
-	if !ok {
-		return fmt.Errorf("AlterUserScramCredentials answered nothing for user %s", user)
-	}
-	return withMessage(a.Err, a.ErrMessage)
-}
-
-// roleResource is Floe's config resource type of a role (node/roles.go):
-// membership is its one config, members.
-const roleResource kmsg.ConfigResourceType = 100
 
 // roleOps are the role form's actions and the IncrementalAlterConfigs
 // operation on members each sends.
@@ -306,7 +262,7 @@ func (s *Server) changeRole(w http.ResponseWriter, r *http.Request, sess *sessio
 	members, err := parseRoleForm(f)
 	if err == nil {
 		err = s.kafka(r, sess, func(ctx context.Context, cl *kgo.Client, _ *kadm.Client) error {
-			return alterRole(ctx, cl, f.Role, roleOps[f.Action], members)
+			return kadmin.AlterRole(ctx, cl, f.Role, roleOps[f.Action], members)
 		})
 	}
 	s.securityDone(w, r, sess, err, f.Action+" role "+f.Role, "role-"+f.Action, func(d *aclsData) { d.RoleForm = f })
@@ -338,29 +294,6 @@ func parseRoleForm(f roleForm) ([]string, error) {
 		return nil, badf("delete takes no members (it unbinds them all)")
 	}
 	return members, nil
-}
-
-// alterRole sends the role change (IncrementalAlterConfigs of the role
-// resource).
-func alterRole(ctx context.Context, cl *kgo.Client, role string, op kmsg.IncrementalAlterConfigOp, members []string) error {
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
-	rr.ResourceType, rr.ResourceName = roleResource, role
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Op = "members", op
-	if op != kmsg.IncrementalAlterConfigOpDelete {
-		c.Value = kmsg.StringPtr(strings.Join(members, ","))
-	}
-	rr.Configs = append(rr.Configs, c)
-	req.Resources = append(req.Resources, rr)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return err
-	}
-	if len(resp.Resources) != 1 {
-		return fmt.Errorf("IncrementalAlterConfigs answered %d resources for 1", len(resp.Resources))
-	}
-	return withMessage(kerr.ErrorForCode(resp.Resources[0].ErrorCode), deref(resp.Resources[0].ErrorMessage))
 }
 
 // securityNotices are the notices of the changes, by the done= value the

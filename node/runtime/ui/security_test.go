@@ -93,8 +93,7 @@ func sameSet(a, b map[string]bool) bool {
 // refused and change nothing; both changes are in the audit log as the
 // admin's CreateAcls and DeleteAcls.
 func TestHTTPEditACLs(t *testing.T) {
-	b := startBroker(t, brokerOpts{secure: true, audit: true, users: map[string]string{"admin": "admin-secret", "alice": "alice-secret"}})
-	setupACLs(t, b)
+	b := aclBroker(t, brokerOpts{audit: true})
 	adm := kadm.NewClient(b.client(t, "admin", "admin-secret"))
 	admin := login(t, b, "admin", "admin-secret")
 	_, page := admin.get("/acls")
@@ -107,16 +106,11 @@ func TestHTTPEditACLs(t *testing.T) {
 	const want = "User:bob * TOPIC public PREFIXED WRITE DENY"
 	before := aclSet(t, adm)
 
-	noToken := url.Values{}
-	for k, v := range good {
-		if k != "csrf" {
-			noToken[k] = v
-		}
-	}
+	noToken := without(good, "csrf")
 	if code, _, body := admin.post("/acls", noToken); code != http.StatusForbidden || !strings.Contains(body, "CSRF") {
 		t.Fatalf("add ACL without CSRF: %d %.300s", code, body)
 	}
-	for name, change := range map[string][2]string{
+	postChanged(t, admin, "/acls", good, map[string][2]string{
 		"resource":          {"resource", "USER"},
 		"operation":         {"operation", "ANY"},
 		"permission":        {"permission", "MAYBE"},
@@ -125,17 +119,9 @@ func TestHTTPEditACLs(t *testing.T) {
 		"principal sep":     {"principal", "User:a,b"},
 		"empty name":        {"name", ""},
 		"control character": {"name", "pub\x01lic"},
-	} {
-		f := url.Values{}
-		for k, v := range good {
-			f[k] = v
-		}
-		f.Set(change[0], change[1])
-		code, _, body := admin.post("/acls", f)
-		if code != http.StatusBadRequest || !strings.Contains(body, `role="alert"`) || !strings.Contains(body, `id="acl-form"`) {
-			t.Errorf("%s: %d, want 400 with the error on the page\n%.600s", name, code, between(body, `role="alert"`, "</div>"))
-		}
-	}
+	}, "400 with the error on the page", func(code int, body string) bool {
+		return code == http.StatusBadRequest && strings.Contains(body, `role="alert"`) && strings.Contains(body, `id="acl-form"`)
+	})
 	cluster := url.Values{"csrf": {token}, "principal": {"User:bob"}, "resource": {"CLUSTER"}, "name": {"other"}, "pattern": {"LITERAL"},
 		"operation": {"ALTER"}, "permission": {"ALLOW"}}
 	if code, _, body := admin.post("/acls", cluster); code != http.StatusBadRequest || !strings.Contains(body, "a CLUSTER ACL names the resource kafka-cluster") {
@@ -144,11 +130,7 @@ func TestHTTPEditACLs(t *testing.T) {
 
 	alice := login(t, b, "alice", "alice-secret")
 	_, apage := alice.get("/topics")
-	aliceGood := url.Values{}
-	for k, v := range good {
-		aliceGood[k] = v
-	}
-	aliceGood.Set("csrf", csrf(t, apage))
+	aliceGood := withValue(good, "csrf", csrf(t, apage))
 	if code, _, body := alice.post("/acls", aliceGood); code != http.StatusForbidden || !strings.Contains(body, "CLUSTER_AUTHORIZATION_FAILED") {
 		t.Fatalf("alice adds an ACL: %d %.500s", code, body)
 	}
@@ -182,11 +164,7 @@ func TestHTTPEditACLs(t *testing.T) {
 	if code, _, _ := admin.post("/acls/delete", noToken); code != http.StatusForbidden {
 		t.Fatalf("delete ACL without CSRF: %d", code)
 	}
-	bad := url.Values{}
-	for k, v := range good {
-		bad[k] = v
-	}
-	bad.Set("operation", "ANY") // a filter, not a binding: would delete more than one
+	bad := withValue(good, "operation", "ANY") // a filter, not a binding: would delete more than one
 	if code, _, _ := admin.post("/acls/delete", bad); code != http.StatusBadRequest {
 		t.Fatalf("delete ACL with operation ANY: %d, want 400", code)
 	}
@@ -225,7 +203,7 @@ func TestHTTPEditACLs(t *testing.T) {
 // it; bad input, a missing CSRF token and a user without ALTER on the
 // cluster change nothing.
 func TestHTTPEditUsers(t *testing.T) {
-	b := startBroker(t, brokerOpts{secure: true, users: map[string]string{"admin": "admin-secret", "alice": "alice-secret"}})
+	b := startBroker(t, adminAndAlice(brokerOpts{}))
 	adm := kadm.NewClient(b.client(t, "admin", "admin-secret"))
 	admin := login(t, b, "admin", "admin-secret")
 	_, page := admin.get("/acls")
@@ -236,31 +214,19 @@ func TestHTTPEditUsers(t *testing.T) {
 	if code, _, _ := admin.post("/users", url.Values{"user": {"bob"}, "password": {"x"}, "mechanism": {"SCRAM-SHA-256"}, "iterations": {"4096"}}); code != http.StatusForbidden {
 		t.Fatalf("add user without CSRF: %d", code)
 	}
-	for name, change := range map[string][2]string{
+	postChanged(t, admin, "/users", good, map[string][2]string{
 		"few iterations":  {"iterations", "100"},
 		"many iterations": {"iterations", "20000"},
 		"mechanism":       {"mechanism", "PLAIN"},
 		"no password":     {"password", ""},
 		"comma":           {"user", "bob,x"},
 		"no user":         {"user", ""},
-	} {
-		f := url.Values{}
-		for k, v := range good {
-			f[k] = v
-		}
-		f.Set(change[0], change[1])
-		code, _, body := admin.post("/users", f)
-		if code != http.StatusBadRequest || !strings.Contains(body, `role="alert"`) || strings.Contains(body, "bob-secret") {
-			t.Errorf("%s: %d, want 400 with the error and without the password\n%.600s", name, code, between(body, `role="alert"`, "</div>"))
-		}
-	}
+	}, "400 with the error and without the password", func(code int, body string) bool {
+		return code == http.StatusBadRequest && strings.Contains(body, `role="alert"`) && !strings.Contains(body, "bob-secret")
+	})
 	alice := login(t, b, "alice", "alice-secret")
 	_, apage := alice.get("/topics")
-	aliceForm := url.Values{}
-	for k, v := range good {
-		aliceForm[k] = v
-	}
-	aliceForm.Set("csrf", csrf(t, apage))
+	aliceForm := withValue(good, "csrf", csrf(t, apage))
 	if code, _, body := alice.post("/users", aliceForm); code != http.StatusForbidden || !strings.Contains(body, "CLUSTER_AUTHORIZATION_FAILED") {
 		t.Fatalf("alice adds a user: %d %.500s", code, body)
 	}
@@ -305,7 +271,7 @@ func TestHTTPEditUsers(t *testing.T) {
 // and deletes it; bad input, a missing CSRF token and a user without
 // ALTER on the cluster change nothing.
 func TestHTTPEditRoles(t *testing.T) {
-	b := startBroker(t, brokerOpts{secure: true, users: map[string]string{"admin": "admin-secret", "alice": "alice-secret"}})
+	b := startBroker(t, adminAndAlice(brokerOpts{}))
 	cl := b.client(t, "admin", "admin-secret")
 	admin := login(t, b, "admin", "admin-secret")
 	_, page := admin.get("/acls")
