@@ -1,7 +1,11 @@
 package node
 
 import (
+	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/floe-broker/floe/logstore"
 )
 
 // TestReconcileWalksMetadataOncePerChange: a broker opening the replicas
@@ -37,5 +41,58 @@ func TestReconcileWalksMetadataOncePerChange(t *testing.T) {
 	// report would visit the topic that many times.
 	if walks >= partitions/openBatchMax {
 		t.Fatalf("%d walks for %d partitions opened %d per round: the rounds walk the metadata", walks, partitions, openBatchMax)
+	}
+}
+
+// noDescriptorsFS fails opens and creates of files under the directories
+// whose path holds match with logstore.ErrFileLimit, the first fails
+// times, as OSFS does when the process is out of file descriptors.
+type noDescriptorsFS struct {
+	logstore.FS
+	match string
+	fails int
+}
+
+func (f *noDescriptorsFS) limited(name string) error {
+	if f.fails > 0 && strings.Contains(name, f.match) {
+		f.fails--
+		return fmt.Errorf("open %s: too many open files (%w)", name, logstore.ErrFileLimit)
+	}
+	return nil
+}
+
+func (f *noDescriptorsFS) Create(name string) (logstore.File, error) {
+	if err := f.limited(name); err != nil {
+		return nil, err
+	}
+	return f.FS.Create(name)
+}
+
+func (f *noDescriptorsFS) Open(name string) (logstore.File, error) {
+	if err := f.limited(name); err != nil {
+		return nil, err
+	}
+	return f.FS.Open(name)
+}
+
+// TestOpenOutOfDescriptorsIsRetriedByTheBroker: a broker that runs out of
+// file descriptors opening a partition's replica does not stop (nothing is
+// lost: the log closed what it had opened); it tries again later, and
+// every partition gets its leader once descriptors are back.
+func TestOpenOutOfDescriptorsIsRetriedByTheBroker(t *testing.T) {
+	c := newCluster(t, 1, 22)
+	fsys := &noDescriptorsFS{match: "partitions/few-", fails: 3}
+	c.wrapFS = func(id int32, inner logstore.FS) logstore.FS {
+		fsys.FS = inner
+		return fsys
+	}
+	c.nodes[1].boot() // the world booted it before wrapFS was set
+	c.waitReady()
+	createTopic(t, c, 1, "few", 4, 1, nil)
+	waitLeaders(t, c, "few", 4)
+	r := c.nodes[1].r
+	st, _ := r.Stats()
+	if r.Stopped() || st.OpenRetries == 0 || fsys.fails != 0 {
+		t.Fatalf("stopped %v, open retries %d, opens still to fail %d", r.Stopped(), st.OpenRetries, fsys.fails)
 	}
 }
