@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,6 +33,12 @@ func TestReconcileWalksMetadataOncePerChange(t *testing.T) {
 	total := uint64(0)
 	for _, tp := range c.nodes[1].r.Metadata().Topics {
 		total += uint64(len(tp.Partitions))
+	}
+	r := c.nodes[1].r
+	cached := slices.Clone(r.groupIDs())
+	r.groupsChanged()
+	if rebuilt := r.groupIDs(); !slices.Equal(cached, rebuilt) {
+		t.Fatalf("groupIDs kept while opening %v, rebuilt %v", cached, rebuilt)
 	}
 	if visits > walks*total {
 		t.Fatalf("%d partitions visited in %d walks of %d partitions", visits, walks, total)
