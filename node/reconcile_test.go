@@ -5,6 +5,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/logstore"
 )
@@ -101,5 +105,46 @@ func TestOpenOutOfDescriptorsIsRetriedByTheBroker(t *testing.T) {
 	st, _ := r.Stats()
 	if r.Stopped() || st.OpenRetries == 0 || fsys.fails != 0 {
 		t.Fatalf("stopped %v, open retries %d, opens still to fail %d", r.Stopped(), st.OpenRetries, fsys.fails)
+	}
+}
+
+// TestReadyWaitsForEveryReplicaToOpen: a broker is not ready (/readyz)
+// while a replica placed on it is not open yet, even when every replica
+// already open has its leader. (A restart with 10,000 partitions answered
+// /readyz with 4,158 open: the broker opens them a few at a time, and the
+// ones open were all led.) Here the replicas of one topic cannot open for
+// want of file descriptors while another topic's are open and led.
+func TestReadyWaitsForEveryReplicaToOpen(t *testing.T) {
+	c := newCluster(t, 1, 23)
+	fsys := &noDescriptorsFS{match: "partitions/late-"}
+	c.wrapFS = func(id int32, inner logstore.FS) logstore.FS {
+		fsys.FS = inner
+		return fsys
+	}
+	c.nodes[1].boot() // the world booted it before wrapFS was set
+	c.waitReady()
+	createTopic(t, c, 1, "early", 4, 1, nil)
+	waitLeaders(t, c, "early", 4)
+	fsys.fails = 1 << 30 // out of descriptors for "late" until further notice
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "late", 2, 1
+	req.Topics = append(req.Topics, rt)
+	resp := c.request(1, req).(*kmsg.CreateTopicsResponse)
+	// Created, but its partitions have no leader before the timeout.
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil && err != kerr.RequestTimedOut {
+		t.Fatalf("create late: %v", err)
+	}
+	c.runFor(5 * time.Second)
+	r := c.nodes[1].r
+	ready, why := r.Serving()
+	if ready || !strings.Contains(why, "2 local replicas not open yet") {
+		t.Fatalf("Serving with late's replicas unopened: %v %q", ready, why)
+	}
+	fsys.fails = 0
+	waitLeaders(t, c, "late", 2)
+	if !c.runUntil(5*time.Second, func() bool { ready, _ := r.Serving(); return ready }) {
+		_, why := r.Serving()
+		t.Fatalf("not ready once every replica opened: %q", why)
 	}
 }
