@@ -126,8 +126,8 @@ func (r *Reactor) Serving() (bool, string) {
 	if n, first := r.unopenedReplicas(); n > 0 {
 		// A restart opens its replicas a few at a time (openSome): until
 		// the last is open, the ones open may all be led while thousands
-		// wait (a 10,000-partition restart answered /readyz with 4,158
-		// replicas open).
+		// wait (a 10,000-partition restart answered /readyz with some
+		// 4,000 open).
 		return false, fmt.Sprintf("%d local replicas not open yet (%s first)", n, first)
 	}
 	leaderless, first := 0, ""

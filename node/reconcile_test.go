@@ -111,8 +111,8 @@ func TestOpenOutOfDescriptorsIsRetriedByTheBroker(t *testing.T) {
 // TestReadyWaitsForEveryReplicaToOpen: a broker is not ready (/readyz)
 // while a replica placed on it is not open yet, even when every replica
 // already open has its leader. (A restart with 10,000 partitions answered
-// /readyz with 4,158 open: the broker opens them a few at a time, and the
-// ones open were all led.) Here the replicas of one topic cannot open for
+// /readyz with some 4,000 open: the broker opens them a few at a time, and
+// the ones open were all led.) Here the replicas of one topic cannot open for
 // want of file descriptors while another topic's are open and led.
 func TestReadyWaitsForEveryReplicaToOpen(t *testing.T) {
 	c := newCluster(t, 1, 23)
