@@ -147,6 +147,18 @@ type Storage interface {
 	Snapshot() (Snapshot, error)
 }
 
+// TypeScanner is a Storage that can list entries' types without reading
+// their data. Raft asks it, when the Storage implements it, where only the
+// types matter: a restarted replica's first campaign looks for a
+// configuration change among every committed entry not yet applied (all
+// of them after a restart), which through Entries read and copied the
+// whole log once more before the replay read it again.
+type TypeScanner interface {
+	// EntryTypes returns the type of each entry in [lo, hi), in order,
+	// with the errors of Entries (ErrCompacted, ErrUnavailable).
+	EntryTypes(lo, hi uint64) ([]EntryType, error)
+}
+
 // Storage errors.
 var (
 	ErrCompacted                      = errors.New("consensus: requested index is compacted")

@@ -45,16 +45,8 @@ func (r *raft) hasUnappliedConfChanges() bool {
 	if r.log.applied >= r.log.committed {
 		return false
 	}
-	ents, err := r.log.slice(r.log.applied+1, r.log.committed+1, noLimit)
-	if err != nil {
-		return true // cannot tell; stay safe
-	}
-	for _, e := range ents {
-		if e.Type == EntryConfChange {
-			return true
-		}
-	}
-	return false
+	has, err := r.log.hasType(r.log.applied+1, r.log.committed+1, EntryConfChange)
+	return has || err != nil // an error: cannot tell; stay safe
 }
 
 // campaign asks every voter for its vote (or pre-vote).

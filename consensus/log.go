@@ -3,6 +3,7 @@ package consensus
 import (
 	"errors"
 	"math"
+	"slices"
 
 	"github.com/floe-broker/floe/internal/assert"
 )
@@ -265,6 +266,31 @@ func (l *raftLog) snapshot() (Snapshot, error) {
 
 // slice returns entries in [lo, hi), at most maxBytes of data but at least
 // one entry when the range is not empty.
+// hasType says whether an entry in [lo, hi) has type t. It reads only the
+// types of the stored entries when the storage is a TypeScanner.
+func (l *raftLog) hasType(lo, hi uint64, t EntryType) (bool, error) {
+	ts, ok := l.storage.(TypeScanner)
+	if !ok || lo >= l.unstable.offset || lo < l.firstIndex() || lo > hi || hi > l.lastIndex()+1 {
+		ents, err := l.slice(lo, hi, noLimit)
+		return slices.ContainsFunc(ents, func(e Entry) bool { return e.Type == t }), err
+	}
+	types, err := ts.EntryTypes(lo, min(hi, l.unstable.offset))
+	if err != nil {
+		return false, err
+	}
+	if uint64(len(types)) != min(hi, l.unstable.offset)-lo {
+		return false, ErrUnavailable
+	}
+	if slices.Contains(types, t) {
+		return true, nil
+	}
+	if hi <= l.unstable.offset {
+		return false, nil
+	}
+	fresh := l.unstable.slice(l.unstable.offset, hi)
+	return slices.ContainsFunc(fresh, func(e Entry) bool { return e.Type == t }), nil
+}
+
 func (l *raftLog) slice(lo, hi, maxBytes uint64) ([]Entry, error) {
 	if lo < l.firstIndex() {
 		return nil, ErrCompacted

@@ -24,4 +24,10 @@ var (
 	ErrFailed = errors.New("logstore: log failed")
 	// ErrSyncInFlight: the call needs the pending SyncPlan to finish first.
 	ErrSyncInFlight = errors.New("logstore: a sync is in flight")
+	// ErrFileLimit: the process or the system is out of file descriptors
+	// (EMFILE, ENFILE). OSFS marks these errors (they stay errors.Is the
+	// underlying errno too). Unlike a failed write, nothing is lost: a
+	// caller that was opening a log may close the log it half opened (Open
+	// does) and retry later, once descriptors are free or the limit raised.
+	ErrFileLimit = errors.New("logstore: out of file descriptors")
 )

@@ -2,10 +2,12 @@ package logstore
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // OSFS is the production FS: the operating system's files under one root
@@ -41,7 +43,7 @@ func (f *OSFS) Create(name string) (File, error) {
 	}
 	fh, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, markFileLimit(err)
 	}
 	return osFile{fh}, nil
 }
@@ -54,7 +56,7 @@ func (f *OSFS) Open(name string) (File, error) {
 	}
 	fh, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
-		return nil, err
+		return nil, markFileLimit(err)
 	}
 	return osFile{fh}, nil
 }
@@ -89,7 +91,7 @@ func (f *OSFS) List(dir string) ([]string, error) {
 	}
 	ents, err := os.ReadDir(p)
 	if err != nil {
-		return nil, err
+		return nil, markFileLimit(err)
 	}
 	names := make([]string, len(ents))
 	for i, e := range ents {
@@ -116,7 +118,7 @@ func (f *OSFS) SyncDir(dir string) error {
 	}
 	d, err := os.Open(p)
 	if err != nil {
-		return err
+		return markFileLimit(err)
 	}
 	serr := d.Sync()
 	cerr := d.Close()
@@ -124,6 +126,17 @@ func (f *OSFS) SyncDir(dir string) error {
 		return serr
 	}
 	return cerr
+}
+
+// markFileLimit marks an error from opening a file or directory that says
+// the process (EMFILE) or the system (ENFILE) has no descriptor left with
+// ErrFileLimit, so that the caller can tell it from a disk failure and
+// retry later; the error stays errors.Is the errno and the path error.
+func markFileLimit(err error) error {
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		return fmt.Errorf("%w (%w)", err, ErrFileLimit)
+	}
+	return err
 }
 
 // osFile adapts *os.File to File. The file is opened with O_APPEND, so Write

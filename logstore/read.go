@@ -102,6 +102,66 @@ func (l *Log) Entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
 	return out, nil
 }
 
+// kindsChunkBytes is the read size of Kinds: it reads headers, so with
+// entries larger than this it reads a fraction of the log (a 64 KiB batch:
+// a sixteenth); with smaller ones it reads them all, but decodes and
+// copies nothing but the headers.
+const kindsChunkBytes = 4 << 10
+
+// Kinds returns the kind of each entry in [lo, hi), reading only the
+// entries' headers: neither their payloads nor their checksums (which
+// cover the payloads). It checks what the headers say instead: each
+// entry's index, and its chain link against the entry before it (segment.go),
+// so a damaged header is reported as ErrCorrupt and never read as a kind.
+// A damaged payload is not noticed; reading the entry (Entries) notices it.
+// Bounds and errors as Entries.
+func (l *Log) Kinds(lo, hi uint64) ([]uint8, error) {
+	switch {
+	case lo <= l.snap.Index:
+		return nil, fmt.Errorf("%w: kinds from %d, snapshot at %d", ErrCompacted, lo, l.snap.Index)
+	case hi > l.lastIndex+1:
+		return nil, fmt.Errorf("%w: kinds to %d, last index %d", ErrUnavailable, hi-1, l.lastIndex)
+	case lo >= hi:
+		return nil, nil
+	}
+	_, pos, _, err := l.findEntry(lo)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint8, 0, hi-lo)
+	var prevLink uint32
+	linked := false
+	for k := l.segmentOf(lo); k < len(l.segs) && lo < hi; k++ {
+		s := l.segs[k]
+		sc := newEntryScanner(s.f, pos, s.size, l.opts.EntryBytesMax, kindsChunkBytes)
+		for lo < hi {
+			at := sc.pos
+			h, err := sc.peek()
+			if err == io.EOF {
+				break
+			}
+			if err == nil && h.index != lo {
+				err = fmt.Errorf("found index %d, want %d", h.index, lo)
+			}
+			if err == nil && linked && h.prevLink != prevLink {
+				err = fmt.Errorf("entry %d does not chain to the entry before it", h.index)
+			}
+			if err != nil {
+				return nil, corruptAt(s, at, err)
+			}
+			prevLink, linked = entryLink(sc.buf[at-sc.bufStart:]), true
+			out = append(out, h.kind)
+			sc.skip(h)
+			lo++
+		}
+		pos = 0
+	}
+	if lo < hi {
+		return nil, fmt.Errorf("%w: kinds stop at %d, want %d", ErrCorrupt, lo, hi)
+	}
+	return out, nil
+}
+
 // OffsetAfterIndex returns the Kafka offset after the last batch at or
 // before index: NextOffset for LastIndex, the snapshot's NextOffset for the
 // snapshot index when its entry is gone. It returns -1 for an index neither

@@ -816,5 +816,4 @@ func (l *Log) closeFiles() {
 	}
 	l.graves = nil
 	l.cleaner.abort(l)
-	l.sy.meta.close()
 }

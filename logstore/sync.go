@@ -2,7 +2,7 @@ package logstore
 
 // Group commit. The reactor appends many times, then calls PrepareSync,
 // which captures what one sync will make durable: the files written since
-// the last sync (segments, index files, the meta file), whether the
+// the last sync (segments, index files), whether the
 // directory changed, and the last index. SyncPlan.Run does the fsyncs and
 // nothing else, so the runtime may run it on an fsync goroutine while the
 // reactor keeps appending; FinishSync, back on the reactor, publishes the
@@ -85,7 +85,7 @@ type SyncPlan struct {
 	limit       atomic.Uint64
 	seq         uint64
 	hasMeta     bool      // the plan writes a meta record holding snapIndex
-	meta        File      // the meta file Run writes and syncs, last (nil if none)
+	meta        string    // the meta file Run writes and syncs, last ("" if none)
 	metaRec     metaState // the record Run writes into meta
 	snapIndex   uint64
 	startedMono time.Duration
@@ -247,7 +247,7 @@ func (p *SyncPlan) Run() error {
 			return err
 		}
 	}
-	if p.meta == nil {
+	if p.meta == "" {
 		return nil
 	}
 	// The meta record last, and written only now: before this point its
@@ -255,10 +255,7 @@ func (p *SyncPlan) Run() error {
 	// names. A truncation while the plan ran lowers the cap.
 	rec := p.metaRec
 	rec.hs.Commit = min(rec.hs.Commit, p.limit.Load())
-	if err := writeMetaRecord(p.meta, rec); err != nil {
-		return err
-	}
-	return p.meta.Sync()
+	return writeMetaRecord(p.fsys, path.Join(p.dir, p.meta), rec)
 }
 
 // FinishSync completes plan p on the reactor with Run's result. On success

@@ -96,15 +96,39 @@ func (r *Reactor) metadataReady() (bool, string) {
 	return true, ""
 }
 
+// unopenedReplicas counts the replicas the last walk of the metadata
+// placed here that are not open yet, and names the first.
+func (r *Reactor) unopenedReplicas() (int, string) {
+	n, first := 0, ""
+	for _, u := range r.ctl.unopened {
+		if _, open := r.parts[u.p.Group]; open {
+			continue
+		}
+		if n == 0 {
+			first = fmt.Sprintf("%s-%d", u.t.Name, u.p.Index)
+		}
+		n++
+	}
+	return n, first
+}
+
 // Serving reports whether the broker serves every partition it holds
-// (/readyz): its metadata is ready (metadataReady) and every local replica
-// knows its partition's leader, so no client is told
+// (/readyz): its metadata is ready (metadataReady), every replica the
+// metadata places here is open, and every local replica knows its
+// partition's leader, so no client is told
 // NOT_LEADER_OR_FOLLOWER for want of an election. A partition that cannot
 // elect (its quorum is down) keeps the broker unready. The reason names
 // what is missing.
 func (r *Reactor) Serving() (bool, string) {
 	if ok, why := r.metadataReady(); !ok {
 		return false, why
+	}
+	if n, first := r.unopenedReplicas(); n > 0 {
+		// A restart opens its replicas a few at a time (openSome): until
+		// the last is open, the ones open may all be led while thousands
+		// wait (a 10,000-partition restart answered /readyz with some
+		// 4,000 open).
+		return false, fmt.Sprintf("%d local replicas not open yet (%s first)", n, first)
 	}
 	leaderless, first := 0, ""
 	for _, g := range sortedKeys(r.parts) {

@@ -2,9 +2,9 @@ package node
 
 import (
 	"errors"
-	"slices"
-
 	"path"
+	"slices"
+	"time"
 
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/internal/plant"
@@ -27,6 +27,13 @@ type ctlGroup struct {
 	rep   *replica.Replica
 	state *controller.State
 	dirty bool // applied a change not yet reconciled with local replicas
+	// walk: a change reconcile must walk the metadata for (anything but
+	// a leader or size report, which reconcile does not read). unopened
+	// is what the last walk found placed here and not yet open, in the
+	// order openSome opens it: rounds of openSome take from it without
+	// walking the metadata again.
+	walk     bool
+	unopened []placedHere
 
 	lead       uint64
 	term       uint64
@@ -44,8 +51,9 @@ func (c *ctlGroup) Restore(meta consensus.SnapshotMeta, sd replica.SnapshotData)
 		st.ClusterID = c.r.cfg.ClusterID
 	}
 	c.state = st
-	c.dirty = true
+	c.dirty, c.walk = true, true
 	c.r.metaChanges++
+	c.r.stats.MetadataChanges++
 	return nil
 }
 
@@ -68,6 +76,10 @@ func (c *ctlGroup) Apply(e consensus.Entry) {
 		}
 		res := c.state.Apply(cmd)
 		c.dirty = true
+		if !cmd.ReportOnly() {
+			c.walk = true
+			c.r.stats.MetadataChanges++
+		}
 		if cmd.ReqID != "" {
 			c.r.resolveForward(cmd.ReqID, res)
 		}
@@ -142,7 +154,25 @@ func (r *Reactor) reconcile() {
 		return
 	}
 	c.dirty = false
+	if c.walk && !r.walkMetadata() {
+		c.dirty = true // look again after the next apply
+		return
+	}
+	r.openSome()
+}
+
+// walkMetadata is reconcile's walk of the whole metadata, once per change
+// that may move replicas, configs or brokers: with 10,000 partitions a
+// walk per round of openSome (two replicas each) made a restart quadratic
+// in the partitions, and so did a walk per leader report, as many as the
+// partitions while they elect. It sets the peers' addresses and the open
+// replicas' configs, dooms the open replicas placed here no more, and
+// leaves in c.unopened the ones to open. It returns false when the
+// metadata was rewound by a repair and is not caught up yet.
+func (r *Reactor) walkMetadata() bool {
+	c := r.ctl
 	st := c.state
+	r.stats.ReconcileWalks++
 	if res, ok := r.env.Net.(netx.Resolver); ok {
 		for _, id := range st.BrokerIDs() {
 			b := st.Brokers[id]
@@ -155,6 +185,7 @@ func (r *Reactor) reconcile() {
 	var unopened []placedHere
 	for _, name := range st.TopicNames() {
 		t := st.Topics[name]
+		r.stats.ReconcileVisits += uint64(len(t.Partitions))
 		for i := range t.Partitions {
 			p := &t.Partitions[i]
 			rank := slices.Index(p.Replicas, int32(r.self))
@@ -180,8 +211,8 @@ func (r *Reactor) reconcile() {
 	if c.rep.Applied() < r.repairs.ctlCatchUp {
 		// The metadata was rewound by a repair of the controller's log
 		// (repair.go): what it lacks may only not be applied yet.
-		c.dirty = true // look again after the next apply
-		return
+		c.unopened = nil
+		return false
 	}
 	r.repairs.ctlCatchUp = 0
 	for _, g := range r.groupIDs() {
@@ -189,7 +220,15 @@ func (r *Reactor) reconcile() {
 			r.doomed[g] = true
 		}
 	}
-	r.openSome(unopened)
+	class := func(rank int) int {
+		if rank < 0 {
+			return 1 << 20 // a reassignment's new replica: after every initial one
+		}
+		return rank
+	}
+	slices.SortStableFunc(unopened, func(a, b placedHere) int { return class(a.rank) - class(b.rank) })
+	c.unopened, c.walk = unopened, false
+	return true
 }
 
 // placedHere is a partition replica the metadata places on this broker;
@@ -230,60 +269,94 @@ func (r *Reactor) holdsReplica(t *controller.Topic, p *controller.Partition) boo
 // (heartbeats, votes, the controller's commits) and clients meanwhile.
 const openBatchMax = 2
 
-// openSome opens the first openBatchMax of the replicas not yet open, the
-// ones this broker is the preferred leader of first, then by rank: each
-// partition's preferred replica is then open and campaigning by the time
-// the others open, which is what its first election counts on (see
-// campaignIfDue). It schedules another reconcile round for the rest. While
-// a round of Raft fsyncs is in flight it opens nothing: the creation of
-// hundreds of partitions then goes at the pace of the disk, and the Raft
-// groups already open (their heartbeats wait for their fsyncs) do not
-// stall behind it long enough to lose their leaders.
-func (r *Reactor) openSome(unopened []placedHere) {
-	if len(unopened) == 0 {
+// openSome opens the next openBatchMax of the replicas not yet open
+// (c.unopened, from the last walk), the ones this broker is the preferred
+// leader of first, then by rank: each partition's preferred replica is
+// then open and campaigning by the time the others open, which is what its
+// first election counts on (see campaignIfDue). It schedules another
+// reconcile round for the rest. While a round of Raft fsyncs is in flight
+// it opens nothing: the creation of hundreds of partitions then goes at
+// the pace of the disk, and the Raft groups already open (their heartbeats
+// wait for their fsyncs) do not stall behind it long enough to lose their
+// leaders. A replica opened since the walk (by a repair) is passed over
+// and does not count towards the batch, as if the walk had not listed it.
+func (r *Reactor) openSome() {
+	c := r.ctl
+	r.skipOpened()
+	if len(c.unopened) == 0 {
 		return
 	}
 	if r.diskPending() {
 		// This broker's disk was replaced and its registration is not
 		// applied yet: it cannot tell which groups predate it (disk.go).
 		// Applying the registration reconciles again.
-		r.ctl.dirty = true
+		c.dirty = true
 		return
 	}
 	if r.syncing {
 		// Opening costs fsyncs of its own: wait until this broker's round
 		// is done (syncDone opens the next batch), so that the fsyncs
 		// the Raft groups wait for are not queued behind them.
-		r.ctl.dirty = true
+		c.dirty = true
 		r.opensAfterSync = true
 		return
 	}
-	class := func(rank int) int {
-		if rank < 0 {
-			return 1 << 20 // a reassignment's new replica: after every initial one
-		}
-		return rank
-	}
-	slices.SortStableFunc(unopened, func(a, b placedHere) int { return class(a.rank) - class(b.rank) })
-	for i, u := range unopened {
-		if i == openBatchMax {
-			r.ctl.dirty = true
-			if !r.reconcileQueued {
-				r.reconcileQueued = true
-				r.env.Sched.After(0, r.reconcileMore)
-			}
+	for opened := 0; ; opened++ {
+		r.skipOpened()
+		if len(c.unopened) == 0 {
 			return
 		}
+		if opened == openBatchMax {
+			c.dirty = true
+			r.queueReconcile(0)
+			return
+		}
+		u := c.unopened[0]
 		if err := r.ensurePartition(u.t, u.p); err != nil {
+			if errors.Is(err, logstore.ErrFileLimit) {
+				// Out of file descriptors: nothing is lost (the log
+				// closed what it had opened), so try again later
+				// rather than stop the broker.
+				r.stats.OpenRetries++
+				r.env.Logf("node %d: %v; retrying in %v (raise the descriptor limit: ulimit -n)", r.self, err, openRetryDelay)
+				c.dirty = true
+				r.queueReconcile(openRetryDelay)
+				return
+			}
 			r.fatal(err)
 			return
 		}
+		c.unopened = c.unopened[1:]
 		if u.doomed {
 			r.doomed[u.p.Group] = true // reapDoomed deletes it once removed
 			r.env.Logf("node %d: %s-%d reopened, though no longer placed here: the move that placed it here was cancelled or replaced, and the group may still count on it until the walk back removes it",
 				r.self, u.t.Name, u.p.Index)
 		}
 		r.refreshConfig(u.t, u.p)
+	}
+}
+
+// openRetryDelay is how long a broker out of file descriptors waits
+// before it tries to open its next replica again.
+const openRetryDelay = time.Second
+
+// skipOpened drops the replicas already open from the front of c.unopened.
+func (r *Reactor) skipOpened() {
+	c := r.ctl
+	for len(c.unopened) > 0 {
+		if _, open := r.parts[c.unopened[0].p.Group]; !open {
+			return
+		}
+		c.unopened = c.unopened[1:]
+	}
+}
+
+// queueReconcile schedules a reconcile round after d, unless one is
+// scheduled already.
+func (r *Reactor) queueReconcile(d time.Duration) {
+	if !r.reconcileQueued {
+		r.reconcileQueued = true
+		r.env.Sched.After(d, r.reconcileMore)
 	}
 }
 

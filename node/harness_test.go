@@ -26,6 +26,8 @@ type cluster struct {
 	peers []Peer
 	// configure, when set, changes each node's configuration at boot.
 	configure func(*Config)
+	// wrapFS, when set, wraps each node's file system at boot.
+	wrapFS func(id int32, fs logstore.FS) logstore.FS
 }
 
 // tnode is one broker of the cluster.
@@ -99,6 +101,9 @@ func (c *cluster) boot(env world.Env) world.Instance {
 		Fatal:   env.Fatal,
 		Buggify: env.Buggify,
 		Logf:    func(format string, args ...any) { c.t.Logf("n%d: "+format, append([]any{n.id}, args...)...) },
+	}
+	if c.wrapFS != nil {
+		nenv.FS = c.wrapFS(n.id, nenv.FS)
 	}
 	cfg := Config{NodeID: n.id, Peers: c.peers, KafkaHost: "127.0.0.1", KafkaPort: 9000 + n.id, RaftAddr: "sim",
 		AutoCreateTopics: true, TickInterval: 10 * time.Millisecond}

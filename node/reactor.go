@@ -246,6 +246,28 @@ func (r *Reactor) groupIDs() []uint64 {
 // changed.
 func (r *Reactor) groupsChanged() { r.groupList = nil }
 
+// groupAdded updates groupIDs' cached list after group g was added to
+// r.parts. Rebuilding and sorting it for each replica a restart opens was
+// quadratic in the partitions (issue 21: a fifth of the CPU of a restart
+// with 10,000). A group above every other, the usual case (groups are
+// numbered in creation order, and opened in that order), is appended:
+// that leaves the elements an older list shares untouched. Any other is
+// inserted into a copy.
+func (r *Reactor) groupAdded(g uint64) {
+	ids := r.groupList
+	if ids == nil {
+		return
+	}
+	i, found := slices.BinarySearch(ids, g)
+	switch {
+	case found:
+	case i == len(ids):
+		r.groupList = append(ids, g)
+	default:
+		r.groupList = slices.Insert(slices.Clone(ids), i, g)
+	}
+}
+
 func (r *Reactor) replicaOf(g uint64) *replica.Replica {
 	if g == controller.ControllerGroup {
 		if r.ctl == nil {

@@ -224,7 +224,7 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 	}
 	part.Attach(rep)
 	r.parts[p.Group] = part
-	r.groupsChanged()
+	r.groupAdded(p.Group)
 	r.byName[topicPartition{t.Name, p.Index}] = part
 	s := r.group(p.Group)
 	r.openings++

@@ -60,7 +60,18 @@ type Stats struct {
 	// RaftSnapshotsSent counts the Raft snapshots (MsgSnap) this broker's
 	// leaders sent to members too far behind their log's start.
 	RaftSnapshotsSent uint64
-	lastTickAt        time.Duration // monotonic time of the last tick
+	// MetadataChanges counts the applied controller commands and
+	// snapshots that may move replicas, configs or brokers (all but
+	// leader and size reports); ReconcileWalks counts reconcile's walks of
+	// the whole metadata (at most one per change, controller.go
+	// walkMetadata), ReconcileVisits the partitions those walks visited. OpenRetries
+	// counts replica opens put off because the process was out of file
+	// descriptors (logstore.ErrFileLimit).
+	MetadataChanges uint64
+	ReconcileWalks  uint64
+	ReconcileVisits uint64
+	OpenRetries     uint64
+	lastTickAt      time.Duration // monotonic time of the last tick
 }
 
 // noteTick records a tick at monotonic time now, counting a stall when it

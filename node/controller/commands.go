@@ -132,6 +132,14 @@ func DecodeCommand(b []byte) (*Command, error) {
 	return &c, nil
 }
 
+// ReportOnly says whether Apply takes the command for a leader or size
+// report, which changes only partitions' Leader, LeaderEpoch and Bytes
+// (Apply takes the first command a Command holds, in the order below).
+func (c *Command) ReportOnly() bool {
+	return c.RegisterBroker == nil && c.Decommission == nil && c.CreateTopic == nil && c.DeleteTopic == nil &&
+		c.CreatePartitions == nil && c.AlterConfigs == nil && (len(c.ReportLeaders) > 0 || len(c.ReportSizes) > 0)
+}
+
 // Apply applies one command. It never fails halfway: a command that is not
 // valid against the current state changes nothing and returns its error.
 func (s *State) Apply(c *Command) Result {

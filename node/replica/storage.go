@@ -107,6 +107,29 @@ func (s *Storage) Entries(lo, hi, maxBytes uint64) ([]consensus.Entry, error) {
 	return out, nil
 }
 
+// EntryTypes implements consensus.TypeScanner: the types of [lo, hi) from
+// the entries' headers alone (logstore.Log.Kinds), without their data.
+func (s *Storage) EntryTypes(lo, hi uint64) ([]consensus.EntryType, error) {
+	if lo <= s.log.Snapshot().Index {
+		return nil, consensus.ErrCompacted
+	}
+	if hi > s.log.LastIndex()+1 {
+		return nil, consensus.ErrUnavailable
+	}
+	kinds, err := s.log.Kinds(lo, hi)
+	if err != nil {
+		if errors.Is(err, logstore.ErrCorrupt) {
+			s.damaged = true
+		}
+		return nil, mapErr(err)
+	}
+	out := make([]consensus.EntryType, len(kinds))
+	for i, k := range kinds {
+		out[i] = typeOf(k)
+	}
+	return out, nil
+}
+
 const maxInt = int(^uint(0) >> 1)
 
 // Term implements consensus.Storage.

@@ -239,6 +239,23 @@ func (sp *storagePair) Query(t *rapid.T) {
 	}
 }
 
+// QueryTypes compares EntryTypes (consensus.TypeScanner, read from the
+// log's entry headers) with the types of MemoryStorage's entries.
+func (sp *storagePair) QueryTypes(t *rapid.T) {
+	last := sp.log.LastIndex()
+	lo := rapid.Uint64Range(0, last+2).Draw(t, "lo")
+	hi := rapid.Uint64Range(lo, last+3).Draw(t, "hi")
+	got, gerr := sp.st.EntryTypes(lo, hi)
+	want, werr := sp.mem.Entries(lo, hi, math.MaxUint64)
+	wantTypes := make([]consensus.EntryType, len(want))
+	for i, e := range want {
+		wantTypes[i] = e.Type
+	}
+	if errClass(gerr) != errClass(werr) || fmt.Sprint(got) != fmt.Sprint(wantTypes) {
+		t.Fatalf("EntryTypes(%d, %d) = %v %v, want %v %v", lo, hi, got, gerr, wantTypes, werr)
+	}
+}
+
 func (sp *storagePair) Check(t *rapid.T) {
 	gf, _ := sp.st.FirstIndex()
 	wf, _ := sp.mem.FirstIndex()

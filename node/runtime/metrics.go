@@ -97,6 +97,7 @@ type reactorCollector struct {
 	groupLag, groupCommitted                                                *prometheus.Desc
 	auditRecords, auditDropped                                              *prometheus.Desc
 	tickStalls, tickGapMax                                                  *prometheus.Desc
+	openRetries                                                             *prometheus.Desc
 	txnStarted, txnCommitted, txnAborted, txnOpen, txnOldestAge, txnRetries *prometheus.Desc
 	lso, lsoLag, openTxns                                                   *prometheus.Desc
 	telemetry, telemetryPushes                                              *prometheus.Desc
@@ -114,13 +115,15 @@ func newReactorCollector(b *Broker) *reactorCollector {
 		badBatches: desc("floe_produce_rejected_batches_total", "Produced batches refused by validation."),
 		corrupt:    desc("floe_corrupt_reads_total", "Reads that met a checksum failure (never served)."),
 		syncRounds: desc("floe_sync_rounds_total", "Group-commit rounds started."),
-		expired:    desc("floe_requests_expired_total", "Requests answered by their deadline because the handler had not answered within the request's timeout."),
-		leo:        desc("floe_partition_log_end_offset", "Offset after the last appended batch.", pl...),
-		hw:         desc("floe_partition_high_watermark", "Offset after the last committed batch.", pl...),
-		start:      desc("floe_partition_log_start_offset", "First readable offset.", pl...),
-		logBytes:   desc("floe_partition_log_bytes", "Bytes in the partition's log segments.", pl...),
-		segments:   desc("floe_partition_segments", "Segments in the partition's log.", pl...),
-		leader:     desc("floe_partition_leader", "1 if this broker leads the partition.", pl...),
+		openRetries: desc("floe_replica_open_retries_total",
+			"Replica opens put off because the process was out of file descriptors (retried a second later)."),
+		expired:  desc("floe_requests_expired_total", "Requests answered by their deadline because the handler had not answered within the request's timeout."),
+		leo:      desc("floe_partition_log_end_offset", "Offset after the last appended batch.", pl...),
+		hw:       desc("floe_partition_high_watermark", "Offset after the last committed batch.", pl...),
+		start:    desc("floe_partition_log_start_offset", "First readable offset.", pl...),
+		logBytes: desc("floe_partition_log_bytes", "Bytes in the partition's log segments.", pl...),
+		segments: desc("floe_partition_segments", "Segments in the partition's log.", pl...),
+		leader:   desc("floe_partition_leader", "1 if this broker leads the partition.", pl...),
 		telemetry: desc("floe_client_telemetry", "KIP-714: the latest value clients pushed for a metric, summed across clients (gauges and sums only).",
 			"metric"),
 		telemetryPushes: desc("floe_client_telemetry_pushes_total", "KIP-714 PushTelemetry requests taken."),
@@ -149,7 +152,7 @@ func newReactorCollector(b *Broker) *reactorCollector {
 }
 
 func (c *reactorCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.badBatches, c.corrupt, c.syncRounds, c.expired, c.leo, c.hw, c.start, c.logBytes, c.segments, c.leader, c.groupLag, c.groupCommitted, c.auditRecords, c.auditDropped, c.tickStalls, c.tickGapMax,
+	for _, d := range []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.badBatches, c.corrupt, c.syncRounds, c.expired, c.leo, c.hw, c.start, c.logBytes, c.segments, c.leader, c.groupLag, c.groupCommitted, c.auditRecords, c.auditDropped, c.tickStalls, c.tickGapMax, c.openRetries,
 		c.txnStarted, c.txnCommitted, c.txnAborted, c.txnOpen, c.txnOldestAge, c.txnRetries, c.lso, c.lsoLag, c.openTxns,
 		c.telemetry, c.telemetryPushes, c.balancerMoves, c.balancerInFlight} {
 		ch <- d
@@ -196,6 +199,7 @@ func (c *reactorCollector) Collect(ch chan<- prometheus.Metric) {
 		{c.badBatches, float64(st.BadBatches)}, {c.corrupt, float64(st.CorruptReads)}, {c.syncRounds, float64(st.SyncRounds)},
 		{c.expired, float64(st.RequestsExpired)}, {c.auditRecords, float64(st.AuditRecords)},
 		{c.auditDropped, float64(st.AuditDropped)}, {c.tickStalls, float64(st.TickStalls)},
+		{c.openRetries, float64(st.OpenRetries)},
 	} {
 		out.counter(v.d, v.v)
 	}
