@@ -8,7 +8,11 @@ package node
 // group.
 //
 // Authorization: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED); the
-// authorized operations, when asked, are the client's on the group.
+// authorized operations, when asked, are the client's on the group. As in
+// Kafka (KafkaApis.handleConsumerGroupDescribe), a group any member of
+// which is assigned, or has as target, a topic the client may not DESCRIBE
+// is answered TOPIC_AUTHORIZATION_FAILED without its members, so its topic
+// names, ids and owners stay hidden.
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
@@ -32,10 +36,32 @@ func serveConsumerGroupDescribe(r *Reactor, c Client, kreq kmsg.Request, respond
 			continue
 		}
 		g = co.DescribeConsumerGroup(name, req.IncludeAuthorizedOperations, topics)
+		if g.ErrorCode == 0 && !describesTopics(az, g) {
+			g = kmsg.NewConsumerGroupDescribeResponseGroup()
+			g.Group, g.ErrorCode = name, errTopicAuth.Code
+			g.ErrorMessage = kmsg.StringPtr("The group has described topic(s) that the client is not authorized to describe.")
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		if req.IncludeAuthorizedOperations && g.ErrorCode == 0 {
 			g.AuthorizedOperations = az.ops(kmsg.ACLResourceTypeGroup, name)
 		}
 		resp.Groups = append(resp.Groups, g)
 	}
 	respond(resp)
+}
+
+// describesTopics reports whether the client may DESCRIBE every topic of
+// the group's members' assignments and target assignments.
+func describesTopics(az *authz, g kmsg.ConsumerGroupDescribeResponseGroup) bool {
+	for _, m := range g.Members {
+		for _, as := range []kmsg.Assignment{m.Assignment, m.TargetAssignment} {
+			for _, tp := range as.TopicPartitions {
+				if !az.sees(kmsg.ACLResourceTypeTopic, tp.Topic, kmsg.ACLOperationDescribe) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

@@ -10,8 +10,10 @@ package node
 //
 // Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED); subscribed
 // topic names the client may not DESCRIBE are dropped from its
-// subscription, as in Kafka. Topics a regex matches are not filtered by
-// ACLs (Kafka filters them): not done.
+// subscription. A regex matches only the topics the member's principal may
+// DESCRIBE, as in Kafka: the coordinator records the principal with the
+// member (while the authorizer is on) and asks the authorizer for it
+// whenever it resolves the group's subscriptions (Reactor.mayDescribeTopic).
 
 import (
 	"sort"
@@ -47,7 +49,11 @@ func serveConsumerGroupHeartbeat(r *Reactor, c Client, kreq kmsg.Request, respon
 		}
 		req.SubscribedTopicNames = kept
 	}
-	co.ConsumerGroupHeartbeat(r.monoNow(), groupClient(c), req, func(resp *kmsg.ConsumerGroupHeartbeatResponse) { respond(resp) })
+	gc := groupClient(c)
+	if r.cfg.Security.enforcing() {
+		gc.Principal = principalOf(c)
+	}
+	co.ConsumerGroupHeartbeat(r.monoNow(), gc, req, func(resp *kmsg.ConsumerGroupHeartbeatResponse) { respond(resp) })
 }
 
 // consumerTopics lists the topics a consumer group may be assigned,

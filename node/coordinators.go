@@ -135,6 +135,7 @@ func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, e
 		Topics:     r.consumerTopics,
 
 		ConsumerTimeouts: r.consumerGroupTimeouts,
+		MayDescribe:      r.mayDescribeTopic,
 	})
 	skipped := 0
 	err := replayBatches(p, func(h records.Header, b []byte) error {

@@ -70,6 +70,17 @@ package node
 // higher epoch did end the transaction (a timeout or a fence bumped the
 // epoch): the add's batch is then fenced, INVALID_PRODUCER_EPOCH.
 //
+// A transaction version 2 add the coordinator answers CONCURRENT_TRANSACTIONS
+// (the producer's previous transaction is decided but its markers are still
+// being written: the client produced right after EndTxn) is asked again by
+// the partition leader itself every txnAddRetryBackoff until
+// txnAddRetryMax has passed since the first ask, as Kafka does
+// (add.partitions.to.txn.retry.backoff.ms and .max.ms, 20 and 100 ms): the
+// markers usually land within that, and the client's batch is appended
+// instead of refused. Each new ask is a new call id, so a late or
+// duplicated answer to an earlier ask is ignored; the retries run on the
+// reactor's timers (clock.Deadlines), so the simulator replays them.
+//
 // Errors the produce gets: the coordinator's INVALID_TXN_STATE (partition
 // not added, or no transaction ongoing); INVALID_PRODUCER_EPOCH for a
 // fenced epoch or a producer id the coordinator does not know (produce has
@@ -99,6 +110,13 @@ const (
 	// txnVerifyTimeout bounds a verification call; the produce then gets
 	// a retriable error.
 	txnVerifyTimeout = 5 * time.Second
+
+	// A transaction version 2 add told CONCURRENT_TRANSACTIONS is asked
+	// again after txnAddRetryBackoff, until txnAddRetryMax has passed
+	// since its first ask (Kafka's add.partitions.to.txn.retry.backoff.ms
+	// and add.partitions.to.txn.retry.backoff.max.ms defaults).
+	txnAddRetryBackoff = 20 * time.Millisecond
+	txnAddRetryMax     = 100 * time.Millisecond
 )
 
 // txnVerifier holds the verification calls this broker has out.
@@ -122,8 +140,12 @@ type verifyCall struct {
 	epoch   int16
 	term    uint64 // the partition's leader term when asked
 	add     bool   // transaction version 2: the coordinator adds the partition
-	voided  bool   // a marker that ends the vouched-for transaction was written meanwhile
-	fenced  bool   // transaction version 2: that marker was at a higher epoch
+	txnID   string
+	tp      txn.TopicPartition
+	started time.Duration // when it was first asked
+	asks    int           // how many times the coordinator was asked
+	voided  bool          // a marker that ends the vouched-for transaction was written meanwhile
+	fenced  bool          // transaction version 2: that marker was at a higher epoch
 	cancel  func()
 	waiters []func(error)
 }
@@ -170,10 +192,8 @@ func (r *Reactor) verifyTxnPartition(txnID string, p *partition.Partition, pid i
 			cont(verifyAnswer(co.Verify(txnID, pid, epoch, []txn.TopicPartition{tp})))
 			return
 		}
-		call := r.newVerifyCall(key, epoch, p.Term(), add, cont)
-		co.AddPartitions(txnID, pid, epoch, []txn.TopicPartition{tp}, r.monoNow(), func(err *kerr.Error) {
-			r.verifyDone(call.id, produceVerifyError(err))
-		})
+		call := r.newVerifyCall(key, txnID, tp, epoch, p.Term(), add, cont)
+		r.askAddLocal(co, call)
 		return
 	}
 	lead, err := r.txnCoordinatorBroker(txnID)
@@ -192,7 +212,65 @@ func (r *Reactor) verifyTxnPartition(txnID string, p *partition.Partition, pid i
 		cont(nil) // the hole this file closes
 		return
 	}
-	r.sendVerify(lead, key, txnID, epoch, tp, p.Term(), add, cont)
+	r.sendVerify(lead, r.newVerifyCall(key, txnID, tp, epoch, p.Term(), add, cont))
+}
+
+// askAddLocal asks the coordinator on this broker to add call's partition.
+func (r *Reactor) askAddLocal(co *txn.Coordinator, call *verifyCall) {
+	id := call.id
+	call.asks++
+	co.AddPartitions(call.txnID, call.key.pid, call.epoch, []txn.TopicPartition{call.tp}, r.monoNow(), func(err *kerr.Error) {
+		r.coordinatorAnswered(id, err)
+	})
+}
+
+// coordinatorAnswered completes call id with the coordinator's error for
+// its partition, unless it is a transaction version 2 add to ask again.
+func (r *Reactor) coordinatorAnswered(id uint64, err *kerr.Error) {
+	if r.retryAdd(id, err) {
+		return
+	}
+	r.verifyDone(id, produceVerifyError(err))
+}
+
+// retryAdd schedules call id's next ask when it is a transaction version 2
+// add the coordinator answered CONCURRENT_TRANSACTIONS and txnAddRetryMax
+// has not passed since its first ask; it reports whether it did.
+func (r *Reactor) retryAdd(id uint64, err *kerr.Error) bool {
+	call := r.txns.verify.calls[id]
+	if call == nil || !call.add || err != kerr.ConcurrentTransactions || r.monoNow()-call.started >= txnAddRetryMax {
+		return false
+	}
+	r.after(txnAddRetryBackoff, func() { r.askAgain(id) })
+	return true
+}
+
+// askAgain asks the coordinator again for call id (retryAdd), under a new
+// call id, wherever the coordinator is now.
+func (r *Reactor) askAgain(id uint64) {
+	v := &r.txns.verify
+	call := v.calls[id]
+	if call == nil {
+		return
+	}
+	if p := r.parts[call.key.group]; p == nil || !p.IsLeader() || p.Term() != call.term {
+		r.verifyDone(id, kerr.NotLeaderForPartition)
+		return
+	}
+	delete(v.calls, id)
+	v.seq++
+	call.id = v.seq
+	v.calls[call.id] = call
+	if co, err := r.txnCoordinatorFor(call.txnID); err == nil {
+		r.askAddLocal(co, call)
+		return
+	}
+	lead, err := r.txnCoordinatorBroker(call.txnID)
+	if err != nil {
+		r.verifyDone(call.id, err)
+		return
+	}
+	r.sendVerify(lead, call)
 }
 
 // verifyAnswer maps a coordinator's verification to the produce's error.
@@ -234,7 +312,7 @@ func (r *Reactor) txnCoordinatorBroker(id string) (uint64, error) {
 
 // newVerifyCall registers a call for (partition, producer) key, answered
 // within txnVerifyTimeout.
-func (r *Reactor) newVerifyCall(key verifyKey, epoch int16, term uint64, add bool, cont func(error)) *verifyCall {
+func (r *Reactor) newVerifyCall(key verifyKey, txnID string, tp txn.TopicPartition, epoch int16, term uint64, add bool, cont func(error)) *verifyCall {
 	v := &r.txns.verify
 	if v.calls == nil {
 		v.calls, v.byKey = map[uint64]*verifyCall{}, map[verifyKey]*verifyCall{}
@@ -243,22 +321,24 @@ func (r *Reactor) newVerifyCall(key verifyKey, epoch int16, term uint64, add boo
 		v.nonce = r.env.Rand.Uint64() | 1
 	}
 	v.seq++
-	call := &verifyCall{id: v.seq, key: key, epoch: epoch, term: term, add: add, waiters: []func(error){cont}}
+	call := &verifyCall{id: v.seq, key: key, epoch: epoch, term: term, add: add, txnID: txnID, tp: tp,
+		started: r.monoNow(), waiters: []func(error){cont}}
 	v.calls[call.id], v.byKey[key] = call, call
 	tid := r.after(txnVerifyTimeout, func() { r.verifyAnswered(call.id, nil) })
 	call.cancel = func() { r.cancelTimer(tid) }
 	return call
 }
 
-func (r *Reactor) sendVerify(to uint64, key verifyKey, txnID string, epoch int16, tp txn.TopicPartition, term uint64, add bool, cont func(error)) {
+// sendVerify asks the coordinator on broker to for call.
+func (r *Reactor) sendVerify(to uint64, call *verifyCall) {
 	v := &r.txns.verify
-	call := r.newVerifyCall(key, epoch, term, add, cont)
+	call.asks++
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
 	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = txnID, key.pid, epoch, !add
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = call.txnID, call.key.pid, call.epoch, !call.add
 	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-	tt.Topic, tt.Partitions = tp.Topic, []int32{tp.Partition}
+	tt.Topic, tt.Partitions = call.tp.Topic, []int32{call.tp.Partition}
 	tx.Topics = append(tx.Topics, tt)
 	req.Transactions = append(req.Transactions, tx)
 	var w wire.Writer
@@ -273,16 +353,18 @@ func (r *Reactor) sendVerify(to uint64, key verifyKey, txnID string, epoch int16
 // verifyAnswered completes a call with the coordinator's answer (nil:
 // none came in time).
 func (r *Reactor) verifyAnswered(id uint64, resp *kmsg.AddPartitionsToTxnResponse) {
-	var err error
 	switch {
 	case resp == nil:
-		err = withMessage(kerr.NotEnoughReplicas, "the transaction coordinator did not answer the verification")
+		r.verifyDone(id, withMessage(kerr.NotEnoughReplicas, "the transaction coordinator did not answer the verification"))
 	case resp.ErrorCode != 0:
-		err = produceVerifyError(kerrFor(resp.ErrorCode))
+		r.coordinatorAnswered(id, kerrFor(resp.ErrorCode))
 	default:
-		err = verifyResult(resp)
+		if err, ok := verifyResult(resp); ok {
+			r.coordinatorAnswered(id, err)
+			return
+		}
+		r.verifyDone(id, withMessage(kerr.NotEnoughReplicas, "the transaction coordinator's answer names no partition"))
 	}
-	r.verifyDone(id, err)
 }
 
 // verifyDone completes a call with the coordinator's answer, unless the
@@ -311,20 +393,20 @@ func (r *Reactor) verifyDone(id uint64, answer error) {
 	}
 }
 
-// verifyResult is the error of the one partition a verification asked
-// about.
-func verifyResult(resp *kmsg.AddPartitionsToTxnResponse) error {
+// verifyResult is the coordinator's error for the one partition a
+// verification asked about; ok is false when the answer names none.
+func verifyResult(resp *kmsg.AddPartitionsToTxnResponse) (err *kerr.Error, ok bool) {
 	for _, t := range resp.Transactions {
 		for _, tt := range t.Topics {
 			for _, p := range tt.Partitions {
 				if p.ErrorCode == 0 {
-					return nil
+					return nil, true
 				}
-				return produceVerifyError(kerrFor(p.ErrorCode))
+				return kerrFor(p.ErrorCode), true
 			}
 		}
 	}
-	return withMessage(kerr.NotEnoughReplicas, "the transaction coordinator's answer names no partition")
+	return nil, false
 }
 
 // kerrFor is the Kafka error of a nonzero code (UNKNOWN_SERVER_ERROR for a

@@ -227,4 +227,10 @@ type Env struct {
 	// field, means the broker's. A change applies to a member from its
 	// next heartbeat.
 	ConsumerTimeouts func(group string) ConsumerTimeouts
+	// MayDescribe reports whether principal, connecting from host, may
+	// DESCRIBE topic: a consumer member's regex subscription matches only
+	// such topics, as in Kafka. It is asked with the member's recorded
+	// principal at every resolution (any member's heartbeat), so an ACL
+	// change applies from the next one. Nil allows every topic.
+	MayDescribe func(principal, host, topic string) bool
 }

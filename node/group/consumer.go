@@ -61,11 +61,17 @@ type assignment map[string][]int32
 // cmember is one member of a consumer group. Exported fields are the
 // durable image (consumer_records.go); the rest is volatile.
 type cmember struct {
-	ID              string      `json:"id"`
-	InstanceID      *string     `json:"instance,omitempty"`
-	Rack            *string     `json:"rack,omitempty"`
-	ClientID        string      `json:"client,omitempty"`
-	ClientHost      string      `json:"host,omitempty"`
+	ID         string  `json:"id"`
+	InstanceID *string `json:"instance,omitempty"`
+	Rack       *string `json:"rack,omitempty"`
+	ClientID   string  `json:"client,omitempty"`
+	ClientHost string  `json:"host,omitempty"`
+	// Principal is the member's principal at its last heartbeat, while
+	// the broker authorizes: its regex matches only the topics this
+	// principal may DESCRIBE. Empty (the authorizer off, or a record
+	// written before it was kept) filters nothing until the member's next
+	// heartbeat records it.
+	Principal       string      `json:"principal,omitempty"`
 	Epoch           int32       `json:"epoch"`
 	PrevEpoch       int32       `json:"prev_epoch"`
 	State           memberState `json:"state"`

@@ -432,7 +432,7 @@ func (c *Coordinator) removeConsumerMember(g *group, m *cmember) {
 // the group epoch must rise (subscription or assignor changed).
 func (c *Coordinator) updateConsumerMember(m *cmember, a hbArgs) bool {
 	req := a.req
-	m.ClientID, m.ClientHost = a.cl.ID, a.cl.Host
+	m.ClientID, m.ClientHost, m.Principal = a.cl.ID, a.cl.Host, a.cl.Principal
 	if req.RackID != nil {
 		m.Rack = req.RackID
 	}
@@ -471,19 +471,30 @@ func dedup(ts []string) []string {
 }
 
 // subscribedTopics returns the existing topics a member subscribes to,
-// by name or by regex (internal topics only by name), sorted.
-func subscribedTopics(m *cmember, a hbArgs) []string {
+// by name or by regex (internal topics only by name), sorted. A regex
+// matches only topics the member's principal may DESCRIBE, as in Kafka
+// (names were filtered when the heartbeat came in).
+func (c *Coordinator) subscribedTopics(m *cmember, a hbArgs) []string {
 	var re *regexp.Regexp
 	if m.Regex != "" {
 		re, _ = regexp.Compile("^(?:" + m.Regex + ")$") // compiled when it was accepted
 	}
 	var out []string
 	for _, t := range a.topics {
-		if containsString(m.Topics, t.Name) || (re != nil && !strings.HasPrefix(t.Name, "__") && re.MatchString(t.Name)) {
+		if containsString(m.Topics, t.Name) || (re != nil && !strings.HasPrefix(t.Name, "__") && re.MatchString(t.Name) && c.mayDescribe(m, t.Name)) {
 			out = append(out, t.Name)
 		}
 	}
 	return out
+}
+
+// mayDescribe reports whether member m may DESCRIBE topic (Env.MayDescribe
+// with its recorded principal; a member with none recorded may).
+func (c *Coordinator) mayDescribe(m *cmember, topic string) bool {
+	if c.env.MayDescribe == nil || m.Principal == "" {
+		return true
+	}
+	return c.env.MayDescribe(m.Principal, strings.TrimPrefix(m.ClientHost, "/"), topic)
 }
 
 // refreshMetadata re-resolves every member's subscription against the
@@ -493,7 +504,7 @@ func subscribedTopics(m *cmember, a hbArgs) []string {
 func (c *Coordinator) refreshMetadata(cg *consumerGroup, a hbArgs) bool {
 	meta := map[string]int32{}
 	for _, id := range cg.memberIDs() {
-		for _, t := range subscribedTopics(cg.Members[id], a) {
+		for _, t := range c.subscribedTopics(cg.Members[id], a) {
 			meta[t] = a.byName[t].Partitions
 		}
 	}
@@ -522,7 +533,7 @@ func (c *Coordinator) maybeAssign(cg *consumerGroup, a hbArgs) {
 	for _, id := range cg.memberIDs() {
 		m := cg.Members[id]
 		in.members = append(in.members, id)
-		in.subs[id] = subscribedTopics(m, a)
+		in.subs[id] = c.subscribedTopics(m, a)
 		if m.Rack != nil {
 			in.racks[id] = *m.Rack
 		}

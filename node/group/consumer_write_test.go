@@ -80,3 +80,29 @@ func TestConsumerGroupFailedWriteKeepsMemoryWithLog(t *testing.T) {
 		})
 	}
 }
+
+// TestConsumerImagePrincipal: a member's principal is part of the durable
+// image, and an image written before it was (no "principal") still
+// decodes, its regex member filtered by nothing until its next heartbeat
+// records one.
+func TestConsumerImagePrincipal(t *testing.T) {
+	old := `{"format":1,"epoch":3,"assignment_epoch":3,"members":{"m":{"id":"m","epoch":3,"prev_epoch":2,"state":0,"regex":"t.*","rebalance_ms":30000}}}`
+	cg, err := decodeConsumerGroup([]byte(old))
+	if err != nil {
+		t.Fatalf("an image without principals does not decode: %v", err)
+	}
+	m := cg.Members["m"]
+	c := &Coordinator{env: Env{MayDescribe: func(principal, host, topic string) bool { return principal == "User:alice" && topic == "t1" }}}
+	if m.Principal != "" || !c.mayDescribe(m, "t2") {
+		t.Fatalf("old member: principal %q, may describe t2 %v; want none and true", m.Principal, c.mayDescribe(m, "t2"))
+	}
+	m.Principal, m.ClientHost = "User:alice", "/10.0.0.2"
+	back, err := decodeConsumerGroup(encodeConsumerGroup(cg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm := back.Members["m"]
+	if bm.Principal != "User:alice" || !c.mayDescribe(bm, "t1") || c.mayDescribe(bm, "t2") {
+		t.Fatalf("round trip: principal %q, t1 %v, t2 %v", bm.Principal, c.mayDescribe(bm, "t1"), c.mayDescribe(bm, "t2"))
+	}
+}

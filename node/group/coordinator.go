@@ -14,6 +14,10 @@ import (
 type Client struct {
 	ID   string // the request header's client id
 	Host string // the client's address, without port
+	// Principal is the authenticated principal while the broker
+	// authorizes ("" otherwise): a KIP-848 member's regex subscription
+	// matches only the topics it may DESCRIBE (Env.MayDescribe).
+	Principal string
 }
 
 // Coordinator serves the groups of one __consumer_offsets partition while
