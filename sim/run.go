@@ -84,8 +84,8 @@ func (res *Result) ReplayCommands() string {
 	if res.Options.Faults.Corrupt != ChooseOptions(res.Options.Seed).Faults.Corrupt {
 		test, cli = test+" -corrupt", cli+" --corrupt" // forced on, not the seed's own draw
 	}
-	if res.Options.Faults.ReplaceDisk > 0 {
-		test, cli = test+" -replace-disk", cli+" --replace-disk"
+	if res.Options.Faults.ReplaceDisk != ChooseOptions(res.Options.Seed).Faults.ReplaceDisk {
+		test, cli = test+" -replace-disk", cli+" --replace-disk" // forced on, not the seed's own draw
 	}
 	if res.Options.Faults.Reassign != ChooseOptions(res.Options.Seed).Faults.Reassign {
 		test, cli = test+" -reassign", cli+" --reassign"
