@@ -315,6 +315,11 @@ func Run(o Options) *Result {
 			r.cover(buggifyCoverage + site)
 		}
 	}}
+	bc.Recoveries = &siteCounter{fn: func(line string) { // logs at boot, before r, go uncounted
+		if r != nil {
+			r.coverRecovery(line)
+		}
+	}}
 	w := NewWorld(Config{
 		Seed: o.Seed, Nodes: o.Nodes, Buggify: o.Faults.Buggify, TraceKeep: keep,
 		Faults: netx.LinkFaults{DelayMin: o.Faults.Link.DelayMin, DelayMax: o.Faults.Link.DelayMax},
