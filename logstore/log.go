@@ -85,6 +85,10 @@ type Log struct {
 	dir  string
 	opts Options
 
+	// recFiles lists the directory's segment files while recovery runs
+	// (laterSegmentData), nil otherwise.
+	recFiles []segFile
+
 	// segs is the physical log in index order; the last one is active (never
 	// sealed) and the only one written. Invariants: segs is never empty;
 	// segs[0] starts at logStart; consecutive segments chain

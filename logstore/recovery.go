@@ -212,6 +212,8 @@ func (l *Log) sortFiles(names []string) ([]segFile, map[string]bool, error) {
 // recoverChain builds l.segs by following the chain from logStart, then
 // deletes every other segment and index file.
 func (l *Log) recoverChain(files []segFile, idxNames map[string]bool, rec *Recovery) error {
+	l.recFiles = files
+	defer func() { l.recFiles = nil }()
 	expect := l.logStart
 	used := map[string]bool{}
 	l.lastIndex, l.lastTerm, l.lastLink, l.nextOffset = expect.index-1, l.snap.Term, expect.prevLink, expect.offset
@@ -471,16 +473,34 @@ func (l *Log) cutSegment(s *segment, pos, fileSize int64, index uint64, why erro
 	// acknowledged.
 	var corrupt bool
 	after := fileSize
+	zeroHeader, zeroTail := zeroRegionAt(s.f, pos, fileSize)
 	switch {
-	case errors.Is(why, errChecksum):
+	case zeroTail && !l.laterSegmentData(s.base):
+		// The file system extended the active segment but the data never
+		// landed: zeros from the last good entry to the end of the file
+		// are a torn write, never durable (a sector read back as zeros).
+	case zeroHeader:
+		// Zeros where an entry should start, with data after them (or in
+		// a segment the log had moved past): a torn write leaves a prefix
+		// of what was written, never a hole before it, so the zeros hide
+		// entries that were there.
+		corrupt = true
+		if at, ok := l.findEntryAfter(s.f, pos+1, fileSize, index+1, false); ok {
+			after = at
+		} else if !zeroTail {
+			rec.HeldUnknown = true
+		}
+	case errors.Is(why, errChecksum), errors.Is(why, errHeaderCheck):
+		// A whole entry whose CRC fails, or a header (whole, so written
+		// whole) whose check fails.
 		corrupt = true
 	case errors.Is(why, errBadHeader):
 		corrupt = wholeEntryAt(s.f, pos, fileSize)
 	}
-	if corrupt || errors.Is(why, errBadHeader) || errors.Is(why, errTruncated) {
+	if !zeroHeader && (corrupt || errors.Is(why, errBadHeader) || errors.Is(why, errTruncated)) {
 		// The entry's own length may be what was damaged: find the entry
 		// that followed it by its index.
-		if at, ok := l.findEntryAfter(s.f, pos+1, fileSize, index+1); ok {
+		if at, ok := l.findEntryAfter(s.f, pos+1, fileSize, index+1, true); ok {
 			corrupt, after = true, at
 		} else if end, ok := l.wholeEntryDamagedHeader(s.f, pos, fileSize, index); ok {
 			// Nothing intact follows, but the entry itself is whole:
@@ -512,6 +532,48 @@ func (l *Log) cutSegment(s *segment, pos, fileSize int64, index uint64, why erro
 	return nil
 }
 
+// zeroRegionAt reports whether the bytes at pos where an entry should
+// start are zeros (the whole header, or up to end if that comes first:
+// no entry starts so, its magic byte is not 0), and whether every byte
+// from pos to end is zero.
+func zeroRegionAt(f File, pos, end int64) (header, tail bool) {
+	const window = 64 << 10
+	buf := make([]byte, min(window, end-pos))
+	for at := pos; at < end; at += window {
+		b := buf[:min(window, end-at)]
+		if n, err := f.ReadAt(b, at); err != nil && !(errors.Is(err, io.EOF) && n == len(b)) {
+			return false, false
+		}
+		for i, c := range b {
+			if c != 0 {
+				return at+int64(i) >= pos+entryHeaderBytes, false
+			}
+		}
+	}
+	return end > pos, end > pos
+}
+
+// laterSegmentData reports whether a segment file with a higher base than
+// base holds any bytes: then the segment at base is not the one the log
+// was appending to (during recovery; false otherwise).
+func (l *Log) laterSegmentData(base uint64) bool {
+	for _, sf := range l.recFiles {
+		if sf.base <= base {
+			continue
+		}
+		f, err := l.fs.Open(path.Join(l.dir, sf.name))
+		if err != nil {
+			return true // cannot tell: not taken for the active segment
+		}
+		size, err := f.Size()
+		f.Close()
+		if err != nil || size > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // wholeEntryAt reports whether the bytes at pos, whose header does not
 // parse, hold a whole header whose length field ends the file exactly.
 func wholeEntryAt(f File, pos, end int64) bool {
@@ -539,14 +601,15 @@ func wholeEntryAt(f File, pos, end int64) bool {
 // that would end the entry at the end of the file, or where the entry
 // after it (index+1) begins, or inside a header too short to tell (a torn
 // next entry), compute the CRC with that length and with the magic and
-// reserved bytes the format fixes; if it matches the stored CRC, the entry
-// was whole and only its header's fixed or length bytes were damaged. It
+// header-check bytes the format fixes; if it matches the stored CRC, the
+// entry was whole and only its header's fixed or length bytes were damaged. It
 // returns where that entry ends. A torn write passes this only by a CRC-32C
 // collision (about 2^-32 per candidate length), so genuinely torn tails
 // are still cut silently and a majority crashing at once with torn tails
-// stays available. Not caught: damage to the CRC field or a wider garbling
-// of the header together with its length (nothing in the entry can tell
-// those from a tear; docs/architecture.md).
+// stays available. Damage to the CRC field or a wider garbling of the
+// header together with its length is caught by the header check (cutSegment,
+// errHeaderCheck); in an entry written before header checks nothing tells
+// it from a tear (docs/architecture.md).
 func (l *Log) wholeEntryDamagedHeader(f File, pos, end int64, index uint64) (int64, bool) {
 	limit := min(end, pos+entryHeaderBytes+int64(l.opts.EntryBytesMax))
 	if limit-pos < entryHeaderBytes {
@@ -561,7 +624,6 @@ func (l *Log) wholeEntryDamagedHeader(f File, pos, end int64, index uint64) (int
 	var hdr [entryHeaderBytes]byte
 	copy(hdr[:], b)
 	hdr[4] = entryMagic
-	le.PutUint16(hdr[6:], 0)
 	for e := int64(entryHeaderBytes); e <= int64(len(b)); e++ {
 		rest := b[e:]
 		atEnd := pos+e == end
@@ -575,16 +637,22 @@ func (l *Log) wholeEntryDamagedHeader(f File, pos, end int64, index uint64) (int
 			continue
 		}
 		le.PutUint32(hdr[8:], uint32(e-entryHeaderBytes))
-		if crc32cUpdate(crc32c(hdr[4:]), b[entryHeaderBytes:e]) == stored {
-			return pos + e, true
+		// With the header check this length implies, and without one
+		// (an entry written before header checks).
+		for _, check := range [2]uint16{headerCheck(hdr[:]), 0} {
+			le.PutUint16(hdr[6:], check)
+			if crc32cUpdate(crc32c(hdr[4:]), b[entryHeaderBytes:e]) == stored {
+				return pos + e, true
+			}
 		}
 	}
 	return 0, false
 }
 
 // findEntryAfter looks in f from pos to end for the start of an intact
-// entry (its CRC holds) whose index is index, and returns its position.
-func (l *Log) findEntryAfter(f File, pos, end int64, index uint64) (int64, bool) {
+// entry (its CRC holds) whose index is index (or, unless exact, at least
+// index), and returns its position.
+func (l *Log) findEntryAfter(f File, pos, end int64, index uint64, exact bool) (int64, bool) {
 	const window = 1 << 20
 	buf := make([]byte, window+entryHeaderBytes)
 	for start := pos; start+entryHeaderBytes <= end; start += window {
@@ -597,7 +665,7 @@ func (l *Log) findEntryAfter(f File, pos, end int64, index uint64) (int64, bool)
 				continue
 			}
 			h, err := parseEntryHeader(buf[i:], l.opts.EntryBytesMax)
-			if err != nil || h.index != index || start+int64(i)+h.size() > end {
+			if err != nil || h.index < index || exact && h.index != index || start+int64(i)+h.size() > end {
 				continue
 			}
 			at := start + int64(i)

@@ -10,7 +10,8 @@ package logstore
 //	   │ crc32c          uint32     │ CRC-32C of bytes 4 .. end of payload
 //	 4 │ magic           uint8 0xF1 │ format version
 //	 5 │ kind            uint8      │ KindBatch or an opaque control kind
-//	 6 │ reserved        uint16 = 0 │
+//	 6 │ headerCheck     uint16     │ see below; 0 in files written
+//	   │                            │ before it existed (unchecked)
 //	 8 │ length          uint32     │ payload bytes
 //	12 │ gen             uint32     │ log generation at append (see below)
 //	16 │ index           uint64     │ Raft index
@@ -28,6 +29,19 @@ package logstore
 // All integers are little-endian. The header repeats what the batch already
 // says (offsets, timestamp) so that indexing and recovery never parse a
 // batch.
+//
+// The header check. headerCheck = the two halves of CRC-32C over bytes
+// 4..5 and 8..55 (every header field but the CRC and the check itself)
+// XORed together, 0 replaced by 1. The CRC covers the whole entry, but it
+// can only be checked over the span the length field names: a length
+// damaged together with the CRC (or damaged so that the entry seems to run
+// past the end of the file) made recovery take a damaged entry for a torn
+// write, or a wrong span for an entry. A header whose check fails was
+// written whole and changed afterwards (a torn write leaves a prefix of
+// what was written, so a whole header is the header written): it is damage,
+// whatever its length says. The check sits in bytes that used to be
+// reserved and zero: a check of 0 is an entry written before it existed,
+// read unchecked as before.
 //
 // The chain. link(entry) = CRC-32C over magic, kind and bytes 12..47 (gen,
 // index, term, offsets, prevLink): every entry names the one before it.
@@ -75,7 +89,6 @@ func (h entryHeader) size() int64 { return entryHeaderBytes + int64(h.length) }
 func putEntryHeader(b []byte, h entryHeader) {
 	le := binary.LittleEndian
 	b[4], b[5] = entryMagic, h.kind
-	le.PutUint16(b[6:], 0)
 	le.PutUint32(b[8:], h.length)
 	le.PutUint32(b[12:], h.gen)
 	le.PutUint64(b[16:], h.index)
@@ -84,6 +97,17 @@ func putEntryHeader(b []byte, h entryHeader) {
 	le.PutUint32(b[40:], uint32(h.lastOffsetDelta))
 	le.PutUint32(b[44:], h.prevLink)
 	le.PutUint64(b[48:], uint64(h.maxTimestamp))
+	le.PutUint16(b[6:], headerCheck(b))
+}
+
+// headerCheck computes the header check of the encoded entry header b
+// (never 0: 0 marks a header written without one).
+func headerCheck(b []byte) uint16 {
+	c := crc32cUpdate(crc32c(b[4:6]), b[8:entryHeaderBytes])
+	if v := uint16(c) ^ uint16(c>>16); v != 0 {
+		return v
+	}
+	return 1
 }
 
 // appendEntry encodes h and payload at the end of dst, filling in length and
@@ -103,8 +127,13 @@ func entryLink(b []byte) uint32 { return crc32cUpdate(crc32c(b[4:6]), b[12:48]) 
 
 var errBadHeader = errors.New("bad entry header")
 
-// parseEntryHeader decodes b[:entryHeaderBytes]; it checks the magic and
-// reserved bytes and that the payload is at most lengthMax.
+// errHeaderCheck is a header whose check fails: it was damaged after it was
+// written (it is also an errBadHeader).
+var errHeaderCheck = fmt.Errorf("%w: header check mismatch", errBadHeader)
+
+// parseEntryHeader decodes b[:entryHeaderBytes]; it checks the header check
+// (when the header has one), the magic and that the payload is at most
+// lengthMax.
 func parseEntryHeader(b []byte, lengthMax int) (entryHeader, error) {
 	le := binary.LittleEndian
 	h := entryHeader{
@@ -119,7 +148,10 @@ func parseEntryHeader(b []byte, lengthMax int) (entryHeader, error) {
 		prevLink:        le.Uint32(b[44:]),
 		maxTimestamp:    int64(le.Uint64(b[48:])),
 	}
-	if b[4] != entryMagic || le.Uint16(b[6:]) != 0 || int64(h.length) > int64(lengthMax) {
+	if check := le.Uint16(b[6:]); check != 0 && check != headerCheck(b) {
+		return h, errHeaderCheck
+	}
+	if b[4] != entryMagic || int64(h.length) > int64(lengthMax) {
 		return h, errBadHeader
 	}
 	return h, nil

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand"
+	"strings"
 	"time"
 
 	"github.com/floe-broker/floe/clock"
@@ -56,6 +57,10 @@ type BrokerConfig struct {
 	MaintenanceTicks int
 	// Sites is told every BUGGIFY site that fires (node.Env.OnBuggify).
 	Sites *siteCounter
+	// Recoveries is told the lines a broker logs when opening a log cut
+	// something or fenced it (node.Env.Logf), for the recovery coverage
+	// rows.
+	Recoveries *siteCounter
 	// Shares configures share groups (share.go; zero: Kafka's defaults).
 	Shares node.ShareConfig
 	// Balance turns on the controller's balancer (balance.go).
@@ -99,7 +104,7 @@ func BrokerFactory(bc BrokerConfig) Factory {
 			Net:       env.Net,
 			Disk:      disk,
 			Rand:      env.Rand,
-			Logf:      env.Tracef,
+			Logf:      recoveryLogs(env.Tracef, bc.Recoveries.hook()),
 			Fatal:     env.Fatal,
 			Buggify:   env.Buggify,
 			OnBuggify: bc.Sites.hook(),
@@ -157,4 +162,19 @@ func (d *simDisk) Sync(plans []*logstore.SyncPlan, done func(err error)) {
 		}
 		done(first)
 	})
+}
+
+// recoveryLogs is tracef, also telling fn the lines that report a log
+// recovery's cut or the fence it called for (node/replicas.go; only those
+// are formatted twice).
+func recoveryLogs(tracef func(string, ...any), fn func(string)) func(string, ...any) {
+	if fn == nil {
+		return tracef
+	}
+	return func(format string, args ...any) {
+		tracef(format, args...)
+		if strings.Contains(format, "recovery cut") || strings.Contains(format, "may have acknowledged") {
+			fn(fmt.Sprintf(format, args...))
+		}
+	}
 }

@@ -30,7 +30,8 @@ var (
 	corruptFlag     = flag.Bool("corrupt", false, "TestSim: force disk corruption (of a minority of each group) on in every seed")
 	reassignFlag    = flag.Bool("reassign", false, "TestSim: force membership changes (reassignment, decommission) on in every seed; by default about half the seeds draw them")
 	longFlag        = flag.Bool("long", false, "TestSim: long seeds, a safety phase of 60 to 600 simulated seconds each")
-	replaceDiskFlag = flag.Bool("replace-disk", false, "TestSim: the disk-loss replacement fault on in every seed (no seed draws it by default; replacedisk.go)")
+	replaceDiskFlag = flag.Bool("replace-disk", false, "TestSim: force the disk-loss replacement fault on in every seed; by default about a third of the seeds draw it (replacedisk.go)")
+	allFaultsFlag   = flag.Bool("all-faults", false, "TestSim: every optional fault forced on in every seed: -corrupt -reassign -replace-disk -lying")
 	lyingFlag       = flag.Bool("lying", false, "TestSim: force the lying fsync (one node, within the damage budget) on in every seed; by default about 40% of the seeds draw it (faults_more.go)")
 )
 
@@ -72,6 +73,9 @@ var regressionSeeds = []struct {
 // simOptions is the options TestSim gives a seed.
 func simOptions(seed int64) Options {
 	o := ChooseOptions(seed)
+	if *allFaultsFlag {
+		o = o.WithAllFaults()
+	}
 	if *corruptFlag {
 		o = o.WithCorruption()
 	}

@@ -83,6 +83,21 @@ const (
 	covFencedOverLoss = "restarted member fenced over committed entries it lost"
 )
 
+// Recovery coverage (issue 13): a log's recovery at open found a damaged
+// entry header by its header check (logstore), read from the line the
+// broker logs (node/replicas.go, "... recovery cut N entries: <reason>").
+// Counted, not required: the corruption fault's flips land in an entry
+// header in few seeds. The zero-filled tails the check's companion rule
+// tells apart have no row: SimFS never leaves one (it models no extents).
+const covHeaderCheck = "recovery: damaged entry header caught by its check"
+
+// coverRecovery counts the recovery paths a broker's log line shows.
+func (r *run) coverRecovery(line string) {
+	if strings.Contains(line, "header check mismatch") {
+		r.cover(covHeaderCheck)
+	}
+}
+
 // cover counts one reach of the named path.
 func (r *run) cover(name string) {
 	if r.coverage == nil {

@@ -89,6 +89,13 @@ func (o Options) WithCorruption() Options {
 	return o
 }
 
+// WithAllFaults returns o with every optional fault forced on: disk
+// corruption, membership changes, disk replacement and the lying fsync
+// (-all-faults, --all-faults).
+func (o Options) WithAllFaults() Options {
+	return o.WithCorruption().WithReassign().WithReplaceDisk().WithLying()
+}
+
 // LongMin and LongMax bound the safety phase of a long seed (WithLong).
 const (
 	LongMin = 60 * time.Second
@@ -132,7 +139,7 @@ type FaultOptions struct {
 	Corrupt   float64 // flip bits in or truncate a file of a down node (a minority of each group)
 	Voters    float64 // add or remove a controller voter (voters.go)
 	// ReplaceDisk wipes a node's whole disk and restarts it under the same
-	// id (replacedisk.go; opt-in, no seed draws it).
+	// id (replacedisk.go; about a third of the seeds draw it).
 	ReplaceDisk float64
 	// Aim is the chance a process fault or isolation targets a partition
 	// leader or the controller instead of a random node.
@@ -263,6 +270,7 @@ func ChooseOptions(seed int64) Options {
 	o.KIP848Classic = chooseKIP848Classic(seed, o.KIP848Members) // its own generator
 	o.Quotas = chooseQuotas(seed)                                // its own generator
 	o.Faults.Voters = chooseVoters(seed)                         // its own generator
+	o.Faults.ReplaceDisk = chooseReplaceDisk(seed)               // its own generator
 	return o
 }
 

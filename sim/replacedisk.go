@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math/rand"
 	"path"
 
 	"github.com/floe-broker/floe/logstore"
@@ -10,23 +11,43 @@ import (
 // The disk-loss replacement fault (issue 23): a node's whole disk is lost
 // and the broker is started again, later, under the same id on an empty
 // data directory (node/disk.go fences its old groups' replicas until they
-// have caught up with a leader). Opt-in: -replace-disk / --replace-disk
-// (WithReplaceDisk); no drawn seed turns it on, so every seed's run stays
-// what it was.
+// have caught up with a leader). Part of the default fault set (issue 13):
+// about a third of the seeds draw it (chooseReplaceDisk, from its own
+// generator, so every other draw of a seed stays what it was);
+// -replace-disk / --replace-disk (WithReplaceDisk) forces it on in every
+// seed.
 //
 // Like the corruption fault it counts against the damage budget: a node's
 // disk is replaced only if, for every replica directory it holds, at most
 // a minority of the group's replicas are then damaged or replaced
 // (nemesis.damagedDirs), so a majority of every group keeps its data.
 
-// ReplaceDiskRate is the rate of the fault when a run turns it on.
+// ReplaceDiskRate is the rate of the fault when a run forces it on.
 const ReplaceDiskRate = 0.5
 
-// WithReplaceDisk returns o with the disk-loss replacement fault on.
+// WithReplaceDisk returns o with the disk-loss replacement fault on at
+// ReplaceDiskRate, whatever the seed drew.
 func (o Options) WithReplaceDisk() Options {
 	o.Faults.ReplaceDisk = ReplaceDiskRate
 	return o
 }
+
+// chooseReplaceDisk draws the rate of the disk-loss replacement fault: on
+// in about a third of the seeds, at 0.2 to 0.8 a simulated second. Its own
+// generator: turning the fault on by default shifted no other draw.
+func chooseReplaceDisk(seed int64) float64 {
+	rng := rand.New(rand.NewSource(seed ^ 0x0d15c0))
+	if rng.Intn(3) != 0 {
+		return 0
+	}
+	return 0.2 + 0.6*rng.Float64()
+}
+
+// covDiskReplaced counts the disks the fault wiped (a node restarted on
+// an empty disk under its old id).
+const covDiskReplaced = "fault: disk replaced (node restarted on an empty disk)"
+
+func init() { coveragePaths = append(coveragePaths, covDiskReplaced) }
 
 // replaceDisk wipes one node's disk (crashing it first) and restarts it
 // later on the empty disk.
@@ -60,6 +81,7 @@ func (n *nemesis) replaceDisk() {
 	n.w.FS(id).Wipe()
 	n.r.inv.diskReplaced(id)
 	n.r.replacedDisks++
+	n.r.cover(covDiskReplaced)
 	if !n.restartDue[id] {
 		n.restartAfter(id, n.duration())
 	}

@@ -84,8 +84,8 @@ func (res *Result) ReplayCommands() string {
 	if res.Options.Faults.Corrupt != ChooseOptions(res.Options.Seed).Faults.Corrupt {
 		test, cli = test+" -corrupt", cli+" --corrupt" // forced on, not the seed's own draw
 	}
-	if res.Options.Faults.ReplaceDisk > 0 {
-		test, cli = test+" -replace-disk", cli+" --replace-disk"
+	if res.Options.Faults.ReplaceDisk != ChooseOptions(res.Options.Seed).Faults.ReplaceDisk {
+		test, cli = test+" -replace-disk", cli+" --replace-disk" // forced on, not the seed's own draw
 	}
 	if res.Options.Faults.Reassign != ChooseOptions(res.Options.Seed).Faults.Reassign {
 		test, cli = test+" -reassign", cli+" --reassign"
@@ -313,6 +313,11 @@ func Run(o Options) *Result {
 	bc.Sites = &siteCounter{fn: func(site string) { // sites firing at boot, before r, go uncounted
 		if r != nil {
 			r.cover(buggifyCoverage + site)
+		}
+	}}
+	bc.Recoveries = &siteCounter{fn: func(line string) { // logs at boot, before r, go uncounted
+		if r != nil {
+			r.coverRecovery(line)
 		}
 	}}
 	w := NewWorld(Config{

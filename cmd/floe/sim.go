@@ -6,7 +6,8 @@ package main
 //	floe sim --seed 42 --trace t.txt         ... and write its whole trace
 //	floe sim --seeds 5000 --workers 2        a campaign over seeds 1..5000
 //	--corrupt, --reassign                    force disk corruption, membership changes on in every seed
-//	--replace-disk                           the disk-loss replacement fault on (no seed draws it)
+//	--replace-disk                           force the disk-loss replacement fault on in every seed (a third draw it)
+//	--all-faults                             --corrupt --reassign --replace-disk --lying
 //	--long                                   long seeds: 60 to 600 simulated seconds of faults each
 //	--lying                                  force the lying fsync on one node on in every seed (40% draw it)
 //	--auth                                   force SASL/SCRAM and ACLs on in every seed (a third draw them)
@@ -37,15 +38,17 @@ type simFlags struct {
 	start   int64
 	workers int
 	corrupt bool
-	// replaceDisk turns the disk-loss replacement fault on.
+	// replaceDisk forces the disk-loss replacement fault on.
 	replaceDisk bool
-	reassign    bool
-	long        bool
-	lying       bool
-	auth        bool
-	tracePath   string
-	historyOut  string
-	verbose     bool
+	// allFaults forces corrupt, reassign, replaceDisk and lying on.
+	allFaults  bool
+	reassign   bool
+	long       bool
+	lying      bool
+	auth       bool
+	tracePath  string
+	historyOut string
+	verbose    bool
 }
 
 func runSim(args []string) error {
@@ -57,7 +60,8 @@ func runSim(args []string) error {
 	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "seeds run in parallel in a campaign")
 	fs.BoolVar(&f.corrupt, "corrupt", false, "force disk corruption (of a minority of each group) on in every seed; by default about half the seeds draw it")
 	fs.BoolVar(&f.reassign, "reassign", false, "force membership changes (reassignment, decommission) on in every seed; by default about half the seeds draw them")
-	fs.BoolVar(&f.replaceDisk, "replace-disk", false, "turn the disk-loss replacement fault on (a node's whole disk wiped, restarted under the same id; within the damage budget); no seed draws it by default")
+	fs.BoolVar(&f.replaceDisk, "replace-disk", false, "force the disk-loss replacement fault (a node's whole disk wiped, restarted under the same id; within the damage budget) on in every seed; by default about a third of the seeds draw it")
+	fs.BoolVar(&f.allFaults, "all-faults", false, "force every optional fault on in every seed: --corrupt --reassign --replace-disk --lying")
 	fs.BoolVar(&f.long, "long", false, "long seeds: a safety phase of 60 to 600 simulated seconds each")
 	fs.BoolVar(&f.lying, "lying", false, "force the lying fsync (one node, segment files; its losses within the corruption budget) on in every seed; by default about 40% of the seeds draw it")
 	fs.BoolVar(&f.auth, "auth", false, "force SASL/SCRAM authentication and ACLs, with the ACL workload, on in every seed; by default about a third of the seeds draw them")
@@ -81,6 +85,9 @@ func runSim(args []string) error {
 
 func options(seed int64, f simFlags) sim.Options {
 	o := sim.ChooseOptions(seed)
+	if f.allFaults {
+		o = o.WithAllFaults()
+	}
 	if f.corrupt {
 		o = o.WithCorruption()
 	}

@@ -467,6 +467,32 @@ var mutations = []mutation{
 		Why:         "membership: a replica restarted with its checkpoint ahead of its log and caught up by an older snapshot skips the change it replays, and keeps the snapshot's membership for good",
 		Run:         "^TestSimOptionalFaultRegressions$/seed=942712",
 	},
+	// The entry header check (issue 13): a length damaged with the CRC.
+	{
+		Name: "header-check-ignored", File: "logstore/segment.go",
+		Original:    "if check := le.Uint16(b[6:]); check != 0 && check != headerCheck(b) {",
+		Replacement: "if check := le.Uint16(b[6:]); false && check != 0 {",
+		Why:         "vote fence: an entry whose length and CRC were damaged together is cut as a torn write, so the replica restarts unfenced after forgetting an entry it acknowledged",
+		Run:         "^TestCRCAndLengthDamagedTogetherIsDamage$",
+		Pkg:         "./logstore",
+	},
+	// A zero-filled tail of the active segment is a torn write (issue 13).
+	{
+		Name: "zero-tail-taken-for-damage", File: "logstore/recovery.go",
+		Original:    "case zeroTail && !l.laterSegmentData(s.base):",
+		Replacement: "case false:",
+		Why:         "availability: a tail the file system extended but never wrote (zeros) is taken for damage, and the replica is fenced over entries that were never durable",
+		Run:         "^TestZeroFilledTailIsATornWrite$",
+		Pkg:         "./logstore",
+	},
+	// Disk replacement in the default fault set (issue 13).
+	{
+		Name: "replace-disk-not-drawn", File: "sim/replacedisk.go",
+		Original:    "if rng.Intn(3) != 0 {",
+		Replacement: "if true {",
+		Why:         "fault coverage: no default seed loses a disk, so plain go test ./sim never exercises disk loss and rebuild",
+		Run:         "^TestDefaultSeedsDrawDiskReplacement$",
+	},
 	// A failed read is not damage (sim TestHeavyReadFaultsLoseNothing).
 	{
 		Name: "read-fault-is-damage", File: "logstore/segment.go",
