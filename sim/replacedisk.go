@@ -43,7 +43,7 @@ func (n *nemesis) replaceDisk() {
 		return
 	}
 	for dir := range dirs { //floe:unordered only checks every one
-		if n.damagedDirs[dir][id] || len(n.damagedDirs[dir])+1 > (n.groupSize(dir)-1)/2 {
+		if n.damagedDirs[dir][id] || n.damageOf(dir, id)+1 > (n.groupSize(dir)-1)/2 {
 			return // past the budget: a majority of some group would lose its copy
 		}
 	}
@@ -58,6 +58,7 @@ func (n *nemesis) replaceDisk() {
 	}
 	n.w.Tracef("fault replace-disk n%d: its disk is wiped; it restarts on an empty one under the same id", id)
 	n.w.FS(id).Wipe()
+	n.replaced[id] = true
 	n.r.inv.diskReplaced(id)
 	n.r.replacedDisks++
 	if !n.restartDue[id] {
