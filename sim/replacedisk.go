@@ -17,7 +17,10 @@ import (
 // Like the corruption fault it counts against the damage budget: a node's
 // disk is replaced only if, for every replica directory it holds, at most
 // a minority of the group's replicas are then damaged or replaced
-// (nemesis.damagedDirs), so a majority of every group keeps its data.
+// (nemesis.damagedDirs), so a majority of every group keeps its data. From
+// then on the replaced node counts as a damaged copy of every group
+// (nemesis.damageOf), since it opens fenced the replicas of groups created
+// while it was down too.
 
 // ReplaceDiskRate is the rate of the fault when a run turns it on.
 const ReplaceDiskRate = 0.5
