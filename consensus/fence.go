@@ -65,15 +65,17 @@ import "math"
 // without knowing it, which would have this member (its term forgotten)
 // acknowledge entries of a stale term. The term probe below makes sure of
 // it: the member takes no leader's messages until it learned, from enough
-// voters, a term at least that of every committed entry. A brand-new group's replicas are never fenced (node/disk.go): with
-// every member empty there is nothing to lose, and a fenced majority would
-// never elect. Where the application cannot tell a new group from a lost
-// disk (the controller group: node/disk.go), Config.LostLogBootstrapTerm
-// lets the fenced member vote for, and campaign with, a log holding only
-// the group's bootstrap entries: in a group that ever elected a leader,
-// every member that heard from one has a later last term and refuses such
-// a candidate, so the fenced member's vote can only help elect a candidate
-// that a majority of members that never heard from a leader also chose.
+// voters, a term at least that of every committed entry. A brand-new
+// group's replicas are never fenced (node/disk.go): with every member
+// empty there is nothing to lose, and a fenced majority would never elect.
+// Where the application cannot tell a new group from a lost disk (the
+// controller group: node/disk.go), Config.LostLogBootstrapTerm lets the
+// fenced member vote for, and campaign with, a log holding only the
+// group's bootstrap entries, once its term probe found the group new: a
+// majority of the voters, itself included, whose logs hold bootstrap
+// entries only (see the term probe below). A member that the probe finds
+// replaced (some voter's log went past the bootstrap term) loses the
+// exception and catches up like any other.
 // A member that wins an election under the lost-log fence drops it: its
 // log is the log of the leader it would have waited to hear from.
 
@@ -150,9 +152,11 @@ func (r *raft) learnLeaderLog(m Message) {
 
 // bootstrapOnly reports whether a log whose last term is term holds only
 // bootstrap entries, for a member under the lost-log fence that may take
-// part in a first election (Config.LostLogBootstrapTerm).
+// part in a first election (Config.LostLogBootstrapTerm): only once its
+// term probe found the group new (see the term probe below).
 func (r *raft) bootstrapOnly(term uint64) bool {
-	return r.lostLogBootstrapTerm > 0 && term <= r.lostLogBootstrapTerm && r.voteFence.IsLostLog()
+	return r.lostLogBootstrapTerm > 0 && term <= r.lostLogBootstrapTerm && r.voteFence.IsLostLog() &&
+		r.probe.learned && !r.probe.replaced
 }
 
 // fenceAdmits reports whether the fence lets this member vote for a
@@ -218,33 +222,69 @@ func (rn *RawNode) LeaderLogFence() VoteFence { return rn.raft.leaderLogFence }
 // first leader it takes is of that term or later, which by Leader
 // Completeness holds every entry committed before (Alagappan et al.,
 // "Protocol-Aware Recovery", FAST 2018). The answers are kept in memory:
-// a restart asks again. Votes are not held back: the lost-log fence admits
-// no candidate anyway (bootstrapOnly aside, which needs no term).
+// a restart asks again.
+//
+// A member with the bootstrap exception (Config.LostLogBootstrapTerm: the
+// controller replica on a fresh data directory) cannot tell a new group
+// from a replaced voter by itself; the answers tell it. Each answer also
+// carries the last term of the answering member's log. A member whose log
+// holds an entry past the bootstrap term has heard from a leader (a
+// leader's first entry is of its own term, and a log's last term never
+// goes down), and every entry committed past the bootstrap entries is held
+// by a majority, each of whose logs then ends past the bootstrap term. So:
+//
+//   - an answer whose last term is past the bootstrap term makes the member
+//     a replaced voter for good (until a restart): the bootstrap exception
+//     no longer applies, and it learns the term as above (from enough
+//     voters that one holds every committed entry), then catches up from a
+//     leader like any lost-log member;
+//   - answers from enough voters that, with the member itself, they make a
+//     majority, all with logs of bootstrap entries only, mean no entry past
+//     bootstrap was committed: a majority that held one would share a
+//     member with them, the member itself aside, whose old log is gone; a
+//     majority whose only other members are such answerers is the case
+//     below. The group is new, and the member may vote and campaign under
+//     the exception without waiting for the other voters, so a new group
+//     with a voter still down elects (with the full probe's rule it waited
+//     for that voter forever). It decides so only an election timeout
+//     after it started asking, so that every voter it can reach has had
+//     time to answer: one whose log went past the bootstrap term, if
+//     reachable, is heard before the decision.
+//
+// Until one of the two holds, the member neither votes nor campaigns under
+// the exception: a replaced voter must not help elect, nor win with, a log
+// of bootstrap entries only. The answer is the peer's log's last term, not
+// its commit index: a member that acknowledged a committed entry may not
+// know yet that it was committed. The one case this does not cover is a
+// replaced voter that reaches, within the election timeout, only voters
+// that never heard from a leader (down since the group was created) while
+// those holding the committed entries are down or cut off; and a member
+// that knows no voters yet (a broker started with --join, which learns the
+// configuration from the leader's snapshot) cannot ask anyone (docs/
+// architecture.md, "A replaced disk").
 
 // termProbe is the state of a lost-log member's term probe.
 type termProbe struct {
 	learned bool
+	// replaced: some voter's log went past the bootstrap term, so this
+	// member is not in a new group and the bootstrap exception is off.
+	replaced bool
 	// answers are the voters that answered and their terms, in arrival
 	// order (a slice, not a map: nothing here depends on map order).
 	answers []probeAnswer
 	// wait counts the ticks until the next round of queries.
 	wait int
+	// elapsed counts the ticks since the probe started.
+	elapsed int
 }
 
-type probeAnswer struct{ id, term uint64 }
+// probeAnswer is voter id's current term and its log's last term.
+type probeAnswer struct{ id, term, lastTerm uint64 }
 
 // awaitingTerm reports whether this member is under the lost-log fence
 // and has not yet learned the group's term.
-//
-// A member with the bootstrap exception (the controller group on a fresh
-// data directory) does not probe: it cannot tell a new cluster from a
-// replaced voter, and in a new cluster with a voter still down the probe
-// would wait for it forever (a fresh 3-voter controller with 2 up never
-// committed: itest TestRollingRestartCheckControllerQuorum). The
-// controller group keeps the stale-leader window, bounded by check-quorum
-// as before the probe.
 func (r *raft) awaitingTerm() bool {
-	return r.voteFence.IsLostLog() && !r.probe.learned && r.state != StateLeader && r.lostLogBootstrapTerm == 0
+	return r.voteFence.IsLostLog() && !r.probe.learned && r.state != StateLeader
 }
 
 // probeNeeds is how many voters other than this member must answer: enough
@@ -258,6 +298,11 @@ func (r *raft) probeNeeds() int {
 // not answered yet.
 func (r *raft) tickTermProbe() {
 	if !r.awaitingTerm() {
+		return
+	}
+	r.probe.elapsed++
+	if r.probeFindsNewGroup() {
+		r.learnProbedTerm()
 		return
 	}
 	if r.probe.wait > 0 {
@@ -300,10 +345,10 @@ func (r *raft) probeAnswered(id uint64) bool {
 func (r *raft) stepTermProbe(m Message) bool {
 	switch m.Type {
 	case MsgTermQuery:
-		r.send(Message{To: m.From, Type: MsgTermQueryResp})
+		r.send(Message{To: m.From, Type: MsgTermQueryResp, Index: r.log.lastIndex(), LogTerm: r.log.lastTerm()})
 		return true
 	case MsgTermQueryResp:
-		r.takeProbeAnswer(m.From, m.Term)
+		r.takeProbeAnswer(probeAnswer{id: m.From, term: m.Term, lastTerm: m.LogTerm})
 		return true
 	case MsgApp, MsgHeartbeat, MsgSnap:
 		// Unanswered: the leader sends heartbeats again, and the first
@@ -314,16 +359,29 @@ func (r *raft) stepTermProbe(m Message) bool {
 	return false
 }
 
-// takeProbeAnswer records voter id's term; once enough voters answered,
+// takeProbeAnswer records a voter's answer; once enough voters answered,
 // the member moves to the largest term.
-func (r *raft) takeProbeAnswer(id, term uint64) {
-	if !r.awaitingTerm() || id == r.id || !r.trk.isVoter(id) || r.probeAnswered(id) {
+func (r *raft) takeProbeAnswer(a probeAnswer) {
+	if a.id == r.id || !r.trk.isVoter(a.id) || !r.voteFence.IsLostLog() {
 		return
 	}
-	r.probe.answers = append(r.probe.answers, probeAnswer{id: id, term: term})
-	if len(r.probe.answers) < r.probeNeeds() {
+	if a.lastTerm > r.lostLogBootstrapTerm {
+		// Even once the probe is over: a late answer can only turn the
+		// exception off, never on.
+		r.probe.replaced = true
+	}
+	if !r.awaitingTerm() || r.probeAnswered(a.id) {
 		return
 	}
+	r.probe.answers = append(r.probe.answers, a)
+	if len(r.probe.answers) >= r.probeNeeds() {
+		r.learnProbedTerm()
+	}
+}
+
+// learnProbedTerm ends the probe: the member moves to the largest term
+// answered.
+func (r *raft) learnProbedTerm() {
 	top := uint64(0)
 	for _, a := range r.probe.answers {
 		top = max(top, a.term)
@@ -332,4 +390,15 @@ func (r *raft) takeProbeAnswer(id, term uint64) {
 	if top > r.term {
 		r.becomeFollower(top, 0)
 	}
+}
+
+// probeFindsNewGroup reports whether the answers show a new group to a
+// member with the bootstrap exception: an election timeout after it
+// started asking, a majority of the voters with this member, none of
+// whose logs went past the bootstrap term.
+func (r *raft) probeFindsNewGroup() bool {
+	if r.lostLogBootstrapTerm == 0 || r.probe.replaced || r.probe.elapsed <= r.electionTicks {
+		return false
+	}
+	return len(r.probe.answers)+1 >= len(r.trk.voters)/2+1
 }

@@ -9,7 +9,10 @@ package node
 // not asked). v1 asks for an endpoint type: brokers (1) are served;
 // controllers (2) are UNSUPPORTED_ENDPOINT_TYPE, since Floe's controllers are
 // its brokers and have no endpoint of their own. v2 (fenced brokers) is not
-// advertised.
+// advertised. Right after a start the answer waits, up to 5 s, for the
+// broker's metadata to catch up with the controller (catchup.go, "Held
+// cluster listings"), so that a restarted broker does not list a partial
+// set of brokers.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,6 +27,9 @@ const endpointTypeBrokers = 1
 // Authorization: DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED);
 // the cluster's authorized operations when asked.
 func serveDescribeCluster(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+	if r.holdListing(serveDescribeCluster, c, kreq, respond) {
+		return
+	}
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	az := r.authorize(c, req)

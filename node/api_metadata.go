@@ -21,7 +21,9 @@ package node
 // it started (catchup.go), a topic it does not know may exist: it is
 // answered LEADER_NOT_AVAILABLE, which clients retry, rather than
 // UNKNOWN_TOPIC_OR_PARTITION, which they give up on after a few tries, and
-// nothing is auto-created.
+// nothing is auto-created. Right after a start the answer waits, up to
+// 5 s, for that catch-up (catchup.go, "Held cluster listings"), so that a
+// restarted broker does not list a partial set of brokers.
 //
 // Authorization (as Kafka's KafkaApis does it): a listing of every topic
 // leaves out the topics the client may not DESCRIBE, silently; a topic
@@ -43,6 +45,9 @@ import (
 )
 
 func serveMetadata(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
+	if r.holdListing(serveMetadata, c, kreq, respond) {
+		return
+	}
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	az := r.authorize(c, req)

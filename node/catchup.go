@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/floe-broker/floe/consensus"
 )
 
@@ -31,6 +33,9 @@ type catchUp struct {
 	target uint64        // the ReadIndex answer to apply, once known
 	known  bool          // target is set
 	sent   time.Duration // monotonic send time of the request in flight, 0 if none
+	// held are the Metadata and DescribeCluster requests waiting for the
+	// catch-up (below), in arrival order.
+	held []heldRequest
 }
 
 // catchUpTag tags a catch-up ReadIndex: 'M' and the send time.
@@ -145,4 +150,55 @@ func (r *Reactor) Serving() (bool, string) {
 		return false, fmt.Sprintf("%d local replicas have no known leader (%s first)", leaderless, first)
 	}
 	return true, ""
+}
+
+// Held cluster listings. Until it has caught up, the brokers a broker
+// lists are the ones its controller replica has applied so far: right
+// after a restart, the brokers registered before it went down, or only
+// itself; a client that bootstraps from it (or an operator's script that
+// counts the brokers) takes that partial list for the cluster. So Metadata
+// and DescribeCluster wait for the catch-up, up to metadataHoldMax after
+// the start (counted in the reactor's ticks): a controller without a
+// quorum must not keep every client from an answer, and the request's own
+// deadline (8 s, expire.go) is later. Past the bound they are answered with
+// what the broker has, as before.
+
+// metadataHoldMax bounds how long after its start a broker holds cluster
+// listings for the catch-up.
+const metadataHoldMax = 5 * time.Second
+
+// heldRequest is a request served once the hold ends.
+type heldRequest struct {
+	c       Client
+	req     kmsg.Request
+	respond func(kmsg.Response)
+	serve   handler
+}
+
+// holdListing holds a cluster listing (served by serve) while the
+// metadata catches up; it reports whether it held the request.
+func (r *Reactor) holdListing(serve handler, c Client, req kmsg.Request, respond func(kmsg.Response)) bool {
+	if !r.holdingListings() {
+		return false
+	}
+	r.catchUp.held = append(r.catchUp.held, heldRequest{c: c, req: req, respond: respond, serve: serve})
+	return true
+}
+
+// holdingListings reports whether cluster listings wait: the metadata has
+// not caught up, and the start was less than metadataHoldMax ago.
+func (r *Reactor) holdingListings() bool {
+	return !r.catchUp.done && time.Duration(r.ticks)*r.cfg.TickInterval < metadataHoldMax
+}
+
+// releaseListings serves the held listings once the hold is over.
+func (r *Reactor) releaseListings() {
+	if len(r.catchUp.held) == 0 || r.holdingListings() {
+		return
+	}
+	held := r.catchUp.held
+	r.catchUp.held = nil
+	for _, h := range held {
+		h.serve(r, h.c, h.req, h.respond)
+	}
 }

@@ -131,11 +131,14 @@ func (r *Reactor) fenceLostDisk(g uint64, name, dir string, log *logstore.Log, p
 // fenceNewController makes the lost-log fence of the controller replica
 // durable when this start formatted the data directory: nothing here
 // tells a new cluster from a broker whose disk was replaced, so every new
-// controller replica with peers starts fenced. The fence lets it take part
-// in the group's first election (Config.LostLogBootstrapTerm: it votes
-// for, and campaigns with, a log of bootstrap entries only), so a new
-// cluster elects as before; a replaced voter votes for no candidate whose
-// log went past bootstrap until it has caught up with a leader.
+// controller replica with peers starts fenced. An initial voter may take
+// part in the group's first election (Config.LostLogBootstrapTerm: it
+// votes for, and campaigns with, a log of bootstrap entries only) once its
+// term probe found the group new: a majority of the voters, itself
+// included, whose logs hold the bootstrap entries only. So a new cluster
+// elects, even with a voter down; a replaced voter hears from a voter
+// whose log went past bootstrap, loses the exception, and votes for
+// nobody until it has caught up with a leader (consensus/fence.go).
 func (r *Reactor) fenceNewController(dir string, log *logstore.Log, peers bool) error {
 	if !r.freshDisk || !peers || !isNewLog(log) || plant.Enabled(plant.LostDiskFenceOff) {
 		return nil

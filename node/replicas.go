@@ -109,7 +109,13 @@ func (r *Reactor) openController() error {
 		}
 	}
 	rc := r.raftConfig(log)
-	rc.LostLogBootstrapTerm = bootstrapTerm
+	if r.isInitialVoter() {
+		// Only a replica that holds the bootstrap entries takes part in
+		// a new group's first election; one started with --join never
+		// does, so it has no exception to the lost-log fence
+		// (consensus/fence.go: its term probe tells it a new group).
+		rc.LostLogBootstrapTerm = bootstrapTerm
+	}
 	if err := r.fenceOnOpen(controller.ControllerGroup, "the controller", dir, log, rec, peers, &rc); err != nil {
 		_ = log.Close()
 		return err

@@ -25,6 +25,7 @@ func (r *Reactor) onTick() {
 	r.retryForwards()
 	r.retryVoterChanges()
 	r.probeMetadata()
+	r.releaseListings()
 	r.pumpBarriers()
 	r.campaignNewGroups()
 	r.renewLeases()

@@ -232,7 +232,7 @@ func (m *moreFaults) lieMayLose(id netx.NodeID, name string) bool {
 		// Damaged already (by this lie's crash too): one loss per replica.
 		return false
 	}
-	if len(n.damagedDirs[dir])+1 > (n.groupSize(dir)-1)/2 {
+	if n.damageOf(dir, id)+1 > (n.groupSize(dir)-1)/2 {
 		n.w.Tracef("fault lying-fsync n%d: %s kept (no damage budget)", id, name)
 		return false
 	}

@@ -33,6 +33,14 @@ type nemesis struct {
 	// others keep good copies.
 	corrupted   map[netx.NodeID]bool
 	damagedDirs map[string]map[netx.NodeID]bool
+	// replaced are the nodes whose disk was replaced. Each counts as a
+	// damaged copy in every group (damageOf): a replaced broker opens
+	// fenced every replica of a group created before it registered its new
+	// disk, including groups created while it was down, which its wiped
+	// directories did not list (seed 945017 with -replace-disk: a group
+	// created then, fenced on the replaced node, also lost its copy on a
+	// lying node and could never elect).
+	replaced map[netx.NodeID]bool
 	// shrunk marks the workload topic's partitions a reassignment was
 	// asked to shrink to two replicas: the corruption fault no longer
 	// damages their copies (two voters tolerate no damaged one, and the
@@ -59,7 +67,7 @@ func newNemesis(r *run) *nemesis {
 	n := &nemesis{
 		r: r, w: r.w, o: r.o.Faults, rng: rand.New(rand.NewSource(r.w.Rand().Int63())),
 		restartDue: map[netx.NodeID]bool{}, corrupted: map[netx.NodeID]bool{}, counts: map[string]int{},
-		damagedDirs: map[string]map[netx.NodeID]bool{}, shrunk: map[int32]bool{},
+		damagedDirs: map[string]map[netx.NodeID]bool{}, shrunk: map[int32]bool{}, replaced: map[netx.NodeID]bool{},
 	}
 	n.more = newMoreFaults(n)
 	return n
@@ -363,7 +371,7 @@ func (n *nemesis) corrupt() {
 	var files []string
 	for _, f := range dataFiles(n.w.FS(id), "data") {
 		dir := path.Dir(f)
-		if !n.damagedDirs[dir][id] && len(n.damagedDirs[dir])+1 <= (n.groupSize(dir)-1)/2 {
+		if !n.damagedDirs[dir][id] && n.damageOf(dir, id)+1 <= (n.groupSize(dir)-1)/2 {
 			files = append(files, f)
 		}
 	}
@@ -520,4 +528,17 @@ func (n *nemesis) summary() string {
 		parts[i] = fmt.Sprintf("%s=%d", k, n.counts[k])
 	}
 	return strings.Join(parts, " ")
+}
+
+// damageOf counts the damaged copies of dir's group that a new damage on
+// node id would add to: those damagedDirs records, and every other node
+// whose disk was replaced (see replaced).
+func (n *nemesis) damageOf(dir string, id netx.NodeID) int {
+	c := len(n.damagedDirs[dir])
+	for r := range n.replaced { //floe:unordered only counts
+		if r != id && !n.damagedDirs[dir][r] {
+			c++
+		}
+	}
+	return c
 }

@@ -20,7 +20,10 @@ import (
 // Like the corruption fault it counts against the damage budget: a node's
 // disk is replaced only if, for every replica directory it holds, at most
 // a minority of the group's replicas are then damaged or replaced
-// (nemesis.damagedDirs), so a majority of every group keeps its data.
+// (nemesis.damagedDirs), so a majority of every group keeps its data. From
+// then on the replaced node counts as a damaged copy of every group
+// (nemesis.damageOf), since it opens fenced the replicas of groups created
+// while it was down too.
 
 // ReplaceDiskRate is the rate of the fault when a run forces it on.
 const ReplaceDiskRate = 0.5
@@ -64,7 +67,7 @@ func (n *nemesis) replaceDisk() {
 		return
 	}
 	for dir := range dirs { //floe:unordered only checks every one
-		if n.damagedDirs[dir][id] || len(n.damagedDirs[dir])+1 > (n.groupSize(dir)-1)/2 {
+		if n.damagedDirs[dir][id] || n.damageOf(dir, id)+1 > (n.groupSize(dir)-1)/2 {
 			return // past the budget: a majority of some group would lose its copy
 		}
 	}
@@ -79,6 +82,7 @@ func (n *nemesis) replaceDisk() {
 	}
 	n.w.Tracef("fault replace-disk n%d: its disk is wiped; it restarts on an empty one under the same id", id)
 	n.w.FS(id).Wipe()
+	n.replaced[id] = true
 	n.r.inv.diskReplaced(id)
 	n.r.replacedDisks++
 	n.r.cover(covDiskReplaced)

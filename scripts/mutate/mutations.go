@@ -569,10 +569,39 @@ var mutations = []mutation{
 	// do not reach; the scripted scenario pins it.
 	{
 		Name: "lost-log-term-probe-off", File: "consensus/fence.go",
-		Original:    "return r.voteFence.IsLostLog() && !r.probe.learned && r.state != StateLeader && r.lostLogBootstrapTerm == 0",
+		Original:    "return r.voteFence.IsLostLog() && !r.probe.learned && r.state != StateLeader",
 		Replacement: "return false",
 		Why:         "disk identity: a member restarted on a new disk takes a deposed leader's stale term and log end, which commits over entries a later term committed",
 		Run:         "^TestLostLogFenceRefusesStaleLeader$",
 		Pkg:         "./consensus",
+	},
+	// The term probe's bootstrap case (consensus/fence.go): a controller
+	// replica on a fresh directory tells a new group from a replaced voter
+	// by the answers' last terms. Both schedules are scripted.
+	{
+		Name: "replaced-voter-taken-for-new-group", File: "consensus/fence.go",
+		Original:    "if a.lastTerm > r.lostLogBootstrapTerm {",
+		Replacement: "if false {",
+		Why:         "disk identity: a replaced controller voter takes its group for a new one and, with a voter that never heard from a leader, elects a log of bootstrap entries only over committed entries",
+		Run:         "^TestReplacedBootstrapVoterProbes$",
+		Pkg:         "./consensus",
+	},
+	{
+		Name: "new-group-probe-waits-for-all", File: "consensus/fence.go",
+		Original:    "return len(r.probe.answers)+1 >= len(r.trk.voters)/2+1",
+		Replacement: "return false",
+		Why:         "availability: a new controller group with one voter still down never elects (every fresh replica waits for that voter's answer)",
+		Run:         "^TestFreshGroupWithOneVoterDownCommits$",
+		Pkg:         "./consensus",
+	},
+	// Held cluster listings (node/catchup.go): the simulator's checkers do
+	// not look at the broker list; the node test does.
+	{
+		Name: "listings-not-held", File: "node/catchup.go",
+		Original:    "return !r.catchUp.done && time.Duration(r.ticks)*r.cfg.TickInterval < metadataHoldMax",
+		Replacement: "return false",
+		Why:         "stale metadata: a restarted broker lists only the brokers its own controller log held",
+		Run:         "^TestRestartedBrokerListsEveryBroker$",
+		Pkg:         "./node",
 	},
 }
