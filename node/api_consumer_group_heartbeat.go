@@ -8,15 +8,21 @@ package node
 // Server-side assignment sees the topics that exist (consumerTopics), with
 // the racks of their replicas' brokers for rack-aware assignment.
 //
-// Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED); subscribed
-// topic names the client may not DESCRIBE are dropped from its
-// subscription. A regex matches only the topics the member's principal may
-// DESCRIBE, as in Kafka: the coordinator records the principal with the
-// member (while the authorizer is on) and asks the authorizer for it
-// whenever it resolves the group's subscriptions (Reactor.mayDescribeTopic).
+// Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED); then, as
+// Kafka 4.0 does (KAFKA-18813) before it hands the request to the
+// coordinator, DESCRIBE on every topic named in SubscribedTopicNames: if
+// one is denied the heartbeat fails with TOPIC_AUTHORIZATION_FAILED, its
+// message naming the denied topics, and the group is left as it was (the
+// coordinator never sees the request). A regex matches only the topics
+// the member's principal may DESCRIBE, as in Kafka: the coordinator
+// records the principal with the member (while the authorizer is on) and
+// asks the authorizer for it whenever it resolves the group's
+// subscriptions (Reactor.mayDescribeTopic).
 
 import (
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -35,25 +41,35 @@ func serveConsumerGroupHeartbeat(r *Reactor, c Client, kreq kmsg.Request, respon
 		fail(errGroupAuth.Code)
 		return
 	}
+	if denied := undescribable(az, req.SubscribedTopicNames); len(denied) > 0 {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = errTopicAuth.Code
+		resp.ErrorMessage = kmsg.StringPtr("not authorized to DESCRIBE the subscribed topics: " + strings.Join(denied, ", "))
+		respond(resp)
+		return
+	}
 	co, err := r.coordinatorFor(req.Group)
 	if err != nil {
 		fail(err.Code)
 		return
-	}
-	if req.SubscribedTopicNames != nil {
-		kept := []string{}
-		for _, t := range req.SubscribedTopicNames {
-			if az.topic(t, kmsg.ACLOperationDescribe) {
-				kept = append(kept, t)
-			}
-		}
-		req.SubscribedTopicNames = kept
 	}
 	gc := groupClient(c)
 	if r.cfg.Security.enforcing() {
 		gc.Principal = principalOf(c)
 	}
 	co.ConsumerGroupHeartbeat(r.monoNow(), gc, req, func(resp *kmsg.ConsumerGroupHeartbeatResponse) { respond(resp) })
+}
+
+// undescribable lists, once each in request order, the subscribed topic
+// names the client may not DESCRIBE (each denial audited).
+func undescribable(az *authz, names []string) []string {
+	var denied []string
+	for _, t := range names {
+		if !slices.Contains(denied, t) && !az.topic(t, kmsg.ACLOperationDescribe) {
+			denied = append(denied, t)
+		}
+	}
+	return denied
 }
 
 // consumerTopics lists the topics a consumer group may be assigned,

@@ -2,6 +2,7 @@ package node
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,5 +112,72 @@ func TestConsumerRegexFilteredByDescribe(t *testing.T) {
 	}
 	if ga := describeConsumerGroupAs(c, asAlice, "cg"); ga.ErrorCode != 0 || len(ga.Members) != 2 {
 		t.Fatalf("alice describes cg after the grant: %v with %d members", kerr.ErrorForCode(ga.ErrorCode), len(ga.Members))
+	}
+}
+
+// namesHeartbeat is a KIP-848 member's heartbeat subscribing by name.
+func namesHeartbeat(g, member string, epoch int32, topics ...string) *kmsg.ConsumerGroupHeartbeatRequest {
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Version, hb.Group, hb.MemberID, hb.MemberEpoch = 1, g, member, epoch
+	hb.RebalanceTimeoutMillis = 30000
+	hb.SubscribedTopicNames = topics
+	return hb
+}
+
+// TestConsumerHeartbeatTopicNamesAuthorized: as in Kafka 4.0, a
+// ConsumerGroupHeartbeat naming a subscribed topic its principal may not
+// DESCRIBE fails with TOPIC_AUTHORIZATION_FAILED (the message names the
+// topic) and leaves the group as it was: a joining member is not added, a
+// member's subscription is not changed. Naming only describable topics
+// works.
+func TestConsumerHeartbeatTopicNamesAuthorized(t *testing.T) {
+	c := newClusterWith(t, 1, 43, secured)
+	c.waitReady()
+	for _, name := range []string{"a", "b"} {
+		createTopicAs(t, c, asAdmin, name, 2)
+	}
+	grant(t, c,
+		"User:alice ALLOW * READ GROUP LITERAL cg",
+		"User:alice ALLOW * DESCRIBE TOPIC LITERAL a")
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.Version, fc.CoordinatorKeys = 4, []string{"cg"}
+	heartbeat := func(req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+		t.Helper()
+		var resp *kmsg.ConsumerGroupHeartbeatResponse
+		ok := c.runUntil(30*time.Second, func() bool {
+			c.requestAs(1, asAdmin, fc) // creates __consumer_offsets
+			resp = c.requestAs(1, asAlice, req).(*kmsg.ConsumerGroupHeartbeatResponse)
+			switch resp.ErrorCode {
+			case kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
+				c.runFor(50 * time.Millisecond)
+				return false
+			}
+			return true
+		})
+		if !ok {
+			t.Fatalf("heartbeat: coordinator never ready: %v", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		return resp
+	}
+	refused := func(what string, resp *kmsg.ConsumerGroupHeartbeatResponse) {
+		t.Helper()
+		if resp.ErrorCode != kerr.TopicAuthorizationFailed.Code || resp.ErrorMessage == nil || !strings.Contains(*resp.ErrorMessage, "b") {
+			t.Fatalf("%s: %v (%v), want TOPIC_AUTHORIZATION_FAILED naming b", what, kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage)
+		}
+	}
+	refused("a new member subscribing [a b]", heartbeat(namesHeartbeat("cg", "m1", 0, "a", "b")))
+	if resp := heartbeat(namesHeartbeat("cg", "m1", 0, "a")); resp.ErrorCode != 0 || resp.MemberEpoch < 1 {
+		t.Fatalf("m1 subscribing [a]: %v, epoch %d", kerr.ErrorForCode(resp.ErrorCode), resp.MemberEpoch)
+	}
+	before := describeConsumerGroupAs(c, asAdmin, "cg")
+	if before.ErrorCode != 0 || len(before.Members) != 1 {
+		t.Fatalf("admin describes cg: %v with %d members, want m1 alone", kerr.ErrorForCode(before.ErrorCode), len(before.Members))
+	}
+	refused("a second member subscribing [b a]", heartbeat(namesHeartbeat("cg", "m2", 0, "b", "a")))
+	refused("m1 resubscribing [a b]", heartbeat(namesHeartbeat("cg", "m1", before.Members[0].MemberEpoch, "a", "b")))
+	after := describeConsumerGroupAs(c, asAdmin, "cg")
+	if after.ErrorCode != 0 || len(after.Members) != 1 || after.Members[0].MemberID != "m1" ||
+		!slices.Equal(after.Members[0].SubscribedTopics, []string{"a"}) || after.Epoch != before.Epoch {
+		t.Fatalf("after the refusals cg is %+v, want it as before: m1 alone subscribed to [a], epoch %d", after, before.Epoch)
 	}
 }
