@@ -23,10 +23,12 @@ func consumerHeartbeatReq(g, member string, epoch int32, topics ...string) *kmsg
 // addConsumerAuthCases adds the KIP-848 APIs to the authorization matrix,
 // on consumer group cg.
 func addConsumerAuthCases(cases map[int16]authCase) {
-	cases[68] = authCase{needs: []string{"ALLOW READ GROUP LITERAL cg"}, denied: kerr.GroupAuthorizationFailed, req: func() kmsg.Request {
+	// As in Kafka 4.0: DESCRIBE on each topic named in the subscription too.
+	cases[68] = authCase{needs: []string{"ALLOW READ GROUP LITERAL cg", "ALLOW DESCRIBE TOPIC LITERAL t"}, denied: kerr.GroupAuthorizationFailed, req: func() kmsg.Request {
 		return consumerHeartbeatReq("cg", "alice-member", 0, "t")
 	}}
-	cases[69] = authCase{needs: []string{"ALLOW DESCRIBE GROUP LITERAL cg"}, denied: kerr.GroupAuthorizationFailed, req: func() kmsg.Request {
+	// and DESCRIBE on the topics the group is assigned (t, since case 68).
+	cases[69] = authCase{needs: []string{"ALLOW DESCRIBE GROUP LITERAL cg", "ALLOW DESCRIBE TOPIC LITERAL t"}, denied: kerr.GroupAuthorizationFailed, req: func() kmsg.Request {
 		d := kmsg.NewPtrConsumerGroupDescribeRequest()
 		d.Groups = []string{"cg"}
 		return d
