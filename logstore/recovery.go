@@ -122,6 +122,9 @@ func (l *Log) open(rec *Recovery) error {
 	if err != nil {
 		return err
 	}
+	if err := l.readLoss(rec); err != nil {
+		return err
+	}
 	mf, m, found, err := openMeta(l.fs, l.dir)
 	l.sy.meta = mf
 	if err != nil {
@@ -156,6 +159,9 @@ func (l *Log) open(rec *Recovery) error {
 		}
 	}
 	l.startOffset = min(max(l.startOffset, l.logStart.offset), l.nextOffset)
+	if l.loss != nil && rec.Reason == "" {
+		rec.Reason = "an earlier open recorded a loss the node has not fenced yet"
+	}
 	return l.syncRecovered()
 }
 
@@ -255,6 +261,9 @@ func (l *Log) recoverChain(files []segFile, idxNames map[string]bool, rec *Recov
 	l.refreshTail()
 	if rec.Corrupt {
 		l.noteHeld(files, used, rec)
+		if err := l.recordLoss(rec); err != nil { // before the files go
+			return err
+		}
 	}
 	return l.deleteUnchained(files, idxNames, used, rec)
 }
@@ -521,6 +530,9 @@ func (l *Log) cutSegment(s *segment, pos, fileSize int64, index uint64, why erro
 		last, clean := lastIndexIn(s.f, after, fileSize, l.opts.EntryBytesMax)
 		rec.HeldThrough = max(rec.HeldThrough, index, last)
 		rec.HeldUnknown = rec.HeldUnknown || !clean
+		if err := l.recordLoss(rec); err != nil { // before the cut (loss.go)
+			return err
+		}
 		if err := l.keepDamaged(s, pos, fileSize); err != nil {
 			return err
 		}
@@ -825,6 +837,12 @@ func (l *Log) restartAfterSnapshot(found bool, rec *Recovery) error {
 		}
 		rec.Corrupt = true
 		rec.Reason = fmt.Sprintf("log ends at %d before the snapshot at %d; restarted after the snapshot", l.lastIndex, l.snap.Index)
+		// The loss durable before the segments go and the meta record
+		// saying the log starts after the snapshot is written: after
+		// those, nothing else on disk shows it (loss.go).
+		if err := l.recordLoss(rec); err != nil {
+			return err
+		}
 		for _, s := range l.segs {
 			rec.BytesCut += s.size
 			rec.SegmentsRemoved++
