@@ -840,7 +840,7 @@ func (l *Log) restartAfterSnapshot(found bool, rec *Recovery) error {
 		// The loss durable before the segments go and the meta record
 		// saying the log starts after the snapshot is written: after
 		// those, nothing else on disk shows it (loss.go).
-		if err := l.recordLoss(rec); err != nil {
+		if err := l.recordLoss(rec); err != nil { // the loss durable first
 			return err
 		}
 		for _, s := range l.segs {
