@@ -31,6 +31,10 @@ package logstore
 // segment whose index file is intact is not seen here: it is found when
 // read, and reported then.
 //
+// A loss found (damage, or a log cut back below its snapshot) is made
+// durable in the loss record before recovery changes any file because of
+// it, and reported by every Open until the node calls LossFenced (loss.go).
+//
 // What recovery cannot see: a file cut back (a disk losing synced writes)
 // to an entry boundary looks like a clean end, or like a torn write. The
 // node compares the log's end with the commit index the meta record holds
