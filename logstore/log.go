@@ -109,7 +109,8 @@ type Log struct {
 	gen         uint32 // stamped on appended entries; bumped by truncation and install
 
 	sy      syncState
-	noMeta  bool // opened with no valid meta record (recovery.go)
+	noMeta  bool        // opened with no valid meta record (recovery.go)
+	loss    *lossRecord // the durable loss record, until LossFenced (loss.go)
 	graves  []grave
 	failed  error
 	cleaner cleanerState

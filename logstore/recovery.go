@@ -31,6 +31,10 @@ package logstore
 // segment whose index file is intact is not seen here: it is found when
 // read, and reported then.
 //
+// A loss found (damage, or a log cut back below its snapshot) is made
+// durable in the loss record before recovery changes any file because of
+// it, and reported by every Open until the node calls LossFenced (loss.go).
+//
 // What recovery cannot see: a file cut back (a disk losing synced writes)
 // to an entry boundary looks like a clean end, or like a torn write. The
 // node compares the log's end with the commit index the meta record holds
@@ -122,6 +126,9 @@ func (l *Log) open(rec *Recovery) error {
 	if err != nil {
 		return err
 	}
+	if err := l.readLoss(rec); err != nil {
+		return err
+	}
 	mf, m, found, err := openMeta(l.fs, l.dir)
 	l.sy.meta = mf
 	if err != nil {
@@ -156,6 +163,9 @@ func (l *Log) open(rec *Recovery) error {
 		}
 	}
 	l.startOffset = min(max(l.startOffset, l.logStart.offset), l.nextOffset)
+	if l.loss != nil && rec.Reason == "" {
+		rec.Reason = "an earlier open recorded a loss the node has not fenced yet"
+	}
 	return l.syncRecovered()
 }
 
@@ -255,6 +265,9 @@ func (l *Log) recoverChain(files []segFile, idxNames map[string]bool, rec *Recov
 	l.refreshTail()
 	if rec.Corrupt {
 		l.noteHeld(files, used, rec)
+		if err := l.recordLoss(rec); err != nil { // before the files go
+			return err
+		}
 	}
 	return l.deleteUnchained(files, idxNames, used, rec)
 }
@@ -521,6 +534,9 @@ func (l *Log) cutSegment(s *segment, pos, fileSize int64, index uint64, why erro
 		last, clean := lastIndexIn(s.f, after, fileSize, l.opts.EntryBytesMax)
 		rec.HeldThrough = max(rec.HeldThrough, index, last)
 		rec.HeldUnknown = rec.HeldUnknown || !clean
+		if err := l.recordLoss(rec); err != nil { // before the cut (loss.go)
+			return err
+		}
 		if err := l.keepDamaged(s, pos, fileSize); err != nil {
 			return err
 		}
@@ -825,6 +841,12 @@ func (l *Log) restartAfterSnapshot(found bool, rec *Recovery) error {
 		}
 		rec.Corrupt = true
 		rec.Reason = fmt.Sprintf("log ends at %d before the snapshot at %d; restarted after the snapshot", l.lastIndex, l.snap.Index)
+		// The loss durable before the segments go and the meta record
+		// saying the log starts after the snapshot is written: after
+		// those, nothing else on disk shows it (loss.go).
+		if err := l.recordLoss(rec); err != nil { // the loss durable first
+			return err
+		}
 		for _, s := range l.segs {
 			rec.BytesCut += s.size
 			rec.SegmentsRemoved++

@@ -276,6 +276,13 @@ func TestDamageBeforeLaterSegmentsReportsWhatWasHeld(t *testing.T) {
 	if damaged := filesEnding(t, fsys, ".damaged"); len(damaged) != len(segs)-1 { // the cut tail of segs[1] and every later segment
 		t.Fatalf("%d files set aside as damaged, want %d: %v", len(damaged), len(segs)-1, damaged)
 	}
+	// The loss stays reported until the node has fenced (loss.go).
+	must(t, l.Close())
+	l, rec = openLog(t, fsys, opts)
+	if !rec.Corrupt || rec.HeldThrough != es[len(es)-1].Index {
+		t.Fatalf("reopened before LossFenced: %+v, want the loss again", rec)
+	}
+	must(t, l.LossFenced())
 	must(t, l.Close())
 	// A second open finds a clean log and sets nothing else aside.
 	if _, rec = openLog(t, fsys, opts); rec.Corrupt || rec.Reason != "" {

@@ -331,6 +331,13 @@ func (r *Reactor) fenceOnOpen(g uint64, name, dir string, log *logstore.Log, rec
 		r.env.Logf("node %d: %s lost entries it may have acknowledged (%s; log ends at %d, recorded commit %d): vote fence %v",
 			r.self, name, rec.Reason, log.LastIndex(), log.HardState().Commit, f)
 	}
+	// Only now, the fence durable (or, without peers, nothing to fence),
+	// may the log forget the loss it recorded before repairing its files
+	// (logstore/loss.go): until here a failed start or a crash must find
+	// it again.
+	if err := log.LossFenced(); err != nil {
+		return fmt.Errorf("node: fence %s: %w", name, err)
+	}
 	if !f.IsZero() {
 		rc.VoteFence = f
 		r.group(g).fence = f
