@@ -85,10 +85,14 @@ func (r *Reactor) joinRefusal(id, inc uint64) error {
 
 // refuseJoin tells the joining broker at addr why it is refused. It is
 // addressed as Anyone: the broker id is the live broker's, whose address
-// must not change.
+// must not change. It is told every peer too, as an admitted one is: a
+// restarted broker on an empty disk at the registered address may be the
+// one this leader hears from (it answers the heartbeats sent there), and
+// it needs this leader's address to answer and register its incarnation.
 func (r *Reactor) refuseJoin(addr string, err error) {
 	r.env.Logf("node %d: join refused: %v", r.self, err)
 	r.setPeer(netx.Anyone, addr)
+	r.sendPeers(netx.Anyone)
 	var w wire.Writer
 	w.U8(frameRPC)
 	w.U8(rpcJoinRefused)

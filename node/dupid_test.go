@@ -48,8 +48,11 @@ func TestDuplicateBrokerIDRefusedWhileLive(t *testing.T) {
 	vid := uint64(victim.id)
 	registered := func() bool {
 		l := c.controllerLeaderNode()
+		if l == nil || victim.r == nil {
+			return false
+		}
 		b, ok := l.r.ctl.state.Brokers[victim.id]
-		return l != nil && ok && b.Incarnation == victim.r.incarnation
+		return ok && b.Incarnation == victim.r.incarnation
 	}
 	if !c.runUntil(10*time.Second, registered) {
 		t.Fatalf("broker %d never registered its incarnation", vid)

@@ -193,6 +193,9 @@ func (r *Reactor) sendReports() {
 // ensureJoined: a broker that is not an initial voter asks to join until it
 // hears from a controller leader.
 func (r *Reactor) ensureJoined() {
+	if r.controllerLeader() != 0 {
+		r.reports.refusedTick = 0 // in: a refusal later starts a new wait (dupid.go)
+	}
 	if r.isInitialVoter() || (r.cfg.Join == "" && len(r.cfg.Peers) == 0) || r.controllerLeader() != 0 {
 		return
 	}

@@ -1,6 +1,8 @@
 package itest
 
 import (
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -44,5 +46,34 @@ func TestJoinWithDuplicateIDRefused(t *testing.T) {
 	res := cl.ProduceSync(ctxFor(t, 30*time.Second), &kgo.Record{Topic: "dupid", Value: []byte("after the duplicate")})
 	if err := res.FirstErr(); err != nil {
 		t.Fatalf("produce to the partition broker 2 leads: %v", err)
+	}
+}
+
+// TestReplaceJoinedBrokerAtOnce: a broker that joined with --join is
+// killed, its data directory emptied, and started again at once with the
+// same id and addresses, sooner than the controller leader stops hearing
+// from the old process. Its first joins may be refused as a duplicate; it
+// must still come back (it is told the peers with the refusal, answers the
+// leader, and registers its new incarnation) rather than exit.
+func TestReplaceJoinedBrokerAtOnce(t *testing.T) {
+	allowLonger(t, 5*time.Minute)
+	bs := startCluster(t, 3)
+	j := StartBroker(t, WithBinary(floeBin), WithNodeID(4), WithRaftAddr(FreeAddr(t)),
+		WithFlags("--join", bs[0].RaftAddr))
+	waitFor(t, 60*time.Second, "broker 4 in the broker list", func() bool {
+		out, err := exec.Command(floeBin, "broker", "list", "--brokers", bs[0].KafkaAddr).Output()
+		return err == nil && strings.Contains(string(out), j.KafkaAddr)
+	})
+	j.Kill()
+	if err := os.RemoveAll(j.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(j.DataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	j.Restart()
+	j.WaitReady() // ready: it follows a controller leader, and refusals no longer count
+	if code, why := readyz(j); code != 200 {
+		t.Fatalf("the replaced broker 4: /readyz %d %s", code, why)
 	}
 }
