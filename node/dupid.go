@@ -83,6 +83,19 @@ func (r *Reactor) joinRefusal(id, inc uint64) error {
 	return nil
 }
 
+// leaderJoinRefusal, on a broker that follows controller leader lead,
+// refuses a join under the leader's own id from another incarnation: the
+// leader is live (this broker hears from it), and it cannot answer the
+// joiner itself, as a transport refuses a connection from its own id.
+func (r *Reactor) leaderJoinRefusal(id, inc, lead uint64) error {
+	b, ok := r.ctl.state.Brokers[int32(id)]
+	if id != lead || !ok || b.Incarnation == 0 || inc == 0 || b.Incarnation == inc {
+		return nil
+	}
+	return fmt.Errorf("broker id %d is registered by a live broker at %s (it is the controller leader "+
+		"broker %d follows); stop it first, or pick another id", id, b.RaftAddr, r.self)
+}
+
 // refuseJoin tells the joining broker at addr why it is refused. It is
 // addressed as Anyone: the broker id is the live broker's, whose address
 // must not change. It is told every peer too, as an admitted one is: a

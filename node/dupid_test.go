@@ -85,6 +85,15 @@ func TestDuplicateBrokerIDRefusedWhileLive(t *testing.T) {
 	if err := lead.r.joinRefusal(vid, victim.r.incarnation); err != nil {
 		t.Fatalf("the registered process's own join refused: %v", err)
 	}
+	// A join under the leader's own id is refused by the broker it came
+	// in through (the leader's transport cannot reach a process with its id).
+	lid := lead.r.self
+	if err := victim.r.leaderJoinRefusal(lid, other, lid); err == nil || !strings.Contains(err.Error(), "is the controller leader") {
+		t.Fatalf("join under the leader's id %d at a follower: %v, want refused", lid, err)
+	}
+	if err := victim.r.leaderJoinRefusal(lid, lead.r.incarnation, lid); err != nil {
+		t.Fatalf("the leader's own incarnation refused at a follower: %v", err)
+	}
 
 	victim.crash()
 	admitted := func() bool {

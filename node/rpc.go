@@ -189,6 +189,10 @@ func (r *Reactor) admit(id uint64, addr string, inc uint64) {
 		return
 	}
 	if lead != r.self {
+		if err := r.leaderJoinRefusal(id, inc, lead); err != nil {
+			r.refuseJoin(addr, err) // the leader cannot: its transport refuses to talk to its own id
+			return
+		}
 		r.sendJoin(netx.NodeID(lead), id, addr, inc)
 		return
 	}
