@@ -29,6 +29,9 @@ type Reactor struct {
 	// start formatted it.
 	diskID    string
 	freshDisk bool
+	// incarnation is this process's random id (dupid.go), drawn at Start.
+	incarnation uint64
+	dup         dupState // the controller leader's view of who is live (dupid.go)
 
 	host *consensus.Host
 	ctl  *ctlGroup
@@ -140,6 +143,7 @@ func (r *Reactor) Start() error {
 	if err := r.loadDiskID(); err != nil {
 		return err
 	}
+	r.incarnation = r.env.Rand.Uint64() | 1 // never zero: zero means "unknown"
 	if err := r.openController(); err != nil {
 		return err
 	}

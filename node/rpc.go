@@ -21,6 +21,9 @@ const (
 	rpcForward = 1 // a controller command for the controller leader to propose
 	rpcJoin    = 2 // a new broker asks to become a controller learner
 	rpcPeers   = 3 // the controller leader tells a joining broker every peer address
+	// rpcJoinRefused: the controller leader refuses a join (a broker id
+	// registered by another live process, dupid.go).
+	rpcJoinRefused = 4
 )
 
 // joinPeer is the transport id under which a joining broker addresses the
@@ -137,10 +140,20 @@ func (r *Reactor) handleRPC(from uint64, b []byte) {
 	case rpcJoin:
 		id := rd.Uvarint()
 		addr := rd.String()
+		var inc uint64
+		if len(rd.B) > 0 {
+			inc = rd.Uvarint() // absent from a broker from before incarnations
+		}
 		if rd.Done() != nil || id == 0 {
 			return
 		}
-		r.admit(id, addr)
+		r.admit(id, addr, inc)
+	case rpcJoinRefused:
+		msg := rd.String()
+		if rd.Done() != nil {
+			return
+		}
+		r.joinRefused(msg)
 	case rpcPeers:
 		n := rd.Count(2)
 		for i := 0; i < n && rd.Err() == nil; i++ {
@@ -170,13 +183,22 @@ func (r *Reactor) handleRPC(from uint64, b []byte) {
 
 // admit adds a broker to the controller group as a learner, so it receives
 // and applies the metadata log; non-leaders pass the request on.
-func (r *Reactor) admit(id uint64, addr string) {
+func (r *Reactor) admit(id uint64, addr string, inc uint64) {
 	lead := r.controllerLeader()
 	if lead == 0 {
 		return
 	}
 	if lead != r.self {
-		r.sendJoin(netx.NodeID(lead), id, addr)
+		if err := r.leaderJoinRefusal(id, inc, lead); err != nil {
+			r.refuseJoin(addr, err) // the leader cannot: its transport refuses to talk to its own id
+			return
+		}
+		r.sendJoin(netx.NodeID(lead), id, addr, inc)
+		return
+	}
+	if err := r.joinRefusal(id, inc); err != nil {
+		// Before setPeer: the live broker keeps its address.
+		r.refuseJoin(addr, err)
 		return
 	}
 	r.setPeer(netx.NodeID(id), addr)
@@ -221,11 +243,12 @@ func (r *Reactor) sendPeers(to netx.NodeID) {
 	r.env.Net.Send(to, w.B)
 }
 
-func (r *Reactor) sendJoin(to netx.NodeID, id uint64, addr string) {
+func (r *Reactor) sendJoin(to netx.NodeID, id uint64, addr string, inc uint64) {
 	var w wire.Writer
 	w.U8(frameRPC)
 	w.U8(rpcJoin)
 	w.Uvarint(id)
 	w.String(addr)
+	w.Uvarint(inc)
 	r.env.Net.Send(to, w.B)
 }

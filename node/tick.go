@@ -31,6 +31,7 @@ func (r *Reactor) onTick() {
 	r.renewLeases()
 	r.sampleISR()
 	r.ensureRegistered()
+	r.noteControllerHeard()
 	r.users.ensureBootstrapped(r)
 	r.sendReports()
 	r.ensureJoined()
@@ -127,6 +128,7 @@ type controllerReports struct {
 	reporting    bool                               // a ReportLeaders forward is in flight
 	registering  bool                               // a RegisterBroker forward is in flight
 	joinSentTick uint64                             // the tick the last join request went out (0: none yet)
+	refusedTick  uint64                             // the tick the first join refusal came (0: none), dupid.go
 }
 
 // ensureRegistered asks the controller to record this broker (its
@@ -138,6 +140,7 @@ func (r *Reactor) ensureRegistered() {
 	want := controller.Broker{
 		ID: int32(r.self), KafkaHost: r.cfg.KafkaHost, KafkaPort: r.cfg.KafkaPort,
 		RaftAddr: r.cfg.RaftAddr, Rack: r.cfg.Rack, Listeners: r.cfg.Listeners, DiskID: r.diskID,
+		Incarnation: r.incarnation,
 	}
 	if b, ok := r.ctl.state.Brokers[want.ID]; ok {
 		want.Decommissioned = b.Decommissioned
@@ -190,6 +193,9 @@ func (r *Reactor) sendReports() {
 // ensureJoined: a broker that is not an initial voter asks to join until it
 // hears from a controller leader.
 func (r *Reactor) ensureJoined() {
+	if r.controllerLeader() != 0 {
+		r.reports.refusedTick = 0 // in: a refusal later starts a new wait (dupid.go)
+	}
 	if r.isInitialVoter() || (r.cfg.Join == "" && len(r.cfg.Peers) == 0) || r.controllerLeader() != 0 {
 		return
 	}
@@ -201,10 +207,10 @@ func (r *Reactor) ensureJoined() {
 		// The initial voters are known by id: ask each; whoever is not the
 		// leader passes the request on.
 		for _, p := range r.cfg.Peers {
-			r.sendJoin(netx.NodeID(p.ID), r.self, r.cfg.RaftAddr)
+			r.sendJoin(netx.NodeID(p.ID), r.self, r.cfg.RaftAddr, r.incarnation)
 		}
 		return
 	}
 	r.setPeer(joinPeer, r.cfg.Join)
-	r.sendJoin(joinPeer, r.self, r.cfg.RaftAddr)
+	r.sendJoin(joinPeer, r.self, r.cfg.RaftAddr, r.incarnation)
 }

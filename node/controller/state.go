@@ -33,6 +33,11 @@ type Broker struct {
 	// an old one, is the next partition group id at that moment: the
 	// broker's replicas of groups below it start fenced (node/disk.go).
 	FenceBelow uint64 `json:"fence_below,omitempty"`
+	// Incarnation is the random id the registering broker process drew
+	// at start (node/dupid.go): the controller leader refuses a join under
+	// this broker id from another incarnation while it still hears from
+	// this one. Zero: a broker from before incarnations, never refused.
+	Incarnation uint64 `json:"incarnation,omitempty"`
 }
 
 // Endpoint is one listener's advertised address.
@@ -62,7 +67,7 @@ func (b *Broker) Address(listener string) (host string, port int32, ok bool) {
 func (b *Broker) Equal(o *Broker) bool {
 	return b.ID == o.ID && b.KafkaHost == o.KafkaHost && b.KafkaPort == o.KafkaPort && b.RaftAddr == o.RaftAddr &&
 		b.Rack == o.Rack && b.Decommissioned == o.Decommissioned && slices.Equal(b.Listeners, o.Listeners) &&
-		b.DiskID == o.DiskID && b.FenceBelow == o.FenceBelow
+		b.DiskID == o.DiskID && b.FenceBelow == o.FenceBelow && b.Incarnation == o.Incarnation
 }
 
 // Partition is one partition's placement and last reported leader.

@@ -625,4 +625,14 @@ var mutations = []mutation{
 		Run:         "^TestRestartedBrokerListsEveryBroker$",
 		Pkg:         "./node",
 	},
+	// Duplicate broker ids (node/dupid.go): no simulator seed starts two
+	// processes under one id; the node test does.
+	{
+		Name: "duplicate-broker-id-accepted", File: "node/dupid.go",
+		Original:    "if t, heard := d.heard[id]; heard && r.ticks-t <= window {",
+		Replacement: "if t, heard := d.heard[id]; false && heard && r.ticks-t <= window {",
+		Why:         "broker identity: a second process joining under a live broker's id is admitted, takes its address and registration, and fences its replicas as a replaced disk",
+		Run:         "^TestDuplicateBrokerIDRefusedWhileLive$",
+		Pkg:         "./node",
+	},
 }
