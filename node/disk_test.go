@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/controller"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -113,5 +114,47 @@ func TestRegisterBrokerDiskID(t *testing.T) {
 	}
 	if b := reg("d2"); b.FenceBelow != 42 {
 		t.Fatalf("re-registration of the same disk moved the fence: %+v", b)
+	}
+}
+
+// TestControllerFenceReadFaultFailsStart: a broker whose disk was replaced
+// opens its controller replica behind the durable lost-log fence. If a
+// restart then fails to read that fence file (an I/O error), the start
+// must fail, not open the replica unfenced: unfenced, a replica holding
+// the bootstrap entries only votes for any candidate, and its vote can
+// elect one lacking a committed entry (sim seed 953535 with --all-faults:
+// committed-entry-changed on the controller group). The next start, whose
+// read succeeds, comes back behind the fence.
+func TestControllerFenceReadFaultFailsStart(t *testing.T) {
+	c := newCluster(t, 3, 73)
+	c.waitReady()
+	c.startMayFail = true
+	c.w.ReplaceDisk(netx.NodeID(3))
+	n3 := c.nodes[3]
+	if n3.r == nil {
+		t.Fatalf("broker 3 did not start on its new disk: %v", n3.startErr)
+	}
+	if f := n3.r.ctl.rep.VoteFence(); !f.IsLostLog() {
+		t.Fatalf("the controller replica on a new disk opened with fence %v, want the lost-log fence", f)
+	}
+	// Down before it heard from a leader: the fence record stays.
+	n3.crash()
+	name := path.Join("controller", fenceFile)
+	if !n3.fs.Exists(name) {
+		t.Fatal("no durable controller vote fence after a start on a new disk")
+	}
+	n3.fs.FailNext(logstore.OpRead, name, nil)
+	n3.boot()
+	if n3.startErr == nil {
+		t.Fatalf("a start that could not read the controller's vote fence succeeded; the replica opened with fence %v",
+			n3.r.ctl.rep.VoteFence())
+	}
+	c.runFor(10 * time.Millisecond)
+	n3.boot()
+	if n3.r == nil {
+		t.Fatalf("broker 3 did not start again: %v", n3.startErr)
+	}
+	if f := n3.r.ctl.rep.VoteFence(); !f.IsLostLog() {
+		t.Fatalf("after the failed start, the controller replica opened with fence %v, want the lost-log fence", f)
 	}
 }

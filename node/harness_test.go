@@ -28,6 +28,10 @@ type cluster struct {
 	configure func(*Config)
 	// wrapFS, when set, wraps each node's file system at boot.
 	wrapFS func(id int32, fs logstore.FS) logstore.FS
+	// startMayFail, when set, lets a node's start fail: the error is
+	// kept in tnode.startErr and the incarnation exits (Env.Fatal), as
+	// a broker's process would, instead of failing the test.
+	startMayFail bool
 }
 
 // tnode is one broker of the cluster.
@@ -36,6 +40,8 @@ type tnode struct {
 	id int32
 	fs *logstore.SimFS
 	r  *Reactor // the running incarnation's reactor; nil while down
+	// startErr is the last start's error (cluster.startMayFail).
+	startErr error
 }
 
 // reactorInstance is a reactor as a world.Instance.
@@ -111,8 +117,15 @@ func (c *cluster) boot(env world.Env) world.Instance {
 		c.configure(&cfg)
 	}
 	n.r = New(cfg, nenv)
-	if err := n.r.Start(); err != nil {
-		c.t.Fatalf("node %d start: %v", n.id, err)
+	n.startErr = n.r.Start()
+	if n.startErr != nil && c.startMayFail {
+		inst := reactorInstance{n.r}
+		n.r = nil
+		env.Fatal(n.startErr)
+		return inst
+	}
+	if n.startErr != nil {
+		c.t.Fatalf("node %d start: %v", n.id, n.startErr)
 	}
 	return reactorInstance{n.r}
 }

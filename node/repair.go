@@ -60,10 +60,22 @@ const fenceUnbounded = math.MaxUint64
 // readFence reads a replica's vote fence; the zero fence if it has none.
 // termBound stands for the term a fence without one (the older format)
 // lacks: the replica's hard-state term, which no entry it held exceeds.
-func readFence(fs logstore.FS, dir string, termBound uint64) consensus.VoteFence {
+//
+// A failed read (an I/O error, not a missing file) is returned, never
+// taken for "no fence": the fence is the only record that the replica
+// lost entries it may have acknowledged (or, on a replaced disk, its whole
+// log), and a replica opened unfenced votes as if it still held them. Sim
+// seed 953535 with --all-faults: the controller replica of a broker whose
+// disk was replaced restarted, an injected read fault on its vote.fence
+// opened it unfenced with the bootstrap entries only, and its vote elected
+// a candidate lacking a committed entry (committed-entry-changed).
+func readFence(fs logstore.FS, dir string, termBound uint64) (consensus.VoteFence, error) {
 	b, err := logstore.ReadWholeFile(fs, path.Join(dir, fenceFile))
+	if errors.Is(err, logstore.ErrNotExist) {
+		return consensus.VoteFence{}, nil
+	}
 	if err != nil {
-		return consensus.VoteFence{}
+		return consensus.VoteFence{}, fmt.Errorf("read the vote fence: %w", err)
 	}
 	r := wire.Reader{B: b}
 	f := consensus.VoteFence{Index: r.U64(), Term: termBound}
@@ -71,11 +83,13 @@ func readFence(fs logstore.FS, dir string, termBound uint64) consensus.VoteFence
 		f.Term = r.U64()
 	}
 	if r.Done() != nil {
-		// A fence that does not read back is no fence; the entries it
-		// protected are fetched from the leader again anyway.
-		return consensus.VoteFence{}
+		// A fence that read back but does not parse is no fence: it is
+		// written whole (WriteFileAtomic), so only damage to a synced
+		// file makes one, and the fault model counts a damaged file
+		// against the replica's group (docs/testing.md).
+		return consensus.VoteFence{}, nil
 	}
-	return f
+	return f, nil
 }
 
 // writeFence makes a fence durable before anything is discarded.
@@ -175,7 +189,11 @@ func (r *Reactor) repair(g uint64) error {
 		return nil
 	}
 	dir, _ := r.replicaDir(g)
-	fence := fenceOf(rep).Merge(readFence(r.env.FS, dir, rep.HardState().Term))
+	held, err := readFence(r.env.FS, dir, rep.HardState().Term)
+	if err != nil {
+		return err
+	}
+	fence := fenceOf(rep).Merge(held)
 	if err := writeFence(r.env.FS, dir, fence); err != nil {
 		return fmt.Errorf("writing the vote fence: %w", err)
 	}

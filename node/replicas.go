@@ -322,7 +322,10 @@ func (r *Reactor) campaignNewGroups() {
 // entries back from, with the one recovery calls for (recoveryFence), made
 // durable first.
 func (r *Reactor) fenceOnOpen(g uint64, name, dir string, log *logstore.Log, rec logstore.Recovery, peers bool, rc *consensus.Config) error {
-	f := readFence(r.env.FS, dir, log.HardState().Term)
+	f, err := readFence(r.env.FS, dir, log.HardState().Term)
+	if err != nil {
+		return fmt.Errorf("node: open %s: %w", name, err)
+	}
 	if lost := recoveryFence(log, rec); !lost.IsZero() && peers {
 		f = f.Merge(lost)
 		if err := writeFence(r.env.FS, dir, f); err != nil {

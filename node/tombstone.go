@@ -1,6 +1,8 @@
 package node
 
 import (
+	"errors"
+	"fmt"
 	"path"
 	"slices"
 
@@ -42,19 +44,25 @@ func (t tombstone) encode() []byte {
 }
 
 // readTombstone reads the tombstone of dir; ok is false if there is none.
-// A tombstone that does not read back (a torn write: it is written before
-// the directory goes, so the directory is still there) is none.
-func readTombstone(fs logstore.FS, dir string) (tombstone, bool) {
+// A tombstone that does not parse (a torn write: it is written before
+// the directory goes, so the directory is still there) is none. A failed
+// read is an error, not "none": a replica re-created without the
+// tombstone it has would forget its term, vote and log end (the vote
+// fence's failed read, repair.go readFence, is the same hole).
+func readTombstone(fs logstore.FS, dir string) (tombstone, bool, error) {
 	b, err := logstore.ReadWholeFile(fs, tombstonePath(dir))
+	if errors.Is(err, logstore.ErrNotExist) {
+		return tombstone{}, false, nil
+	}
 	if err != nil {
-		return tombstone{}, false
+		return tombstone{}, false, fmt.Errorf("read the tombstone: %w", err)
 	}
 	r := wire.Reader{B: b}
 	t := tombstone{Term: r.U64(), Vote: r.U64(), LastIndex: r.U64(), LastTerm: r.U64()}
 	if r.Done() != nil {
-		return tombstone{}, false
+		return tombstone{}, false, nil
 	}
-	return t, true
+	return t, true, nil
 }
 
 // writeTombstone records rep's Raft state durably, before its directory
@@ -68,7 +76,10 @@ func readTombstone(fs logstore.FS, dir string) (tombstone, bool) {
 // blank third incarnation voted a stale replica leader, 977 acknowledged
 // writes lost).
 func writeTombstone(fs logstore.FS, dir string, rep *replica.Replica, held consensus.VoteFence) error {
-	old, ok := readTombstone(fs, dir)
+	old, ok, err := readTombstone(fs, dir)
+	if err != nil {
+		return err
+	}
 	t := nextTombstone(old, ok, rep.HardState(), fenceOf(rep), rep.VoteFence(), held)
 	return logstore.WriteFileAtomic(fs, path.Dir(dir), path.Base(tombstonePath(dir)), t.encode())
 }
@@ -101,7 +112,10 @@ func restoreTombstone(fs logstore.FS, dir string, log *logstore.Log) (tombstone,
 	if log.LastIndex() != 0 || log.Snapshot().Index != 0 || log.HardState() != (logstore.HardState{}) {
 		return tombstone{}, nil
 	}
-	t, ok := readTombstone(fs, dir)
+	t, ok, err := readTombstone(fs, dir)
+	if err != nil {
+		return tombstone{}, err
+	}
 	if !ok || t.Term == 0 {
 		return tombstone{}, nil
 	}
@@ -109,7 +123,11 @@ func restoreTombstone(fs logstore.FS, dir string, log *logstore.Log) (tombstone,
 		// The fence first: a hard state without it would let the replica
 		// vote with an empty log in the old term.
 		f := consensus.VoteFence{Index: t.LastIndex, Term: max(t.LastTerm, 1)}
-		if err := writeFence(fs, dir, f.Merge(readFence(fs, dir, t.Term))); err != nil {
+		held, err := readFence(fs, dir, t.Term)
+		if err != nil {
+			return tombstone{}, err
+		}
+		if err := writeFence(fs, dir, f.Merge(held)); err != nil {
 			return tombstone{}, err
 		}
 	}

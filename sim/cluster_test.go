@@ -267,93 +267,95 @@ func TestSimKnownBugs(t *testing.T) {
 
 // optionalRegressionSeeds are seeds that found bugs with a fault forced
 // on (disk corruption, membership changes: each on in only some seeds by
-// default), named after the bug and run with that fault on. They run in the default `go test ./sim`.
+// default), named after the bug and run with that fault on; all forces
+// every optional fault on (--all-faults). They run in the default `go test ./sim`.
 var optionalRegressionSeeds = []struct {
 	name     string
 	seed     int64
 	reassign bool
 	corrupt  bool
+	all      bool
 }{
 	// A replica restarted after a power cut rebuilt its membership from a
 	// stale commit index; a removed replica won an election and truncated
 	// committed entries (fixed: durable membership checkpoints).
-	{"membership-from-stale-commit/removed-leader-truncates", 542, true, false},
-	{"membership-from-stale-commit/lost-writes", 85, true, false},
-	{"membership-from-stale-commit/no-leader", 445, true, false},
-	{"membership-from-stale-commit/earlier", 1808, true, false},
+	{"membership-from-stale-commit/removed-leader-truncates", 542, true, false, false},
+	{"membership-from-stale-commit/lost-writes", 85, true, false, false},
+	{"membership-from-stale-commit/no-leader", 445, true, false, false},
+	{"membership-from-stale-commit/earlier", 1808, true, false, false},
 	// A truncated segment taken for a torn tail: the replica forgot
 	// entries it had acknowledged and voted (fixed: the meta record holds
 	// the commit index, and a log recovering shorter than it is fenced).
-	{"truncation-forgets-acknowledged-entries", 33, false, true},
-	{"truncation-forgets-acknowledged-entries/2", 61, false, true},
-	{"truncation-forgets-acknowledged-entries/3", 123, false, true},
-	{"truncation-then-wrong-offset", 423, false, true},
-	{"flipped-index-file-loses-writes", 333, false, true},
-	{"flips-on-two-replicas-no-leader", 292, false, true},
+	{"truncation-forgets-acknowledged-entries", 33, false, true, false},
+	{"truncation-forgets-acknowledged-entries/2", 61, false, true, false},
+	{"truncation-forgets-acknowledged-entries/3", 123, false, true, false},
+	{"truncation-then-wrong-offset", 423, false, true, false},
+	{"flipped-index-file-loses-writes", 333, false, true, false},
+	{"flips-on-two-replicas-no-leader", 292, false, true, false},
 	// Issue 13, bug 6 (disk corruption), found with -corrupt on the code
 	// before the fixes: a damaged controller log was only reported, and
 	// Raft retried the unreadable entries for ever (livelocks) — fixed:
 	// repaired from peers like a partition's.
-	{"controller-log-not-repaired", 56, false, true},
-	{"controller-log-not-repaired/2", 265, false, true},
-	{"controller-log-not-repaired/3", 419, false, true},
+	{"controller-log-not-repaired", 56, false, true, false},
+	{"controller-log-not-repaired/2", 265, false, true, false},
+	{"controller-log-not-repaired/3", 419, false, true, false},
 	// A flipped entry in __consumer_offsets: a committed offset read back
 	// older than acknowledged.
-	{"flipped-offsets-entry-regresses-commit", 46, false, true},
+	{"flipped-offsets-entry-regresses-commit", 46, false, true, false},
 	// Found while fixing: reopening the controller (its fence lifted)
 	// rebuilt an older metadata state, which deleted a partition replica
 	// the broker held (fixed: no deletion until it is back where it was).
-	{"rewound-controller-deletes-replicas", 310, false, true},
+	{"rewound-controller-deletes-replicas", 310, false, true, false},
 	// A partition log cut back to nothing was bootstrapped again as a new
 	// log: term 1 over its hard state, no fence, a committed offset lost
 	// (fixed: only a log that never had a hard state is bootstrapped).
-	{"log-cut-to-nothing-rebootstrapped", 714, false, true},
+	{"log-cut-to-nothing-rebootstrapped", 714, false, true, false},
 	// A flipped bit in an entry header made recovery take the entry for a
 	// torn write: the entries after it were cut silently, without a fence
 	// (19 acknowledged writes lost; fixed: only an incomplete entry with
 	// nothing intact after it is a torn write).
-	{"flipped-header-taken-for-torn-write", 20016, false, true},
+	{"flipped-header-taken-for-torn-write", 20016, false, true, false},
 	// Issue 13, membership changes under faults (seeds of the --reassign
 	// campaign of 2026-11-30: two different entries at one index and
 	// term). Fixed: a replica is deleted only once its removal is
 	// committed, SetReplicas reports carry the reassignment epoch, a
 	// re-added replica starts from its tombstone
 	// (node/membership_test.go has a scripted test of each).
-	{"membership/two-entries-at-one-index", 40018, true, false},
-	{"membership/two-entries-at-one-index/2", 40154, true, false},
+	{"membership/two-entries-at-one-index", 40018, true, false, false},
+	{"membership/two-entries-at-one-index/2", 40154, true, false, false},
 	// A 3-to-3 move removed the old voter before the new learner caught
 	// up: the group went through 2 voters, one of them fenced after
 	// damage, and never elected a leader again (fixed: no removal while
 	// a wanted learner waits).
-	{"membership/walk-below-target-size", 100064, true, true},
+	{"membership/walk-below-target-size", 100064, true, true, false},
 	// A replica re-created from its tombstone and removed again before
 	// catching up left a tombstone of its empty log; its next incarnation
 	// voted a stale replica leader (977 acknowledged writes lost; fixed:
 	// a tombstone keeps every incarnation's log end until passed).
-	{"membership/tombstone-forgets-first-incarnation", 200012, true, true},
+	{"membership/tombstone-forgets-first-incarnation", 200012, true, true, false},
 	// The simulator's own fault model: corruption of one of two voters
 	// (a minority of the replica directories, half of the group shrunk
 	// to two): outside the model, now never injected.
-	{"membership/damage-to-half-of-a-two-voter-group", 100006, true, true},
-	{"membership/damage-to-half-of-a-two-voter-group/2", 100059, true, true},
-	{"membership/damage-to-half-of-a-four-voter-walk", 300840, true, true},
+	{"membership/damage-to-half-of-a-two-voter-group", 100006, true, true, false},
+	{"membership/damage-to-half-of-a-two-voter-group/2", 100059, true, true, false},
+	{"membership/damage-to-half-of-a-four-voter-walk", 300840, true, true, false},
 	// The KIP-848 workload kept a leaving member's partitions until its
 	// leave was answered; the answer was lost after the coordinator had
 	// freed them (fixed in the workload: a member lets go first, as
 	// Kafka's consumer does).
-	{"kip848/leave-answer-lost", 900020, true, true},
+	{"kip848/leave-answer-lost", 900020, true, true, false},
 	// The expiry workload took a produce refused NOT_LEADER_OR_FOLLOWER
 	// for unwritten; the deposed leader had proposed it and its successor
 	// committed it, so the log's time was later than the workload
 	// thought, and a late probe was rightly refused (fixed in the
 	// workload: a batch in doubt is resent as it was, as Kafka's
 	// idempotent producer does; sim/expiry.go inDoubt).
-	{"expiry/not-leader-answer-taken-as-unwritten", 910053, true, true},
+	{"expiry/not-leader-answer-taken-as-unwritten", 910053, true, true, false},
 	// A share coordinator whose metadata lagged the controller archived
 	// two rejected records uncopied: the group's dead-letter topic had
 	// been set (and acknowledged) before, but not yet applied there
 	// (fixed: such records wait for a metadata barrier, node/metabarrier.go).
-	{"share-dlq/config-set-while-coordinator-lags", 910380, true, true},
+	{"share-dlq/config-set-while-coordinator-lags", 910380, true, true, false},
 	// A controller log cut back below its snapshot restarted at the
 	// snapshot point and was fenced there, though the replica had held
 	// and acknowledged entries past it (to 96): it voted at once for a
@@ -361,7 +363,7 @@ var optionalRegressionSeeds = []struct {
 	// recovery reports such a loss unbounded, logstore restartAfterSnapshot;
 	// the acknowledged-entries-unfenced invariant sees the low fence at
 	// the restart). Found on 113312f; the code since runs it differently.
-	{"controller-log-cut-below-snapshot-fenced-at-snapshot", 911081, true, true},
+	{"controller-log-cut-below-snapshot-fenced-at-snapshot", 911081, true, true, false},
 	// The acknowledged-entries-unfenced invariant took a restarted
 	// ex-leader's own uncommitted tail (durable, term 2) for committed
 	// entries it held: at the look, Raft had already stepped the new
@@ -370,8 +372,8 @@ var optionalRegressionSeeds = []struct {
 	// kept the truncation and not the new entries, which were never
 	// acknowledged (fixed in the checker: it counts only durable entries
 	// Raft's log agrees with, replica.DurableAgreedIndex).
-	{"held-tail-replaced-before-take", 912108, true, true},
-	{"held-tail-replaced-before-take-2", 913181, false, true},
+	{"held-tail-replaced-before-take", 912108, true, true, false},
+	{"held-tail-replaced-before-take-2", 913181, false, true, false},
 	// A balancer move of __consumer_offsets-0 was cancelled after it had
 	// made n5 a voter (voters [1 3 5]); n5 restarted and, placed in
 	// neither the replicas nor the target, never opened its copy, and
@@ -379,12 +381,12 @@ var optionalRegressionSeeds = []struct {
 	// consumer that never drained and a balancer never at rest (fixed: a
 	// broker opens its on-disk replica of an unsettled partition,
 	// node/controller.go holdsReplica).
-	{"cancelled-move-voter-not-reopened", 917077, true, true},
+	{"cancelled-move-voter-not-reopened", 917077, true, true, false},
 	// A share coordinator cut off from the controller's leader drew a
 	// released record's backoff from its stale group configs (none) and
 	// redelivered it 13-17 ms later, under a 718 ms least delay (fixed: a
 	// release is settled after a metadata barrier, node/share_backoff.go).
-	{"share-backoff-from-stale-configs", 917170, true, true},
+	{"share-backoff-from-stale-configs", 917170, true, true, false},
 	// A flipped bit in the length field of a segment's last whole entry
 	// made it look like an entry running past the end of the file, and
 	// recovery cut it as a torn write: no fence, though the replica had
@@ -393,7 +395,7 @@ var optionalRegressionSeeds = []struct {
 	// durably). Fixed: logstore wholeEntryDamagedHeader tries the
 	// entry's CRC with the lengths that would end it, and a match is
 	// damage (scripts/mutate flipped-length-taken-for-tear).
-	{"flipped-length-taken-for-torn-write/controller", 917215, true, true},
+	{"flipped-length-taken-for-torn-write/controller", 917215, true, true, false},
 	// A flipped bit in the length field of a sealed segment's last entry
 	// (simret's tiny segments) made it claim more bytes than its file
 	// held: recovery cut it as a torn write, deleted the six segments
@@ -402,7 +404,7 @@ var optionalRegressionSeeds = []struct {
 	// (fixed: logstore recovery tells a whole entry under a damaged length
 	// from a torn one by its CRC). Found on 56595e2 (with the branches
 	// h-compat and h-voters); this code runs it differently.
-	{"length-flip-taken-for-torn-write", 914823, true, true},
+	{"length-flip-taken-for-torn-write", 914823, true, true, false},
 	// A power cut lost the roll's new controller segment, so recovery
 	// rescanned sealed segment 43-70 as the active one. The snapshot was at
 	// 49 (term 6) and the rescan took term 6 for entry 42's: entry 43 (term
@@ -411,7 +413,7 @@ var optionalRegressionSeeds = []struct {
 	// logstore finishActive takes the term before a segment starting at or
 	// below the snapshot as unknown, as recoverChain does;
 	// scripts/mutate rescan-checks-snapshot-term). Found on 8983da4.
-	{"sealed-last-segment-cut-below-snapshot", 941582, true, true},
+	{"sealed-last-segment-cut-below-snapshot", 941582, true, true, false},
 	// Transaction coordinator n1 (epoch 3) was paused while resending
 	// T5's abort marker; coordinator epoch 4 finished T5, and T7 (the same
 	// producer and epoch) began on simtxn-2. n1 resumed, its held retry
@@ -422,7 +424,7 @@ var optionalRegressionSeeds = []struct {
 	// marker, TRANSACTION_COORDINATOR_FENCED, as Kafka does;
 	// scripts/mutate txn-marker-stale-coordinator). Found on 8983da4,
 	// whose ReadIndex retry change moved the timing.
-	{"txn-marker-from-deposed-coordinator", 942289, true, true},
+	{"txn-marker-from-deposed-coordinator", 942289, true, true, false},
 	// 942712: n3's controller restarted with its membership checkpoint
 	// (change 77) ahead of a log cut back to its snapshot at 66; a
 	// snapshot at 76 caught it up, Raft took that snapshot's five voters,
@@ -430,7 +432,17 @@ var optionalRegressionSeeds = []struct {
 	// five voters, the others four and a learner, and the healed brokers
 	// never agreed (fixed: node/replica restoreConf; test
 	// TestSnapshotBelowCheckpointAppliesLaterChanges). Found on a7198e4.
-	{"snapshot-below-membership-checkpoint", 942712, true, true},
+	{"snapshot-below-membership-checkpoint", 942712, true, true, false},
+	// 953535 --all-faults: n2's disk was replaced; its new controller
+	// replica, fenced with the lost-log fence and holding the bootstrap
+	// entries only, restarted after a power cut and an injected read
+	// fault on vote.fence was taken for "no fence" (node readFence). The
+	// unfenced replica voted n1 (log to 30) leader in term 5 while
+	// committed entry 31 (term 4) was held only by n3, then down, and the
+	// wiped old n2: n1 wrote its own entry 31 (committed-entry-changed).
+	// Fixed: a failed read of a fence or tombstone fails the open (test
+	// TestControllerFenceReadFaultFailsStart). Found on b84ec9b.
+	{"fence-read-fault-taken-for-no-fence", 953535, false, false, true},
 }
 
 func TestSimOptionalFaultRegressions(t *testing.T) {
@@ -446,6 +458,9 @@ func TestSimOptionalFaultRegressions(t *testing.T) {
 			}
 			if rs.corrupt {
 				o = o.WithCorruption()
+			}
+			if rs.all {
+				o = o.WithAllFaults()
 			}
 			res := Run(o)
 			if res.Failed() {

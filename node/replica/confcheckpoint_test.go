@@ -3,6 +3,7 @@ package replica
 import (
 	"fmt"
 	"math/rand"
+	"path"
 	"testing"
 
 	"github.com/floe-broker/floe/consensus"
@@ -81,5 +82,56 @@ func TestSnapshotBelowCheckpointAppliesLaterChanges(t *testing.T) {
 	g.pump()
 	if got := fmt.Sprint(lagger.rep.Conf()); got != want {
 		t.Fatalf("member 3 restarted again: membership %v, want %s", got, want)
+	}
+}
+
+// TestConfCheckpointReadFaultFailsStart: a replica whose log lost the
+// entry of its last membership change restarts from its checkpoint; if
+// reading the checkpoint fails (an I/O error), the start must fail rather
+// than come up with the older membership its log and snapshot say (the
+// stale membership the checkpoint exists to prevent). The vote fence had
+// the same hole (sim seed 953535 with --all-faults, node readFence).
+func TestConfCheckpointReadFaultFailsStart(t *testing.T) {
+	g := newGroup(t)
+	var ms []*member
+	for id := uint64(1); id <= 3; id++ {
+		m := &member{id: id, fs: logstore.NewSimFS(rand.New(rand.NewSource(int64(id)))), sm: &appSM{}, ckpt: true}
+		g.members[id] = m
+		g.bootstrap(m, 1, 2, 3)
+		ms = append(ms, m)
+	}
+	leader, lagger := ms[0], ms[2]
+	g.pump()
+	leader.rep.raft.Campaign()
+	g.pump()
+	if _, _, err := leader.rep.raft.ProposeConfChange(consensus.ConfChange{Type: consensus.ConfAddLearner, NodeID: 4}); err != nil {
+		t.Fatal(err)
+	}
+	g.pump()
+	g.propose(leader, 2)
+	want := "{[1 2 3] [4]}"
+	if got := fmt.Sprint(lagger.rep.Conf()); got != want {
+		t.Fatalf("member 3 before the loss: membership %v, want %s", got, want)
+	}
+	if err := lagger.rep.Discard(3); err != nil {
+		t.Fatal(err)
+	}
+	if err := lagger.log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lagger.fs.FailNext(logstore.OpRead, path.Join("g", confFile), nil)
+	log := lagger.openLog(t)
+	rc := raftConfig(lagger.id)
+	if rep, err := New(Config{Group: 16, Raft: rc, FS: lagger.fs, Dir: "g"}, log, &appSM{}); err == nil {
+		t.Fatalf("a start that could not read the membership checkpoint succeeded with membership %v (want an error, or %s)",
+			rep.Conf(), want)
+	}
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lagger.sm = &appSM{}
+	lagger.start(t, lagger.openLog(t))
+	if got := fmt.Sprint(lagger.rep.Conf()); got != want {
+		t.Fatalf("member 3 restarted after the failed start: membership %v, want %s (its checkpoint)", got, want)
 	}
 }

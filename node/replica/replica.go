@@ -82,7 +82,11 @@ func New(cfg Config, log *logstore.Log, sm StateMachine) (*Replica, error) {
 	rep := &Replica{Group: cfg.Group, log: log, sm: sm, applied: snap.Meta.Index, conf: sd.Conf, storage: st,
 		fs: cfg.FS, dir: cfg.Dir}
 	if cfg.FS != nil {
-		if c, ok := readConfCheckpoint(cfg.FS, cfg.Dir); ok && c.Index > snap.Meta.Index {
+		c, ok, err := readConfCheckpoint(cfg.FS, cfg.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("replica %d: %w", cfg.Group, err)
+		}
+		if ok && c.Index > snap.Meta.Index {
 			// A later membership than the snapshot's: Raft starts with it,
 			// and replay does not apply the changes it already holds.
 			st.confOverride = &c.Conf
