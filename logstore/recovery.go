@@ -477,63 +477,35 @@ func checkChained(h entryHeader, raw []byte, expect chainPoint, term uint64) err
 // cutSegment records a cut of s at pos and truncates the file there.
 // index is the index the entry at pos should have had.
 func (l *Log) cutSegment(s *segment, pos, fileSize int64, index uint64, why error, rec *Recovery) error {
-	n, _ := countEntries(s.f, pos, fileSize, l.opts.EntryBytesMax)
-	// A torn write leaves a prefix of what was written: its last entry is
-	// incomplete (errTruncated), and nothing intact follows. An entry that
-	// is whole but fails its CRC, or whose header is bad but whose length
-	// ends the file exactly, or that is followed by an intact entry, was
-	// damaged after it was written: it and what follows may have been
-	// acknowledged.
-	var corrupt bool
-	after := fileSize
-	zeroHeader, zeroTail := zeroRegionAt(s.f, pos, fileSize)
-	switch {
-	case zeroTail && !l.laterSegmentData(s.base):
-		// The file system extended the active segment but the data never
-		// landed: zeros from the last good entry to the end of the file
-		// are a torn write, never durable (a sector read back as zeros).
-	case zeroHeader:
-		// Zeros where an entry should start, with data after them (or in
-		// a segment the log had moved past): a torn write leaves a prefix
-		// of what was written, never a hole before it, so the zeros hide
-		// entries that were there.
-		corrupt = true
-		if at, ok := l.findEntryAfter(s.f, pos+1, fileSize, index+1, false); ok {
-			after = at
-		} else if !zeroTail {
-			rec.HeldUnknown = true
-		}
-	case errors.Is(why, errChecksum), errors.Is(why, errHeaderCheck):
-		// A whole entry whose CRC fails, or a header (whole, so written
-		// whole) whose check fails.
-		corrupt = true
-	case errors.Is(why, errBadHeader):
-		corrupt = wholeEntryAt(s.f, pos, fileSize)
+	f := &probeFile{File: s.f}
+	n, _ := countEntries(f, pos, fileSize, l.opts.EntryBytesMax)
+	c := l.judgeCut(f, s.base, pos, fileSize, index, why)
+	var last uint64
+	clean := true
+	if c.corrupt {
+		// The damaged entry, and those after it (from the next intact one).
+		last, clean = lastIndexIn(f, c.after, fileSize, l.opts.EntryBytesMax)
 	}
-	if !zeroHeader && (corrupt || errors.Is(why, errBadHeader) || errors.Is(why, errTruncated)) {
-		// The entry's own length may be what was damaged: find the entry
-		// that followed it by its index.
-		if at, ok := l.findEntryAfter(s.f, pos+1, fileSize, index+1, true); ok {
-			corrupt, after = true, at
-		} else if end, ok := l.wholeEntryDamagedHeader(s.f, pos, fileSize, index); ok {
-			// Nothing intact follows, but the entry itself is whole:
-			// its CRC holds once its header's length (and magic and
-			// reserved bytes) are set to what they must have been.
-			corrupt, after = true, end
-		}
+	if f.err != nil {
+		// A probe that could not read answers "nothing there", which
+		// says nothing about the bytes: taken for an answer, it bounded
+		// the loss at the damaged entry while intact entries followed
+		// (sim seed 953872 on 135883d: a controller log cut at entry 7
+		// with entries to 28 after it, one read failing, fenced at 7).
+		// As for a failed read in the scan: nothing is cut; opening
+		// fails and is retried.
+		return fmt.Errorf("logstore: recovery read of %s after byte %d: %w", s.name, pos, f.err)
 	}
 	if rec.Reason == "" {
 		rec.Reason = fmt.Sprintf("cut %s at byte %d: %v", s.name, pos, why)
 		rec.Segment, rec.Position = s.name, pos
 	}
-	rec.Corrupt = rec.Corrupt || corrupt
+	rec.Corrupt = rec.Corrupt || c.corrupt
 	rec.EntriesCut += n
 	rec.BytesCut += fileSize - pos
-	if corrupt {
-		// The damaged entry, and those after it (from the next intact one).
-		last, clean := lastIndexIn(s.f, after, fileSize, l.opts.EntryBytesMax)
+	if c.corrupt {
 		rec.HeldThrough = max(rec.HeldThrough, index, last)
-		rec.HeldUnknown = rec.HeldUnknown || !clean
+		rec.HeldUnknown = rec.HeldUnknown || c.unknown || !clean
 		if err := l.recordLoss(rec); err != nil { // before the cut (loss.go)
 			return err
 		}
@@ -546,6 +518,90 @@ func (l *Log) cutSegment(s *segment, pos, fileSize int64, index uint64, why erro
 	}
 	l.markDirty(s.f)
 	return nil
+}
+
+// cutJudgement is what the bytes at a cut say: damage (corrupt) or a torn
+// write; for damage, where the entries after the damaged one start
+// (after; the end of the file if none follow) and whether that is unknown.
+type cutJudgement struct {
+	corrupt bool
+	after   int64
+	unknown bool
+}
+
+// judgeCut tells damage from a torn write at pos of f, the segment file
+// at base (see cutSegment).
+//
+// A torn write leaves a prefix of what was written: its last entry is
+// incomplete (errTruncated), and nothing intact follows. An entry that is
+// whole but fails its CRC, or whose header is bad but whose length ends
+// the file exactly, or that is followed by an intact entry, was damaged
+// after it was written: it and what follows may have been acknowledged.
+func (l *Log) judgeCut(f File, base uint64, pos, fileSize int64, index uint64, why error) cutJudgement {
+	c := cutJudgement{after: fileSize}
+	found := false // the entry after the damaged one, or its end, was found
+	zeroHeader, zeroTail := zeroRegionAt(f, pos, fileSize)
+	switch {
+	case zeroTail && !l.laterSegmentData(base):
+		// The file system extended the active segment but the data never
+		// landed: zeros from the last good entry to the end of the file
+		// are a torn write, never durable (a sector read back as zeros).
+		return c
+	case zeroHeader:
+		// Zeros where an entry should start, with data after them (or in
+		// a segment the log had moved past): a torn write leaves a prefix
+		// of what was written, never a hole before it, so the zeros hide
+		// entries that were there.
+		c.corrupt = true
+		if at, ok := l.findEntryAfter(f, pos+1, fileSize, index+1, false); ok {
+			c.after = at
+		} else if !zeroTail {
+			c.unknown = true
+		}
+		return c
+	case errors.Is(why, errChecksum), errors.Is(why, errHeaderCheck):
+		// A whole entry whose CRC fails, or a header (whole, so written
+		// whole) whose check fails.
+		c.corrupt = true
+	case errors.Is(why, errBadHeader):
+		c.corrupt = wholeEntryAt(f, pos, fileSize)
+		found = c.corrupt // its length ends the file
+	}
+	if c.corrupt || errors.Is(why, errBadHeader) || errors.Is(why, errTruncated) {
+		// The entry's own length may be what was damaged: find the entry
+		// that followed it by its index.
+		if at, ok := l.findEntryAfter(f, pos+1, fileSize, index+1, true); ok {
+			c.corrupt, c.after, found = true, at, true
+		} else if end, ok := l.wholeEntryDamagedHeader(f, pos, fileSize, index); ok {
+			// Nothing intact follows, but the entry itself is whole:
+			// its CRC holds once its header's length (and magic and
+			// reserved bytes) are set to what they must have been.
+			c.corrupt, c.after, found = true, end, true
+		}
+	}
+	if c.corrupt && !found && !wholeEntryAt(f, pos, fileSize) {
+		// Damage with bytes after it that are neither the next entry
+		// nor the damaged entry's own: entries may follow (a second
+		// damaged one hides them from the search), so how far the loss
+		// goes is unknown.
+		c.unknown = true
+	}
+	return c
+}
+
+// probeFile is a segment file as recovery's probes read it: it remembers
+// the first read that failed (other than at the end of the file).
+type probeFile struct {
+	File
+	err error
+}
+
+func (p *probeFile) ReadAt(b []byte, off int64) (int, error) {
+	n, err := p.File.ReadAt(b, off)
+	if err != nil && !errors.Is(err, io.EOF) && p.err == nil {
+		p.err = err
+	}
+	return n, err
 }
 
 // zeroRegionAt reports whether the bytes at pos where an entry should
