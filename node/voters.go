@@ -50,6 +50,11 @@ type voterReq struct {
 	done     func(error)
 	deadline time.Duration
 	lastSent time.Duration
+	// sentTo are the brokers a copy went to. A refusal speaks only for
+	// the broker that refused (which refuses its own copies again): with
+	// copies at another one, which may still propose it, the outcome is
+	// unknown.
+	sentTo []uint64
 }
 
 // voterChanges holds this broker's voter requests by id, and on the
@@ -62,7 +67,18 @@ type voterChanges struct {
 	// receives is answered as done, not checked again as a new change
 	// (which could refuse it as a duplicate of itself).
 	applied []string
+	// refused are the last voterAppliedKeep requests this broker refused
+	// as leader, with the refusal: a copy of one (a duplicate, or a resend
+	// that crossed the refusal) is refused again, never proposed, since
+	// the client was told the change would not happen.
+	refused []voterRefusal
 	seq     uint64
+}
+
+// voterRefusal is a refused request and why.
+type voterRefusal struct {
+	reqID string
+	err   error
 }
 
 // voterAppliedKeep is how many applied voter changes are remembered.
@@ -97,8 +113,10 @@ func (r *Reactor) sendVoterChange(reqID string, req *voterReq, now time.Duration
 	case 0:
 		// Nobody to ask yet; the tick retries.
 	case r.self:
+		req.copyTo(r.self)
 		r.planVoterChange(r.self, reqID, req.op, req.id)
 	default:
+		req.copyTo(lead)
 		var w wire.Writer
 		w.U8(frameRPC)
 		w.U8(rpcVoterChange)
@@ -167,6 +185,10 @@ func (r *Reactor) planVoterChange(from uint64, reqID string, op consensus.VoterO
 		r.answerVoterChange(from, reqID, nil) // done before the answer was lost
 		return
 	}
+	if i := slices.IndexFunc(vc.refused, func(f voterRefusal) bool { return f.reqID == reqID }); i >= 0 {
+		r.answerVoterChange(from, reqID, vc.refused[i].err) // refused once: refused for good
+		return
+	}
 	cc, err := r.checkVoterChange(op, id)
 	if err == nil {
 		cc.Context = []byte(voterCtxPrefix + reqID)
@@ -180,6 +202,12 @@ func (r *Reactor) planVoterChange(from uint64, reqID string, op consensus.VoterO
 				return
 			}
 			err = nil // planted bug: answer success before the entry commits
+		}
+	}
+	if err != nil {
+		vc.refused = append(vc.refused, voterRefusal{reqID, err})
+		if len(vc.refused) > voterAppliedKeep {
+			vc.refused = vc.refused[1:]
 		}
 	}
 	r.answerVoterChange(from, reqID, err)
@@ -262,7 +290,16 @@ func (r *Reactor) resolveVoterChange(reqID string, err error) {
 		return
 	}
 	delete(r.voters.pending, reqID)
+	if err != nil && len(req.sentTo) > 1 {
+		err = kerr.RequestTimedOut // another broker's copy may still be proposed
+	}
 	req.done(err)
+}
+
+func (req *voterReq) copyTo(id uint64) {
+	if !slices.Contains(req.sentTo, id) {
+		req.sentTo = append(req.sentTo, id)
+	}
 }
 
 // appliedVoterChange is called for every applied membership entry of the

@@ -412,3 +412,56 @@ func TestVoterResendAfterApplyIsDone(t *testing.T) {
 		t.Fatalf("a new add-voter 4: %v %q", kerr.ErrorForCode(code), msg)
 	}
 }
+
+// TestVoterRefusalIsFinal: a copy of a refused request (a duplicate on
+// the link, or a resend that crossed the refusal) reaches the leader
+// again once the reason has passed. The client was told the change was
+// refused and changes nothing, so the copy must be refused again, not
+// proposed (seed 954449 --all-faults on 135883d: remove-voter 1 answered
+// "without a live quorum", its duplicate proposed and committed).
+func TestVoterRefusalIsFinal(t *testing.T) {
+	c := newCluster(t, 3, 56)
+	c.waitReady()
+	lead := int32(c.nodes[1].r.controllerLeader())
+	var others []int32
+	for id := int32(1); id <= 3; id++ {
+		if id != lead {
+			others = append(others, id)
+		}
+	}
+	dead, other := others[0], others[1]
+	c.nodes[dead].crash()
+	c.runFor(2 * time.Second) // a check-quorum period: the dead one is not live
+	r := c.nodes[lead].r
+	if r.controllerLeader() != r.self {
+		t.Fatalf("leader %d lost its leadership", lead)
+	}
+	const reqID = "test-refused-copy"
+	var answers []error
+	ask := func() {
+		if r.voters.pending == nil {
+			r.voters.pending = map[string]*voterReq{}
+		}
+		r.voters.pending[reqID] = &voterReq{op: consensus.VoterRemove, id: uint64(other), deadline: c.clk.Monotonic() + time.Second,
+			done: func(err error) { answers = append(answers, err) }}
+		r.planVoterChange(r.self, reqID, consensus.VoterRemove, uint64(other))
+	}
+	ask()
+	if len(answers) != 1 || answers[0] == nil {
+		t.Fatalf("removing %d with %d down: answers %v", other, dead, answers)
+	}
+	// The reason passes: the dead voter comes back. Then a copy arrives.
+	c.nodes[dead].boot()
+	c.waitReady()
+	if int32(r.controllerLeader()) != lead {
+		t.Skipf("leadership moved from %d; the copy would reach another leader", lead)
+	}
+	ask()
+	c.runFor(2 * time.Second)
+	if len(answers) != 2 || answers[1] == nil {
+		t.Fatalf("a copy of the refused removal of %d: answers %v", other, answers)
+	}
+	if !c.allConf("[1 2 3]") {
+		t.Fatalf("a copy of a refused request changed the voters: %v", fmt.Sprint(ctlConf(c, 1)))
+	}
+}

@@ -33,7 +33,7 @@ import (
 // an answered addition made a voter) fails the run, and so does the
 // healed cluster's membership disagreeing with it. A change with no
 // definite answer (a client timeout, or a bare REQUEST_TIMED_OUT: the
-// broker gave up waiting) makes its broker uncertain until a later definite
+// broker gave up waiting, or its copies went to two brokers) makes its broker uncertain until a later definite
 // answer; after one, the fault waits longer than a broker keeps resending the request
 // (ForwardTimeout), so an old request can no longer land after a newer
 // one. The planted bug voter-ack-before-commit answers a change once
