@@ -161,8 +161,17 @@ func (r *Reactor) fenceNewController() error {
 	if err := r.env.FS.MkdirAll(dir); err != nil {
 		return fmt.Errorf("node: fence the controller: %w", err)
 	}
-	if err := r.env.FS.SyncDir(r.cfg.DataDir); err != nil {
-		return fmt.Errorf("node: fence the controller: %w", err)
+	// The new directories are durable only once their parents are
+	// synced, up to the root (as logstore's Open does for a log's
+	// directory it creates, which now finds this one in place).
+	for d := dir; d != "" && d != "." && d != "/"; {
+		d = path.Dir(d)
+		if d == "." {
+			d = ""
+		}
+		if err := r.env.FS.SyncDir(d); err != nil {
+			return fmt.Errorf("node: fence the controller: %w", err)
+		}
 	}
 	if err := writeFence(r.env.FS, dir, consensus.LostLog()); err != nil {
 		return fmt.Errorf("node: fence the controller: %w", err)
