@@ -61,6 +61,17 @@ func (r *Reactor) loadDiskID() error {
 	}
 	if _, err := r.env.FS.List(r.controllerDir()); err != nil {
 		r.freshDisk = true // no controller log either: a new data directory
+		// The controller's lost-log fence is durable before the disk
+		// id: a start that fails between the two (a read fault opening
+		// the controller log) must not leave a directory that the next
+		// start takes for a formatted one with an unfenced controller
+		// replica, which would vote, with its term and vote forgotten,
+		// in a term it voted in on its old disk (sim seed 14 of
+		// TestReplacedVoterUnderHeavyReadFaults: two controller leaders
+		// in term 3).
+		if err := r.fenceNewController(); err != nil {
+			return err
+		}
 	}
 	id := fmt.Sprintf("%016x%016x", r.env.Rand.Uint64(), r.env.Rand.Uint64())
 	if err := logstore.WriteFileAtomic(r.env.FS, r.cfg.DataDir, diskIDFile, []byte(id)); err != nil {
@@ -129,25 +140,49 @@ func (r *Reactor) fenceLostDisk(g uint64, name, dir string, log *logstore.Log, p
 }
 
 // fenceNewController makes the lost-log fence of the controller replica
-// durable when this start formatted the data directory: nothing here
-// tells a new cluster from a broker whose disk was replaced, so every new
-// controller replica with peers starts fenced. An initial voter may take
-// part in the group's first election (Config.LostLogBootstrapTerm: it
-// votes for, and campaigns with, a log of bootstrap entries only) once its
-// term probe found the group new: a majority of the voters, itself
-// included, whose logs hold the bootstrap entries only. So a new cluster
-// elects, even with a voter down; a replaced voter hears from a voter
-// whose log went past bootstrap, loses the exception, and votes for
-// nobody until it has caught up with a leader (consensus/fence.go).
-func (r *Reactor) fenceNewController(dir string, log *logstore.Log, peers bool) error {
-	if !r.freshDisk || !peers || !isNewLog(log) || plant.Enabled(plant.LostDiskFenceOff) {
+// durable when this start formats the data directory, before the disk id
+// (loadDiskID): nothing here tells a new cluster from a broker whose disk
+// was replaced, so every new controller replica with peers starts fenced.
+// An initial voter may take part in the group's first election
+// (Config.LostLogBootstrapTerm: it votes for, and campaigns with, a log of
+// bootstrap entries only) once its term probe found the group new: a
+// majority of the voters, itself included, whose logs hold the bootstrap
+// entries only. So a new cluster elects, even with a voter down; a
+// replaced voter hears from a voter whose log went past bootstrap, loses
+// the exception, and votes for nobody until it has caught up with a
+// leader (consensus/fence.go). The fence file waits in the controller's
+// directory for the log's first open (openController, fenceOnOpen), which
+// finds the fence, and only it, in a directory that holds no log yet.
+func (r *Reactor) fenceNewController() error {
+	if !r.freshDisk || !r.controllerPeers() || plant.Enabled(plant.LostDiskFenceOff) {
 		return nil
+	}
+	dir := r.controllerDir()
+	if err := r.env.FS.MkdirAll(dir); err != nil {
+		return fmt.Errorf("node: fence the controller: %w", err)
+	}
+	// The new directories are durable only once their parents are
+	// synced, up to the root (as logstore's Open does for a log's
+	// directory it creates, which now finds this one in place).
+	for d := dir; d != "" && d != "." && d != "/"; {
+		d = path.Dir(d)
+		if d == "." {
+			d = ""
+		}
+		if err := r.env.FS.SyncDir(d); err != nil {
+			return fmt.Errorf("node: fence the controller: %w", err)
+		}
 	}
 	if err := writeFence(r.env.FS, dir, consensus.LostLog()); err != nil {
 		return fmt.Errorf("node: fence the controller: %w", err)
 	}
 	return nil
 }
+
+// controllerPeers reports whether the controller group has members other
+// than this broker (a single-node cluster has nobody to get lost entries
+// back from).
+func (r *Reactor) controllerPeers() bool { return len(r.cfg.Peers) > 1 || r.cfg.Join != "" }
 
 // leaderLogFence replaces a durable lost-log fence of group g with the
 // fence it became in Raft (the leader's log end), so that the durable

@@ -158,3 +158,36 @@ func TestControllerFenceReadFaultFailsStart(t *testing.T) {
 		t.Fatalf("after the failed start, the controller replica opened with fence %v, want the lost-log fence", f)
 	}
 }
+
+// TestFormattedStartFailedBeforeControllerOpen: a broker restarted on a
+// new disk formats it (writes its disk id), then fails on a read fault
+// opening the controller log. The next start finds a disk id and does not
+// take the directory for a fresh one, so the controller's lost-log fence
+// must already be durable: without it the replica, holding the bootstrap
+// entries only and its term and vote forgotten, votes again in a term it
+// voted in on its old disk (sim seed 14 of
+// TestReplacedVoterUnderHeavyReadFaults: two controller leaders in term 3).
+func TestFormattedStartFailedBeforeControllerOpen(t *testing.T) {
+	c := newCluster(t, 3, 74)
+	c.waitReady()
+	c.startMayFail = true
+	n3 := c.nodes[3]
+	n3.crash()
+	n3.fs.Wipe()
+	n3.fs.FailNext(logstore.OpRead, path.Join("controller", "meta.a"), nil)
+	n3.boot()
+	if n3.startErr == nil {
+		t.Fatal("the start with a read fault on the controller's meta file succeeded; the test no longer reaches the failed start")
+	}
+	if !n3.fs.Exists(diskIDFile) {
+		t.Fatal("the failed start wrote no disk id; the test no longer reaches a formatted directory")
+	}
+	c.runFor(10 * time.Millisecond)
+	n3.boot()
+	if n3.r == nil {
+		t.Fatalf("broker 3 did not start again: %v", n3.startErr)
+	}
+	if f := n3.r.ctl.rep.VoteFence(); !f.IsLostLog() {
+		t.Fatalf("after a failed start on the formatted new disk, the controller replica opened with fence %v, want the lost-log fence", f)
+	}
+}

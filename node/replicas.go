@@ -96,12 +96,7 @@ func (r *Reactor) openController() error {
 	if rec.EntriesCut > 0 {
 		r.env.Logf("node %d: controller log recovery cut %d entries: %s", r.self, rec.EntriesCut, rec.Reason)
 	}
-	// A single-node cluster has nobody to get lost entries back from.
-	peers := len(r.cfg.Peers) > 1 || r.cfg.Join != ""
-	if err := r.fenceNewController(dir, log, peers); err != nil {
-		_ = log.Close()
-		return err
-	}
+	peers := r.controllerPeers()
 	if r.isInitialVoter() {
 		if err := bootstrap(log, r.initialVoters()); err != nil {
 			_ = log.Close()

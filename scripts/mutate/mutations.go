@@ -599,7 +599,7 @@ var mutations = []mutation{
 	// is caught by node's TestReplacedDiskFencesOldReplicas, not here.
 	{
 		Name: "lost-disk-controller-unfenced", File: "node/disk.go",
-		Original:    "if !r.freshDisk || !peers || !isNewLog(log) || plant.Enabled(plant.LostDiskFenceOff) {",
+		Original:    "if !r.freshDisk || !r.controllerPeers() || plant.Enabled(plant.LostDiskFenceOff) {",
 		Replacement: "if true {",
 		Why:         "disk identity: a controller voter restarted on a new disk votes at once, twice in a term it voted in before",
 		Run:         "^TestReplacedDiskIsFenced$",
