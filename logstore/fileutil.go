@@ -1,6 +1,9 @@
 package logstore
 
-import "path"
+import (
+	"errors"
+	"path"
+)
 
 // WriteFileAtomic makes data the content of dir/name durably: written and
 // synced under a temporary name, renamed over name, and the directory
@@ -26,4 +29,20 @@ func ReadWholeFile(fsys FS, name string) ([]byte, error) {
 	}
 	defer f.Close()
 	return readWhole(f)
+}
+
+// ReadFileIfExists returns the content of the file name; ok is false, with
+// no error, only if the file does not exist. Any other failure is an
+// error: callers reading a record whose absence means "nothing to
+// remember" (a vote fence, a tombstone, a membership checkpoint) must not
+// take a failed read for that absence.
+func ReadFileIfExists(fsys FS, name string) (b []byte, ok bool, err error) {
+	b, err = ReadWholeFile(fsys, name)
+	if errors.Is(err, ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return b, true, nil
 }

@@ -55,18 +55,26 @@ func (l *Log) findEntry(i uint64) (*segment, int64, entryHeader, error) {
 	}
 }
 
+// checkRange says whether [lo, hi) can be read: ErrCompacted if lo <= the
+// snapshot index, ErrUnavailable if hi-1 > LastIndex, and empty for a
+// range with nothing in it. what names the reader in the errors.
+func (l *Log) checkRange(what string, lo, hi uint64) (empty bool, err error) {
+	switch {
+	case lo <= l.snap.Index:
+		return false, fmt.Errorf("%w: %s from %d, snapshot at %d", ErrCompacted, what, lo, l.snap.Index)
+	case hi > l.lastIndex+1:
+		return false, fmt.Errorf("%w: %s to %d, last index %d", ErrUnavailable, what, hi-1, l.lastIndex)
+	}
+	return lo >= hi, nil
+}
+
 // Entries returns entries [lo, hi): at most maxBytes of Data in all, but at
 // least one entry if the range is not empty (maxBytes < 0: no limit). It
 // returns ErrCompacted if lo <= the snapshot index, ErrUnavailable if
 // hi-1 > LastIndex, and an error wrapping ErrCorrupt for damaged entries.
 func (l *Log) Entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
-	switch {
-	case lo <= l.snap.Index:
-		return nil, fmt.Errorf("%w: entries from %d, snapshot at %d", ErrCompacted, lo, l.snap.Index)
-	case hi > l.lastIndex+1:
-		return nil, fmt.Errorf("%w: entries to %d, last index %d", ErrUnavailable, hi-1, l.lastIndex)
-	case lo >= hi:
-		return nil, nil
+	if empty, err := l.checkRange("entries", lo, hi); empty || err != nil {
+		return nil, err
 	}
 	s, pos, _, err := l.findEntry(lo)
 	if err != nil {
@@ -116,13 +124,8 @@ const kindsChunkBytes = 4 << 10
 // A damaged payload is not noticed; reading the entry (Entries) notices it.
 // Bounds and errors as Entries.
 func (l *Log) Kinds(lo, hi uint64) ([]uint8, error) {
-	switch {
-	case lo <= l.snap.Index:
-		return nil, fmt.Errorf("%w: kinds from %d, snapshot at %d", ErrCompacted, lo, l.snap.Index)
-	case hi > l.lastIndex+1:
-		return nil, fmt.Errorf("%w: kinds to %d, last index %d", ErrUnavailable, hi-1, l.lastIndex)
-	case lo >= hi:
-		return nil, nil
+	if empty, err := l.checkRange("kinds", lo, hi); empty || err != nil {
+		return nil, err
 	}
 	_, pos, _, err := l.findEntry(lo)
 	if err != nil {

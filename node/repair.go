@@ -70,12 +70,12 @@ const fenceUnbounded = math.MaxUint64
 // opened it unfenced with the bootstrap entries only, and its vote elected
 // a candidate lacking a committed entry (committed-entry-changed).
 func readFence(fs logstore.FS, dir string, termBound uint64) (consensus.VoteFence, error) {
-	b, err := logstore.ReadWholeFile(fs, path.Join(dir, fenceFile))
-	if errors.Is(err, logstore.ErrNotExist) {
-		return consensus.VoteFence{}, nil
-	}
+	b, ok, err := logstore.ReadFileIfExists(fs, path.Join(dir, fenceFile))
 	if err != nil {
 		return consensus.VoteFence{}, fmt.Errorf("read the vote fence: %w", err)
+	}
+	if !ok {
+		return consensus.VoteFence{}, nil
 	}
 	r := wire.Reader{B: b}
 	f := consensus.VoteFence{Index: r.U64(), Term: termBound}

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -50,12 +49,12 @@ func (t tombstone) encode() []byte {
 // tombstone it has would forget its term, vote and log end (the vote
 // fence's failed read, repair.go readFence, is the same hole).
 func readTombstone(fs logstore.FS, dir string) (tombstone, bool, error) {
-	b, err := logstore.ReadWholeFile(fs, tombstonePath(dir))
-	if errors.Is(err, logstore.ErrNotExist) {
-		return tombstone{}, false, nil
-	}
+	b, ok, err := logstore.ReadFileIfExists(fs, tombstonePath(dir))
 	if err != nil {
 		return tombstone{}, false, fmt.Errorf("read the tombstone: %w", err)
+	}
+	if !ok {
+		return tombstone{}, false, nil
 	}
 	r := wire.Reader{B: b}
 	t := tombstone{Term: r.U64(), Vote: r.U64(), LastIndex: r.U64(), LastTerm: r.U64()}

@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"errors"
 	"fmt"
 	"path"
 
@@ -68,12 +67,12 @@ func decodeConfCheckpoint(b []byte) (confCheckpoint, error) {
 // checkpoint closes; the vote fence's failed read, node readFence, was
 // the same hole: sim seed 953535 --all-faults).
 func readConfCheckpoint(fs logstore.FS, dir string) (confCheckpoint, bool, error) {
-	b, err := logstore.ReadWholeFile(fs, path.Join(dir, confFile))
-	if errors.Is(err, logstore.ErrNotExist) {
-		return confCheckpoint{}, false, nil
-	}
+	b, ok, err := logstore.ReadFileIfExists(fs, path.Join(dir, confFile))
 	if err != nil {
 		return confCheckpoint{}, false, fmt.Errorf("replica: membership checkpoint: %w", err)
+	}
+	if !ok {
+		return confCheckpoint{}, false, nil
 	}
 	c, err := decodeConfCheckpoint(b)
 	if err != nil {
