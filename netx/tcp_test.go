@@ -372,6 +372,7 @@ func TestTCPRefusesBadHandshakes(t *testing.T) {
 		"wrong target": appendHandshake(nil, 7, 3),
 		"zero sender":  appendHandshake(nil, 0, 2),
 		"self sender":  appendHandshake(nil, 2, 2),
+		"anyone":       appendHandshake(nil, Anyone, 2),
 		"long header":  binary.BigEndian.AppendUint32(nil, 1<<30),
 		"version 2": func() []byte {
 			h := appendHandshake(nil, 7, 2)
@@ -392,6 +393,32 @@ func TestTCPRefusesBadHandshakes(t *testing.T) {
 		t.Fatalf("InboundRejected %d, want %d", s.InboundRejected, len(cases))
 	}
 	sendBatch(t, a, 1, 2, inB, "still-serving", 50)
+}
+
+// Two processes with one id (a duplicate broker started with --join
+// naming the broker it duplicates): the duplicate reaches the node by
+// address, as Anyone, and what it sends is delivered as from Anyone, so
+// the node can refuse it, and never as from the node itself. The same
+// duplicate addressing the node by id is still refused.
+func TestTCPDuplicateIDDeliveredAsAnyone(t *testing.T) {
+	leakCheck(t)
+	_, b, _, inB := pair(t, nil)
+	dup := newTCPForTest(t, fastCfg(2), func(NodeID, []byte) {})
+	dup.SetPeer(Anyone, b.Addr())
+	dup.Send(Anyone, []byte("join"))
+	eventually(t, "the duplicate's frame delivered as from Anyone", func() bool {
+		return inB.has(fmt.Sprintf("%d:join", Anyone))
+	})
+	if inB.has("2:join") {
+		t.Fatal("the duplicate's frame was delivered as from the node itself")
+	}
+	c := rawConn(t, b, 0)
+	c.Write(append(appendHandshake(nil, 2, 2), binary.BigEndian.AppendUint32(nil, 1)...))
+	c.Write([]byte("z"))
+	expectClosed(t, c)
+	if inB.has("2:z") {
+		t.Fatal("a sender claiming the node's own id, addressed by id, was let in")
+	}
 }
 
 func TestTCPSurvivesGarbage(t *testing.T) {

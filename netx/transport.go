@@ -23,7 +23,9 @@ type Transport interface {
 
 // Anyone is a pseudo peer id for an address whose node id is not known yet
 // (a broker joining a cluster knows one member's address, not its id): the
-// node listening there accepts it, whatever its own id.
+// node listening there accepts it, whatever its own id. As a sender it
+// names a process that shares the receiver's own id and reached it by
+// address (a duplicate broker id): the receiver learns no more of it.
 const Anyone NodeID = 1<<64 - 1
 
 // Handler receives one inbound message. The real transport calls it from its

@@ -51,6 +51,12 @@ func appendHandshake(b []byte, from, to NodeID) []byte {
 // readHandshake reads and checks a handshake addressed to self, returning the
 // sender. It refuses a wrong length, magic or version, a zero sender, a
 // sender claiming to be self, and a handshake meant for another node.
+//
+// One sender claiming to be self is let in: one that addressed Anyone. It
+// reached this node by address alone, so it is another process started
+// with this node's id (a duplicate, or this node dialling itself), and
+// its frames are delivered as from Anyone, never as from self, so that
+// the node can tell it so (node/dupid.go) and trusts nothing else of it.
 func readHandshake(r io.Reader, self NodeID) (NodeID, error) {
 	var b [frameHeaderBytes + handshakeBytes]byte
 	if _, err := io.ReadFull(r, b[:frameHeaderBytes]); err != nil {
@@ -72,10 +78,12 @@ func readHandshake(r io.Reader, self NodeID) (NodeID, error) {
 	from := NodeID(binary.BigEndian.Uint64(p[6:]))
 	to := NodeID(binary.BigEndian.Uint64(p[14:]))
 	switch {
-	case from == 0 || from == self:
+	case from == 0 || from == Anyone || (from == self && to != Anyone):
 		return 0, fmt.Errorf("%w: sender %d", errBadHandshake, from)
 	case to != self && to != Anyone:
 		return 0, fmt.Errorf("%w: meant for node %d, this is %d", errBadHandshake, to, self)
+	case from == self:
+		return Anyone, nil
 	}
 	return from, nil
 }

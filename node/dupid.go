@@ -25,16 +25,17 @@ import (
 // Once the registered one has been silent for dupLiveTicks, the join is
 // admitted as before.
 
-// dupState is the controller leader's view of which members it hears from.
+// dupState notes since when this node has led the controller term it
+// leads: a new leader does not yet know whom it hears from.
 type dupState struct {
-	term  uint64            // the controller term the view is for
-	since uint64            // the tick this node saw itself lead that term
-	heard map[uint64]uint64 // per controller member, the last tick its progress was recently active
+	term  uint64 // the controller term the note is for
+	since uint64 // the tick this node saw itself lead that term
+	led   bool   // this node led the controller at its last tick
 }
 
 // dupLiveTicks is how long after the controller leader last heard from a
-// broker it still takes it for live: twice the election timeout, as
-// check-quorum clears the recently-active marks once per election timeout.
+// broker it still takes it for live: twice the election timeout, many
+// heartbeat rounds, so a few lost answers never make a live broker dead.
 func (r *Reactor) dupLiveTicks() uint64 { return uint64(2 * r.cfg.ElectionTicks) }
 
 // joinRefusedExitTicks is how long a joining broker keeps asking while
@@ -42,22 +43,30 @@ func (r *Reactor) dupLiveTicks() uint64 { return uint64(2 * r.cfg.ElectionTicks)
 // process just died to be admitted once the leader stops hearing from it.
 func (r *Reactor) joinRefusedExitTicks() uint64 { return 3 * r.dupLiveTicks() }
 
-// noteControllerHeard records, on the controller leader, which members it
-// heard from this tick.
+// noteControllerHeard notes, on the controller leader, the tick its
+// leadership of this term began. Whom it hears from is the controller
+// group's own note (consensus's PeerProgress.HeardTicksAgo), asked for
+// only when a join needs it.
 func (r *Reactor) noteControllerHeard() {
 	d := &r.dup
 	if r.controllerLeader() != r.self {
-		d.heard = nil
+		d.led = false
 		return
 	}
-	if d.heard == nil || d.term != r.ctl.term {
-		d.term, d.since, d.heard = r.ctl.term, r.ticks, map[uint64]uint64{}
+	if !d.led || d.term != r.ctl.term {
+		d.term, d.since, d.led = r.ctl.term, r.ticks, true
 	}
+}
+
+// heardTicksAgo is how many ticks ago the controller leader last heard
+// from member id in this leadership, or -1 if not at all.
+func (r *Reactor) heardTicksAgo(id uint64) int64 {
 	for _, pr := range r.ctl.rep.Status().Progress {
-		if pr.RecentActive && pr.ID != r.self {
-			d.heard[pr.ID] = r.ticks
+		if pr.ID == id {
+			return pr.HeardTicksAgo
 		}
 	}
+	return -1
 }
 
 // joinRefusal says why the controller leader refuses a join of broker id
@@ -69,13 +78,13 @@ func (r *Reactor) joinRefusal(id, inc uint64) error {
 	}
 	d, window := &r.dup, r.dupLiveTicks()
 	tick := r.cfg.TickInterval
-	if t, heard := d.heard[id]; heard && r.ticks-t <= window {
-		ago := time.Duration(r.ticks-t) * tick
+	if ago := r.heardTicksAgo(id); ago >= 0 && uint64(ago) <= window {
+		ago := time.Duration(ago) * tick
 		return fmt.Errorf("broker id %d is registered by a live broker at %s (last heard %v ago); "+
 			"stop it first, or wait until the controller has not heard from it for %v, or pick another id",
 			id, b.RaftAddr, ago, time.Duration(window)*tick)
 	}
-	if d.heard == nil || r.ticks-d.since < window {
+	if !d.led || r.ticks-d.since < window {
 		// This leader is too new to know: refuse for now, the joiner asks again.
 		return fmt.Errorf("broker id %d is registered by another broker at %s that the new controller "+
 			"leader cannot yet tell dead from live; stop it first, or wait %v", id, b.RaftAddr, time.Duration(window)*tick)
@@ -96,6 +105,39 @@ func (r *Reactor) leaderJoinRefusal(id, inc, lead uint64) error {
 		"broker %d follows); stop it first, or pick another id", id, b.RaftAddr, r.self)
 }
 
+// fromDuplicateOK says whether frame, from a process that shares this
+// broker's id and reached it by address (netx.Anyone as a sender), is one
+// this broker takes from it: its join, and the refusal a broker running
+// under this id is sent back when it joins (it is the duplicate then).
+// Nothing else: such a process is no member.
+func fromDuplicateOK(frame []byte) bool {
+	if len(frame) < 2 || frame[0] != frameRPC {
+		return false
+	}
+	switch frame[1] {
+	case rpcJoin, rpcJoinRefused:
+		return true
+	}
+	return false
+}
+
+// refuseSelfJoin answers a join under this broker's own id, which a
+// process started with this id and a --join naming this broker sends: this
+// broker is live (it is answering), so the join is refused, whether or not
+// this broker leads the controller or has a leader at all. No peers are
+// sent: the joiner cannot be this broker restarted (this broker holds its
+// address). A join from this very process (a --join naming its own
+// address) or from a broker from before incarnations is dropped.
+func (r *Reactor) refuseSelfJoin(addr string, inc uint64) {
+	if inc == 0 || inc == r.incarnation {
+		return
+	}
+	err := fmt.Errorf("broker id %d is registered by a live broker at %s (the broker --join names); "+
+		"stop it first, or pick another id", r.self, r.cfg.RaftAddr)
+	r.env.Logf("node %d: join refused: %v", r.self, err)
+	r.sendJoinRefused(addr, err)
+}
+
 // refuseJoin tells the joining broker at addr why it is refused. It is
 // addressed as Anyone: the broker id is the live broker's, whose address
 // must not change. It is told every peer too, as an admitted one is: a
@@ -106,6 +148,12 @@ func (r *Reactor) refuseJoin(addr string, err error) {
 	r.env.Logf("node %d: join refused: %v", r.self, err)
 	r.setPeer(netx.Anyone, addr)
 	r.sendPeers(netx.Anyone)
+	r.sendJoinRefused(addr, err)
+}
+
+// sendJoinRefused sends the refusal err to the joining broker at addr.
+func (r *Reactor) sendJoinRefused(addr string, err error) {
+	r.setPeer(netx.Anyone, addr)
 	var w wire.Writer
 	w.U8(frameRPC)
 	w.U8(rpcJoinRefused)

@@ -200,6 +200,10 @@ func (r *Reactor) HandlePeer(from netx.NodeID, frame []byte) {
 	if r.stopped || len(frame) == 0 {
 		return
 	}
+	if from == netx.Anyone && !fromDuplicateOK(frame) {
+		r.stats.BadFrames++
+		return
+	}
 	switch frame[0] {
 	case frameRaft:
 		if err := r.host.Receive(uint64(from), frame[1:]); err != nil {

@@ -184,6 +184,10 @@ func (r *Reactor) handleRPC(from uint64, b []byte) {
 // admit adds a broker to the controller group as a learner, so it receives
 // and applies the metadata log; non-leaders pass the request on.
 func (r *Reactor) admit(id uint64, addr string, inc uint64) {
+	if id == r.self {
+		r.refuseSelfJoin(addr, inc)
+		return
+	}
 	lead := r.controllerLeader()
 	if lead == 0 {
 		return

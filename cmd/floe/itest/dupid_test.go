@@ -49,6 +49,33 @@ func TestJoinWithDuplicateIDRefused(t *testing.T) {
 	}
 }
 
+// TestJoinNamingTheDuplicatedBrokerRefused: a second process with the id
+// of live broker 2 and a --join naming broker 2 itself. Broker 2's
+// transport once refused the connection (a sender with its own id) and
+// the duplicate waited for an answer forever; now broker 2 refuses the
+// join, and the duplicate logs why and exits non-zero, and broker 2 keeps
+// its place in the broker list.
+func TestJoinNamingTheDuplicatedBrokerRefused(t *testing.T) {
+	allowLonger(t, 5*time.Minute)
+	bs := startCluster(t, 3)
+	before := floe(t, "broker", "list", "--brokers", bs[0].KafkaAddr)
+	dup := StartBroker(t, WithBinary(floeBin), WithNodeID(2), WithRaftAddr(FreeAddr(t)),
+		WithFlags("--join", bs[1].RaftAddr), NoWait())
+	waitFor(t, 90*time.Second, "the duplicate broker 2 to exit", func() bool { return !dup.Running() })
+	if dup.LastExitClean() {
+		t.Fatalf("the duplicate exited 0, want non-zero; exits %v", dup.Exits())
+	}
+	if tail := dup.LogTail(); !strings.Contains(tail, "broker id 2 is registered by a live broker at "+bs[1].RaftAddr) {
+		t.Fatalf("the duplicate's log lacks the refusal:\n%s", tail)
+	}
+	if code, why := readyz(bs[1]); code != 200 {
+		t.Fatalf("broker 2 after the refused duplicate: /readyz %d %s", code, why)
+	}
+	if after := floe(t, "broker", "list", "--brokers", bs[0].KafkaAddr); after != before {
+		t.Fatalf("a refused duplicate changed the broker list:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
 // TestReplaceJoinedBrokerAtOnce: a broker that joined with --join is
 // killed, its data directory emptied, and started again at once with the
 // same id and addresses, sooner than the controller leader stops hearing
