@@ -83,6 +83,9 @@ func (c *ctlGroup) Apply(e consensus.Entry) {
 		if cmd.ReqID != "" {
 			c.r.resolveForward(cmd.ReqID, res)
 		}
+		if cmd.RefuseVoterChange != nil && res.Err == nil {
+			c.r.appliedVoterRefusal(cmd.RefuseVoterChange)
+		}
 	case consensus.EntryConfChange:
 		cc, err := consensus.UnmarshalConfChange(e.Data)
 		if err == nil && c.r.appliedVoterChange(cc) {

@@ -12,6 +12,7 @@ import (
 	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/internal/wire"
 	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node/controller"
 )
 
 // Controller voter changes (AddRaftVoter, RemoveRaftVoter; KIP-853 style).
@@ -22,13 +23,16 @@ import (
 // term's first entry is applied, a caught-up live learner to promote, a
 // live quorum left after a removal, never the last voter) and against the
 // metadata (a voter must be a registered broker that is not being
-// decommissioned). A refusal goes straight back (rpcVoterAnswer) and
-// changes nothing. An accepted change is a membership entry in the
-// controller log carrying the request's id; the asking broker answers its
-// client when its own replica applies that entry, so an answered change is
-// committed. A request whose answer is lost is sent again each second
-// until its deadline; the leader ignores a copy of a request it already
-// proposed.
+// decommissioned). A refusal is a command in the controller log
+// (controller.VoterRefusal) and changes nothing else; an accepted change is
+// a membership entry in the controller log carrying the request's id. The
+// asking broker answers its client when its own replica applies either, so
+// an answer, yes or no, is committed, and whichever of the two entries
+// comes first in the log decides on every broker. A request whose answer
+// is lost is sent again each second until its deadline; the leader ignores
+// a copy of a request it already proposed or is refusing, and answers a
+// copy of one the log refused with that refusal (rpcVoterAnswer), whichever
+// leader it reaches and however often leaders restarted in between.
 //
 // A removed voter becomes a learner, not a stranger: every broker applies
 // the metadata log. Retiring the broker itself is `floe broker
@@ -67,18 +71,11 @@ type voterChanges struct {
 	// receives is answered as done, not checked again as a new change
 	// (which could refuse it as a duplicate of itself).
 	applied []string
-	// refused are the last voterAppliedKeep requests this broker refused
-	// as leader, with the refusal: a copy of one (a duplicate, or a resend
-	// that crossed the refusal) is refused again, never proposed, since
-	// the client was told the change would not happen.
-	refused []voterRefusal
-	seq     uint64
-}
-
-// voterRefusal is a refused request and why.
-type voterRefusal struct {
-	reqID string
-	err   error
+	// refusing are the request ids whose refusal this broker proposed as
+	// leader and has not yet applied: a copy waits for that entry (a
+	// refusal applied is in the metadata, controller.VoterRefusal).
+	refusing map[string]bool
+	seq      uint64
 }
 
 // voterAppliedKeep is how many applied voter changes are remembered.
@@ -132,6 +129,7 @@ func (r *Reactor) sendVoterChange(reqID string, req *voterReq, now time.Duration
 func (r *Reactor) retryVoterChanges() {
 	if r.controllerLeader() != r.self {
 		clear(r.voters.proposed) // entries a leader proposes; resends go to the new one
+		clear(r.voters.refusing)
 	}
 	now := r.env.Clock.Monotonic()
 	for _, reqID := range sortedKeys(r.voters.pending) {
@@ -176,17 +174,17 @@ func (r *Reactor) planVoterChange(from uint64, reqID string, op consensus.VoterO
 	}
 	vc := &r.voters
 	if vc.proposed == nil {
-		vc.proposed = map[string]uint64{}
+		vc.proposed, vc.refusing = map[string]uint64{}, map[string]bool{}
 	}
-	if _, ok := vc.proposed[reqID]; ok {
-		return // a resend of a change in the log: its entry answers it
+	if _, ok := vc.proposed[reqID]; ok || vc.refusing[reqID] {
+		return // a resend of a change or refusal in the log: its entry answers it
 	}
 	if slices.Contains(vc.applied, reqID) {
 		r.answerVoterChange(from, reqID, nil) // done before the answer was lost
 		return
 	}
-	if i := slices.IndexFunc(vc.refused, func(f voterRefusal) bool { return f.reqID == reqID }); i >= 0 {
-		r.answerVoterChange(from, reqID, vc.refused[i].err) // refused once: refused for good
+	if v, ok := r.ctl.state.VoterRefusal(reqID); ok {
+		r.answerVoterChange(from, reqID, answerError(v.Code, v.Msg)) // refused once: refused for good
 		return
 	}
 	cc, err := r.checkVoterChange(op, id)
@@ -197,20 +195,36 @@ func (r *Reactor) planVoterChange(from uint64, reqID string, op consensus.VoterO
 			vc.proposed[reqID] = index
 			r.env.Logf("node %d: controller %s %d proposed at %d", r.self, op, id, index)
 			r.queueProcess()
-			early := plant.Enabled(plant.VoterAckBeforeCommit)
-			if !early {
-				return
+			if plant.Enabled(plant.VoterAckBeforeCommit) {
+				r.answerVoterChange(from, reqID, nil) // planted bug: answer success before the entry commits
 			}
-			err = nil // planted bug: answer success before the entry commits
+			return
 		}
 	}
-	if err != nil {
-		vc.refused = append(vc.refused, voterRefusal{reqID, err})
-		if len(vc.refused) > voterAppliedKeep {
-			vc.refused = vc.refused[1:]
-		}
+	r.proposeVoterRefusal(reqID, err)
+}
+
+// proposeVoterRefusal writes the refusal of request reqID into the
+// controller log; the asking broker answers its client when it applies it.
+func (r *Reactor) proposeVoterRefusal(reqID string, err error) {
+	code, msg := errParts(err)
+	v := &controller.VoterRefusal{ReqID: reqID, Code: code}
+	if msg != nil {
+		v.Msg = *msg
 	}
-	r.answerVoterChange(from, reqID, err)
+	if _, _, perr := r.ctl.rep.Propose(EntryCommand, (&controller.Command{RefuseVoterChange: v}).Encode()); perr != nil {
+		r.env.Logf("node %d: controller voter refusal of %s: %v", r.self, reqID, perr)
+		return // the asker resends, and is refused again
+	}
+	r.voters.refusing[reqID] = true
+	r.env.Logf("node %d: controller voter change %s refused: %v", r.self, reqID, err)
+	r.queueProcess()
+}
+
+// appliedVoterRefusal answers the refused request v, if it was asked here.
+func (r *Reactor) appliedVoterRefusal(v *controller.VoterRefusal) {
+	delete(r.voters.refusing, v.ReqID)
+	r.resolveVoterChange(v.ReqID, answerError(v.Code, v.Msg))
 }
 
 // checkVoterChange checks op against the metadata, then against Raft.

@@ -447,6 +447,7 @@ func TestVoterRefusalIsFinal(t *testing.T) {
 		r.planVoterChange(r.self, reqID, consensus.VoterRemove, uint64(other))
 	}
 	ask()
+	c.runFor(time.Second) // the refusal is answered once the log holds it
 	if len(answers) != 1 || answers[0] == nil {
 		t.Fatalf("removing %d with %d down: answers %v", other, dead, answers)
 	}
@@ -463,5 +464,66 @@ func TestVoterRefusalIsFinal(t *testing.T) {
 	}
 	if !c.allConf("[1 2 3]") {
 		t.Fatalf("a copy of a refused request changed the voters: %v", fmt.Sprint(ctlConf(c, 1)))
+	}
+}
+
+// A refused voter change stays refused across a restart of the leader
+// that refused it and a change of leader: the refusal is in the
+// controller log, and a copy of the request (one still in flight from
+// before) that reaches whichever broker leads next is refused the same
+// way. Before, only the refusing leader remembered it, in memory, and the
+// copy was proposed and committed.
+func TestVoterRefusalSurvivesLeaderRestart(t *testing.T) {
+	c := newCluster(t, 3, 57)
+	c.waitReady()
+	lead := int32(c.nodes[1].r.controllerLeader())
+	var others []int32
+	for id := int32(1); id <= 3; id++ {
+		if id != lead {
+			others = append(others, id)
+		}
+	}
+	dead, other := others[0], others[1]
+	c.nodes[dead].crash()
+	c.runFor(2 * time.Second) // a check-quorum period: the dead one is not live
+	const reqID = "test-refused-copy-after-restart"
+	var answers []error
+	ask := func(r *Reactor) {
+		if r.voters.pending == nil {
+			r.voters.pending = map[string]*voterReq{}
+		}
+		r.voters.pending[reqID] = &voterReq{op: consensus.VoterRemove, id: uint64(other), deadline: c.clk.Monotonic() + 5*time.Second,
+			done: func(err error) { answers = append(answers, err) }}
+		r.planVoterChange(r.self, reqID, consensus.VoterRemove, uint64(other))
+	}
+	r := c.nodes[lead].r
+	if r.controllerLeader() != r.self {
+		t.Fatalf("leader %d lost its leadership", lead)
+	}
+	ask(r)
+	c.runFor(time.Second)
+	if len(answers) != 1 || answers[0] == nil {
+		t.Fatalf("removing %d with %d down: answers %v", other, dead, answers)
+	}
+	// The reason passes (the dead voter comes back), the refusing leader
+	// restarts, and a copy reaches the controller's leader then.
+	c.nodes[dead].boot()
+	c.waitReady()
+	c.nodes[lead].crash()
+	c.runFor(time.Second)
+	c.nodes[lead].boot()
+	c.waitReady()
+	c.runFor(2 * time.Second) // every member heard from: a removal would be allowed now
+	nl := c.controllerLeaderNode()
+	if nl == nil {
+		t.Fatal("no controller leader after the restart")
+	}
+	ask(nl.r)
+	c.runFor(2 * time.Second)
+	if len(answers) != 2 || answers[1] == nil {
+		t.Fatalf("a copy of the refused removal of %d at leader %d: answers %v", other, nl.id, answers)
+	}
+	if !c.allConf("[1 2 3]") {
+		t.Fatalf("a copy of a refused request changed the voters after a leader restart: %v", fmt.Sprint(ctlConf(c, 1)))
 	}
 }

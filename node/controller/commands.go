@@ -36,6 +36,9 @@ type Command struct {
 	Prefer           *Prefer           `json:"prefer,omitempty"`
 	ReportSizes      []SizeReport      `json:"report_sizes,omitempty"`
 	AlterClientQuota *AlterClientQuota `json:"alter_client_quota,omitempty"`
+	// RefuseVoterChange records a refused controller voter change
+	// (voters.go).
+	RefuseVoterChange *VoterRefusal `json:"refuse_voter_change,omitempty"`
 }
 
 // CreatePartitions adds partitions (already placed) to a topic.
@@ -227,6 +230,8 @@ func (s *State) Apply(c *Command) Result {
 		return s.prefer(c.Prefer)
 	case c.AlterClientQuota != nil:
 		return s.alterClientQuota(c.AlterClientQuota)
+	case c.RefuseVoterChange != nil:
+		return s.refuseVoterChange(c.RefuseVoterChange)
 	default:
 		return Result{Err: kerr.InvalidRequest}
 	}

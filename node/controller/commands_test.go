@@ -197,6 +197,8 @@ func TestApplyInvalidChangesNothing(t *testing.T) {
 		{"topic replica unknown", &Command{CreateTopic: &Topic{Name: "c", Partitions: []Partition{{Index: 0, Replicas: ids(1, 7)}}}}, kerr.InvalidReplicaAssignment},
 		{"topic replica twice", &Command{CreateTopic: &Topic{Name: "c", Partitions: []Partition{{Index: 0, Replicas: ids(2, 2)}}}}, kerr.InvalidReplicaAssignment},
 		{"delete unknown topic", &Command{DeleteTopic: str("zzz")}, kerr.UnknownTopicOrPartition},
+		{"voter refusal without request id", &Command{RefuseVoterChange: &VoterRefusal{Code: 7}}, kerr.InvalidRequest},
+		{"voter refusal without error code", &Command{RefuseVoterChange: &VoterRefusal{ReqID: "v1"}}, kerr.InvalidRequest},
 		{"partitions of unknown topic", &Command{CreatePartitions: &CreatePartitions{Topic: "zzz", Partitions: []Partition{{Index: 0, Replicas: ids(1)}}}}, kerr.UnknownTopicOrPartition},
 		{"partitions at wrong index", &Command{CreatePartitions: &CreatePartitions{Topic: "a", Partitions: []Partition{{Index: 1, Replicas: ids(1)}}}}, kerr.InvalidReplicaAssignment},
 		{"partitions second bad", &Command{CreatePartitions: &CreatePartitions{Topic: "a", Partitions: []Partition{{Index: 2, Replicas: ids(1)}, {Index: 3, Replicas: ids(8)}}}}, kerr.InvalidReplicaAssignment},
@@ -391,4 +393,29 @@ func ExampleState_Apply() {
 	_, p, _ := s.PartitionByGroup(FirstPartitionGroup)
 	fmt.Println(res.Err, p.Index, p.Replicas)
 	// Output: <nil> 0 [1]
+}
+
+// A refused voter change is kept, first refusal standing, through a
+// snapshot, and only the latest VoterRefusalsKept are.
+func TestVoterRefusalsKept(t *testing.T) {
+	s := NewState("c")
+	for i := range VoterRefusalsKept + 2 {
+		if res := s.Apply(&Command{RefuseVoterChange: &VoterRefusal{ReqID: fmt.Sprintf("v%d", i), Code: 7, Msg: "first"}}); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	s.Apply(&Command{RefuseVoterChange: &VoterRefusal{ReqID: "v5", Code: 8, Msg: "second"}})
+	r, err := Restore(s.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.VoterRefusal("v1"); ok {
+		t.Fatal("the oldest refusals are kept past VoterRefusalsKept")
+	}
+	if v, ok := r.VoterRefusal("v5"); !ok || v.Code != 7 || v.Msg != "first" {
+		t.Fatalf("refusal v5 after a snapshot: %+v %v, want the first refusal", v, ok)
+	}
+	if n := len(r.VoterRefusals); n != VoterRefusalsKept {
+		t.Fatalf("%d refusals kept, want %d", n, VoterRefusalsKept)
+	}
 }

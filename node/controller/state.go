@@ -138,11 +138,14 @@ type State struct {
 	UsersBootstrapped bool `json:"users_bootstrapped,omitempty"`
 	// ClientQuotas are the client quotas, sorted by entity key
 	// (quotas.go).
-	ClientQuotas []ClientQuota               `json:"client_quotas,omitempty"`
-	byGroup      map[uint64]groupRef         // derived, rebuilt on restore
-	sec          securityIndex               // derived from ACLs and Roles
-	quotaIndex   map[quotaSlot]indexedQuota  // derived from ClientQuotas (quotas.go)
-	ipQuotaIndex map[netip.Addr]indexedQuota // ip entities; the zero Addr is the default ip (quotas.go)
+	ClientQuotas []ClientQuota `json:"client_quotas,omitempty"`
+	// VoterRefusals are the latest refused controller voter changes
+	// (voters.go).
+	VoterRefusals []VoterRefusal              `json:"voter_refusals,omitempty"`
+	byGroup       map[uint64]groupRef         // derived, rebuilt on restore
+	sec           securityIndex               // derived from ACLs and Roles
+	quotaIndex    map[quotaSlot]indexedQuota  // derived from ClientQuotas (quotas.go)
+	ipQuotaIndex  map[netip.Addr]indexedQuota // ip entities; the zero Addr is the default ip (quotas.go)
 }
 
 type groupRef struct {
