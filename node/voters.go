@@ -195,7 +195,8 @@ func (r *Reactor) planVoterChange(from uint64, reqID string, op consensus.VoterO
 			vc.proposed[reqID] = index
 			r.env.Logf("node %d: controller %s %d proposed at %d", r.self, op, id, index)
 			r.queueProcess()
-			if plant.Enabled(plant.VoterAckBeforeCommit) {
+			early := plant.Enabled(plant.VoterAckBeforeCommit)
+			if early {
 				r.answerVoterChange(from, reqID, nil) // planted bug: answer success before the entry commits
 			}
 			return

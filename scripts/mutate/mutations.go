@@ -586,6 +586,17 @@ var mutations = []mutation{
 		Replacement: "early := true || plant.Enabled(plant.VoterAckBeforeCommit)",
 		Why:         "acknowledgement: a controller voter change is answered once proposed, and lost with the leader that proposed it",
 	},
+	// A refused voter change is in the controller log: a copy reaching a
+	// later leader is refused too (node test; no drawn seed restarts the
+	// refusing leader in the window).
+	{
+		Name: "voter-refusal-forgotten", File: "node/voters.go",
+		Original:    "if v, ok := r.ctl.state.VoterRefusal(reqID); ok {",
+		Replacement: "if v, ok := r.ctl.state.VoterRefusal(reqID); false && ok {",
+		Why:         "controller membership: a copy of a refused voter change that reaches a restarted or new leader is proposed, so a change the client was told is refused happens",
+		Run:         "^TestVoterRefusalSurvivesLeaderRestart$",
+		Pkg:         "./node",
+	},
 	// A replaced walk's voter reopened after a restart (sim seed 50).
 	{
 		Name: "held-voter-not-reopened", File: "node/controller.go",
@@ -648,8 +659,8 @@ var mutations = []mutation{
 	// processes under one id; the node test does.
 	{
 		Name: "duplicate-broker-id-accepted", File: "node/dupid.go",
-		Original:    "if t, heard := d.heard[id]; heard && r.ticks-t <= window {",
-		Replacement: "if t, heard := d.heard[id]; false && heard && r.ticks-t <= window {",
+		Original:    "if ago := r.heardTicksAgo(id); ago >= 0 && uint64(ago) <= window {",
+		Replacement: "if ago := r.heardTicksAgo(id); false && ago >= 0 && uint64(ago) <= window {",
 		Why:         "broker identity: a second process joining under a live broker's id is admitted, takes its address and registration, and fences its replicas as a replaced disk",
 		Run:         "^TestDuplicateBrokerIDRefusedWhileLive$",
 		Pkg:         "./node",
