@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"errors"
 	"fmt"
 )
 
@@ -22,6 +23,9 @@ func (l *Log) TruncateAfter(index uint64) error {
 	k := l.segmentOf(index + 1)
 	s := l.segs[k]
 	if err := l.cutSegmentAfter(s, index); err != nil {
+		if index == l.snap.Index && errors.Is(err, ErrCorrupt) {
+			return l.dropToSnapshot(err)
+		}
 		return err
 	}
 	for _, dead := range l.segs[k+1:] {
@@ -60,10 +64,6 @@ func (l *Log) cutSegmentAfter(s *segment, index uint64) error {
 	if err != nil {
 		return err
 	}
-	if err := s.f.Truncate(cutPos); err != nil {
-		return l.fail(fmt.Errorf("truncate %s: %w", s.name, err))
-	}
-	l.markDirty(s.f)
 	cut := newSegment(s.name, s.base, s.fileGen, s.f, s.firstPrevLink, s.baseOffset)
 	cut.sealed, cut.openedMono, cut.maxGen = s.sealed, s.openedMono, s.maxGen
 	// Re-note the entries from the last sparse point at or before index, so
@@ -91,9 +91,33 @@ func (l *Log) cutSegmentAfter(s *segment, index uint64) error {
 		}
 		cut.noteAppended(h, entryLink(raw), at, int64(l.opts.IndexIntervalBytes))
 	}
+	// The file is cut only once the scan above succeeded: a failed cut
+	// leaves the segment as it was.
+	if err := s.f.Truncate(cutPos); err != nil {
+		return l.fail(fmt.Errorf("truncate %s: %w", s.name, err))
+	}
+	l.markDirty(s.f)
 	cut.size = cutPos
 	*s = *cut
 	return nil
+}
+
+// dropToSnapshot is TruncateAfter(snapshot index) when the cut cannot be
+// found because an entry header at or below the snapshot index is damaged
+// (why): the scan to the cut crosses it. Raft reads nothing at or below
+// the snapshot, so the log is emptied to the snapshot point, as if the
+// snapshot had been installed: the entries below it go from this replica
+// with the damaged one (for a partition, its Kafka start offset moves to
+// the snapshot's next offset, as on a follower that received a snapshot).
+// Before this, a repair that had to discard every entry after the
+// snapshot failed for good (sim seed 963806 with --all-faults: a flipped
+// bit in the header of the controller's entry 2, below its snapshot at 3,
+// made every read of entry 4 fail and every repair fail to cut).
+func (l *Log) dropToSnapshot(why error) error {
+	if l.snap.Index == 0 {
+		return why // no snapshot: the damage is in an entry Raft reads
+	}
+	return l.replaceBySnapshot(l.snap)
 }
 
 // endOfEntry is the position in s just past entry index: where the entries
