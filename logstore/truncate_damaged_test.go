@@ -79,7 +79,7 @@ func TestTruncateBeforeEntryWithDamagedHeader(t *testing.T) {
 // scans across the damaged header and fails, and so did the repair's cut
 // after the snapshot index (sim seed 963806 with --all-faults: the
 // controller's entry 2 damaged, its snapshot at 3, every repair of entry 4
-// failed for 90 s). The cut now empties the log to the snapshot point, as
+// failed for 93 s). The cut now empties the log to the snapshot point, as
 // an installed snapshot does; the log then takes entries and reopens whole.
 func TestTruncateAtSnapshotOverDamagedHeaderBelowIt(t *testing.T) {
 	opts := Options{SegmentBytes: 2 << 10, IndexIntervalBytes: 1 << 20}

@@ -457,7 +457,7 @@ var optionalRegressionSeeds = []struct {
 	// 963806 --all-faults: a flipped bit in the header of n1's controller
 	// entry 2, below its snapshot at 3, in the segment holding entries 4
 	// on: every read of entry 4 scanned across it and failed, and every
-	// repair's cut after 3 did too, for 90 s; n1's metadata never got
+	// repair's cut after 3 did too, for 93 s; n1's metadata never got
 	// past its snapshot, n1 opened none of its partition replicas, and a
 	// consumer, simtxn's LSOs and share offsets did not finish. Fixed:
 	// that cut empties the log to the snapshot point
