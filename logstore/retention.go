@@ -60,6 +60,13 @@ func (l *Log) InstallSnapshot(m SnapshotMeta) error {
 	if m.Index <= l.snap.Index || m.NextOffset < 0 {
 		return fmt.Errorf("%w: install snapshot at %d (offset %d) over snapshot at %d", ErrInvalid, m.Index, m.NextOffset, l.snap.Index)
 	}
+	return l.replaceBySnapshot(m)
+}
+
+// replaceBySnapshot makes the log empty after snapshot point m, dropping
+// every segment (InstallSnapshot; TruncateAfter at the snapshot index when
+// damage below it hides where to cut).
+func (l *Log) replaceBySnapshot(m SnapshotMeta) error {
 	if err := l.flush(); err != nil {
 		return err
 	}

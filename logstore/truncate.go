@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"errors"
 	"fmt"
 )
 
@@ -22,6 +23,9 @@ func (l *Log) TruncateAfter(index uint64) error {
 	k := l.segmentOf(index + 1)
 	s := l.segs[k]
 	if err := l.cutSegmentAfter(s, index); err != nil {
+		if index == l.snap.Index && errors.Is(err, ErrCorrupt) {
+			return l.dropToSnapshot(err)
+		}
 		return err
 	}
 	for _, dead := range l.segs[k+1:] {
@@ -56,14 +60,10 @@ func (l *Log) removeAfterSync(s *segment) {
 // cutSegmentAfter truncates s so that its last entry is index (or s is
 // empty, if index < s.base), and recomputes what s knows about its end.
 func (l *Log) cutSegmentAfter(s *segment, index uint64) error {
-	_, cutPos, _, err := l.findEntry(index + 1)
+	cutPos, err := l.endOfEntry(s, index)
 	if err != nil {
 		return err
 	}
-	if err := s.f.Truncate(cutPos); err != nil {
-		return l.fail(fmt.Errorf("truncate %s: %w", s.name, err))
-	}
-	l.markDirty(s.f)
 	cut := newSegment(s.name, s.base, s.fileGen, s.f, s.firstPrevLink, s.baseOffset)
 	cut.sealed, cut.openedMono, cut.maxGen = s.sealed, s.openedMono, s.maxGen
 	// Re-note the entries from the last sparse point at or before index, so
@@ -91,7 +91,48 @@ func (l *Log) cutSegmentAfter(s *segment, index uint64) error {
 		}
 		cut.noteAppended(h, entryLink(raw), at, int64(l.opts.IndexIntervalBytes))
 	}
+	// The file is cut only once the scan above succeeded: a failed cut
+	// leaves the segment as it was.
+	if err := s.f.Truncate(cutPos); err != nil {
+		return l.fail(fmt.Errorf("truncate %s: %w", s.name, err))
+	}
+	l.markDirty(s.f)
 	cut.size = cutPos
 	*s = *cut
 	return nil
+}
+
+// dropToSnapshot is TruncateAfter(snapshot index) when the cut cannot be
+// found because an entry header at or below the snapshot index is damaged
+// (why): the scan to the cut crosses it. Raft reads nothing at or below
+// the snapshot, so the log is emptied to the snapshot point, as if the
+// snapshot had been installed: the entries below it go from this replica
+// with the damaged one (for a partition, its Kafka start offset moves to
+// the snapshot's next offset, as on a follower that received a snapshot).
+// Before this, a repair that had to discard every entry after the
+// snapshot failed for good (sim seed 963806 with --all-faults: a flipped
+// bit in the header of the controller's entry 2, below its snapshot at 3,
+// made every read of entry 4 fail and every repair fail to cut).
+func (l *Log) dropToSnapshot(why error) error {
+	if l.snap.Index == 0 {
+		return why // no snapshot: the damage is in an entry Raft reads
+	}
+	return l.replaceBySnapshot(l.snap)
+}
+
+// endOfEntry is the position in s just past entry index: where the entries
+// after it begin (0 if index < s.base). It reads the headers up to index's
+// only, never the header of the entry after it, which is often the one a
+// repair cuts because it is damaged (sim seed 962084 with --all-faults: a
+// flipped bit in the header of the controller's entry 16 made every repair
+// fail to cut at 15, so the broker's metadata never got past entry 15).
+func (l *Log) endOfEntry(s *segment, index uint64) (int64, error) {
+	if index < s.base {
+		return 0, nil
+	}
+	_, pos, h, err := l.findEntry(index)
+	if err != nil {
+		return 0, err
+	}
+	return pos + h.size(), nil
 }

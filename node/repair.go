@@ -27,7 +27,10 @@ import (
 //     the last index it holds now and that entry's term.
 //  3. It discards the damaged entry and everything after it and reopens
 //     the replica; the leader sends the discarded entries again (or a
-//     snapshot). Until the log is back past the fence the replica neither
+//     snapshot). A damaged header below the snapshot index makes the
+//     first entry after the snapshot unreadable (reads scan across it);
+//     the cut after the snapshot index then empties the log to the
+//     snapshot point (logstore's TruncateAfter). Until the log is back past the fence the replica neither
 //     votes nor campaigns (consensus/fence.go says why that keeps Raft
 //     safe), and then the fence record is removed.
 //

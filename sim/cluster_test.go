@@ -443,6 +443,26 @@ var optionalRegressionSeeds = []struct {
 	// Fixed: a failed read of a fence or tombstone fails the open (test
 	// TestControllerFenceReadFaultFailsStart). Found on b84ec9b.
 	{"fence-read-fault-taken-for-no-fence", 953535, false, false, true},
+	// 962084 --all-faults: a flipped bit in the header of n4's controller
+	// entry 16 (a sealed segment, so found on read); every repair's cut
+	// after 15 looked for where entry 16 begins by reading its header and
+	// failed, so n4's metadata stayed at entry 15, it never opened its
+	// replica of sim/1, and sim/1's other two replicas (one fenced
+	// unboundedly after a lying fsync) elected no leader for 30 s. 962034:
+	// the same on n4's controller entry, the balancer never at rest.
+	// Fixed: logstore TruncateAfter reads headers up to the kept entry
+	// only (TestTruncateBeforeEntryWithDamagedHeader). Found on 8a9ce28.
+	{"cut-before-damaged-header", 962084, false, false, true},
+	{"cut-before-damaged-header/2", 962034, false, false, true},
+	// 963806 --all-faults: a flipped bit in the header of n1's controller
+	// entry 2, below its snapshot at 3, in the segment holding entries 4
+	// on: every read of entry 4 scanned across it and failed, and every
+	// repair's cut after 3 did too, for 93 s; n1's metadata never got
+	// past its snapshot, n1 opened none of its partition replicas, and a
+	// consumer, simtxn's LSOs and share offsets did not finish. Fixed:
+	// that cut empties the log to the snapshot point
+	// (TestTruncateAtSnapshotOverDamagedHeaderBelowIt). Found on 8a9ce28.
+	{"damaged-header-below-snapshot", 963806, false, false, true},
 }
 
 func TestSimOptionalFaultRegressions(t *testing.T) {

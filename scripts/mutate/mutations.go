@@ -525,6 +525,25 @@ var mutations = []mutation{
 		Run:         "^TestZeroFilledTailIsATornWrite$",
 		Pkg:         "./logstore",
 	},
+	// Repair's cut before damage (sim seeds 962084 and 962034, 963806
+	// with --all-faults): a cut that reads the damaged header fails, and
+	// the replica stays damaged for good.
+	{
+		Name: "cut-reads-damaged-header", File: "logstore/truncate.go",
+		Original:    "cutPos, err := l.endOfEntry(s, index)",
+		Replacement: "_, cutPos, _, err := l.findEntry(index + 1)",
+		Why:         "availability: repair cuts a log before its damaged entry by reading that entry's header, fails every time, and the replica (a controller's: its metadata) never gets past the damage",
+		Run:         "^TestTruncateBeforeEntryWithDamagedHeader$",
+		Pkg:         "./logstore",
+	},
+	{
+		Name: "damage-below-snapshot-blocks-cut", File: "logstore/truncate.go",
+		Original:    "if index == l.snap.Index && errors.Is(err, ErrCorrupt) {",
+		Replacement: "if false && errors.Is(err, ErrCorrupt) {",
+		Why:         "availability: a damaged header below the snapshot hides every entry after it in its segment, and repair's cut after the snapshot index fails for good",
+		Run:         "^TestTruncateAtSnapshotOverDamagedHeaderBelowIt$",
+		Pkg:         "./logstore",
+	},
 	// Disk replacement in the default fault set (issue 13).
 	{
 		Name: "replace-disk-not-drawn", File: "sim/replacedisk.go",
