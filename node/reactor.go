@@ -62,6 +62,7 @@ type Reactor struct {
 
 	processQueued bool
 	work          workSet // the groups process visits (workset.go)
+	processFn     func()  // r.process, made once (queueProcess)
 	stopped       bool
 	ticks         uint64
 
@@ -227,7 +228,10 @@ func (r *Reactor) queueProcess() {
 		return
 	}
 	r.processQueued = true
-	r.env.Sched.After(0, r.process)
+	if r.processFn == nil {
+		r.processFn = r.process // one method value, not one per call
+	}
+	r.env.Sched.After(0, r.processFn)
 }
 
 // groupIDs returns every local group, sorted (the controller first). The
