@@ -96,6 +96,9 @@ func (w *workSet) nextGroup(i *int) (uint64, bool) {
 			if w.reached && g <= w.cursor {
 				continue
 			}
+			// A member while visited, like in a sparse pass: a mark of
+			// g by its own visit must not queue it again.
+			w.in[g] = true
 			w.cursor, w.reached = g, true
 			return g, true
 		}
@@ -103,6 +106,9 @@ func (w *workSet) nextGroup(i *int) (uint64, bool) {
 	}
 	for len(w.next) > 0 {
 		g := w.next.pop()
+		if w.reached && g <= w.cursor {
+			continue // a duplicate: never pushed, but a pass visits a group once
+		}
 		if !w.inList(g) {
 			delete(w.in, g) // removed before the pass began
 			continue
@@ -127,6 +133,8 @@ func (w *workSet) visited(g uint64, keep bool) {
 // end finishes the pass: the members it passed or deferred wait for the
 // next one.
 func (w *workSet) end() {
+	slices.Sort(w.later)
+	w.later = slices.Compact(w.later)
 	for _, g := range w.later {
 		if w.in[g] {
 			w.next.push(g)

@@ -82,6 +82,28 @@ func TestWorkSetPassOrder(t *testing.T) {
 	}
 }
 
+// TestWorkSetFullPassSelfMark: a group whose own visit in a full pass
+// (after a tick) marks it, and that stays Busy, is handed out once in the
+// next pass, not twice (sim seed 2's trace changed when it was queued
+// twice: the second visit took a Ready the old pass took a pass later).
+func TestWorkSetFullPassSelfMark(t *testing.T) {
+	list := []uint64{1, 24, 30}
+	w := newWorkSet()
+	runPass(&w, list, func(g uint64) bool {
+		w.mark(g) // Take reports the change (replica.changed)
+		return g != 30
+	})
+	var got []uint64
+	runPass(&w, list, func(g uint64) bool {
+		got = append(got, g)
+		w.mark(g)
+		return false
+	})
+	if want := []uint64{1, 24}; !slices.Equal(got, want) {
+		t.Fatalf("the pass after a full one visited %v, want %v", got, want)
+	}
+}
+
 // TestWorkSetHeap: the min-heap hands out what it was given, sorted.
 func TestWorkSetHeap(t *testing.T) {
 	var h groupHeap
