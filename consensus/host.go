@@ -44,6 +44,10 @@ type Host struct {
 	order  []GroupID
 	queues map[uint64]*peerQueue
 	stats  HostStats
+	// changed, if set, is told each group that may have new work: every
+	// group Receive steps a message into, and every Changed call
+	// (SetChanged).
+	changed func(GroupID)
 }
 
 // peerQueue is what waits for the next Flush to one peer.
@@ -89,6 +93,21 @@ func (h *Host) Remove(g GroupID) {
 	delete(h.groups, g)
 	i, _ := slices.BinarySearch(h.order, g)
 	h.order = slices.Delete(h.order, i, i+1)
+}
+
+// SetChanged makes the host call f with each group that may have new
+// work: those Receive steps a message into (before the step), and those
+// named to Changed. The owner can then find the groups with a Ready
+// without asking every group (node/workset.go). Tick calls nothing: it
+// changes every group.
+func (h *Host) SetChanged(f func(GroupID)) { h.changed = f }
+
+// Changed reports that group g's RawNode was driven from outside the host
+// (a proposal, a campaign, a Ready taken or advanced).
+func (h *Host) Changed(g GroupID) {
+	if h.changed != nil {
+		h.changed(g)
+	}
 }
 
 // Get returns group g's RawNode, or nil.
@@ -225,6 +244,7 @@ func (h *Host) Receive(from uint64, frame []byte) error {
 			h.stats.UnknownGroup++
 			continue
 		}
+		h.Changed(gm.group)
 		if err := rn.Step(gm.msg); err != nil {
 			h.stats.StepErrors++
 		}

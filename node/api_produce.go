@@ -55,6 +55,10 @@ type producing struct {
 	done      bool
 	stopTimer func() // cancels the timeout timer, once armed
 	listener  string // the client's listener, for leader hints' addresses
+	// The response of the common request, one topic with one partition,
+	// lives here, so that it costs no allocation of its own (issue 21).
+	oneTopic [1]kmsg.ProduceResponseTopic
+	onePart  [1]kmsg.ProduceResponseTopicPartition
 }
 
 func (pr *producing) finish() {
@@ -79,9 +83,15 @@ func serveProduce(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Res
 	// complete the request before the other partitions are appended.
 	pr := &producing{resp: resp, respond: respond, remaining: 1, listener: c.Listener}
 	now := r.env.Clock.Now()
+	if len(req.Topics) == 1 {
+		resp.Topics = pr.oneTopic[:0]
+	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
+		if len(req.Topics) == 1 && len(rt.Partitions) == 1 {
+			st.Partitions = pr.onePart[:0]
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition

@@ -15,6 +15,10 @@ import (
 type Prepared struct {
 	// batches[t][p] is the check of request topic t, partition p.
 	batches [][]preparedBatch
+	// The common request, one topic with one partition, fits here, so that
+	// Prepare allocates once (issue 21: allocations per produce).
+	oneTopic [1][]preparedBatch
+	oneBatch [1]preparedBatch
 }
 
 type preparedBatch struct {
@@ -29,9 +33,23 @@ func Prepare(req kmsg.Request) *Prepared {
 	if !ok || pr.Version < 3 {
 		return nil
 	}
-	p := &Prepared{batches: make([][]preparedBatch, len(pr.Topics))}
+	p := &Prepared{}
+	if len(pr.Topics) == 1 {
+		p.batches = p.oneTopic[:]
+	} else {
+		p.batches = make([][]preparedBatch, len(pr.Topics))
+	}
+	n := 0
+	for _, rt := range pr.Topics {
+		n += len(rt.Partitions)
+	}
+	// Every topic's checks are carved from one slice.
+	all := p.oneBatch[:]
+	if n != 1 {
+		all = make([]preparedBatch, n)
+	}
 	for ti, rt := range pr.Topics {
-		p.batches[ti] = make([]preparedBatch, len(rt.Partitions))
+		p.batches[ti], all = all[:len(rt.Partitions):len(rt.Partitions)], all[len(rt.Partitions):]
 		for pi, rp := range rt.Partitions {
 			s, err := checkBatch(rp.Records, records.ValidateOptions{})
 			p.batches[ti][pi] = preparedBatch{summary: s, err: err}

@@ -61,6 +61,8 @@ type Reactor struct {
 	traceSync traceSyncs // traced produces' fsync stages (trace.go)
 
 	processQueued bool
+	work          workSet // the groups process visits (workset.go)
+	processFn     func()  // r.process, made once (queueProcess)
 	stopped       bool
 	ticks         uint64
 
@@ -112,7 +114,7 @@ func New(cfg Config, env Env) *Reactor {
 	if env.Logf == nil {
 		env.Logf = func(string, ...any) {}
 	}
-	return &Reactor{
+	r := &Reactor{
 		cfg: cfg, env: env, self: uint64(cfg.NodeID),
 		host:     consensus.NewHost(uint64(cfg.NodeID)),
 		parts:    map[uint64]*partition.Partition{},
@@ -124,7 +126,10 @@ func New(cfg Config, env Env) *Reactor {
 		timers:   deadlineQueue{queue: clock.NewDeadlines()},
 		local:    map[uint64]*groupState{},
 		sec:      newSecurity(cfg.Security),
+		work:     newWorkSet(),
 	}
+	r.host.SetChanged(r.workChanged)
+	return r
 }
 
 // Start opens the controller log (creating it on first boot), reopens the
@@ -190,6 +195,7 @@ func (r *Reactor) tick() {
 	r.ticks++
 	r.stats.noteTick(r.env.Clock.Monotonic(), r.cfg.TickInterval*time.Duration(r.cfg.ElectionTicks)/2)
 	r.host.Tick()
+	r.work.markAll() // a tick may give any group work
 	r.onTick()
 	r.queueProcess()
 	r.env.Sched.After(r.cfg.TickInterval, r.tick)
@@ -226,7 +232,10 @@ func (r *Reactor) queueProcess() {
 		return
 	}
 	r.processQueued = true
-	r.env.Sched.After(0, r.process)
+	if r.processFn == nil {
+		r.processFn = r.process // one method value, not one per call
+	}
+	r.env.Sched.After(0, r.processFn)
 }
 
 // groupIDs returns every local group, sorted (the controller first). The

@@ -16,7 +16,8 @@ const (
 	frameRPC  = 2 // a node RPC (rpc.go)
 )
 
-// process walks every group's Ready through its obligations:
+// process walks every group's Ready through its obligations (visiting only
+// the groups that may have one or are Busy: workset.go):
 //
 //  1. take it: the log write happens now (not synced), messages that may go
 //     before the fsync are queued;
@@ -33,33 +34,48 @@ func (r *Reactor) process() {
 	if r.stopped {
 		return
 	}
-	for _, g := range r.groupIDs() {
-		rep := r.replicaOf(g)
-		if rep == nil {
-			continue
+	// Only the groups that may have work (workset.go), in group order.
+	r.work.begin(r.groupIDs())
+	i := 0
+	for {
+		g, ok := r.work.nextGroup(&i)
+		if !ok {
+			break
 		}
-		if rep.Busy() {
-			// A leader waiting for its fsync round still applies what a
-			// quorum committed meanwhile (replica.ApplyCommittedBusy).
-			if rep.ApplyCommittedBusy() {
-				r.afterApply(g)
-				if r.stopped {
-					return
-				}
-			}
-			continue
-		}
-		if !rep.HasWork() {
-			continue
-		}
-		r.take(consensus.GroupID(g), rep)
+		r.stats.ProcessVisits++
+		r.work.visited(g, r.processGroup(g))
 		if r.stopped {
+			r.work.end()
 			return
 		}
 	}
+	r.work.end()
+	r.checkWorkSet()
 	r.startSync()
 	r.reapDoomed()
 	r.flush()
+}
+
+// processGroup does one pass's work for group g; it reports whether g may
+// still have work (it is Busy, or a Ready was just taken).
+func (r *Reactor) processGroup(g uint64) bool {
+	rep := r.replicaOf(g)
+	if rep == nil {
+		return false
+	}
+	if rep.Busy() {
+		// A leader waiting for its fsync round still applies what a
+		// quorum committed meanwhile (replica.ApplyCommittedBusy).
+		if rep.ApplyCommittedBusy() {
+			r.afterApply(g)
+		}
+		return true
+	}
+	if !rep.HasWork() {
+		return false
+	}
+	r.take(consensus.GroupID(g), rep)
+	return true
 }
 
 func (r *Reactor) take(g consensus.GroupID, rep *replica.Replica) {

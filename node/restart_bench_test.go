@@ -4,22 +4,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floe-broker/floe/internal/assert"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// BenchmarkRestartOpen1000 and BenchmarkRestartOpen10000 restart (crash
-// and boot) a one-broker simulated cluster holding a topic of that many
-// partitions and run it until every partition has a leader again: the
-// wall time of the reactor's start-up path (reconcile opening the
-// replicas, their logs' recovery, the first elections) on the simulator's
-// in-memory disk. The metrics are per restart: sim-ms is the simulated
-// time it took, visits the partitions reconcile's walks visited, walks
-// the walks. docs/benchmarks.md has the figures.
+// BenchmarkRestartOpen1000, 5000 and 10000 restart (crash and boot) a
+// one-broker simulated cluster holding a topic of that many partitions
+// and run it until every partition has a leader again: the wall time of
+// the reactor's start-up path (reconcile opening the replicas, their
+// logs' recovery, the first elections) on the simulator's in-memory disk.
+// The metrics are per restart: sim-ms is the simulated time it took,
+// visits the partitions reconcile's walks visited, walks the walks,
+// group-visits the groups the reactor's process passes visited (the
+// count that was quadratic in the partitions). Assertions are off, as in
+// production: with them on, every pass checks every group
+// (node/workset.go checkWorkSet). docs/benchmarks.md has the figures.
 func BenchmarkRestartOpen1000(b *testing.B)  { benchmarkRestartOpen(b, 1000) }
+func BenchmarkRestartOpen5000(b *testing.B)  { benchmarkRestartOpen(b, 5000) }
 func BenchmarkRestartOpen10000(b *testing.B) { benchmarkRestartOpen(b, 10000) }
 
 func benchmarkRestartOpen(b *testing.B, partitions int32) {
+	defer assert.Set(assert.Set(false))
 	c := newCluster(b, 1, 21)
 	c.waitReady()
 	req := kmsg.NewPtrCreateTopicsRequest()
@@ -32,20 +38,23 @@ func benchmarkRestartOpen(b *testing.B, partitions int32) {
 	}
 	waitAllLed(b, c, partitions)
 	var simTime time.Duration
-	var visits, walks uint64
+	var visits, walks, groupVisits uint64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		c.nodes[1].boot()
 		start := c.clk.Monotonic()
+		before, _ := c.nodes[1].r.Stats()
 		waitAllLed(b, c, partitions)
 		simTime += c.clk.Monotonic() - start
 		st, _ := c.nodes[1].r.Stats()
 		visits += st.ReconcileVisits
 		walks += st.ReconcileWalks
+		groupVisits += st.ProcessVisits - before.ProcessVisits
 	}
 	b.ReportMetric(float64(simTime.Milliseconds())/float64(b.N), "sim-ms/op")
 	b.ReportMetric(float64(visits)/float64(b.N), "visits/op")
 	b.ReportMetric(float64(walks)/float64(b.N), "walks/op")
+	b.ReportMetric(float64(groupVisits)/float64(b.N), "group-visits/op")
 }
 
 // waitAllLed runs until node 1 has every partition of topic "many" open

@@ -71,7 +71,10 @@ type Stats struct {
 	ReconcileWalks  uint64
 	ReconcileVisits uint64
 	OpenRetries     uint64
-	lastTickAt      time.Duration // monotonic time of the last tick
+	// ProcessVisits counts the groups the reactor's process passes
+	// visited (workset.go: those that may have work, not every group).
+	ProcessVisits uint64
+	lastTickAt    time.Duration // monotonic time of the last tick
 }
 
 // noteTick records a tick at monotonic time now, counting a stall when it

@@ -30,31 +30,42 @@ import (
 //     out of its Host and about to be closed and reopened.
 //   - Durability (PrepareSync, FinishSync, Err, Sync, Close) is the
 //     reactor's: it syncs what Take wrote before calling Complete.
+//
+// Every method that drives Raft or changes the log or the Ready in flight
+// tells the Host the replica is registered with (consensus.Host.Changed),
+// so that the reactor asks only those groups for work (node/workset.go): a
+// new method that does either must call changed too.
 
 // Register adds the Raft node to h, which ticks it and routes its peers'
 // messages to it (the host never takes its Ready: the replica does).
-func (r *Replica) Register(h *consensus.Host) { h.Add(r.Group, r.raft) }
+func (r *Replica) Register(h *consensus.Host) {
+	h.Add(r.Group, r.raft)
+	r.host = h
+	r.changed()
+}
 
 // Propose proposes an entry of type typ; index and term say where it will
 // be if it commits. ErrNotLeader (or another error) if it was not taken.
 func (r *Replica) Propose(typ consensus.EntryType, data []byte) (index, term uint64, err error) {
+	r.changed()
 	return r.raft.Propose(typ, data)
 }
 
 // ProposeConfChange proposes a membership change.
 func (r *Replica) ProposeConfChange(cc consensus.ConfChange) (index, term uint64, err error) {
+	r.changed()
 	return r.raft.ProposeConfChange(cc)
 }
 
 // Campaign starts an election (a pre-vote first, if configured).
-func (r *Replica) Campaign() { r.raft.Campaign() }
+func (r *Replica) Campaign() { r.changed(); r.raft.Campaign() }
 
 // TransferLeader asks the leader to hand leadership to member to.
-func (r *Replica) TransferLeader(to uint64) { r.raft.TransferLeader(to) }
+func (r *Replica) TransferLeader(to uint64) { r.changed(); r.raft.TransferLeader(to) }
 
 // ReadIndex asks the leader to confirm its leadership; the answer, carrying
 // ctx, comes back through TakeReadStates.
-func (r *Replica) ReadIndex(ctx []byte) { r.raft.ReadIndex(ctx) }
+func (r *Replica) ReadIndex(ctx []byte) { r.changed(); r.raft.ReadIndex(ctx) }
 
 // Status is Raft's full status (with the leader's view of its followers).
 func (r *Replica) Status() consensus.Status { return r.raft.Status() }
@@ -134,7 +145,10 @@ func (r *Replica) RetentionBound(nowMs, retentionMs, retentionBytes int64, limit
 func (r *Replica) Stats() logstore.Stats { return r.log.Stats() }
 
 // SetStartOffset records a new logical start offset (DeleteRecords).
-func (r *Replica) SetStartOffset(offset int64) error { return r.log.SetStartOffset(offset) }
+func (r *Replica) SetStartOffset(offset int64) error {
+	r.changed()
+	return r.log.SetStartOffset(offset)
+}
 
 // SetSegmentLimits sets when the log rolls a new segment.
 func (r *Replica) SetSegmentLimits(bytes int64, age time.Duration) {
@@ -143,17 +157,22 @@ func (r *Replica) SetSegmentLimits(bytes int64, age time.Duration) {
 
 // SetSnapshot records m as the log's snapshot point. Requires !Busy() and
 // m.Index <= Applied().
-func (r *Replica) SetSnapshot(m logstore.SnapshotMeta) error { return r.log.SetSnapshot(m) }
+func (r *Replica) SetSnapshot(m logstore.SnapshotMeta) error {
+	r.changed()
+	return r.log.SetSnapshot(m)
+}
 
 // CompactTo drops the log's segments wholly at or below index, which must
 // not pass the snapshot point. Requires !Busy().
 func (r *Replica) CompactTo(index uint64) (segmentsRemoved int, err error) {
+	r.changed()
 	return r.log.CompactTo(index)
 }
 
 // CleanStep runs one step of log compaction (cleanup.policy=compact) on
 // entries below limitIndex. Requires !Busy().
 func (r *Replica) CleanStep(now time.Time, cfg logstore.CleanConfig, limitIndex uint64) (done bool, err error) {
+	r.changed()
 	return r.log.CleanStep(now, cfg, limitIndex)
 }
 
@@ -161,6 +180,7 @@ func (r *Replica) CleanStep(now time.Time, cfg logstore.CleanConfig, limitIndex 
 // index to it (repair: the entries are fetched from the leader again).
 // Requires the replica out of its Host, to be closed and reopened.
 func (r *Replica) Discard(cut uint64) error {
+	r.changed()
 	if err := r.log.TruncateAfter(cut); err != nil {
 		return err
 	}
@@ -176,7 +196,10 @@ func (r *Replica) Discard(cut uint64) error {
 func (r *Replica) PrepareSync() *logstore.SyncPlan { return r.log.PrepareSync() }
 
 // FinishSync ends a sync PrepareSync started.
-func (r *Replica) FinishSync(p *logstore.SyncPlan, err error) { r.log.FinishSync(p, err) }
+func (r *Replica) FinishSync(p *logstore.SyncPlan, err error) {
+	r.changed()
+	r.log.FinishSync(p, err)
+}
 
 // Err is the log's write failure, if one happened: nothing written since
 // may be acknowledged.
@@ -191,8 +214,9 @@ func (r *Replica) Close() error { return r.log.Close() }
 // AddSendBudget limits the entry bytes this replica sends member id as
 // leader (consensus/throttle.go).
 func (r *Replica) AddSendBudget(id uint64, bytes, capBytes int64) {
+	r.changed()
 	r.raft.AddSendBudget(id, bytes, capBytes)
 }
 
 // Unthrottle lifts the limit on what this replica sends member id.
-func (r *Replica) Unthrottle(id uint64) { r.raft.Unthrottle(id) }
+func (r *Replica) Unthrottle(id uint64) { r.changed(); r.raft.Unthrottle(id) }

@@ -49,6 +49,9 @@ type Replica struct {
 	// Raft's membership.
 	confIndex uint64
 	confDirty bool // a change was applied and not yet checkpointed
+	// host is the Host the replica is registered with (Register), told of
+	// every call that may give Raft new work (changed).
+	host *consensus.Host
 }
 
 // Config is what New needs besides the log.
@@ -122,6 +125,7 @@ func (r *Replica) Take() (sendNow []consensus.Message, mustSync bool, err error)
 	if r.inflight != nil {
 		return nil, false, fmt.Errorf("replica %d: a Ready is already in flight", r.Group)
 	}
+	r.changed()
 	rd := r.raft.Ready()
 	if err := r.write(&rd); err != nil {
 		return nil, false, err
@@ -270,6 +274,7 @@ func (r *Replica) Complete() (sendAfter []consensus.Message, err error) {
 	if rd == nil {
 		return nil, nil
 	}
+	r.changed()
 	r.inflight = nil
 	if !rd.Snapshot.IsEmpty() && rd.Snapshot.Meta.Index > r.applied {
 		sd, err := DecodeSnapshotData(rd.Snapshot.Data)
@@ -367,4 +372,17 @@ func (r *Replica) ClearDamaged() { r.storage.damaged = false }
 
 // Abandon drops the in-flight Ready without completing it (the sync failed:
 // the node must stop this replica, since Raft cannot be told "not durable").
-func (r *Replica) Abandon() { r.inflight = nil }
+func (r *Replica) Abandon() {
+	r.changed()
+	r.inflight = nil
+}
+
+// changed tells the host the replica is registered with that Raft may have
+// new work (HasWork may have become true): the reactor asks only such
+// groups for a Ready (node/workset.go). Every method that drives Raft, or
+// changes the log or the Ready in flight, calls it; reads do not.
+func (r *Replica) changed() {
+	if r.host != nil {
+		r.host.Changed(r.Group)
+	}
+}
