@@ -129,6 +129,31 @@ func location(t *testing.T, ctx context.Context) string {
 	return loc
 }
 
+// waitLocation polls the tab's address until ok (bounded by ctx and a
+// step cap), for a navigation a key press started: chromedp's actions do
+// not wait for one.
+func waitLocation(t *testing.T, ctx context.Context, ok func(string) bool) string {
+	t.Helper()
+	var last string
+	for i := 0; i < 300; i++ {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		loc, err := chromedp.Run(wctx, chromedp.Location())
+		cancel()
+		if err == nil {
+			last = loc
+			if ok(loc) {
+				return loc
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("waiting for the address: last %s", last)
+	return ""
+}
+
 // text reads an element's text.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
@@ -468,14 +493,16 @@ func TestBrowserAudit(t *testing.T) {
 		chromedp.Focus(chromedp.CSS("#principal")),
 		chromedp.KeyEvent("alice"),
 		chromedp.KeyEvent(kb.Tab),
-		chromedp.KeyEvent("describe"+kb.Enter),
-		chromedp.WaitVisible(chromedp.CSS("#audit-summary")))
-	// The records reach __audit_log asynchronously: reload until there.
-	waitText(t, ctx, "#audit-summary", true, func(s string) bool { return !strings.HasSuffix(s, "0 matched.") })
-	loc := location(t, ctx)
+		chromedp.KeyEvent("describe"+kb.Enter))
+	// The unfiltered page shows #audit-summary too, so wait for the
+	// submitted search's address: a reload before the form's navigation
+	// commits would reload the unfiltered page (and cancel the search).
+	loc := waitLocation(t, ctx, func(loc string) bool { return strings.Contains(loc, "principal=") })
 	if !strings.Contains(loc, "principal=alice") || !strings.Contains(loc, "result=failure") || !strings.Contains(loc, "operation=describe") {
 		t.Fatalf("audit search went to %s", loc)
 	}
+	// The records reach __audit_log asynchronously: reload until there.
+	waitText(t, ctx, "#audit-summary", true, func(s string) bool { return !strings.HasSuffix(s, "0 matched.") })
 	rows := text(t, ctx, "#audit-table tbody")
 	if !strings.Contains(rows, "User:alice") || !strings.Contains(rows, "topic secret") || strings.Contains(rows, "success") {
 		t.Fatalf("audit rows %q", rows)
