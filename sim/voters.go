@@ -89,9 +89,13 @@ type voterWork struct {
 	uncertain map[netx.NodeID]bool // a change with no definite answer since
 	// quiet: no request for the broker until then, after one with no
 	// definite answer (its broker may still be resending it).
-	quiet  map[netx.NodeID]time.Duration
-	busy   bool // a request in flight
-	counts map[string]int
+	quiet map[netx.NodeID]time.Duration
+	busy  bool // a request in flight
+	// inFlight is the broker the request in flight changes: until its
+	// answer, the change may or may not have happened (seed 966225: the
+	// healed cluster was checked while an add-voter was still pending).
+	inFlight netx.NodeID
+	counts   map[string]int
 }
 
 func (n *nemesis) voters() *voterWork {
@@ -183,7 +187,7 @@ func (n *nemesis) voterChange() {
 		n.w.Isolate(lead)
 		n.w.After(n.voterHeal()+voterTimeout, n.w.Heal)
 	}
-	vw.busy = true
+	vw.busy, vw.inFlight = true, id
 	n.sendVoterChange(via, add, id, isolated)
 }
 
@@ -268,7 +272,7 @@ func (n *nemesis) voterAnswer(add bool, id netx.NodeID, code int16) {
 		}
 		vw.counts["unknown"]++
 	}
-	vw.busy = false
+	vw.busy, vw.inFlight = false, 0
 }
 
 // voterHeal is how long the isolation of a leader lasts: up to the
@@ -324,8 +328,8 @@ func (r *run) checkVoters() {
 		return
 	}
 	for _, id := range r.w.IDs() {
-		if vw.uncertain[id] {
-			continue
+		if vw.uncertain[id] || (vw.busy && vw.inFlight == id) {
+			continue // no definite answer (yet): either outcome is right
 		}
 		if is := slices.Contains(voters, uint64(id)); is != vw.voter[id] {
 			r.violation("invariant", fmt.Sprintf("controller-voters: broker %d voter=%v in the healed cluster (voters %v), but the last answered change says voter=%v",
