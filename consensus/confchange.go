@@ -31,6 +31,9 @@ func (r *raft) proposeConfChange(cc ConfChange) (uint64, uint64, error) {
 	index, term, err := r.propose(Entry{Type: EntryConfChange, Data: cc.Marshal()})
 	if err == nil {
 		r.pendingConfIndex = index
+		// Our own commits need the new membership's majority too
+		// (newestconf.go).
+		r.logConfAfter(cc)
 	}
 	return index, term, err
 }
@@ -96,7 +99,7 @@ func (r *raft) switchConfig(voters, learners []uint64) {
 		r.trk.progress[id] = pr
 	}
 	for id := range r.trk.votes { //floe:unordered deleting from a set
-		if !r.trk.isVoter(id) {
+		if !r.trk.votesIn(id) {
 			delete(r.trk.votes, id)
 		}
 	}
