@@ -15,7 +15,10 @@ var ErrInvalidConfChange = errors.New("consensus: invalid configuration change")
 // application applies the committed entry (ApplyConfChange). A leader
 // accepts a new change only once the previous one is applied, and not
 // before the first entry of its own term is applied either, so at most one
-// change is ever in flight and any two successive majorities overlap.
+// change is ever in flight and any two successive majorities overlap. A
+// member's applied membership can still lag its log by more changes than
+// one, so candidates and leaders count votes and acknowledgements in the
+// newest membership of their log too (newestconf.go).
 
 // proposeConfChange appends a configuration change on the leader.
 func (r *raft) proposeConfChange(cc ConfChange) (uint64, uint64, error) {
