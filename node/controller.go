@@ -412,9 +412,11 @@ func (r *Reactor) reapDoomed() {
 		}
 		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)
 		// Remember the Raft state for a later return (tombstone.go): a
-		// reassignment may place the partition here again, and a deleted
-		// topic's group is opened again when a restart replays the
-		// controller log from a commit index older than the deletion.
+		// reassignment may place the partition here again. And the
+		// metadata index of the deletion: a restart that replays the
+		// controller log from a commit index older than it sees the old
+		// placement again, which must not re-create the replica
+		// (placedByStaleView).
 		if err := writeTombstone(r.env.FS, dir, rep, r.group(g).fence, r.ctl.rep.Applied()); err != nil {
 			r.env.Logf("node %d: tombstone %s: %v", r.self, dir, err)
 			continue
