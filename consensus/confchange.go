@@ -15,7 +15,10 @@ var ErrInvalidConfChange = errors.New("consensus: invalid configuration change")
 // application applies the committed entry (ApplyConfChange). A leader
 // accepts a new change only once the previous one is applied, and not
 // before the first entry of its own term is applied either, so at most one
-// change is ever in flight and any two successive majorities overlap.
+// change is ever in flight and any two successive majorities overlap. A
+// member's applied membership can still lag its log by more changes than
+// one, so candidates and leaders count votes and acknowledgements in the
+// newest membership of their log too (newestconf.go).
 
 // proposeConfChange appends a configuration change on the leader.
 func (r *raft) proposeConfChange(cc ConfChange) (uint64, uint64, error) {
@@ -31,6 +34,9 @@ func (r *raft) proposeConfChange(cc ConfChange) (uint64, uint64, error) {
 	index, term, err := r.propose(Entry{Type: EntryConfChange, Data: cc.Marshal()})
 	if err == nil {
 		r.pendingConfIndex = index
+		// Our own commits need the new membership's majority too
+		// (newestconf.go).
+		r.logConfAfter(cc)
 	}
 	return index, term, err
 }
@@ -96,7 +102,7 @@ func (r *raft) switchConfig(voters, learners []uint64) {
 		r.trk.progress[id] = pr
 	}
 	for id := range r.trk.votes { //floe:unordered deleting from a set
-		if !r.trk.isVoter(id) {
+		if !r.trk.votesIn(id) {
 			delete(r.trk.votes, id)
 		}
 	}

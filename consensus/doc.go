@@ -38,6 +38,7 @@
 //	tracker.go         membership, quorums, votes
 //	log.go             the log: storage plus what is not yet persisted (log_unstable.go)
 //	confchange.go      single-server membership changes
+//	newestconf.go      decisions in the applied and the newest membership of the log
 //	voters.go          an operator's voter change: whether it is safe now (PlanVoterChange)
 //	snapshot.go        sending and installing snapshots
 //	transfer.go        leader transfer

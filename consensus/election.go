@@ -38,6 +38,10 @@ func (r *raft) hup(t campaignType) {
 	if r.hasUnappliedConfChanges() {
 		return
 	}
+	// Votes count in the newest membership of our log too (newestconf.go).
+	if err := r.learnNewestConf(); err != nil {
+		return
+	}
 	r.campaign(t)
 }
 
@@ -72,7 +76,7 @@ func (r *raft) campaign(t campaignType) {
 		ctx = []byte(campaignTransferContext)
 	}
 	lastIndex, lastTerm := r.log.lastIndex(), r.log.lastTerm()
-	for _, id := range r.trk.voters {
+	for _, id := range r.trk.electorate() {
 		if id == r.id {
 			continue
 		}
@@ -145,7 +149,7 @@ func (r *raft) stepCandidate(m Message) {
 		r.becomeFollower(m.Term, m.From)
 		r.handleSnapshot(m)
 	case myRespType:
-		if !r.trk.isVoter(m.From) {
+		if !r.trk.votesIn(m.From) {
 			return
 		}
 		_, _, res := r.poll(m.From, !m.Reject)

@@ -253,6 +253,7 @@ func (r *raft) resetRandomizedElectionTimeout() {
 }
 
 func (r *raft) becomeFollower(term, lead uint64) {
+	r.forgetLogConf()
 	r.reset(term)
 	r.lead = lead
 	r.state = StateFollower

@@ -43,7 +43,10 @@ func TestScenarios(t *testing.T) {
 //	          [election-ticks=N] [heartbeat-ticks=N]
 //	campaign ID | tick ID N | tick-heartbeat ID | tick-election ID
 //	propose ID DATA | propose-conf-change ID add-voter|add-learner|remove NODE
-//	transfer-leader ID TO | read-index ID CTX | compact ID INDEX | restart ID
+//	transfer-leader ID TO | read-index ID CTX | compact ID INDEX
+//	restart ID [applied=I voters=(..) learners=(..)] (with applied=, the
+//	    member restarts as one whose durable commit index and membership
+//	    checkpoint are those of index I, behind its log)
 //	process-ready ID... | deliver-msgs ID... | drop-msgs [from=..] [to=..]
 //	stabilize [ID...] | isolate ID | cut ID ID (both ways)
 //	heal (drops what was sent across a cut)
@@ -116,7 +119,11 @@ func (env *scenarioEnv) handle(t *testing.T, c *datadriven.Cmd) string {
 	case "compact":
 		return env.compact(t, c)
 	case "restart":
-		return env.restart(t, env.node(t, c, 0))
+		n := env.node(t, c, 0)
+		if v, ok := c.Key("applied"); ok {
+			env.rewindApplied(t, c, n, parseIDs(t, v)[0])
+		}
+		return env.restart(t, n)
 	case "process-ready":
 		return env.processReadyCmd(t, c)
 	case "deliver-msgs":
@@ -286,6 +293,23 @@ func (env *scenarioEnv) restart(t *testing.T, n *scenarioNode) string {
 	}
 	n.rn = rn
 	return ""
+}
+
+// rewindApplied sets n's applied index, durable commit index and
+// membership back to those of index applied (the membership given by the
+// command), as a replica restarted from an older checkpoint finds them.
+func (env *scenarioEnv) rewindApplied(t *testing.T, c *datadriven.Cmd, n *scenarioNode, applied uint64) {
+	voterVals, _ := c.Key("voters")
+	learnerVals, _ := c.Key("learners")
+	ms := n.storage.MemoryStorage
+	if applied < ms.firstIndex()-1 || applied > n.applied {
+		t.Fatalf("%s: cannot rewind applied %d to %d", c.Pos, n.applied, applied)
+	}
+	n.applied = applied
+	hs := ms.hardState
+	hs.Commit = min(hs.Commit, applied)
+	ms.hardState = hs
+	ms.SetConfState(ConfState{Voters: parseIDs(t, voterVals), Learners: parseIDs(t, learnerVals)})
 }
 
 // loseEntries makes n lose every entry after index, as a replica whose

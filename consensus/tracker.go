@@ -17,13 +17,21 @@ const (
 // progress; on a candidate, the votes received.
 //
 // Invariant: voters and learners are sorted, disjoint, without duplicates,
-// and progress has exactly one entry per id in them. Maps here are only
-// looked up; every loop runs over the sorted slices.
+// and progress has exactly one entry per id in ids() (voters, learners and
+// logVoters). Maps here are only looked up; every loop runs over the
+// sorted slices.
 type tracker struct {
+	// voters and learners are the applied membership.
 	voters   []uint64
 	learners []uint64
-	progress map[uint64]*progress
-	votes    map[uint64]bool
+	// logConf, on a (pre-)candidate or leader, is the newest membership
+	// in its log (newestconf.go), nil elsewhere; logVoters are its voters.
+	// Every decision (an election won, an index committed) needs a
+	// majority of voters and one of logVoters.
+	logConf   *ConfState
+	logVoters []uint64
+	progress  map[uint64]*progress
+	votes     map[uint64]bool
 }
 
 func newTracker(cs ConfState) tracker {
@@ -48,13 +56,29 @@ func (t *tracker) confState() ConfState {
 	return ConfState{Voters: slices.Clone(t.voters), Learners: slices.Clone(t.learners)}
 }
 
-// ids are all members, sorted.
+// ids are all members, sorted: those of the applied membership and the
+// voters of the newest one in the log.
 func (t *tracker) ids() []uint64 {
-	all := make([]uint64, 0, len(t.voters)+len(t.learners))
+	all := make([]uint64, 0, len(t.voters)+len(t.learners)+len(t.logVoters))
 	all = append(all, t.voters...)
 	all = append(all, t.learners...)
+	all = append(all, t.logVoters...)
 	slices.Sort(all)
-	return all
+	return slices.Compact(all)
+}
+
+// electorate are the members whose votes count, sorted: the voters of the
+// applied membership and of the newest one in the log.
+func (t *tracker) electorate() []uint64 {
+	all := append(slices.Clone(t.voters), t.logVoters...)
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
+// votesIn says whether id's vote counts in an election.
+func (t *tracker) votesIn(id uint64) bool {
+	_, ok := slices.BinarySearch(t.logVoters, id)
+	return ok || t.isVoter(id)
 }
 
 func (t *tracker) isVoter(id uint64) bool {
@@ -67,14 +91,20 @@ func (t *tracker) isLearner(id uint64) bool {
 	return ok
 }
 
-// committedIndex is the highest index durable on a majority of voters.
+// committedIndex is the highest index durable on a majority of voters, and
+// on a majority of logVoters too while the log holds a newer membership.
 func (t *tracker) committedIndex() uint64 {
-	return majorityIndex(t.voters, func(id uint64) uint64 {
+	match := func(id uint64) uint64 {
 		if pr := t.progress[id]; pr != nil {
 			return pr.match
 		}
 		return 0
-	})
+	}
+	index := majorityIndex(t.voters, match)
+	if t.newerInLog() {
+		index = min(index, majorityIndex(t.logVoters, match))
+	}
+	return index
 }
 
 func (t *tracker) resetVotes() { clear(t.votes) }
@@ -86,9 +116,11 @@ func (t *tracker) recordVote(id uint64, granted bool) {
 	}
 }
 
-// tallyVotes counts the votes recorded and decides the election.
+// tallyVotes counts the votes recorded and decides the election: won with
+// a majority of voters and, while the log holds a newer membership, of
+// logVoters too (jointVote).
 func (t *tracker) tallyVotes() (granted, rejected int, result voteResult) {
-	for _, id := range t.voters {
+	for _, id := range t.electorate() {
 		v, seen := t.votes[id]
 		switch {
 		case !seen:
@@ -98,7 +130,29 @@ func (t *tracker) tallyVotes() (granted, rejected int, result voteResult) {
 			rejected++
 		}
 	}
-	return granted, rejected, majorityVote(t.voters, t.votes)
+	result = majorityVote(t.voters, t.votes)
+	if t.newerInLog() {
+		result = jointVote(result, majorityVote(t.logVoters, t.votes))
+	}
+	return granted, rejected, result
+}
+
+// newerInLog says whether the log holds a membership whose voters are not
+// the applied ones (then decisions need a majority of both).
+func (t *tracker) newerInLog() bool {
+	return t.logConf != nil && !slices.Equal(t.logVoters, t.voters)
+}
+
+// jointVote is the outcome of an election that must be won in two
+// memberships at once: lost if lost in either, won if won in both.
+func jointVote(a, b voteResult) voteResult {
+	switch {
+	case a == voteLost || b == voteLost:
+		return voteLost
+	case a == voteWon && b == voteWon:
+		return voteWon
+	}
+	return votePending
 }
 
 // quorumActive says whether a majority of voters was heard from recently.

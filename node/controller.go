@@ -153,6 +153,12 @@ func (r *Reactor) MetadataChanges() uint64 { return r.metaChanges }
 // per round and schedules the next round for the rest (openSome).
 func (r *Reactor) reconcile() {
 	c := r.ctl
+	if r.staleViewWait != 0 && c.rep.Applied() >= r.staleViewWait {
+		// The metadata has caught up with a deletion that a placement
+		// it showed was older than (openSome): look at it again.
+		r.staleViewWait = 0
+		c.dirty, c.walk = true, true
+	}
 	if !c.dirty {
 		return
 	}
@@ -315,6 +321,16 @@ func (r *Reactor) openSome() {
 			return
 		}
 		u := c.unopened[0]
+		if at, stale := r.placedByStaleView(u.t, u.p); stale {
+			// Deleted here by newer metadata than ours (tombstone.go):
+			// wait until we have applied that far, then walk again.
+			r.env.Logf("node %d: %s-%d not re-created: deleted at controller index %d, metadata at %d",
+				r.self, u.t.Name, u.p.Index, at, c.rep.Applied())
+			r.staleViewWait = max(r.staleViewWait, at)
+			c.unopened = c.unopened[1:]
+			opened--
+			continue
+		}
 		if err := r.ensurePartition(u.t, u.p); err != nil {
 			if errors.Is(err, logstore.ErrFileLimit) {
 				// Out of file descriptors: nothing is lost (the log
@@ -399,10 +415,12 @@ func (r *Reactor) reapDoomed() {
 		}
 		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)
 		// Remember the Raft state for a later return (tombstone.go): a
-		// reassignment may place the partition here again, and a deleted
-		// topic's group is opened again when a restart replays the
-		// controller log from a commit index older than the deletion.
-		if err := writeTombstone(r.env.FS, dir, rep, r.group(g).fence); err != nil {
+		// reassignment may place the partition here again. And the
+		// metadata index of the deletion: a restart that replays the
+		// controller log from a commit index older than it sees the old
+		// placement again, which must not re-create the replica
+		// (placedByStaleView).
+		if err := writeTombstone(r.env.FS, dir, rep, r.group(g).fence, r.ctl.rep.Applied()); err != nil {
 			r.env.Logf("node %d: tombstone %s: %v", r.self, dir, err)
 			continue
 		}

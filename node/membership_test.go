@@ -419,3 +419,94 @@ func TestDeletedTopicReopenedByStaleReplayRemembersItsRaftState(t *testing.T) {
 		t.Fatalf("re-opened replica's vote fence %v is below the deleted replica's log end %d", f, last)
 	}
 }
+
+// A broker whose replica was deleted after its removal must not re-create
+// it from metadata older than the deletion. Sim seed 953843 with
+// --all-faults: n5's replica of __consumer_offsets-0 was deleted, n5
+// restarted with a controller view that still placed it there (its
+// durable controller commit index was older than the move), re-created
+// the replica from its tombstone and voted a stale candidate into
+// leadership. Here broker 3 is moved out of [1 2 3] and deletes its
+// replica; then its controller replica restarts at an applied index
+// before the move (its meta record's commit index rewound to one before
+// the move, as a commit index that never reached the disk leaves it). On
+// the old code it opened the group again ("placed here again"); now it
+// waits until its metadata passes the deletion, which no longer places it.
+func TestDeletedReplicaNotRecreatedFromStaleMetadata(t *testing.T) {
+	c := newCluster(t, 4, 35)
+	g := moveTopic(t, c)
+	n3 := c.nodes[3]
+	before := n3.r.ctl.rep.Applied()
+	reassign(t, c, 1, "mv", 0, []int32{1, 2, 4})
+	if !c.stepUntil(30*time.Second, func() bool {
+		_, held := n3.r.parts[g]
+		return !held && c.settled("mv", "[1 2 4]")
+	}) {
+		t.Fatalf("broker 3 never deleted its replica: %+v", c.nodes[1].r.Metadata().Topics["mv"].Partitions[0])
+	}
+	dir := partitionDir(n3.r.cfg.DataDir, "mv", 0, g)
+	tomb, ok, err := readTombstone(n3.fs, dir)
+	if err != nil || !ok {
+		t.Fatalf("no tombstone after the deletion: %v", err)
+	}
+	n3.crash()
+	rewindControllerCommit(t, n3.fs, before)
+	n3.boot()
+	if got := n3.r.ctl.rep.Applied(); got >= tomb.CtlIndex && tomb.CtlIndex != 0 {
+		t.Fatalf("the restart did not rewind the metadata: applied %d, deleted at %d", got, tomb.CtlIndex)
+	}
+	// Watch every event of the catch-up: the stale metadata places the
+	// group here until the move is applied again.
+	reopened, sawStale := false, false
+	c.stepUntil(5*time.Second, func() bool {
+		if _, cp, ok := n3.r.Metadata().PartitionByGroup(g); ok && slices.Contains(cp.Replicas, 3) {
+			sawStale = true
+		}
+		_, held := n3.r.parts[g]
+		reopened = reopened || held
+		return reopened
+	})
+	if !sawStale {
+		t.Fatalf("the restarted broker's metadata never placed the group on it: the test did not rewind it")
+	}
+	if reopened {
+		t.Fatalf("broker 3 re-created its deleted replica of group %d from metadata older than the deletion (controller index %d)",
+			g, tomb.CtlIndex)
+	}
+	if got := n3.r.ctl.rep.Applied(); got < tomb.CtlIndex {
+		t.Fatalf("broker 3's metadata never caught up with the deletion: applied %d, deleted at %d", got, tomb.CtlIndex)
+	}
+}
+
+// rewindControllerCommit sets the commit index of the controller log's
+// hard state to commit, as a crash that lost the commit-only updates of
+// the meta record after commit leaves it: the log keeps its entries, and
+// the restart applies only up to commit until a leader says more is
+// committed.
+func rewindControllerCommit(t *testing.T, fs *logstore.SimFS, commit uint64) {
+	t.Helper()
+	log, _, err := logstore.Open(fs, "controller", logstore.Options{SegmentBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log.LastIndex() < commit {
+		t.Fatalf("controller log ends at %d, before %d", log.LastIndex(), commit)
+	}
+	// A meta record is written when the commit index goes down or far
+	// enough up (logstore commitRecordEvery): up to the log's end first,
+	// then down to commit.
+	for _, to := range []uint64{log.LastIndex() + 1000, commit} {
+		hs := log.HardState()
+		hs.Commit = to
+		log.SetHardState(hs)
+		if err := log.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := log.DurableHardState().Commit; got != commit {
+		t.Fatalf("controller commit index %d after the rewind, want %d", got, commit)
+	}
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

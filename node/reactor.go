@@ -51,6 +51,10 @@ type Reactor struct {
 	groupList []uint64
 	byName    map[topicPartition]*partition.Partition
 	doomed    map[uint64]bool // replicas to delete once idle
+	// staleViewWait is the controller index past which the metadata is
+	// walked again: a replica it placed here was deleted by newer
+	// metadata than it had applied (tombstone.go placedByStaleView).
+	staleViewWait uint64
 	// openings counts replica openings since start, so that a replica
 	// deleted and created again reads as a new one (ReplicaView.Opening).
 	openings uint64

@@ -8,6 +8,7 @@ import (
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/internal/wire"
 	"github.com/floe-broker/floe/logstore"
+	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/replica"
 )
 
@@ -22,11 +23,27 @@ import (
 // fence at the old log end (so it votes as if it still held what it may
 // have acknowledged, consensus/fence.go). Raft assumes a member never
 // forgets these; a blank re-created member is a member that forgot them.
+//
+// The tombstone also records how far the metadata that deleted the replica
+// had got: the controller replica's applied index (CtlIndex). A placement
+// read from older metadata is not a new placement but the one the deletion
+// already undid, seen again by a broker whose restart replays its
+// controller log from a commit index older than the deletion. Such a
+// placement re-creates nothing (placedByStaleView): sim seed 953843 with
+// --all-faults, where n5, removed from __consumer_offsets-0 and its
+// replica deleted, restarted with metadata that still placed it there,
+// was re-created from its tombstone and voted a candidate two membership
+// changes behind into leadership (consensus/newestconf.go). Metadata at or
+// past CtlIndex that places the partition here is a reassignment after
+// the deletion, and re-creates the replica as before.
 
 // tombstone is what a deleted replica leaves behind.
 type tombstone struct {
 	Term, Vote          uint64 // hard state when deleted
 	LastIndex, LastTerm uint64 // the log's end when deleted
+	// CtlIndex is the controller replica's applied index when deleted (0
+	// in a tombstone written before it was recorded).
+	CtlIndex uint64
 }
 
 // tombstonePath is the tombstone file of the replica directory dir: a
@@ -39,6 +56,7 @@ func (t tombstone) encode() []byte {
 	w.U64(t.Vote)
 	w.U64(t.LastIndex)
 	w.U64(t.LastTerm)
+	w.U64(t.CtlIndex)
 	return w.B
 }
 
@@ -58,6 +76,9 @@ func readTombstone(fs logstore.FS, dir string) (tombstone, bool, error) {
 	}
 	r := wire.Reader{B: b}
 	t := tombstone{Term: r.U64(), Vote: r.U64(), LastIndex: r.U64(), LastTerm: r.U64()}
+	if len(r.B) > 0 {
+		t.CtlIndex = r.U64() // absent from tombstones of older versions
+	}
 	if r.Done() != nil {
 		return tombstone{}, false, nil
 	}
@@ -74,12 +95,13 @@ func readTombstone(fs logstore.FS, dir string) (tombstone, bool, error) {
 // incarnation acknowledged (seed 200012 with --corrupt --reassign: the
 // blank third incarnation voted a stale replica leader, 977 acknowledged
 // writes lost).
-func writeTombstone(fs logstore.FS, dir string, rep *replica.Replica, held consensus.VoteFence) error {
+func writeTombstone(fs logstore.FS, dir string, rep *replica.Replica, held consensus.VoteFence, ctlIndex uint64) error {
 	old, ok, err := readTombstone(fs, dir)
 	if err != nil {
 		return err
 	}
 	t := nextTombstone(old, ok, rep.HardState(), fenceOf(rep), rep.VoteFence(), held)
+	t.CtlIndex = max(ctlIndex, old.CtlIndex)
 	return logstore.WriteFileAtomic(fs, path.Dir(dir), path.Base(tombstonePath(dir)), t.encode())
 }
 
@@ -158,4 +180,20 @@ func (r *Reactor) removalCommitted(g uint64, rep *replica.Replica) bool {
 	conf := rep.Conf()
 	return rep.Applied() >= rep.LastIndex() &&
 		!slices.Contains(conf.Voters, r.self) && !slices.Contains(conf.Learners, r.self)
+}
+
+// placedByStaleView reports whether opening the replica of p would
+// re-create a deleted one from metadata older than the deletion: its
+// directory holds no replica and its tombstone was written at a controller
+// applied index past the current one. It returns that index, for which
+// the caller waits (reconcile walks the metadata again once it is
+// applied). A tombstone that cannot be read is left to ensurePartition,
+// whose restore fails the same read.
+func (r *Reactor) placedByStaleView(t *controller.Topic, p *controller.Partition) (uint64, bool) {
+	applied := r.ctl.rep.Applied()
+	tomb, ok, err := readTombstone(r.env.FS, partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group))
+	if err != nil || !ok || tomb.CtlIndex <= applied || r.holdsReplica(t, p) {
+		return 0, false
+	}
+	return tomb.CtlIndex, true
 }

@@ -463,6 +463,19 @@ var optionalRegressionSeeds = []struct {
 	// that cut empties the log to the snapshot point
 	// (TestTruncateAtSnapshotOverDamagedHeaderBelowIt). Found on 8a9ce28.
 	{"damaged-header-below-snapshot", 963806, false, false, true},
+	// 953843 --all-faults: __consumer_offsets-0 went from voters [3 4 5]
+	// to [2 3 4]; n3 restarted at applied 71 with both changes in its log
+	// to 98 and campaigned in [3 4 5]; n5, removed and its replica
+	// deleted, restarted with metadata older than the move, re-created
+	// the replica from its tombstone and voted; n3 won with {3, 5} and
+	// committed its own entry 99 over a committed one
+	// (committed-entry-changed). Fixed: votes and commits need a majority
+	// of the newest membership in the log too (consensus/newestconf.go,
+	// TestCandidateBehindTwoChangesCannotWin), and a deleted replica is
+	// not re-created from metadata older than its deletion (node
+	// TestDeletedReplicaNotRecreatedFromStaleMetadata). Found on 135883d
+	// (it passes on dd52e16 by a different run, not by a fix).
+	{"candidate-two-membership-changes-behind", 953843, false, false, true},
 }
 
 func TestSimOptionalFaultRegressions(t *testing.T) {

@@ -684,4 +684,32 @@ var mutations = []mutation{
 		Run:         "^TestDuplicateBrokerIDRefusedWhileLive$",
 		Pkg:         "./node",
 	},
+	// Decisions in the newest membership of the log (consensus/newestconf.go)
+	// and deleted replicas kept deleted under stale metadata
+	// (node/tombstone.go): sim seed 953843 with --all-faults on 135883d; the
+	// scripted tests pin each.
+	{
+		Name: "vote-in-applied-membership-only", File: "consensus/tracker.go",
+		Original:    "result = jointVote(result, majorityVote(t.logVoters, t.votes))",
+		Replacement: "result = jointVote(result, voteWon)",
+		Why:         "membership: a candidate whose applied membership is changes behind its log wins in it (a removed member's vote elects it)",
+		Run:         "^TestCandidateBehindTwoChangesCannotWin$",
+		Pkg:         "./consensus",
+	},
+	{
+		Name: "commit-in-applied-membership-only", File: "consensus/tracker.go",
+		Original:    "index = min(index, majorityIndex(t.logVoters, match))",
+		Replacement: "index = min(index, index)",
+		Why:         "membership: a leader with changes beyond its applied index commits with a majority of its old membership that the newest need not overlap",
+		Run:         "^TestLeaderCommitsInNewestMembership$",
+		Pkg:         "./consensus",
+	},
+	{
+		Name: "recreate-from-stale-metadata", File: "node/controller.go",
+		Original:    "if at, stale := r.placedByStaleView(u.t, u.p); stale {",
+		Replacement: "if at, stale := r.placedByStaleView(u.t, u.p); false && stale {",
+		Why:         "stale metadata: a broker re-creates a replica it deleted from metadata older than the deletion, and the removed member votes again",
+		Run:         "^TestDeletedReplicaNotRecreatedFromStaleMetadata$",
+		Pkg:         "./node",
+	},
 }

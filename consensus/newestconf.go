@@ -1,0 +1,163 @@
+package consensus
+
+import "slices"
+
+// Decisions in the newest membership of the log.
+//
+// A membership change takes effect when it is applied (confchange.go), so a
+// member's applied membership can lag its log by more than one change: a
+// member restarted with a durable commit index older than the changes its
+// log holds applies them only once a leader tells it they are committed.
+// Counting votes in that old membership let such a member win against the
+// group's real majority (sim seed 953843 with --all-faults:
+// __consumer_offsets-0 had gone from voters [3 4 5] to [2 3 4]; n3,
+// restarted at applied 71 with both changes in its log to 98, campaigned
+// in [3 4 5], won with n3 and the removed n5, and committed its own entry
+// 99 over the group's committed one). Two successive majorities overlap;
+// majorities two changes apart need not.
+//
+// The rule, for (pre-)candidates and leaders: a decision needs a majority
+// of the applied voters and a majority of the voters of the newest
+// membership in the member's log (tracker.logVoters). An election is won
+// only with both (tracker.tallyVotes), an index is committed only once
+// both hold it (tracker.committedIndex). When the two are the same
+// membership this is the plain majority.
+//
+// Why it is safe. The newest membership in a log is the one the Raft
+// dissertation (§4.1) uses for every decision: a server uses the latest
+// configuration in its log, committed or not. Its safety argument for
+// single-server changes needs that a leader appends a change only after
+// the previous one and an entry of its own term are committed; ours waits
+// for them to be applied, which is later. Every decision we take also has
+// a majority of that newest membership, so every run of ours is a run the
+// dissertation's algorithm allows, and its proof (Leader Completeness, so
+// State Machine Safety) covers us. The applied majority only makes
+// decisions rarer; it keeps what the rest of Floe assumes of the applied
+// membership (a member outside it never leads).
+//
+// Liveness. The joint rule binds only while a log holds changes beyond the
+// applied index: a leader elected under it commits its first entry with
+// both majorities, applies every change before that entry, and from then
+// on its applied membership is its newest. In a log every change but the
+// last is committed (a leader appends a change only after applying the one
+// before), so the newest membership is the committed one or the committed
+// one plus one uncommitted change at the tail: a crashed leader's
+// proposal, for instance. A candidate holding that change needs a
+// majority of the old membership and of the new one, which differ by one
+// server; a candidate without it needs the old majority only, and can win
+// if its log is as up to date as a majority's. So the group elects a
+// leader whenever a majority of each membership is up and connected (the
+// leader whose proposal it was needed no less to commit it), at most one
+// server more than the dissertation's rule asks when the voters go from an
+// even number to an odd one or back. The change is then committed, or
+// replaced by the new leader's log, and the rule lapses once it is
+// applied.
+
+// newestConf is the membership after every configuration change in the
+// log: the applied membership with the changes after the applied index
+// replayed on it. A change the applied membership already holds (a
+// restarted replica's checkpoint may be ahead of its applied index) sets
+// the same membership again, and a change that does not decode or that
+// applyConfChange would refuse is skipped as there, so the replay agrees
+// with what applying the log will give.
+func (r *raft) newestConf() (ConfState, error) {
+	cs := r.trk.confState()
+	lo, last := r.log.applied+1, r.log.lastIndex()
+	if lo > last {
+		return cs, nil
+	}
+	has, err := r.log.hasType(lo, last+1, EntryConfChange)
+	if err != nil || !has {
+		return cs, err
+	}
+	for lo <= last {
+		ents, err := r.log.slice(lo, last+1, confScanBytes)
+		if err != nil {
+			return ConfState{}, err
+		}
+		if len(ents) == 0 {
+			return ConfState{}, ErrUnavailable
+		}
+		for _, e := range ents {
+			if e.Type != EntryConfChange {
+				continue
+			}
+			cc, err := UnmarshalConfChange(e.Data)
+			if err != nil {
+				continue
+			}
+			if v, l, err := nextConfig(cs.Voters, cs.Learners, cc); err == nil {
+				cs = ConfState{Voters: v, Learners: l}
+			}
+		}
+		lo = ents[len(ents)-1].Index + 1
+	}
+	return cs, nil
+}
+
+// confScanBytes bounds each read of newestConf's replay.
+const confScanBytes = 1 << 20
+
+// learnNewestConf reads the newest membership of the log before a
+// campaign. An error (the log cannot be read) means no campaign: the
+// member cannot tell which majority it needs.
+func (r *raft) learnNewestConf() error {
+	cs, err := r.newestConf()
+	if err != nil {
+		return err
+	}
+	r.setLogConf(cs)
+	return nil
+}
+
+// setLogConf records the newest membership of the log and gives its
+// voters a progress (their votes and acknowledgements count).
+func (r *raft) setLogConf(cs ConfState) {
+	r.trk.logConf = &cs
+	r.trk.logVoters = sortedUnique(cs.Voters)
+	r.syncProgress()
+}
+
+// forgetLogConf drops it: a follower counts nothing.
+func (r *raft) forgetLogConf() {
+	r.trk.logConf, r.trk.logVoters = nil, nil
+}
+
+// logConfAfter records a change this leader appended: the newest
+// membership becomes the one after it.
+func (r *raft) logConfAfter(cc ConfChange) {
+	cs := r.trk.confState()
+	if r.trk.logConf != nil {
+		cs = *r.trk.logConf
+	}
+	if v, l, err := nextConfig(cs.Voters, cs.Learners, cc); err == nil {
+		r.setLogConf(ConfState{Voters: v, Learners: l})
+	}
+}
+
+// syncProgress gives every member of ids() a progress, as switchConfig
+// does for a new member, and drops the progress of any other id.
+func (r *raft) syncProgress() {
+	ids := r.trk.ids()
+	for _, id := range ids {
+		if r.trk.progress[id] != nil {
+			r.trk.progress[id].isLearner = r.trk.isLearner(id)
+			continue
+		}
+		pr := &progress{
+			next:         r.log.lastIndex() + 1,
+			inflights:    newInflights(r.maxInflightMsgs, r.maxInflightBytes),
+			recentActive: true,
+			isLearner:    r.trk.isLearner(id),
+		}
+		if id == r.id {
+			pr.match = r.log.persistedIndex()
+		}
+		r.trk.progress[id] = pr
+	}
+	for id := range r.trk.progress { //floe:unordered deleting from a map
+		if _, ok := slices.BinarySearch(ids, id); !ok {
+			delete(r.trk.progress, id)
+		}
+	}
+}
