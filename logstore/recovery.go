@@ -547,6 +547,10 @@ func (l *Log) judgeCut(f File, base uint64, pos, fileSize int64, index uint64, w
 		// landed: zeros from the last good entry to the end of the file
 		// are a torn write, never durable (a sector read back as zeros).
 		return c
+	case l.tornIntoZeros(f, base, pos, fileSize, index, why):
+		// The last write torn at a sector boundary inside this entry,
+		// zeros after it (recovery_torn.go): never durable.
+		return c
 	case zeroHeader:
 		// Zeros where an entry should start, with data after them (or in
 		// a segment the log had moved past): a torn write leaves a prefix

@@ -530,6 +530,25 @@ var mutations = []mutation{
 		Run:         "^TestZeroFilledTailIsATornWrite$",
 		Pkg:         "./logstore",
 	},
+	// A write torn at a sector boundary with zeros after it (issue 13):
+	// a tear in the active segment past the durable commit index, damage
+	// at or below it. SimFS tears leave no zeros, so logstore tests.
+	{
+		Name: "sector-torn-write-taken-for-damage", File: "logstore/recovery.go",
+		Original:    "case l.tornIntoZeros(f, base, pos, fileSize, index, why):",
+		Replacement: "case false:",
+		Why:         "availability: a write torn at a sector boundary (its header, part of its payload, zeros) is taken for damage, and the replica is fenced over an entry that was never durable",
+		Run:         "^TestWriteTornIntoZeroedSectorsIsATear$",
+		Pkg:         "./logstore",
+	},
+	{
+		Name: "sector-torn-below-commit-taken-for-tear", File: "logstore/recovery_torn.go",
+		Original:    "if index <= l.hs.Commit || index <= l.snap.Index {",
+		Replacement: "if false {",
+		Why:         "vote fence: zeroed sectors in entries the recorded commit index covers (fsynced, possibly acknowledged) are cut as a torn write",
+		Run:         "^TestZeroedSectorsInDurableEntriesAreDamage$",
+		Pkg:         "./logstore",
+	},
 	// Disk replacement in the default fault set (issue 13).
 	{
 		Name: "replace-disk-not-drawn", File: "sim/replacedisk.go",
