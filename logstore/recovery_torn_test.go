@@ -4,6 +4,7 @@ package logstore
 
 import (
 	"path"
+	"sort"
 	"testing"
 )
 
@@ -16,9 +17,17 @@ import (
 // entries and the file's size.
 func tornZeroLog(t *testing.T, durable bool) (*SimFS, string, int64, int64) {
 	t.Helper()
+	return tornZeroLogOf(t, durable, 60)
+}
+
+// tornZeroLogOf is tornZeroLog with firstRecs records in the first batch
+// (which moves every later entry).
+func tornZeroLogOf(t *testing.T, durable bool, firstRecs int) (*SimFS, string, int64, int64) {
+	t.Helper()
 	fsys := newSim(24)
 	l, _ := openLog(t, fsys, Options{})
-	appendBatches(t, l, 4, 60, 1, 0)
+	appendBatches(t, l, 1, firstRecs, 1, 0)
+	appendBatches(t, l, 3, 60, 1, 0)
 	l.SetHardState(HardState{Term: 1, Commit: 4})
 	must(t, l.Sync())
 	seg := path.Join("p0", segmentNames(t, fsys)[0])
@@ -84,6 +93,43 @@ func TestWriteTornIntoZeroedSectorsIsATear(t *testing.T) {
 	if tried < 3 {
 		t.Fatalf("only %d sector boundaries in the unsynced write", tried)
 	}
+}
+
+// The tear inside the header of the first unsynced entry: zeros from a
+// sector boundary the header straddles (its header check then fails, or,
+// with the check's bytes zeroed, its CRC). The first batch's size moves
+// the entries so that boundaries fall at several places in the header.
+func TestWriteTornInsideAHeaderIsATear(t *testing.T) {
+	inHeader := map[int64]bool{}
+	for recs := 1; recs <= 120; recs++ {
+		_, _, from, full := tornZeroLogOf(t, false, recs)
+		b := (from/sectorBytes + 1) * sectorBytes
+		if b-from >= entryHeaderBytes || b >= full {
+			continue
+		}
+		fsys, seg, _, _ := tornZeroLogOf(t, false, recs)
+		zeroBytes(t, fsys, seg, b, full)
+		l, rec := openLog(t, fsys, Options{})
+		if rec.Corrupt || rec.Reason == "" || l.LastIndex() != 4 {
+			t.Fatalf("zeros from byte %d of the header at %d: report %+v, last index %d: want a torn write keeping entries 1-4",
+				b-from, from, rec, l.LastIndex())
+		}
+		must(t, l.Close())
+		inHeader[b-from] = true
+	}
+	if len(inHeader) < 4 {
+		t.Fatalf("sector boundaries fell at only %d places in a header: %v", len(inHeader), inHeader)
+	}
+	t.Logf("sector boundaries at header bytes %v", sortedOffsets(inHeader))
+}
+
+func sortedOffsets(m map[int64]bool) []int64 {
+	var out []int64
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
 }
 
 // The same shape where the entries were durable is damage: in entries the
