@@ -41,20 +41,28 @@ const sectorBytes = 512
 // header count, is often 0: about 1 in 512 of such entries). Both only
 // above the durable commit index, the class docs/architecture.md already
 // lists as not detected.
-func (l *Log) tornIntoZeros(f File, base uint64, pos, end int64, index uint64, why error) bool {
+//
+// first holds the bytes from pos that recovery already read (zeroRegionAt);
+// when they reach end, nothing is read again.
+func (l *Log) tornIntoZeros(f File, base uint64, pos, end int64, index uint64, why error, first []byte) bool {
 	if index <= l.hs.Commit || index <= l.snap.Index {
 		return false
+	}
+	if int64(len(first)) != end-pos {
+		first = nil // only part of the tail, or nothing, was read
 	}
 	var entryEnd int64
 	switch {
 	case errors.Is(why, errHeaderCheck):
 		entryEnd = pos + entryHeaderBytes
 	case errors.Is(why, errChecksum):
-		var hb [entryHeaderBytes]byte
-		if _, err := f.ReadAt(hb[:], pos); err != nil {
+		hb := make([]byte, entryHeaderBytes)
+		if len(first) >= entryHeaderBytes {
+			hb = first
+		} else if _, err := f.ReadAt(hb, pos); err != nil {
 			return false
 		}
-		h, err := parseEntryHeader(hb[:], l.opts.EntryBytesMax)
+		h, err := parseEntryHeader(hb, l.opts.EntryBytesMax)
 		if err != nil {
 			return false
 		}
@@ -62,7 +70,7 @@ func (l *Log) tornIntoZeros(f File, base uint64, pos, end int64, index uint64, w
 	default:
 		return false
 	}
-	z, ok := zeroRunStart(f, pos, end)
+	z, ok := zeroRunStart(f, pos, end, first)
 	if !ok {
 		return false
 	}
@@ -75,8 +83,17 @@ func (l *Log) tornIntoZeros(f File, base uint64, pos, end int64, index uint64, w
 
 // zeroRunStart returns where the run of zero bytes that ends f at end
 // starts, looking no further back than pos (end if the last byte is not
-// zero). ok is false if a read failed.
-func zeroRunStart(f File, pos, end int64) (int64, bool) {
+// zero); from b, the bytes pos..end, when given. ok is false if a read
+// failed.
+func zeroRunStart(f File, pos, end int64, b []byte) (int64, bool) {
+	if b != nil {
+		for i := len(b) - 1; i >= 0; i-- {
+			if b[i] != 0 {
+				return pos + int64(i) + 1, true
+			}
+		}
+		return pos, true
+	}
 	const window = 64 << 10
 	buf := make([]byte, min(window, end-pos))
 	for hi := end; hi > pos; {
