@@ -540,12 +540,16 @@ type cutJudgement struct {
 func (l *Log) judgeCut(f File, base uint64, pos, fileSize int64, index uint64, why error) cutJudgement {
 	c := cutJudgement{after: fileSize}
 	found := false // the entry after the damaged one, or its end, was found
-	zeroHeader, zeroTail := zeroRegionAt(f, pos, fileSize)
+	zeroHeader, zeroTail, first := zeroRegionAt(f, pos, fileSize)
 	switch {
 	case zeroTail && !l.laterSegmentData(base):
 		// The file system extended the active segment but the data never
 		// landed: zeros from the last good entry to the end of the file
 		// are a torn write, never durable (a sector read back as zeros).
+		return c
+	case l.tornIntoZeros(f, base, pos, fileSize, index, why, first):
+		// The last write torn at a sector boundary inside this entry,
+		// zeros after it (recovery_torn.go): never durable.
 		return c
 	case zeroHeader:
 		// Zeros where an entry should start, with data after them (or in
@@ -607,22 +611,28 @@ func (p *probeFile) ReadAt(b []byte, off int64) (int, error) {
 // zeroRegionAt reports whether the bytes at pos where an entry should
 // start are zeros (the whole header, or up to end if that comes first:
 // no entry starts so, its magic byte is not 0), and whether every byte
-// from pos to end is zero.
-func zeroRegionAt(f File, pos, end int64) (header, tail bool) {
+// from pos to end is zero. first is the first window it read from pos
+// (nil if a read failed), for tornIntoZeros to judge without reading
+// again: a read draws a simulated disk's fault generator, so reads
+// recovery did not need would move the simulator's seeds.
+func zeroRegionAt(f File, pos, end int64) (header, tail bool, first []byte) {
 	const window = 64 << 10
 	buf := make([]byte, min(window, end-pos))
 	for at := pos; at < end; at += window {
 		b := buf[:min(window, end-at)]
 		if n, err := f.ReadAt(b, at); err != nil && !(errors.Is(err, io.EOF) && n == len(b)) {
-			return false, false
+			return false, false, nil
+		}
+		if at == pos {
+			first = b
 		}
 		for i, c := range b {
 			if c != 0 {
-				return at+int64(i) >= pos+entryHeaderBytes, false
+				return at+int64(i) >= pos+entryHeaderBytes, false, first
 			}
 		}
 	}
-	return end > pos, end > pos
+	return end > pos, end > pos, first
 }
 
 // laterSegmentData reports whether a segment file with a higher base than

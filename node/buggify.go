@@ -79,6 +79,15 @@ import "time"
 //	  tiny fetch byte budgets to followers) and 4 messages in flight.
 //	forward-timeout: rpc.go retryForwards; a forward to the controller is
 //	  given up as REQUEST_TIMED_OUT (it may still apply).
+//
+// Opt-in sites draw only when Env.BuggifyOptIn names them (focused
+// simulator tests; the default seeds' randomness, so their traces, are
+// untouched by them):
+//
+//	pending-rebuild-read-fails: partition.go rebuildPending
+//	  (Partition.RebuildReadFault); a new leader's read of its log's tail
+//	  fails, as a disk read error would, so it must refuse appends until a
+//	  rebuild reads the whole tail (sim readfault_test.go).
 type bugSite uint8
 
 const (
@@ -115,6 +124,7 @@ const (
 	bugSegmentRollEarly
 	bugRaftSmallMessages
 	bugForwardTimeout
+	bugPendingRebuildReadFails
 	bugSites // the number of sites
 )
 
@@ -157,7 +167,12 @@ var bugSiteTable = [bugSites]struct {
 	bugSegmentRollEarly:            {"segment-roll-early", 100},
 	bugRaftSmallMessages:           {"raft-small-messages", 4},
 	bugForwardTimeout:              {"forward-timeout", 100},
+	bugPendingRebuildReadFails:     {"pending-rebuild-read-fails", 2},
 }
+
+// bugOptIn marks the opt-in sites: they draw only when Env.BuggifyOptIn
+// names them.
+var bugOptIn = [bugSites]bool{bugPendingRebuildReadFails: true}
 
 // BuggifySites returns the names of every BUGGIFY site, in Stats.Buggify
 // order.
@@ -170,10 +185,11 @@ func BuggifySites() []string {
 }
 
 // buggify reports whether site s fires: only in simulation, with its odds,
-// drawn from the simulation's seeded generator. A firing is counted and
-// traced.
+// drawn from the simulation's seeded generator (an opt-in site not turned
+// on draws nothing). A firing is counted and traced.
 func (r *Reactor) buggify(s bugSite) bool {
-	if r.env.Buggify == nil || r.env.Buggify.Intn(bugSiteTable[s].oneIn) != 0 {
+	site := bugSiteTable[s]
+	if r.env.Buggify == nil || bugOptIn[s] && !r.env.BuggifyOptIn[site.name] || r.env.Buggify.Intn(site.oneIn) != 0 {
 		return false
 	}
 	r.stats.Buggify[s]++

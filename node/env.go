@@ -37,6 +37,10 @@ type Env struct {
 	// OnBuggify, when set, is told the name of every BUGGIFY site that
 	// fires (buggify.go), for the simulator's coverage table.
 	OnBuggify func(site string)
+	// BuggifyOptIn names the opt-in BUGGIFY sites turned on (buggify.go):
+	// such a site never draws unless named here, so the simulator's
+	// default seeds never reach it and only focused tests do.
+	BuggifyOptIn map[string]bool
 	// AuditSink, when set, receives every audit record this broker
 	// generates, as one line of JSON, when it generates it (before the
 	// leader of __audit_log chains it). The runtime writes them to

@@ -208,6 +208,7 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 		}
 	}
 	part := partition.New(t.Name, p.Index, cfg)
+	part.RebuildReadFault = r.buggifyHook(bugPendingRebuildReadFails)
 	rc := r.raftConfig(log)
 	firstElection := p.Target == nil && !p.Moved && log.HardState().Term <= bootstrapTerm
 	rank := slices.Index(p.Replicas, int32(r.self))

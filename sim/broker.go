@@ -57,6 +57,10 @@ type BrokerConfig struct {
 	MaintenanceTicks int
 	// Sites is told every BUGGIFY site that fires (node.Env.OnBuggify).
 	Sites *siteCounter
+	// BuggifyOptIn names the opt-in BUGGIFY sites turned on, separated by
+	// spaces (node.Env.BuggifyOptIn; focused tests only, never drawn; a
+	// string keeps Options comparable).
+	BuggifyOptIn string
 	// Recoveries is told the lines a broker logs when opening a log cut
 	// something or fenced it (node.Env.Logf), for the recovery coverage
 	// rows.
@@ -65,6 +69,19 @@ type BrokerConfig struct {
 	Shares node.ShareConfig
 	// Balance turns on the controller's balancer (balance.go).
 	Balance BalanceOptions
+}
+
+// optInSites is BrokerConfig.BuggifyOptIn as node.Env wants it (nil when
+// empty).
+func optInSites(names string) map[string]bool {
+	var on map[string]bool
+	for _, n := range strings.Fields(names) {
+		if on == nil {
+			on = map[string]bool{}
+		}
+		on[n] = true
+	}
+	return on
 }
 
 // BrokerFactory returns the Factory that boots a broker on every node. A
@@ -108,6 +125,8 @@ func BrokerFactory(bc BrokerConfig) Factory {
 			Fatal:     env.Fatal,
 			Buggify:   env.Buggify,
 			OnBuggify: bc.Sites.hook(),
+
+			BuggifyOptIn: optInSites(bc.BuggifyOptIn),
 		}
 		cfg.LeaseMargin = bc.LeaseMargin
 		bc.configureBalance(int(env.ID), &cfg.Balancer, &cfg.BalancerMovesMax, &cfg.Rack)

@@ -374,8 +374,9 @@ func init() {
 
 // buggifyRare are the BUGGIFY sites on paths the default seeds do not
 // take (they are still counted and printed): the simulator runs no share
-// groups.
-var buggifyRare = map[string]bool{"share-coordinator-loading": true}
+// groups; an opt-in site (node/buggify.go) fires only in the focused test
+// that turns it on.
+var buggifyRare = map[string]bool{"share-coordinator-loading": true, "pending-rebuild-read-fails": true}
 
 // coverMore adds the faults' counts at the end of a run.
 func (r *run) coverMore() {

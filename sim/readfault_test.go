@@ -57,3 +57,40 @@ func TestReplacedVoterUnderHeavyReadFaults(t *testing.T) {
 		t.Fatal("seed 14 injected no read fault or replaced no disk; pick the seed again")
 	}
 }
+
+// rebuildFaultRuns is how many runs TestNewLeaderUnreadableTailNeverDuplicates
+// needs in which a new leader's rebuild failed: with the fix undone
+// (mutation pending-table-partial-on-read-error), seeds 1, 9 and 11 of
+// 1-16 fail (2026-12-03), so twelve keep a margin over one lucky seed.
+const rebuildFaultRuns = 12
+
+// A new partition leader rebuilds its pending producer table from its
+// log's uncommitted tail; if a read fails there, the table must stay
+// unknown (appends refused, retriable) until a rebuild reads the whole
+// tail, or a client's retry of an unread batch is taken for a new one and
+// written twice (default seed 68 with the dead-letter branch, regression
+// seed 100059 with KIP-890's: "an idempotent produce written twice after a
+// read fault", docs/testing.md). The drawn seeds fail a rebuild too rarely
+// (a read fault at 0.5% at most, while a tail is being read), so the
+// opt-in BUGGIFY site pending-rebuild-read-fails fails half of every
+// rebuild's reads here, with idempotent producers only.
+func TestNewLeaderUnreadableTailNeverDuplicates(t *testing.T) {
+	runs := 0
+	for seed := int64(1); seed <= 40 && runs < rebuildFaultRuns; seed++ {
+		o := ChooseOptions(seed)
+		o.IdempotentProb = 1
+		o.Faults.Buggify = true
+		o.Broker.BuggifyOptIn = "pending-rebuild-read-fails"
+		res := Run(o)
+		if res.Failed() {
+			t.Errorf("FAIL seed %d: %s", seed, strings.Join(res.Violations, "; "))
+		}
+		if res.Coverage[buggifyCoverage+"pending-rebuild-read-fails"] > 0 {
+			runs++
+		}
+		t.Logf("seed %d: %d failed rebuild reads", seed, res.Coverage[buggifyCoverage+"pending-rebuild-read-fails"])
+	}
+	if runs < rebuildFaultRuns {
+		t.Fatalf("a rebuild's read failed in %d runs, want %d", runs, rebuildFaultRuns)
+	}
+}

@@ -56,7 +56,15 @@ type Partition struct {
 	// Traffic counts what clients wrote to and read from this replica
 	// since it opened here (the broker's per-partition metrics).
 	Traffic Traffic
+
+	// RebuildReadFault, when set (simulation only: the BUGGIFY site
+	// pending-rebuild-read-fails, node/buggify.go), is asked before each
+	// read of rebuildPending whether the disk fails it; nil in production.
+	RebuildReadFault func() bool
 }
+
+// errRebuildReadFault is the read error RebuildReadFault injects.
+var errRebuildReadFault = errors.New("injected read error (BUGGIFY pending-rebuild-read-fails)")
 
 // Traffic is a partition's client traffic: batch bytes and records
 // appended by produce requests, and returned by fetch requests.
@@ -225,6 +233,9 @@ func (p *Partition) rebuildPending() error {
 	next := log.NextOffset()
 	for lo := p.rep.Applied() + 1; lo <= log.LastIndex(); {
 		es, err := log.Entries(lo, log.LastIndex()+1, 1<<20)
+		if err == nil && p.RebuildReadFault != nil && p.RebuildReadFault() {
+			err = errRebuildReadFault
+		}
 		if err == nil && len(es) == 0 {
 			err = fmt.Errorf("no entries from index %d to %d", lo, log.LastIndex())
 		}

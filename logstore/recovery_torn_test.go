@@ -1,0 +1,190 @@
+package logstore
+
+// Torn writes into zero-filled sectors (recovery_torn.go, issue 13).
+
+import (
+	"path"
+	"sort"
+	"testing"
+)
+
+// tornZeroLog writes 4 batches of 60 records (about 700 bytes each, so sector
+// boundaries fall inside entries) and syncs them with the meta record's
+// commit index at 4; then 3 more. If durable, those are synced too with
+// the commit index at 7; else their write reaches the file but its sync
+// never runs (a crash keeping every byte, which the test then zeroes). It
+// returns the disk, the active segment, the first byte after the synced
+// entries and the file's size.
+func tornZeroLog(t *testing.T, durable bool) (*SimFS, string, int64, int64) {
+	t.Helper()
+	return tornZeroLogOf(t, durable, 60)
+}
+
+// tornZeroLogOf is tornZeroLog with firstRecs records in the first batch
+// (which moves every later entry).
+func tornZeroLogOf(t *testing.T, durable bool, firstRecs int) (*SimFS, string, int64, int64) {
+	t.Helper()
+	fsys := newSim(24)
+	l, _ := openLog(t, fsys, Options{})
+	appendBatches(t, l, 1, firstRecs, 1, 0)
+	appendBatches(t, l, 3, 60, 1, 0)
+	l.SetHardState(HardState{Term: 1, Commit: 4})
+	must(t, l.Sync())
+	seg := path.Join("p0", segmentNames(t, fsys)[0])
+	data, err := fsys.ReadFile(seg)
+	must(t, err)
+	from := int64(len(data))
+	appendBatches(t, l, 3, 60, 1, 0)
+	if durable {
+		// A new term makes the sync write the meta record (a commit
+		// index alone is recorded every commitRecordEvery entries).
+		l.SetHardState(HardState{Term: 2, Commit: 7})
+		must(t, l.Sync())
+		must(t, l.Close())
+	} else {
+		if l.PrepareSync() == nil {
+			t.Fatal("nothing to sync")
+		}
+		fsys.CrashWith(CrashKeepAll)
+	}
+	full, err := fsys.ReadFile(seg)
+	must(t, err)
+	return fsys, seg, from, int64(len(full))
+}
+
+// entryStarts returns the positions where file's entries start.
+func entryStarts(t *testing.T, fsys *SimFS, file string) map[int64]bool {
+	t.Helper()
+	data, err := fsys.ReadFile(file)
+	must(t, err)
+	starts := map[int64]bool{}
+	for pos := 0; pos+entryHeaderBytes <= len(data); {
+		h, err := parseEntryHeader(data[pos:], 1<<30)
+		must(t, err)
+		starts[int64(pos)] = true
+		pos += int(h.size())
+	}
+	return starts
+}
+
+// A write torn at a sector boundary, its file size durable but the
+// sectors after the boundary never written (read back as zeros): the
+// entry it cut has its header, or part of it, then part of its payload,
+// then zeros to the end of the file. Before the fix its CRC (or header
+// check) failed with nothing intact after it and recovery took it for
+// damage, fencing the replica over entries that were never durable. It is
+// a tear: cut silently, every synced entry kept. Every sector boundary of
+// the unsynced write is tried (those at an entry's start are the
+// zero-filled tail of TestZeroFilledTailIsATornWrite).
+func TestWriteTornIntoZeroedSectorsIsATear(t *testing.T) {
+	_, seg0, from, full := tornZeroLog(t, false)
+	tried := 0
+	for b := (from/sectorBytes + 1) * sectorBytes; b < full; b += sectorBytes {
+		fsys, seg, _, _ := tornZeroLog(t, false)
+		zeroBytes(t, fsys, seg, b, full)
+		l, rec := openLog(t, fsys, Options{})
+		if rec.Corrupt || rec.Reason == "" || l.LastIndex() < 4 {
+			t.Fatalf("zeros from byte %d of %s (%d bytes, synced to %d): report %+v, last index %d: want a torn write keeping entries 1-4",
+				b, seg0, full, from, rec, l.LastIndex())
+		}
+		must(t, l.Close())
+		tried++
+	}
+	if tried < 3 {
+		t.Fatalf("only %d sector boundaries in the unsynced write", tried)
+	}
+}
+
+// The tear inside the header of the first unsynced entry: zeros from a
+// sector boundary the header straddles (its header check then fails, or,
+// with the check's bytes zeroed, its CRC). The first batch's size moves
+// the entries so that boundaries fall at several places in the header.
+func TestWriteTornInsideAHeaderIsATear(t *testing.T) {
+	inHeader := map[int64]bool{}
+	for recs := 1; recs <= 120; recs++ {
+		_, _, from, full := tornZeroLogOf(t, false, recs)
+		b := (from/sectorBytes + 1) * sectorBytes
+		if b-from >= entryHeaderBytes || b >= full {
+			continue
+		}
+		fsys, seg, _, _ := tornZeroLogOf(t, false, recs)
+		zeroBytes(t, fsys, seg, b, full)
+		l, rec := openLog(t, fsys, Options{})
+		if rec.Corrupt || rec.Reason == "" || l.LastIndex() != 4 {
+			t.Fatalf("zeros from byte %d of the header at %d: report %+v, last index %d: want a torn write keeping entries 1-4",
+				b-from, from, rec, l.LastIndex())
+		}
+		must(t, l.Close())
+		inHeader[b-from] = true
+	}
+	if len(inHeader) < 4 {
+		t.Fatalf("sector boundaries fell at only %d places in a header: %v", len(inHeader), inHeader)
+	}
+	t.Logf("sector boundaries at header bytes %v", sortedOffsets(inHeader))
+}
+
+func sortedOffsets(m map[int64]bool) []int64 {
+	var out []int64
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// The same shape where the entries were durable is damage: in entries the
+// meta record's commit index covers (they were fsynced: zeros in them are
+// a lost sector), and at the end of a sealed segment (the log had moved
+// past it: a tear only happens at the end of the log).
+func TestZeroedSectorsInDurableEntriesAreDamage(t *testing.T) {
+	t.Run("below-commit", func(t *testing.T) {
+		fsys, seg, from, full := tornZeroLog(t, true)
+		starts := entryStarts(t, fsys, seg)
+		for b := (from/sectorBytes + 1) * sectorBytes; b < full; b += sectorBytes {
+			if starts[b] {
+				continue // zeros from an entry's start: the node's commit check (node/replicas.go)
+			}
+			fsys, seg, _, _ := tornZeroLog(t, true)
+			zeroBytes(t, fsys, seg, b, full)
+			l, rec := openLog(t, fsys, Options{})
+			if !rec.Corrupt || (rec.HeldThrough < 7 && !rec.HeldUnknown) {
+				t.Fatalf("zeros from byte %d of committed entries: report %+v, last index %d: want damage", b, rec, l.LastIndex())
+			}
+			must(t, l.Close())
+		}
+	})
+	t.Run("sealed-segment", func(t *testing.T) {
+		opts := Options{SegmentBytes: 2 << 10, IndexIntervalBytes: 512}
+		build := func() (*SimFS, []string, []Entry) {
+			fsys := newSim(25)
+			l, _ := openLog(t, fsys, opts)
+			es := appendBatches(t, l, 12, 60, 1, 0) // commit index 0: nothing known durable
+			must(t, l.Close())
+			return fsys, segmentNames(t, fsys), es
+		}
+		fsys, segs, es := build()
+		if len(segs) < 3 {
+			t.Fatalf("want several segments, have %v", segs)
+		}
+		seg := path.Join("p0", segs[0])
+		data, err := fsys.ReadFile(seg)
+		must(t, err)
+		next, _, _ := parseSegmentName(segs[1])
+		lastStart := lengthFieldAt(t, fsys, seg, next-1) - 8
+		tried := 0
+		for b := (lastStart/sectorBytes + 1) * sectorBytes; b < int64(len(data)); b += sectorBytes {
+			fsys, _, _ := build()
+			zeroBytes(t, fsys, seg, b, int64(len(data)))
+			l, rec := openLog(t, fsys, opts)
+			if !rec.Corrupt || rec.HeldThrough != es[len(es)-1].Index || l.LastIndex() != next-2 {
+				t.Fatalf("zeros from byte %d ending sealed %s: report %+v, last index %d: want damage at entry %d holding through %d",
+					b, seg, rec, l.LastIndex(), next-1, es[len(es)-1].Index)
+			}
+			must(t, l.Close())
+			tried++
+		}
+		if tried == 0 {
+			t.Fatalf("no sector boundary in the last entry of %s (from byte %d of %d)", seg, lastStart, len(data))
+		}
+	})
+}
