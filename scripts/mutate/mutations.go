@@ -566,7 +566,7 @@ var mutations = []mutation{
 	{
 		Name: "sector-torn-write-taken-for-damage", File: "logstore/recovery.go",
 		Original:    "case l.tornIntoZeros(f, base, pos, fileSize, index, why, first):",
-		Replacement: "case false:",
+		Replacement: "case false && l.tornIntoZeros(f, base, pos, fileSize, index, why, first):",
 		Why:         "availability: a write torn at a sector boundary (its header, part of its payload, zeros) is taken for damage, and the replica is fenced over an entry that was never durable",
 		Run:         "^TestWriteTorn(IntoZeroedSectors|InsideAHeader)IsATear$",
 		Pkg:         "./logstore",
