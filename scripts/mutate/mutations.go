@@ -493,7 +493,10 @@ var mutations = []mutation{
 		Original:    "if s.base > l.snap.Index {",
 		Replacement: "if s.base > 0 {",
 		Why:         "durability: after a crash lost the newest segment, recovery cuts a sealed segment whose entries before the snapshot point have older terms, and the log loses durable, committed entries past the snapshot",
-		Run:         "^TestSimOptionalFaultRegressions$/seed=941582",
+		// Caught by its logstore test; seed 941582's schedule has drifted
+		// off the path.
+		Run: "^TestSealedLastSegmentStartingBelowSnapshotKeepsItsEntries$",
+		Pkg: "./logstore",
 	},
 	// A restored snapshot below the membership checkpoint's change resets
 	// the index of the membership Raft holds (sim seed 942712).
