@@ -505,7 +505,10 @@ var mutations = []mutation{
 		Original:    "r.confIndex = meta.Index",
 		Replacement: "r.confIndex = max(r.confIndex, meta.Index)",
 		Why:         "membership: a replica restarted with its checkpoint ahead of its log and caught up by an older snapshot skips the change it replays, and keeps the snapshot's membership for good",
-		Run:         "^TestSimOptionalFaultRegressions$/seed=942712",
+		// Caught by its node/replica test; seed 942712's schedule has
+		// drifted off the path.
+		Run: "^TestSnapshotBelowCheckpointAppliesLaterChanges$",
+		Pkg: "./node/replica",
 	},
 	// The entry header check (issue 13): a length damaged with the CRC.
 	{
