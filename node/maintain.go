@@ -61,6 +61,9 @@ func (r *Reactor) retain(p *partition.Partition, nowMs int64, limit uint64) {
 		r.env.Logf("node %d: retention snapshot %s-%d: %v", r.self, p.Topic, p.Index, err)
 		return
 	}
+	// Exactly the segments up to the snapshot point go, so a partition log
+	// holds no entry at or below its snapshot: the repair scans only the
+	// entries after it (repair.go, firstDamaged).
 	if _, err := log.CompactTo(bound); err != nil {
 		r.env.Logf("node %d: retention %s-%d: %v", r.self, p.Topic, p.Index, err)
 	}

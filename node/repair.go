@@ -295,7 +295,11 @@ func (r *Reactor) liftFences() {
 }
 
 // firstDamaged scans the log for the first entry whose checksum fails, and
-// returns its index (0 if none does).
+// returns its index (0 if none does). It scans from the first entry after
+// the snapshot: a partition log holds nothing at or below its snapshot
+// (retention drops the segments it snapshots, maintain.go), so every entry
+// a consumer's fetch can read is scanned here
+// (TestFetchableDamageAfterRetentionIsRepaired).
 func firstDamaged(log entryLog) (uint64, error) {
 	last := log.LastIndex()
 	for lo := log.FirstIndex(); lo <= last; {
