@@ -666,6 +666,10 @@ var mutations = []mutation{
 		Original:    "if _, open := r.parts[p.Group]; !open && !p.Settled() && r.holdsReplica(t, p) {",
 		Replacement: "if false {",
 		Why:         "membership: a broker restarted mid-walk leaves closed a replica the group still counts as a voter, and the walk never ends",
+		// Seed 50 drifted off the path (2026-12-03 third run): its node
+		// tests reach it on every run.
+		Run: "^Test(CancelledMoveVoterReopensAfterRestart|ReplacedMoveReopensAddedReplicaAfterRestart)$",
+		Pkg: "./node",
 	},
 	// Disk identity (issue 23), caught by the acknowledged-entries-unfenced
 	// invariant with the disk-loss replacement fault on (the drawn seeds
