@@ -6,9 +6,9 @@
 #
 #	scripts/tracehash/tracehash.sh > /tmp/new.txt        seeds 1..80 plus the extras below
 #	scripts/tracehash/tracehash.sh 1 2 187 948001        these seeds only
-#	diff scripts/tracehash/54d3cb0.txt /tmp/new.txt      no output: no trace changed
+#	diff scripts/tracehash/99e529c.txt /tmp/new.txt      no output: no trace changed
 #
-# 54d3cb0.txt is the baseline recorded on main at 54d3cb0. TestSim's default
+# 99e529c.txt is the baseline recorded on main at 99e529c (2026-12-03). TestSim's default
 # seeds are 1..200 (sim/cluster_test.go); the first 80 of them, seed 187,
 # some regression seeds and the report seed 948001 are checked by default.
 # A failing seed is hashed too (its trace is still deterministic); its
