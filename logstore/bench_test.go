@@ -110,16 +110,7 @@ func BenchmarkSequentialRead(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close()
-	tmpl := batchTemplate(b, 1<<10, 64<<10)
-	for l.Stats().SizeBytes < 64<<20 {
-		binary.BigEndian.PutUint64(tmpl, uint64(l.NextOffset()))
-		if err := l.Append(Entry{Index: l.LastIndex() + 1, Term: 1, Kind: KindBatch, Data: tmpl}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := l.Sync(); err != nil {
-		b.Fatal(err)
-	}
+	fill64MiB(b, l)
 	var total int64
 	for b.Loop() {
 		total = 0
@@ -195,4 +186,20 @@ func benchAppendVsDisk(b *testing.B, round, rec, batch int) {
 	b.ReportMetric(logRate, "log-MB/s")
 	b.ReportMetric(diskRate, "disk-MB/s")
 	b.ReportMetric(100*logRate/diskRate, "log/disk-%")
+}
+
+// fill64MiB appends 64 KiB batches of 1 KiB records to l until it holds
+// 64 MiB, then syncs it.
+func fill64MiB(b *testing.B, l *Log) {
+	b.Helper()
+	tmpl := batchTemplate(b, 1<<10, 64<<10)
+	for l.Stats().SizeBytes < 64<<20 {
+		binary.BigEndian.PutUint64(tmpl, uint64(l.NextOffset()))
+		if err := l.Append(Entry{Index: l.LastIndex() + 1, Term: 1, Kind: KindBatch, Data: tmpl}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := l.Sync(); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -1,7 +1,6 @@
 package logstore
 
 import (
-	"encoding/binary"
 	"testing"
 )
 
@@ -51,16 +50,7 @@ func BenchmarkRestartRead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tmpl := batchTemplate(b, 1<<10, 64<<10)
-	for l.Stats().SizeBytes < 64<<20 {
-		binary.BigEndian.PutUint64(tmpl, uint64(l.NextOffset()))
-		if err := l.Append(Entry{Index: l.LastIndex() + 1, Term: 1, Kind: KindBatch, Data: tmpl}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := l.Sync(); err != nil {
-		b.Fatal(err)
-	}
+	fill64MiB(b, l)
 	size := float64(l.Stats().SizeBytes)
 	if err := l.Close(); err != nil {
 		b.Fatal(err)

@@ -327,17 +327,7 @@ func TestVoterChangeOtherClusterID(t *testing.T) {
 // majority: refused, and nothing changes.
 func TestRemoveVoterBreakingQuorum(t *testing.T) {
 	c := newCluster(t, 3, 56)
-	c.waitReady()
-	lead := int32(c.nodes[1].r.controllerLeader())
-	var others []int32
-	for id := int32(1); id <= 3; id++ {
-		if id != lead {
-			others = append(others, id)
-		}
-	}
-	dead, other := others[0], others[1]
-	c.nodes[dead].crash()
-	c.runFor(2 * time.Second) // a check-quorum period: the dead one is not live
+	lead, dead, other := crashOneFollower(c)
 	if got := int32(c.nodes[lead].r.controllerLeader()); got != lead {
 		t.Fatalf("leader %d lost its leadership (now %d)", lead, got)
 	}
@@ -421,17 +411,7 @@ func TestVoterResendAfterApplyIsDone(t *testing.T) {
 // "without a live quorum", its duplicate proposed and committed).
 func TestVoterRefusalIsFinal(t *testing.T) {
 	c := newCluster(t, 3, 56)
-	c.waitReady()
-	lead := int32(c.nodes[1].r.controllerLeader())
-	var others []int32
-	for id := int32(1); id <= 3; id++ {
-		if id != lead {
-			others = append(others, id)
-		}
-	}
-	dead, other := others[0], others[1]
-	c.nodes[dead].crash()
-	c.runFor(2 * time.Second) // a check-quorum period: the dead one is not live
+	lead, dead, other := crashOneFollower(c)
 	r := c.nodes[lead].r
 	if r.controllerLeader() != r.self {
 		t.Fatalf("leader %d lost its leadership", lead)
@@ -475,17 +455,7 @@ func TestVoterRefusalIsFinal(t *testing.T) {
 // copy was proposed and committed.
 func TestVoterRefusalSurvivesLeaderRestart(t *testing.T) {
 	c := newCluster(t, 3, 57)
-	c.waitReady()
-	lead := int32(c.nodes[1].r.controllerLeader())
-	var others []int32
-	for id := int32(1); id <= 3; id++ {
-		if id != lead {
-			others = append(others, id)
-		}
-	}
-	dead, other := others[0], others[1]
-	c.nodes[dead].crash()
-	c.runFor(2 * time.Second) // a check-quorum period: the dead one is not live
+	lead, dead, other := crashOneFollower(c)
 	const reqID = "test-refused-copy-after-restart"
 	var answers []error
 	ask := func(r *Reactor) {
@@ -526,4 +496,23 @@ func TestVoterRefusalSurvivesLeaderRestart(t *testing.T) {
 	if !c.allConf("[1 2 3]") {
 		t.Fatalf("a copy of a refused request changed the voters after a leader restart: %v", fmt.Sprint(ctlConf(c, 1)))
 	}
+}
+
+// crashOneFollower waits for a 3-broker cluster's controller, crashes one
+// of its two followers and runs a check-quorum period, so the dead one is
+// no longer live. It returns the leader, the crashed follower and the
+// live one.
+func crashOneFollower(c *cluster) (lead, dead, other int32) {
+	c.waitReady()
+	lead = int32(c.nodes[1].r.controllerLeader())
+	var others []int32
+	for id := int32(1); id <= 3; id++ {
+		if id != lead {
+			others = append(others, id)
+		}
+	}
+	dead, other = others[0], others[1]
+	c.nodes[dead].crash()
+	c.runFor(2 * time.Second)
+	return lead, dead, other
 }
