@@ -57,6 +57,14 @@ var mutations = []mutation{
 		Pkg: "./node",
 	},
 	{
+		Name: "fetch-wake-at-max-wait", File: "node/tick.go",
+		Original:    "r.wakeFetches()",
+		Replacement: "_ = r.wakeFetches",
+		Why:         "parked fetches: an apply that moves the high watermark wakes no parked fetch, which waits for its MaxWait",
+		Run:         "^TestParkedFetchAnsweredWithTheApply$",
+		Pkg:         "./node",
+	},
+	{
 		Name: "retention-no-sync-round", File: "node/maintain.go",
 		Original:    "r.wantSync(rep)",
 		Replacement: "_ = rep",
