@@ -18,9 +18,10 @@ import (
 //
 // Invariants: at most one round of fsyncs is in flight (syncing); every
 // replica in syncBatch has a Ready in flight and every replica in waiting
-// has one written but not yet in a sync round; parts and byName index the
-// same partitions, and local has records only for groups with a local
-// replica.
+// has one written but not yet in a sync round; every replica in
+// syncOnlyBatch has a plan in flight (SyncInFlight) and may have no Ready;
+// parts and byName index the same partitions, and local has records only
+// for groups with a local replica.
 type Reactor struct {
 	cfg  Config
 	env  Env
@@ -62,7 +63,12 @@ type Reactor struct {
 	syncing   bool
 	syncBatch []*replica.Replica
 	waiting   []*replica.Replica
-	traceSync traceSyncs // traced produces' fsync stages (trace.go)
+	// syncOnly: replicas whose logs need a sync without a Ready (a
+	// retention step's, wantSync); syncOnlyBatch: those in the round in
+	// flight (their SyncInFlight holds, Busy does not).
+	syncOnly      []*replica.Replica
+	syncOnlyBatch []*replica.Replica
+	traceSync     traceSyncs // traced produces' fsync stages (trace.go)
 
 	processQueued bool
 	work          workSet // the groups process visits (workset.go)

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/internal/plant"
@@ -134,16 +135,18 @@ func (r *Reactor) countSnapshots(msgs []consensus.Message) {
 	}
 }
 
-// startSync begins a round of fsyncs for every waiting replica, unless a
-// round is in flight already.
+// startSync begins a round of fsyncs for every waiting replica and every
+// replica whose log changed without a Ready (syncOnly: a retention step's
+// new snapshot point, whose dropped segment files go once it is durable),
+// unless a round is in flight already.
 func (r *Reactor) startSync() {
-	if r.syncing || len(r.waiting) == 0 {
+	if r.syncing || len(r.waiting) == 0 && len(r.syncOnly) == 0 {
 		return
 	}
-	batch := r.waiting
-	r.waiting = nil
-	plans := make([]*logstore.SyncPlan, 0, len(batch))
-	owners := make([]*replica.Replica, 0, len(batch))
+	batch, only := r.waiting, r.syncOnly
+	r.waiting, r.syncOnly = nil, nil
+	plans := make([]*logstore.SyncPlan, 0, len(batch)+len(only))
+	owners := make([]*replica.Replica, 0, len(batch)+len(only))
 	for _, rep := range batch {
 		p := rep.PrepareSync()
 		if err := rep.Err(); err != nil {
@@ -158,8 +161,25 @@ func (r *Reactor) startSync() {
 			owners = append(owners, rep)
 		}
 	}
+	var onlyRound []*replica.Replica
+	for _, rep := range only {
+		if r.replicaOf(uint64(rep.Group)) != rep {
+			continue // closed since (deleted, or reopened by a repair)
+		}
+		// nil when nothing is left to sync, or when the replica also
+		// waits with a Ready and its plan above covers the change.
+		if p := rep.PrepareSync(); p != nil {
+			plans = append(plans, p)
+			owners = append(owners, rep)
+			onlyRound = append(onlyRound, rep)
+		}
+	}
+	if len(batch) == 0 && len(plans) == 0 {
+		return
+	}
 	r.syncing = true
 	r.syncBatch = batch
+	r.syncOnlyBatch = onlyRound
 	if len(r.traceSync.waiting) > 0 {
 		r.traceSync.roundStarted(r.env.Clock.Now())
 	}
@@ -172,6 +192,18 @@ func (r *Reactor) startSync() {
 	})
 }
 
+// wantSync queues a sync of rep's log in the next round although it has no
+// Ready: maintain's retention step set a new snapshot point, and the
+// segment files it dropped are removed only once that is durable
+// (logstore/sync.go). Without it a partition that takes no more writes
+// would keep the files for ever.
+func (r *Reactor) wantSync(rep *replica.Replica) {
+	if !slices.Contains(r.syncOnly, rep) {
+		r.syncOnly = append(r.syncOnly, rep)
+	}
+	r.queueProcess()
+}
+
 func (r *Reactor) syncDone(err error) {
 	if r.stopped {
 		return
@@ -180,8 +212,8 @@ func (r *Reactor) syncDone(err error) {
 		r.fatal(fmt.Errorf("fsync: %w", err))
 		return
 	}
-	batch := r.syncBatch
-	r.syncBatch = nil
+	batch, only := r.syncBatch, r.syncOnlyBatch
+	r.syncBatch, r.syncOnlyBatch = nil, nil
 	r.syncing = false
 	if len(r.traceSync.round) > 0 {
 		r.traceSync.roundDone(r.env.Clock.Now())
@@ -191,6 +223,12 @@ func (r *Reactor) syncDone(err error) {
 		if r.stopped {
 			return
 		}
+	}
+	// The plan just finished removed the dropped files; the next round
+	// makes the removals durable (their directory's fsync). A replica
+	// leaves syncOnly when its PrepareSync has nothing left.
+	for _, rep := range only {
+		r.wantSync(rep)
 	}
 	if r.opensAfterSync {
 		r.opensAfterSync = false

@@ -35,6 +35,7 @@ type Replica struct {
 	sm    StateMachine
 
 	inflight *consensus.Ready
+	plan     *logstore.SyncPlan // the log's plan in flight (PrepareSync), or nil
 	applied  uint64
 	conf     consensus.ConfState
 	storage  *Storage
