@@ -21,6 +21,15 @@ package sim
 //   - redelivered-accepted / redelivered-rejected: an offset accepted or
 //     rejected at delivery count c is handed out again with a count above
 //     c (a finished record came back);
+//   - redelivered-finished: an acknowledgement of an offset succeeded
+//     though the offset had been handed out again, with a higher count,
+//     to another member: a member acknowledged a record it no longer
+//     held. An acknowledgement names a member and offsets, never a
+//     delivery count (Kafka's SharePartition checks only that the member
+//     holds the record's current acquisition), so one that a member sends
+//     for an earlier delivery, after the same member was handed the
+//     record again, is rightly applied to the delivery it holds now
+//     (ackOutcome);
 //   - delivery-limit: a delivery count above share.delivery.count.limit;
 //   - skipped: after the liveness phase an offset below the final high
 //     watermark was never finished: not accepted or rejected (or possibly
@@ -97,8 +106,12 @@ type shareRec struct {
 	maybe    bool // an accept or reject whose answer was lost
 	// rejectTried: a client sent a reject for it (whatever the answer).
 	rejectTried bool
-	// seenAt is when the fetch that handed it out with maxCount was sent.
-	seenAt time.Duration
+	// seenAt is when the fetch that handed it out with maxCount was sent;
+	// holder is the member it went to, holderReq that fetch's request
+	// number (shareWork.reqs).
+	seenAt    time.Duration
+	holder    string
+	holderReq int
 	// releasedCount is the highest delivery count a release of it was
 	// answered without error at, releasedAt when that release was sent
 	// (share_backoff.go).
@@ -121,7 +134,14 @@ type shareWork struct {
 	// delivery that counts toward the limit), at any time up to its
 	// answer (a fetch waits for records: one sent before a record was
 	// last handed out may acquire it again after).
-	lost     []time.Duration
+	lost []time.Duration
+	// lostBy is, per member, its own fetches among those (answer time and
+	// request number): the member may hold records it was never seen to
+	// get.
+	lostBy map[string][]lostFetch
+	// reqs numbers the consumers' ShareFetch and ShareAcknowledge
+	// requests: a member's later request has a higher number.
+	reqs     int
 	finished bool
 	// dlq: the group has a dead-letter topic (share_dlq.go); values are
 	// the produced records' values by offset, to check the copies.
@@ -166,7 +186,7 @@ func (r *run) startShare() {
 		return
 	}
 	w := &shareWork{r: r, rng: rand.New(rand.NewSource(r.o.Seed ^ 0x5a4e)), leaders: map[int32]netx.NodeID{},
-		final: map[int32]int64{}, limit: r.o.Share.DeliveryLimit, dlq: shareDLQOn(r.o.Seed), copyOff: shareDLQCopyOff(r.o.Seed),
+		final: map[int32]int64{}, lostBy: map[string][]lostFetch{}, limit: r.o.Share.DeliveryLimit, dlq: shareDLQOn(r.o.Seed), copyOff: shareDLQCopyOff(r.o.Seed),
 		slow: rand.New(rand.NewSource(r.o.Seed ^ 0x510e)), backoff: chooseShareBackoff(r.o.Seed),
 		move: rand.New(rand.NewSource(r.o.Seed ^ 0x30fe))}
 	r.share = w
@@ -207,6 +227,17 @@ func (w *shareWork) cutCoordinator(done func()) {
 		})
 	})
 }
+
+// covShareAckLaterDelivery counts acknowledgements a member sent for one
+// delivery that were applied to a later one it was handed (ackOutcome;
+// counted, not required).
+const covShareAckLaterDelivery = "share acknowledgement applied to the member's later delivery"
+
+// covShareAckUnseenDelivery counts acknowledgements sent for one delivery
+// that succeeded after a later delivery to another member, the sender
+// having had a fetch in doubt since: it may hold a delivery nobody saw
+// (ackOutcome; counted, not required).
+const covShareAckUnseenDelivery = "share acknowledgement possibly applied to an unseen delivery"
 
 // covShareCoordCut counts runs whose share coordinator was cut off from
 // the controller's leader (LagCoordinator; not required: focused test).
@@ -461,20 +492,20 @@ func (c *shareConsumer) fetch() {
 	}
 	req.Topics = append(req.Topics, rt)
 	c.pending = c.pending[len(sent):]
-	sentAt := r.now()
+	sentAt, reqNo := r.now(), w.nextReq()
 	r.kn.call(to, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		if err != nil {
-			w.lost = append(w.lost, r.now())
-			c.acked(sent, -1, sentAt)
+			w.lostFetch(c.member, reqNo)
+			c.acked(sent, -1, sentAt, reqNo)
 			c.lost(-1)
 			return
 		}
 		fr := resp.(*kmsg.ShareFetchResponse)
 		if fr.ErrorCode == kerr.RequestTimedOut.Code {
-			w.lost = append(w.lost, r.now()) // a forward that got no answer
+			w.lostFetch(c.member, reqNo) // a forward that got no answer
 		}
 		if fr.ErrorCode != 0 {
-			c.acked(sent, fr.ErrorCode, sentAt) // nothing was applied
+			c.acked(sent, fr.ErrorCode, sentAt, reqNo) // nothing was applied
 			c.lost(fr.ErrorCode)
 			return
 		}
@@ -492,17 +523,17 @@ func (c *shareConsumer) fetch() {
 					// A failed state write clears the records it acquired,
 					// but the write may still commit.
 					partFailed = true
-					w.lost = append(w.lost, r.now())
+					w.lostFetch(c.member, reqNo)
 				}
 				if p.ErrorCode != 0 && p.AcknowledgeErrorCode == 0 {
 					// Skipped (the partition failed before its acks), or
 					// applied and written before acquiring failed: unknown.
 					codes[p.Partition] = -1
 				}
-				got += c.acquired(p.Partition, p.AcquiredRecords, sentAt)
+				got += c.acquired(p.Partition, p.AcquiredRecords, sentAt, reqNo)
 			}
 		}
-		c.ackedParts(sent, codes, sentAt)
+		c.ackedParts(sent, codes, sentAt, reqNo)
 		w.maybeMoveCoordinator(c.coord)
 		c.idle(got)
 	})
@@ -547,16 +578,16 @@ func (c *shareConsumer) acknowledge() {
 		}
 	}
 	req.Topics = append(req.Topics, rt)
-	sentAt := r.now()
+	sentAt, reqNo := r.now(), c.w.nextReq()
 	r.kn.call(to, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		if err != nil {
-			c.acked(sent, -1, sentAt)
+			c.acked(sent, -1, sentAt, reqNo)
 			c.lost(-1)
 			return
 		}
 		ar := resp.(*kmsg.ShareAcknowledgeResponse)
 		if ar.ErrorCode != 0 {
-			c.acked(sent, ar.ErrorCode, sentAt)
+			c.acked(sent, ar.ErrorCode, sentAt, reqNo)
 			c.lost(ar.ErrorCode)
 			return
 		}
@@ -567,7 +598,7 @@ func (c *shareConsumer) acknowledge() {
 				codes[p.Partition] = p.ErrorCode
 			}
 		}
-		c.ackedParts(sent, codes, sentAt)
+		c.ackedParts(sent, codes, sentAt, reqNo)
 		c.w.maybeMoveCoordinator(c.coord)
 		c.then(r.think())
 	})
@@ -577,27 +608,82 @@ func (c *shareConsumer) acknowledge() {
 // (unknown), INVALID_RECORD_STATE, INVALID_REQUEST and top-level errors
 // not applied, except REQUEST_TIMED_OUT (a forward that got no answer);
 // anything else (a failed write) unknown.
-func (c *shareConsumer) acked(sent []held, code int16, sentAt time.Duration) {
+func (c *shareConsumer) acked(sent []held, code int16, sentAt time.Duration, reqNo int) {
 	for _, h := range sent {
-		c.w.ackOutcome(h, code, true, sentAt)
+		c.w.ackOutcome(h, c.member, reqNo, code, true, sentAt)
 	}
 }
 
 // ackedParts records per-partition outcomes; a partition the answer does
 // not name has an unknown outcome.
-func (c *shareConsumer) ackedParts(sent []held, codes map[int32]int16, sentAt time.Duration) {
+func (c *shareConsumer) ackedParts(sent []held, codes map[int32]int16, sentAt time.Duration, reqNo int) {
 	for _, h := range sent {
 		code, ok := codes[h.part]
 		if !ok {
 			code = -1
 		}
-		c.w.ackOutcome(h, code, false, sentAt)
+		c.w.ackOutcome(h, c.member, reqNo, code, false, sentAt)
 	}
 }
 
-// ackOutcome records one acknowledgement's outcome; sentAt is when its
-// request was sent.
-func (w *shareWork) ackOutcome(h held, code int16, topLevel bool, sentAt time.Duration) {
+// nextReq numbers a consumer's request (shareWork.reqs).
+func (w *shareWork) nextReq() int {
+	w.reqs++
+	return w.reqs
+}
+
+// lostFetch is a fetch whose answer was lost or partly failed, at at: it
+// may have acquired records no client saw.
+type lostFetch struct {
+	at  time.Duration
+	req int
+}
+
+// lostFetch notes that member's fetch numbered reqNo got no answer or a
+// partly failed one, now.
+func (w *shareWork) lostFetch(member string, reqNo int) {
+	now := w.r.now()
+	w.lost = append(w.lost, now)
+	w.lostBy[member] = append(w.lostBy[member], lostFetch{at: now, req: reqNo})
+}
+
+// mayHoldUnseen reports whether member may hold sr's offset in a delivery
+// above the last one clients saw, when its request reqNo arrives: one of
+// its earlier fetches got no answer (or a partly failed one) at or after
+// that delivery's fetch was sent (w.lost's model: a fetch acquires at any
+// time up to its answer).
+func (w *shareWork) mayHoldUnseen(sr *shareRec, member string, reqNo int) bool {
+	for _, l := range w.lostBy[member] {
+		if l.req < reqNo && l.at >= sr.seenAt {
+			return true
+		}
+	}
+	return false
+}
+
+// ackOutcome records the outcome of one acknowledgement by member, sent
+// at sentAt in the consumers' request number reqNo.
+//
+// An acknowledgement that succeeds applies to the acquisition member
+// holds when it arrives, whatever delivery member meant: the request
+// names offsets, not delivery counts, and the share partition checks
+// only that member holds each offset's current acquisition with a valid
+// lock (Kafka's SharePartition does the same). So when an acknowledgement
+// sent for delivery h.count succeeds after the offset was handed out
+// again with a higher count:
+//   - to member itself, in a request answered before this one was sent:
+//     it applied to that delivery (seed 978810 --all-faults: a consumer
+//     stalled past its lock, was handed the record again, and then sent
+//     its acknowledgement of the first delivery);
+//   - to member, as far as clients know, through a fetch of member whose
+//     answer was lost since: which delivery it applied to is unknown;
+//   - otherwise a member acknowledged a record another member holds
+//     (redelivered-finished).
+//
+// Piggybacked acknowledgements are applied before the same ShareFetch
+// acquires anything, so a record that fetch hands out does not count as
+// held when they arrive (its request number is not below reqNo).
+func (w *shareWork) ackOutcome(h held, member string, reqNo int, code int16, topLevel bool, sentAt time.Duration) {
 	sr := w.rec(h.part, h.off)
 	if h.ack == 3 {
 		sr.rejectTried = true
@@ -608,24 +694,43 @@ func (w *shareWork) ackOutcome(h held, code int16, topLevel bool, sentAt time.Du
 	}
 	switch {
 	case code == 0:
+		count, unseen := h.count, false
+		if sr.maxCount > h.count {
+			switch {
+			case w.mayHoldUnseen(sr, member, reqNo):
+				unseen = true // applied to a delivery nobody saw member get, maybe
+				w.r.cover(covShareAckUnseenDelivery)
+			case sr.holder == member && sr.holderReq < reqNo:
+				count = sr.maxCount // applied to the delivery member holds now
+				w.r.cover(covShareAckLaterDelivery)
+			}
+		}
 		switch h.ack {
 		case 1:
 			w.stats.accepted++
-			if sr.accepted != 0 && sr.accepted != h.count {
-				w.bad("double-accept", fmt.Sprintf("%s/%d offset %d accepted at delivery %d and at %d", shareTopic, h.part, h.off, sr.accepted, h.count))
+			if unseen {
+				sr.maybe = true
+				return
 			}
-			sr.accepted = h.count
+			if sr.accepted != 0 && sr.accepted != count {
+				w.bad("double-accept", fmt.Sprintf("%s/%d offset %d accepted at delivery %d and at %d", shareTopic, h.part, h.off, sr.accepted, count))
+			}
+			sr.accepted = count
 		case 3:
 			w.stats.rejected++
-			sr.rejected = h.count
+			if unseen {
+				sr.maybe = true
+				return
+			}
+			sr.rejected = count
 		default:
 			w.stats.released++
-			w.noteRelease(sr, h.count, sentAt)
+			w.noteRelease(sr, count, sentAt) // unseen: a lower count than applied, a shorter least delay
 			return
 		}
-		if sr.maxCount > h.count {
-			w.bad("redelivered-finished", fmt.Sprintf("%s/%d offset %d: an acknowledgement (type %d) at delivery %d succeeded after it was handed out again with count %d",
-				shareTopic, h.part, h.off, h.ack, h.count, sr.maxCount))
+		if sr.maxCount > count {
+			w.bad("redelivered-finished", fmt.Sprintf("%s/%d offset %d: an acknowledgement (type %d) at delivery %d by %s succeeded after it was handed out again with count %d to %s",
+				shareTopic, h.part, h.off, h.ack, h.count, member, sr.maxCount, sr.holder))
 		}
 	case topLevel && code > 0 && code != kerr.RequestTimedOut.Code, code == kerr.InvalidRecordState.Code, code == kerr.InvalidRequest.Code:
 		// Not applied.
@@ -638,13 +743,13 @@ func (w *shareWork) ackOutcome(h held, code int16, topLevel bool, sentAt time.Du
 
 // acquired checks and keeps the records a fetch handed out; it returns
 // how many.
-func (c *shareConsumer) acquired(part int32, rs []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, sentAt time.Duration) int {
+func (c *shareConsumer) acquired(part int32, rs []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, sentAt time.Duration, reqNo int) int {
 	w, r := c.w, c.w.r
 	n := 0
 	for _, a := range rs {
 		for off := a.FirstOffset; off <= a.LastOffset; off++ {
 			n++
-			w.handedOut(part, off, a.DeliveryCount, sentAt)
+			w.handedOut(part, off, a.DeliveryCount, c.member, reqNo, sentAt)
 			h := held{part: part, off: off, count: a.DeliveryCount, ack: 1}
 			if !r.stopping {
 				switch x := w.rng.Float64(); {
@@ -663,8 +768,9 @@ func (c *shareConsumer) acquired(part int32, rs []kmsg.ShareFetchResponseTopicPa
 	return n
 }
 
-// handedOut checks one acquisition against what clients were told before.
-func (w *shareWork) handedOut(part int32, off int64, count int16, sentAt time.Duration) {
+// handedOut checks one acquisition, by member in the fetch numbered reqNo
+// and sent at sentAt, against what clients were told before.
+func (w *shareWork) handedOut(part int32, off int64, count int16, member string, reqNo int, sentAt time.Duration) {
 	w.stats.fetched++
 	sr := w.rec(part, off)
 	where := fmt.Sprintf("%s/%d offset %d", shareTopic, part, off)
@@ -687,7 +793,7 @@ func (w *shareWork) handedOut(part int32, off int64, count int16, sentAt time.Du
 	w.checkBackoff(sr, where, count, w.r.now())
 	sr.given[count] = true
 	if count > sr.maxCount {
-		sr.maxCount, sr.seenAt = count, sentAt
+		sr.maxCount, sr.seenAt, sr.holder, sr.holderReq = count, sentAt, member, reqNo
 	}
 }
 
