@@ -71,6 +71,14 @@ const (
 	// then redelivered to others, and its late acknowledgements must be
 	// refused (a member acknowledging records another member acquired).
 	shareSlowAckP = 0.05
+	// With ShareOptions.LateAcks: the chance of a stall (heartbeating
+	// on, shareConsumer.stall), and, per batch of acknowledgements to
+	// send, the chance that a consumer takes a quarter to three quarters
+	// of a lock first (a slow application within its lock): records stay
+	// held by one member that long, so another member's late
+	// acknowledgement of them may arrive meanwhile.
+	shareLateSlowP = 0.3
+	shareHoldP     = 0.3
 )
 
 // ShareOptions shape the share-group workload (zero Consumers: off).
@@ -86,6 +94,13 @@ type ShareOptions struct {
 	// of (the metadata barrier's cases, node/metabarrier.go and
 	// node/share_backoff.go).
 	LagCoordinator bool
+	// LateAcks (focused test's, share_ack_test.go) makes stalls likelier
+	// and keeps the stalled members heartbeating, and has consumers hold
+	// records for part of their lock before acknowledging: late
+	// acknowledgements then reach the coordinator while another member
+	// holds their records, which the drawn seeds rarely do (their
+	// stalled members mostly lose their session or coordinator first).
+	LateAcks bool
 }
 
 // brokerShares is the brokers' share-group configuration for o.
@@ -150,8 +165,9 @@ type shareWork struct {
 	// copyOff: the group sets errors.deadletterqueue.copy.record.enable
 	// false, so its dead letters are headers only (shareDLQCopyOff).
 	copyOff bool
-	// slow draws the consumers' slow acknowledgements (its own generator).
-	slow *rand.Rand
+	// slow draws the consumers' slow acknowledgements, hold their holds
+	// within the lock (their own generators).
+	slow, hold *rand.Rand
 	// backoff is the group's redelivery backoff (share_backoff.go);
 	// releasedNow, movedAt and move (its own generator) drive the
 	// coordinator moves of backoff seeds.
@@ -187,7 +203,7 @@ func (r *run) startShare() {
 	}
 	w := &shareWork{r: r, rng: rand.New(rand.NewSource(r.o.Seed ^ 0x5a4e)), leaders: map[int32]netx.NodeID{},
 		final: map[int32]int64{}, lostBy: map[string][]lostFetch{}, limit: r.o.Share.DeliveryLimit, dlq: shareDLQOn(r.o.Seed), copyOff: shareDLQCopyOff(r.o.Seed),
-		slow: rand.New(rand.NewSource(r.o.Seed ^ 0x510e)), backoff: chooseShareBackoff(r.o.Seed),
+		slow: rand.New(rand.NewSource(r.o.Seed ^ 0x510e)), hold: rand.New(rand.NewSource(r.o.Seed ^ 0x401d)), backoff: chooseShareBackoff(r.o.Seed),
 		move: rand.New(rand.NewSource(r.o.Seed ^ 0x30fe))}
 	r.share = w
 	begin := func() {
@@ -232,6 +248,12 @@ func (w *shareWork) cutCoordinator(done func()) {
 // delivery that were applied to a later one it was handed (ackOutcome;
 // counted, not required).
 const covShareAckLaterDelivery = "share acknowledgement applied to the member's later delivery"
+
+// covShareLateAckOthers counts late acknowledgements answered after their
+// record was handed out again to another member (the case of mutation
+// share-ack-any-member; counted, not required: the focused test
+// TestShareLateAckOfAnotherMembersRecord needs it).
+const covShareLateAckOthers = "share late acknowledgement of a record handed to another member"
 
 // covShareAckUnseenDelivery counts acknowledgements sent for one delivery
 // that succeeded after a later delivery to another member, the sender
@@ -359,6 +381,7 @@ type shareConsumer struct {
 	sessTo      netx.NodeID // the broker the share session is with
 	lastBeat    time.Duration
 	pending     []held // acknowledgements to send
+	held        bool   // the pending acknowledgements were held back once (shareHoldP)
 	assignment  bool
 	consecutive int // fetches in a row that returned nothing, in the drain
 }
@@ -367,7 +390,7 @@ type shareConsumer struct {
 func (c *shareConsumer) restart() {
 	c.inc++
 	c.member = fmt.Sprintf("m%d-%d", c.id, c.inc)
-	c.epoch, c.session, c.pending, c.assignment = 0, 0, nil, false
+	c.epoch, c.session, c.pending, c.assignment, c.held = 0, 0, nil, false, false
 	c.viaLeader = c.w.rng.Float64() < 0.5
 }
 
@@ -398,14 +421,29 @@ func (c *shareConsumer) step() {
 		r.w.Tracef("share: consumer %d crashes (member %s)", c.id, c.member)
 		c.restart()
 	}
-	if len(c.pending) > 0 && !r.stopping && w.slow.Float64() < shareSlowAckP {
+	slowP := shareSlowAckP
+	if r.o.Share.LateAcks {
+		slowP = shareLateSlowP
+	}
+	if len(c.pending) > 0 && !r.stopping && w.slow.Float64() < slowP {
 		w.stats.slow++
 		for i := range c.pending {
 			c.pending[i].slow = true
 		}
 		r.w.Tracef("share: consumer %d (member %s) stalls with %d acknowledgements to send", c.id, c.member, len(c.pending))
-		c.then(r.o.Share.Lock * 3 / 2)
+		if !r.o.Share.LateAcks {
+			c.then(r.o.Share.Lock * 3 / 2)
+			return
+		}
+		c.stall(r.now() + r.o.Share.Lock*3/2)
 		return
+	}
+	if r.o.Share.LateAcks && len(c.pending) > 0 && !r.stopping && !c.held {
+		c.held = true
+		if w.hold.Float64() < shareHoldP {
+			c.stall(r.now() + time.Duration(float64(r.o.Share.Lock)*(0.25+0.5*w.hold.Float64())))
+			return
+		}
 	}
 	switch {
 	case c.coord == 0:
@@ -422,12 +460,54 @@ func (c *shareConsumer) step() {
 	}
 }
 
+// stall holds the consumer's next step until until (ShareOptions.LateAcks),
+// as an application slow to process its records would, while its client
+// goes on heartbeating (Kafka's share consumer heartbeats from its own
+// thread): the member stays in the group, so its late acknowledgements
+// reach the coordinator while its records, their locks run out, may be
+// held by other members. (Without the heartbeats the member's session,
+// two locks, has mostly run out by then, or its coordinator moved, and
+// the late acknowledgements are dropped with the member.)
+func (c *shareConsumer) stall(until time.Duration) {
+	w, r := c.w, c.w.r
+	if w.finished || r.halted {
+		return
+	}
+	now := r.now()
+	if now >= until {
+		c.step()
+		return
+	}
+	wait := until - now
+	if c.coord == 0 {
+		r.meta.findCoordinator(shareGroup, func(id netx.NodeID) {
+			c.coord = id
+			r.w.After(min(r.backoff(), wait), func() { c.stall(until) })
+		})
+		return
+	}
+	if c.epoch != 0 {
+		due := c.lastBeat + shareHeartbeat
+		if due <= now {
+			c.heartbeatThen(func() { c.stall(until) })
+			return
+		}
+		wait = min(wait, due-now)
+	}
+	r.w.After(wait, func() { c.stall(until) })
+}
+
 // lost handles a failed call: the coordinator may have moved.
 func (c *shareConsumer) lost(code int16) {
-	r := c.w.r
+	c.forget(code)
+	c.then(c.w.r.backoff())
+}
+
+// forget drops what a failed call with code makes stale.
+func (c *shareConsumer) forget(code int16) {
 	switch code {
 	case kerr.UnknownMemberID.Code, kerr.FencedMemberEpoch.Code:
-		c.epoch, c.session, c.pending, c.assignment = 0, 0, nil, false
+		c.epoch, c.session, c.pending, c.assignment, c.held = 0, 0, nil, false, false
 	case kerr.ShareSessionNotFound.Code, kerr.InvalidShareSessionEpoch.Code:
 		c.session = 0
 	default:
@@ -437,11 +517,22 @@ func (c *shareConsumer) lost(code int16) {
 			c.w.metadata(func() {})
 		}
 	}
-	c.then(r.backoff())
 }
 
-func (c *shareConsumer) heartbeat() {
+func (c *shareConsumer) heartbeat() { c.heartbeatThen(nil) }
+
+// heartbeatThen sends a heartbeat; after its answer next runs, or with
+// next nil the consumer's next step.
+func (c *shareConsumer) heartbeatThen(next func()) {
 	r := c.w.r
+	failed := func(code int16) {
+		if next == nil {
+			c.lost(code)
+			return
+		}
+		c.forget(code)
+		next()
+	}
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
 	req.Version, req.GroupID, req.MemberID, req.MemberEpoch = 1, shareGroup, c.member, c.epoch
 	if c.epoch == 0 {
@@ -449,17 +540,21 @@ func (c *shareConsumer) heartbeat() {
 	}
 	r.kn.call(c.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		if err != nil {
-			c.lost(-1)
+			failed(-1)
 			return
 		}
 		hr := resp.(*kmsg.ShareGroupHeartbeatResponse)
 		if hr.ErrorCode != 0 {
-			c.lost(hr.ErrorCode)
+			failed(hr.ErrorCode)
 			return
 		}
 		c.epoch, c.lastBeat = hr.MemberEpoch, r.now()
 		if hr.Assignment != nil {
 			c.assignment = len(hr.Assignment.TopicPartitions) > 0
+		}
+		if next != nil {
+			next()
+			return
 		}
 		c.then(r.think())
 	})
@@ -492,6 +587,7 @@ func (c *shareConsumer) fetch() {
 	}
 	req.Topics = append(req.Topics, rt)
 	c.pending = c.pending[len(sent):]
+	c.held = c.held && len(c.pending) > 0
 	sentAt, reqNo := r.now(), w.nextReq()
 	r.kn.call(to, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		if err != nil {
@@ -557,7 +653,7 @@ func (c *shareConsumer) acknowledge() {
 		return
 	}
 	sent := c.pending
-	c.pending = nil
+	c.pending, c.held = nil, false
 	req := kmsg.NewPtrShareAcknowledgeRequest()
 	req.Version = 1
 	req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(shareGroup), kmsg.StringPtr(c.member), c.session
@@ -691,6 +787,9 @@ func (w *shareWork) ackOutcome(h held, member string, reqNo int, code int16, top
 	if h.slow && code == kerr.InvalidRecordState.Code {
 		w.stats.slowRefused++
 		w.r.cover("share late acknowledgement refused")
+	}
+	if h.slow && sr.maxCount > h.count && sr.holder != member {
+		w.r.cover(covShareLateAckOthers)
 	}
 	switch {
 	case code == 0:

@@ -140,3 +140,41 @@ func TestShareAckAfterFetchInDoubt(t *testing.T) {
 		})
 	}
 }
+
+// shareLateAckRuns is how many runs TestShareLateAckOfAnotherMembersRecord
+// needs in which a late acknowledgement was answered after its record had
+// been handed out again to another member.
+const shareLateAckRuns = 8
+
+// Share seeds with ShareOptions.LateAcks (stalled consumers heartbeat on,
+// consumers hold records for part of their lock) and no fault that moves
+// the coordinator or ends sessions: late acknowledgements reach the
+// coordinator while another member holds their records, and must be
+// refused (INVALID_RECORD_STATE), or the checker reports
+// redelivered-finished. The drawn seeds reach this too rarely (their
+// stalled members mostly lose their coordinator or session first) for the
+// mutation share-ack-any-member (scripts/mutate) to be caught by them.
+func TestShareLateAckOfAnotherMembersRecord(t *testing.T) {
+	runs := 0
+	for seed := int64(1); seed <= 200 && runs < shareLateAckRuns; seed++ {
+		o := ChooseOptions(seed)
+		if o.Share.Consumers < 2 || chooseShareBackoff(seed).Initial > 0 {
+			continue // one consumer has no one to hand records to; backoff seeds move the coordinator
+		}
+		o.Share.LateAcks = true
+		f := &o.Faults
+		f.Crash, f.PowerCut, f.Pause, f.Partition, f.Clock, f.Transfer, f.Reassign, f.Corrupt = 0, 0, 0, 0, 0, 0, 0, 0
+		f.More = moreFaultOptions{}
+		res := Run(o)
+		if res.Failed() {
+			t.Errorf("FAIL seed %d: %s", seed, strings.Join(res.Violations, "; "))
+		}
+		if n := res.Coverage[covShareLateAckOthers]; n > 0 {
+			runs++
+			t.Logf("seed %d: %d late acknowledgements answered after their record went to another member (%d refused)", seed, n, res.Coverage["share late acknowledgement refused"])
+		}
+	}
+	if runs < shareLateAckRuns {
+		t.Fatalf("a late acknowledgement met a record handed to another member in %d runs, want %d", runs, shareLateAckRuns)
+	}
+}
