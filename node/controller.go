@@ -107,7 +107,7 @@ func (c *ctlGroup) maybeSnapshot() {
 		every = n
 	}
 	early := c.sinceSnap > 0 && c.r.buggify(bugControllerSnapshotEarly)
-	if c.sinceSnap < every && !early || c.rep.Busy() {
+	if c.sinceSnap < every && !early || !c.rep.Quiet() {
 		return
 	}
 	idx := c.rep.Applied()
@@ -302,7 +302,7 @@ func (r *Reactor) openSome() {
 		c.dirty = true
 		return
 	}
-	if r.syncing {
+	if len(r.rounds) > 0 {
 		// Opening costs fsyncs of its own: wait until this broker's round
 		// is done (syncDone opens the next batch), so that the fsyncs
 		// the Raft groups wait for are not queued behind them.
@@ -410,7 +410,7 @@ func (r *Reactor) reapDoomed() {
 			continue
 		}
 		rep := p.Replica()
-		if rep.Busy() || !r.removalCommitted(g, rep) {
+		if !rep.Quiet() || !r.removalCommitted(g, rep) {
 			continue
 		}
 		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)

@@ -16,8 +16,9 @@ import (
 // Reactor is one broker's deterministic core. Every method runs on the
 // reactor's single thread (the runtime's event loop, or the simulator's).
 //
-// Invariants: at most one round of fsyncs is in flight (syncing); every
-// replica in syncBatch has a Ready in flight and every replica in waiting
+// Invariants: at most syncPipeline rounds of fsyncs are in flight
+// (rounds, oldest first), and they complete in that order; every replica
+// in a round's batch has a Ready in flight and every replica in waiting
 // has one written but not yet in a sync round; parts and byName index the
 // same partitions, and local has records only for groups with a local
 // replica.
@@ -59,9 +60,9 @@ type Reactor struct {
 	// deleted and created again reads as a new one (ReplicaView.Opening).
 	openings uint64
 
-	syncing   bool
-	syncBatch []*replica.Replica
+	rounds    []*syncRound // fsync rounds in flight, oldest first (ready.go)
 	waiting   []*replica.Replica
+	drained   []uint64   // groups a round drained for idle work (ready.go idleWork)
 	traceSync traceSyncs // traced produces' fsync stages (trace.go)
 
 	processQueued bool

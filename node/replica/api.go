@@ -195,6 +195,10 @@ func (r *Replica) Discard(cut uint64) error {
 // caller runs the plan and calls FinishSync with its result.
 func (r *Replica) PrepareSync() *logstore.SyncPlan { return r.log.PrepareSync() }
 
+// SyncBlocked reports whether PrepareSync must wait for a sync in flight
+// to finish (logstore's SyncBlocked).
+func (r *Replica) SyncBlocked() bool { return r.log.SyncBlocked() }
+
 // FinishSync ends a sync PrepareSync started.
 func (r *Replica) FinishSync(p *logstore.SyncPlan, err error) {
 	r.changed()
