@@ -85,6 +85,9 @@ type syncState struct {
 	durablePlan uint64 // seq of the newest plan finished successfully
 }
 
+// Dir returns the directory of the log the plan syncs.
+func (p *SyncPlan) Dir() string { return p.dir }
+
 // SyncPlan is one group commit: see the top of sync.go.
 type SyncPlan struct {
 	fsys       FS

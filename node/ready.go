@@ -130,10 +130,7 @@ func (r *Reactor) waitingSyncOnly(rep *replica.Replica) {
 		// A round of its own, completed in order like every round.
 		rd := &syncRound{plans: []*logstore.SyncPlan{plan}, owners: []*replica.Replica{rep}}
 		r.rounds = append(r.rounds, rd)
-		r.env.Disk.Sync(rd.plans, func(err error) {
-			rd.done, rd.err = true, err
-			r.completeRounds()
-		})
+		r.env.Disk.Sync(rd.plans, func(err error) { r.roundReported(rd, err) })
 	}
 }
 
@@ -259,10 +256,14 @@ func (r *Reactor) startSync() {
 	if len(r.rounds) > 1 {
 		r.stats.SyncRoundsPipelined++
 	}
-	r.env.Disk.Sync(plans, func(err error) {
-		rd.done, rd.err = true, err
-		r.completeRounds()
-	})
+	r.env.Disk.Sync(plans, func(err error) { r.roundReported(rd, err) })
+}
+
+// roundReported records that the disk finished round rd (with err) and
+// completes what is complete, in order.
+func (r *Reactor) roundReported(rd *syncRound, err error) {
+	rd.done, rd.err = true, err
+	r.completeRounds()
 }
 
 // completeRounds completes, oldest first, every round the disk has
