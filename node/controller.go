@@ -284,7 +284,8 @@ const openBatchMax = 2
 // then open and campaigning by the time the others open, which is what its
 // first election counts on (see campaignIfDue). It schedules another
 // reconcile round for the rest. While a round of Raft fsyncs is in flight
-// it opens nothing: the creation of hundreds of partitions then goes at
+// it opens nothing, except right after a round completed (syncDone: with
+// pipelined rounds another may always be in flight under load): the creation of hundreds of partitions then goes at
 // the pace of the disk, and the Raft groups already open (their heartbeats
 // wait for their fsyncs) do not stall behind it long enough to lose their
 // leaders. A replica opened since the walk (by a repair) is passed over
@@ -302,7 +303,7 @@ func (r *Reactor) openSome() {
 		c.dirty = true
 		return
 	}
-	if len(r.rounds) > 0 {
+	if len(r.rounds) > 0 && !r.openingAfterSync {
 		// Opening costs fsyncs of its own: wait until this broker's round
 		// is done (syncDone opens the next batch), so that the fsyncs
 		// the Raft groups wait for are not queued behind them.

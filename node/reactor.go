@@ -78,6 +78,9 @@ type Reactor struct {
 	metadataWaits   []*metadataWait // answers waiting for the metadata to change (leader_wait.go)
 	reconcileQueued bool            // a reconcile round is scheduled (controller.go openSome)
 	opensAfterSync  bool            // replicas wait to be opened until the fsync round ends
+	// openingAfterSync: syncDone's reconcile, which opens replicas even
+	// with a later round still in flight (openSome).
+	openingAfterSync bool
 
 	// local holds the reactor's own state of each local Raft group, one
 	// record per group, created when its replica opens and dropped with it

@@ -306,9 +306,11 @@ func (r *Reactor) syncDone(rd *syncRound) {
 	if r.stopped {
 		return
 	}
-	if r.opensAfterSync && len(r.rounds) == 0 {
+	if r.opensAfterSync {
 		r.opensAfterSync = false
+		r.openingAfterSync = true
 		r.reconcile() // opens the next few replicas (controller.go openSome)
+		r.openingAfterSync = false
 	}
 	r.queueProcess()
 }
