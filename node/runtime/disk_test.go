@@ -191,9 +191,15 @@ func TestDiskStop(t *testing.T) {
 // round instead of waiting for the first to end (pipelined rounds: the
 // reactor completes them in order, node/ready.go).
 func TestDiskRunsTwoRoundsAtOnce(t *testing.T) {
-	r := &reactor{posted: make(chan func()), hold: make(chan struct{})}
+	r := &reactor{posted: make(chan func(), 4), hold: make(chan struct{})}
 	d := newDiskRounds(r.post, nil, 2)
 	defer d.stop()
+	released := false
+	defer func() {
+		if !released {
+			close(r.hold) // let the held round end, so that stop returns
+		}
+	}()
 	var done []string
 	_, pA := pendingPlan(t, 1, nil)
 	_, pB := pendingPlan(t, 2, nil)
@@ -211,6 +217,7 @@ func TestDiskRunsTwoRoundsAtOnce(t *testing.T) {
 		t.Fatalf("B did not run while A's round was still in progress")
 	}
 	close(r.hold)
+	released = true
 	first()
 	second()
 	if fmt.Sprint(done) != "[A B]" {
