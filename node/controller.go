@@ -124,6 +124,7 @@ func (c *ctlGroup) maybeSnapshot() {
 	if _, err := c.rep.CompactTo(idx); err != nil {
 		c.r.env.Logf("node %d: controller compact: %v", c.r.self, err)
 	}
+	c.r.wantSync(c.rep) // the dropped files go once the snapshot point is durable
 	c.sinceSnap = 0
 }
 
@@ -411,7 +412,7 @@ func (r *Reactor) reapDoomed() {
 			continue
 		}
 		rep := p.Replica()
-		if !rep.Quiet() || !r.removalCommitted(g, rep) {
+		if !rep.Quiet() || rep.SyncInFlight() || !r.removalCommitted(g, rep) {
 			continue
 		}
 		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)

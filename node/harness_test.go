@@ -146,8 +146,11 @@ func (c *cluster) boot(env world.Env) world.Instance {
 func (n *tnode) boot() { n.c.w.Restart(netx.NodeID(n.id)) }
 
 // crash drops the reactor and whatever its file system had not synced.
-func (n *tnode) crash() {
-	n.c.w.Crash(netx.NodeID(n.id))
+func (n *tnode) crash() { n.crashWith(logstore.CrashRandom) }
+
+// crashWith is crash with a chosen disk outcome (logstore.CrashMode).
+func (n *tnode) crashWith(mode logstore.CrashMode) {
+	n.c.w.CrashWith(netx.NodeID(n.id), mode)
 	n.r = nil
 }
 
@@ -161,6 +164,18 @@ func (c *cluster) runUntil(max time.Duration, cond func() bool) bool {
 			return false
 		}
 		c.clk.RunFor(time.Millisecond)
+	}
+	return true
+}
+
+// runUntilStep is runUntil checking cond every step of simulated time.
+func (c *cluster) runUntilStep(max, step time.Duration, cond func() bool) bool {
+	deadline := c.clk.Monotonic() + max
+	for !cond() {
+		if c.clk.Monotonic() >= deadline {
+			return false
+		}
+		c.clk.RunFor(step)
 	}
 	return true
 }

@@ -34,8 +34,11 @@ func (r *Reactor) maintain() {
 func (r *Reactor) maintainPart(p *partition.Partition, now time.Time) {
 	rep := p.Replica()
 	limit := rep.Applied() + 1 // entries at or past limit stay
-	if p.Cfg.Delete {
-		r.retain(p, now.UnixMilli(), limit)
+	if p.Cfg.Delete && r.retain(p, now.UnixMilli(), limit) {
+		// The new snapshot point goes to disk in the next fsync round,
+		// and the dropped files after it: also on a partition that
+		// takes no more writes (ready.go wantSync).
+		r.wantSync(rep)
 	}
 	if p.Cfg.Compact {
 		// Transaction-aware: nothing at or past the last stable
@@ -48,27 +51,30 @@ func (r *Reactor) maintainPart(p *partition.Partition, now time.Time) {
 	}
 }
 
-func (r *Reactor) retain(p *partition.Partition, nowMs int64, limit uint64) {
+// retain drops the segments retention no longer keeps. It reports whether
+// it set a new snapshot point: the log then needs a sync, after which the
+// dropped segments' files are removed (logstore/sync.go).
+func (r *Reactor) retain(p *partition.Partition, nowMs int64, limit uint64) bool {
 	log := p.Replica()
 	bound := log.RetentionBound(nowMs, p.Cfg.RetentionMs, p.Cfg.RetentionBytes, limit)
 	if bound <= log.Snapshot().Index {
-		return
+		return false
 	}
 	if log.OffsetAfterIndex(bound) > p.LastStableOffset() {
 		// The segments would take data at or above the last stable offset:
 		// the first batch of an open transaction, which read_committed
 		// readers and the abort index still need. Retention waits until
 		// the transaction is decided (docs/transactions.md).
-		return
+		return false
 	}
 	meta, err := p.CheckpointAt(bound)
 	if err != nil {
 		r.env.Logf("node %d: retention checkpoint %s-%d: %v", r.self, p.Topic, p.Index, err)
-		return
+		return false
 	}
 	if err := log.SetSnapshot(meta); err != nil {
 		r.env.Logf("node %d: retention snapshot %s-%d: %v", r.self, p.Topic, p.Index, err)
-		return
+		return false
 	}
 	// Exactly the segments up to the snapshot point go, so a partition log
 	// holds no entry at or below its snapshot: the repair scans only the
@@ -76,4 +82,5 @@ func (r *Reactor) retain(p *partition.Partition, nowMs int64, limit uint64) {
 	if _, err := log.CompactTo(bound); err != nil {
 		r.env.Logf("node %d: retention %s-%d: %v", r.self, p.Topic, p.Index, err)
 	}
+	return true
 }

@@ -19,9 +19,10 @@ import (
 // Invariants: at most syncPipeline rounds of fsyncs are in flight
 // (rounds, oldest first), and they complete in that order; every replica
 // in a round's batch has a Ready in flight and every replica in waiting
-// has one written but not yet in a sync round; parts and byName index the
-// same partitions, and local has records only for groups with a local
-// replica.
+// has one written but not yet in a sync round; a round's only replicas
+// have a plan in flight (SyncInFlight) and may have no Ready; parts and
+// byName index the same partitions, and local has records only for groups
+// with a local replica.
 type Reactor struct {
 	cfg  Config
 	env  Env
@@ -60,9 +61,12 @@ type Reactor struct {
 	// deleted and created again reads as a new one (ReplicaView.Opening).
 	openings uint64
 
-	rounds    []*syncRound // fsync rounds in flight, oldest first (ready.go)
-	waiting   []*replica.Replica
-	drained   []uint64   // groups a round drained for idle work (ready.go idleWork)
+	rounds  []*syncRound // fsync rounds in flight, oldest first (ready.go)
+	waiting []*replica.Replica
+	drained []uint64 // groups a round drained for idle work (ready.go idleWork)
+	// syncOnly: replicas whose logs need a sync without a Ready (a
+	// retention step's, wantSync); those in a round in flight are its only.
+	syncOnly  []*replica.Replica
 	traceSync traceSyncs // traced produces' fsync stages (trace.go)
 
 	processQueued bool

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/internal/plant"
@@ -166,7 +167,7 @@ func (r *Reactor) idleWork() {
 		} else if p := r.parts[g]; p != nil {
 			r.maintainPart(p, r.env.Clock.Now())
 		}
-		if rep.Damaged() {
+		if rep.Damaged() && !rep.SyncInFlight() {
 			if err := r.repair(g); err != nil {
 				r.env.Logf("node %d: repair group %d: %v", r.self, g, err)
 			}
@@ -196,6 +197,8 @@ type syncRound struct {
 	batch  []*replica.Replica
 	plans  []*logstore.SyncPlan
 	owners []*replica.Replica
+	// only: replicas synced without a Ready (syncOnly, wantSync).
+	only   []*replica.Replica
 	traces []traceSync // traced produces' fsync stages ending with it
 	done   bool        // the disk reported it
 	err    error
@@ -206,12 +209,15 @@ func (r *Reactor) syncPipeline() int {
 	return min(max(r.cfg.SyncPipeline, 1), logstore.PlansInFlightMax)
 }
 
-// startSync begins a round of fsyncs for every waiting replica, unless
-// the pipeline's rounds are in flight already. A replica whose log cannot
-// prepare a plan now (logstore's SyncBlocked: a meta record waits for the
-// one in flight) stays waiting for a later round, with all its Readys.
+// startSync begins a round of fsyncs for every waiting replica and every
+// replica whose log changed without a Ready (syncOnly: a retention step's
+// new snapshot point, whose dropped segment files go once it is durable),
+// unless the pipeline's rounds are in flight already. A replica whose log
+// cannot prepare a plan now (logstore's SyncBlocked: a meta record waits
+// for the one in flight) stays waiting for a later round, with all its
+// Readys.
 func (r *Reactor) startSync() {
-	if len(r.rounds) >= r.syncPipeline() || len(r.waiting) == 0 {
+	if len(r.rounds) >= r.syncPipeline() || len(r.waiting) == 0 && len(r.syncOnly) == 0 {
 		return
 	}
 	var batch, keep []*replica.Replica
@@ -244,10 +250,30 @@ func (r *Reactor) startSync() {
 		}
 	}
 	r.waiting = keep
-	if len(batch) == 0 {
+	var only, onlyKeep []*replica.Replica
+	for _, rep := range r.syncOnly {
+		if r.replicaOf(uint64(rep.Group)) != rep {
+			continue // closed since (deleted, or reopened by a repair)
+		}
+		if prepared[rep] {
+			continue // its plan in this round covers the change
+		}
+		if blocked[rep] || rep.SyncBlocked() {
+			onlyKeep = append(onlyKeep, rep)
+			continue
+		}
+		// nil when nothing is left to sync (a plan in flight covers it).
+		if p := rep.PrepareSync(); p != nil {
+			plans = append(plans, p)
+			owners = append(owners, rep)
+			only = append(only, rep)
+		}
+	}
+	r.syncOnly = onlyKeep
+	if len(batch) == 0 && len(plans) == 0 {
 		return
 	}
-	rd := &syncRound{batch: batch, plans: plans, owners: owners}
+	rd := &syncRound{batch: batch, plans: plans, owners: owners, only: only}
 	r.rounds = append(r.rounds, rd)
 	if len(r.traceSync.waiting) > 0 {
 		rd.traces = r.traceSync.roundStarted(r.env.Clock.Now())
@@ -257,6 +283,18 @@ func (r *Reactor) startSync() {
 		r.stats.SyncRoundsPipelined++
 	}
 	r.env.Disk.Sync(plans, func(err error) { r.roundReported(rd, err) })
+}
+
+// wantSync queues a sync of rep's log in the next round although it has no
+// Ready: maintain's retention step set a new snapshot point, and the
+// segment files it dropped are removed only once that is durable
+// (logstore/sync.go). Without it a partition that takes no more writes
+// would keep the files for ever.
+func (r *Reactor) wantSync(rep *replica.Replica) {
+	if !slices.Contains(r.syncOnly, rep) {
+		r.syncOnly = append(r.syncOnly, rep)
+	}
+	r.queueProcess()
 }
 
 // roundReported records that the disk finished round rd (with err) and
@@ -305,6 +343,12 @@ func (r *Reactor) syncDone(rd *syncRound) {
 	r.idleWork()
 	if r.stopped {
 		return
+	}
+	// The plan just finished removed the dropped files; the next round
+	// makes the removals durable (their directory's fsync). A replica
+	// leaves syncOnly when its PrepareSync has nothing left.
+	for _, rep := range rd.only {
+		r.wantSync(rep)
 	}
 	if r.opensAfterSync {
 		r.opensAfterSync = false

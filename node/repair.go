@@ -160,7 +160,7 @@ func (r *Reactor) controllerDir() string { return path.Join(r.cfg.DataDir, "cont
 func (r *Reactor) repairDamaged() {
 	for _, g := range r.groupIDs() {
 		rep := r.replicaOf(g)
-		if rep == nil || !rep.Damaged() || !rep.Quiet() {
+		if rep == nil || !rep.Damaged() || !rep.Quiet() || rep.SyncInFlight() {
 			continue
 		}
 		if err := r.repair(g); err != nil {
@@ -213,8 +213,9 @@ func (r *Reactor) repair(g uint64) error {
 
 // reopen closes group g's replica, runs change on its log, and opens the
 // replica again from its files (repair, and lifting a fence Raft cannot
-// lift itself). The replica must not be Busy. A failure to reopen stops the
-// node (it can no longer tell what it holds).
+// lift itself). The replica must not be Busy nor have a sync in flight
+// (SyncInFlight: a retention step's, maintain.go). A failure to reopen
+// stops the node (it can no longer tell what it holds).
 func (r *Reactor) reopen(g uint64, change func() error) error {
 	rep := r.replicaOf(g)
 	r.host.Remove(consensus.GroupID(g))

@@ -117,7 +117,13 @@ func fetchAll(t *testing.T, c *cluster, id int32, topic string, partition int32)
 // fetchAllAs is fetchAll from a given client.
 func fetchAllAs(t *testing.T, c *cluster, who Client, id int32, topic string, partition int32) (vals []string, offsets []int64) {
 	t.Helper()
-	next := int64(0)
+	return fetchAllFrom(t, c, who, id, topic, partition, 0)
+}
+
+// fetchAllFrom is fetchAllAs from offset from.
+func fetchAllFrom(t *testing.T, c *cluster, who Client, id int32, topic string, partition int32, from int64) (vals []string, offsets []int64) {
+	t.Helper()
+	next := from
 	for i := 0; i < 1000; i++ {
 		req := kmsg.NewPtrFetchRequest()
 		req.Version, req.MaxBytes, req.MaxWaitMillis = 11, 1<<20, 0

@@ -191,7 +191,9 @@ func (r *Replica) Discard(cut uint64) error {
 	return nil
 }
 
-// PrepareSync starts a sync of what Take wrote (nil: nothing to sync); the
+// PrepareSync starts a sync of what the log holds unsynced (nil: nothing
+// to sync): what Take wrote, or a change without a Ready such as a
+// retention step's new snapshot point and the segment files it drops. The
 // caller runs the plan and calls FinishSync with its result.
 func (r *Replica) PrepareSync() *logstore.SyncPlan { return r.log.PrepareSync() }
 
@@ -204,6 +206,13 @@ func (r *Replica) FinishSync(p *logstore.SyncPlan, err error) {
 	r.changed()
 	r.log.FinishSync(p, err)
 }
+
+// SyncInFlight reports whether a plan PrepareSync returned is not finished
+// yet (any of the log's plans in flight). Busy implies nothing about it: a sync without a Ready (a retention
+// step's, maintain.go) leaves the replica not Busy, and such a replica
+// must not be closed, reopened or deleted until the plan finishes (its Run
+// may still be writing the meta record).
+func (r *Replica) SyncInFlight() bool { return r.log.SyncsInFlight() > 0 }
 
 // Err is the log's write failure, if one happened: nothing written since
 // may be acknowledged.
