@@ -476,6 +476,16 @@ var optionalRegressionSeeds = []struct {
 	// TestDeletedReplicaNotRecreatedFromStaleMetadata). Found on 135883d
 	// (it passes on dd52e16 by a different run, not by a fix).
 	{"candidate-two-membership-changes-behind", 953843, false, false, true},
+	// 978810 --all-faults: share member m2-1 stalled past its lock with an
+	// accept of simshare/0 offset 0 (delivery 1) to send, was handed the
+	// offset again with delivery 2 in a new session, then sent the stale
+	// accept, which the share partition applied to delivery 2, the one
+	// m2-1 held (an acknowledgement names offsets, not deliveries; Kafka
+	// checks the member only). The checker took it for an accept of
+	// delivery 1 and reported redelivered-finished (fixed in the checker:
+	// sim/share.go ackOutcome, TestShareAckAppliesToMembersCurrentDelivery).
+	// Found on 62535e4.
+	{"share/stale-ack-applies-to-members-later-delivery", 978810, false, false, true},
 }
 
 func TestSimOptionalFaultRegressions(t *testing.T) {

@@ -21,6 +21,15 @@ package sim
 //   - redelivered-accepted / redelivered-rejected: an offset accepted or
 //     rejected at delivery count c is handed out again with a count above
 //     c (a finished record came back);
+//   - redelivered-finished: an acknowledgement of an offset succeeded
+//     though the offset had been handed out again, with a higher count,
+//     to another member: a member acknowledged a record it no longer
+//     held. An acknowledgement names a member and offsets, never a
+//     delivery count (Kafka's SharePartition checks only that the member
+//     holds the record's current acquisition), so one that a member sends
+//     for an earlier delivery, after the same member was handed the
+//     record again, is rightly applied to the delivery it holds now
+//     (ackOutcome);
 //   - delivery-limit: a delivery count above share.delivery.count.limit;
 //   - skipped: after the liveness phase an offset below the final high
 //     watermark was never finished: not accepted or rejected (or possibly
@@ -62,6 +71,14 @@ const (
 	// then redelivered to others, and its late acknowledgements must be
 	// refused (a member acknowledging records another member acquired).
 	shareSlowAckP = 0.05
+	// With ShareOptions.LateAcks: the chance of a stall (heartbeating
+	// on, shareConsumer.stall), and, per batch of acknowledgements to
+	// send, the chance that a consumer takes a quarter to three quarters
+	// of a lock first (a slow application within its lock): records stay
+	// held by one member that long, so another member's late
+	// acknowledgement of them may arrive meanwhile.
+	shareLateSlowP = 0.3
+	shareHoldP     = 0.3
 )
 
 // ShareOptions shape the share-group workload (zero Consumers: off).
@@ -77,6 +94,13 @@ type ShareOptions struct {
 	// of (the metadata barrier's cases, node/metabarrier.go and
 	// node/share_backoff.go).
 	LagCoordinator bool
+	// LateAcks (focused test's, share_ack_test.go) makes stalls likelier
+	// and keeps the stalled members heartbeating, and has consumers hold
+	// records for part of their lock before acknowledging: late
+	// acknowledgements then reach the coordinator while another member
+	// holds their records, which the drawn seeds rarely do (their
+	// stalled members mostly lose their session or coordinator first).
+	LateAcks bool
 }
 
 // brokerShares is the brokers' share-group configuration for o.
@@ -97,8 +121,12 @@ type shareRec struct {
 	maybe    bool // an accept or reject whose answer was lost
 	// rejectTried: a client sent a reject for it (whatever the answer).
 	rejectTried bool
-	// seenAt is when the fetch that handed it out with maxCount was sent.
-	seenAt time.Duration
+	// seenAt is when the fetch that handed it out with maxCount was sent;
+	// holder is the member it went to, holderReq that fetch's request
+	// number (shareWork.reqs).
+	seenAt    time.Duration
+	holder    string
+	holderReq int
 	// releasedCount is the highest delivery count a release of it was
 	// answered without error at, releasedAt when that release was sent
 	// (share_backoff.go).
@@ -121,7 +149,14 @@ type shareWork struct {
 	// delivery that counts toward the limit), at any time up to its
 	// answer (a fetch waits for records: one sent before a record was
 	// last handed out may acquire it again after).
-	lost     []time.Duration
+	lost []time.Duration
+	// lostBy is, per member, its own fetches among those (answer time and
+	// request number): the member may hold records it was never seen to
+	// get.
+	lostBy map[string][]lostFetch
+	// reqs numbers the consumers' ShareFetch and ShareAcknowledge
+	// requests: a member's later request has a higher number.
+	reqs     int
 	finished bool
 	// dlq: the group has a dead-letter topic (share_dlq.go); values are
 	// the produced records' values by offset, to check the copies.
@@ -130,8 +165,9 @@ type shareWork struct {
 	// copyOff: the group sets errors.deadletterqueue.copy.record.enable
 	// false, so its dead letters are headers only (shareDLQCopyOff).
 	copyOff bool
-	// slow draws the consumers' slow acknowledgements (its own generator).
-	slow *rand.Rand
+	// slow draws the consumers' slow acknowledgements, hold their holds
+	// within the lock (their own generators).
+	slow, hold *rand.Rand
 	// backoff is the group's redelivery backoff (share_backoff.go);
 	// releasedNow, movedAt and move (its own generator) drive the
 	// coordinator moves of backoff seeds.
@@ -166,8 +202,8 @@ func (r *run) startShare() {
 		return
 	}
 	w := &shareWork{r: r, rng: rand.New(rand.NewSource(r.o.Seed ^ 0x5a4e)), leaders: map[int32]netx.NodeID{},
-		final: map[int32]int64{}, limit: r.o.Share.DeliveryLimit, dlq: shareDLQOn(r.o.Seed), copyOff: shareDLQCopyOff(r.o.Seed),
-		slow: rand.New(rand.NewSource(r.o.Seed ^ 0x510e)), backoff: chooseShareBackoff(r.o.Seed),
+		final: map[int32]int64{}, lostBy: map[string][]lostFetch{}, limit: r.o.Share.DeliveryLimit, dlq: shareDLQOn(r.o.Seed), copyOff: shareDLQCopyOff(r.o.Seed),
+		slow: rand.New(rand.NewSource(r.o.Seed ^ 0x510e)), hold: rand.New(rand.NewSource(r.o.Seed ^ 0x401d)), backoff: chooseShareBackoff(r.o.Seed),
 		move: rand.New(rand.NewSource(r.o.Seed ^ 0x30fe))}
 	r.share = w
 	begin := func() {
@@ -207,6 +243,23 @@ func (w *shareWork) cutCoordinator(done func()) {
 		})
 	})
 }
+
+// covShareAckLaterDelivery counts acknowledgements a member sent for one
+// delivery that were applied to a later one it was handed (ackOutcome;
+// counted, not required).
+const covShareAckLaterDelivery = "share acknowledgement applied to the member's later delivery"
+
+// covShareLateAckOthers counts late acknowledgements answered after their
+// record was handed out again to another member (the case of mutation
+// share-ack-any-member; counted, not required: the focused test
+// TestShareLateAckOfAnotherMembersRecord needs it).
+const covShareLateAckOthers = "share late acknowledgement of a record handed to another member"
+
+// covShareAckUnseenDelivery counts acknowledgements sent for one delivery
+// that succeeded after a later delivery to another member, the sender
+// having had a fetch in doubt since: it may hold a delivery nobody saw
+// (ackOutcome; counted, not required).
+const covShareAckUnseenDelivery = "share acknowledgement possibly applied to an unseen delivery"
 
 // covShareCoordCut counts runs whose share coordinator was cut off from
 // the controller's leader (LagCoordinator; not required: focused test).
@@ -328,6 +381,7 @@ type shareConsumer struct {
 	sessTo      netx.NodeID // the broker the share session is with
 	lastBeat    time.Duration
 	pending     []held // acknowledgements to send
+	held        bool   // the pending acknowledgements were held back once (shareHoldP)
 	assignment  bool
 	consecutive int // fetches in a row that returned nothing, in the drain
 }
@@ -336,7 +390,7 @@ type shareConsumer struct {
 func (c *shareConsumer) restart() {
 	c.inc++
 	c.member = fmt.Sprintf("m%d-%d", c.id, c.inc)
-	c.epoch, c.session, c.pending, c.assignment = 0, 0, nil, false
+	c.epoch, c.session, c.pending, c.assignment, c.held = 0, 0, nil, false, false
 	c.viaLeader = c.w.rng.Float64() < 0.5
 }
 
@@ -367,14 +421,29 @@ func (c *shareConsumer) step() {
 		r.w.Tracef("share: consumer %d crashes (member %s)", c.id, c.member)
 		c.restart()
 	}
-	if len(c.pending) > 0 && !r.stopping && w.slow.Float64() < shareSlowAckP {
+	slowP := shareSlowAckP
+	if r.o.Share.LateAcks {
+		slowP = shareLateSlowP
+	}
+	if len(c.pending) > 0 && !r.stopping && w.slow.Float64() < slowP {
 		w.stats.slow++
 		for i := range c.pending {
 			c.pending[i].slow = true
 		}
 		r.w.Tracef("share: consumer %d (member %s) stalls with %d acknowledgements to send", c.id, c.member, len(c.pending))
-		c.then(r.o.Share.Lock * 3 / 2)
+		if !r.o.Share.LateAcks {
+			c.then(r.o.Share.Lock * 3 / 2)
+			return
+		}
+		c.stall(r.now() + r.o.Share.Lock*3/2)
 		return
+	}
+	if r.o.Share.LateAcks && len(c.pending) > 0 && !r.stopping && !c.held {
+		c.held = true
+		if w.hold.Float64() < shareHoldP {
+			c.stall(r.now() + time.Duration(float64(r.o.Share.Lock)*(0.25+0.5*w.hold.Float64())))
+			return
+		}
 	}
 	switch {
 	case c.coord == 0:
@@ -391,12 +460,54 @@ func (c *shareConsumer) step() {
 	}
 }
 
+// stall holds the consumer's next step until until (ShareOptions.LateAcks),
+// as an application slow to process its records would, while its client
+// goes on heartbeating (Kafka's share consumer heartbeats from its own
+// thread): the member stays in the group, so its late acknowledgements
+// reach the coordinator while its records, their locks run out, may be
+// held by other members. (Without the heartbeats the member's session,
+// two locks, has mostly run out by then, or its coordinator moved, and
+// the late acknowledgements are dropped with the member.)
+func (c *shareConsumer) stall(until time.Duration) {
+	w, r := c.w, c.w.r
+	if w.finished || r.halted {
+		return
+	}
+	now := r.now()
+	if now >= until {
+		c.step()
+		return
+	}
+	wait := until - now
+	if c.coord == 0 {
+		r.meta.findCoordinator(shareGroup, func(id netx.NodeID) {
+			c.coord = id
+			r.w.After(min(r.backoff(), wait), func() { c.stall(until) })
+		})
+		return
+	}
+	if c.epoch != 0 {
+		due := c.lastBeat + shareHeartbeat
+		if due <= now {
+			c.heartbeatThen(func() { c.stall(until) })
+			return
+		}
+		wait = min(wait, due-now)
+	}
+	r.w.After(wait, func() { c.stall(until) })
+}
+
 // lost handles a failed call: the coordinator may have moved.
 func (c *shareConsumer) lost(code int16) {
-	r := c.w.r
+	c.forget(code)
+	c.then(c.w.r.backoff())
+}
+
+// forget drops what a failed call with code makes stale.
+func (c *shareConsumer) forget(code int16) {
 	switch code {
 	case kerr.UnknownMemberID.Code, kerr.FencedMemberEpoch.Code:
-		c.epoch, c.session, c.pending, c.assignment = 0, 0, nil, false
+		c.epoch, c.session, c.pending, c.assignment, c.held = 0, 0, nil, false, false
 	case kerr.ShareSessionNotFound.Code, kerr.InvalidShareSessionEpoch.Code:
 		c.session = 0
 	default:
@@ -406,11 +517,22 @@ func (c *shareConsumer) lost(code int16) {
 			c.w.metadata(func() {})
 		}
 	}
-	c.then(r.backoff())
 }
 
-func (c *shareConsumer) heartbeat() {
+func (c *shareConsumer) heartbeat() { c.heartbeatThen(nil) }
+
+// heartbeatThen sends a heartbeat; after its answer next runs, or with
+// next nil the consumer's next step.
+func (c *shareConsumer) heartbeatThen(next func()) {
 	r := c.w.r
+	failed := func(code int16) {
+		if next == nil {
+			c.lost(code)
+			return
+		}
+		c.forget(code)
+		next()
+	}
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
 	req.Version, req.GroupID, req.MemberID, req.MemberEpoch = 1, shareGroup, c.member, c.epoch
 	if c.epoch == 0 {
@@ -418,17 +540,21 @@ func (c *shareConsumer) heartbeat() {
 	}
 	r.kn.call(c.coord, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		if err != nil {
-			c.lost(-1)
+			failed(-1)
 			return
 		}
 		hr := resp.(*kmsg.ShareGroupHeartbeatResponse)
 		if hr.ErrorCode != 0 {
-			c.lost(hr.ErrorCode)
+			failed(hr.ErrorCode)
 			return
 		}
 		c.epoch, c.lastBeat = hr.MemberEpoch, r.now()
 		if hr.Assignment != nil {
 			c.assignment = len(hr.Assignment.TopicPartitions) > 0
+		}
+		if next != nil {
+			next()
+			return
 		}
 		c.then(r.think())
 	})
@@ -461,20 +587,21 @@ func (c *shareConsumer) fetch() {
 	}
 	req.Topics = append(req.Topics, rt)
 	c.pending = c.pending[len(sent):]
-	sentAt := r.now()
+	c.held = c.held && len(c.pending) > 0
+	sentAt, reqNo := r.now(), w.nextReq()
 	r.kn.call(to, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		if err != nil {
-			w.lost = append(w.lost, r.now())
-			c.acked(sent, -1, sentAt)
+			w.lostFetch(c.member, reqNo)
+			c.acked(sent, -1, sentAt, reqNo)
 			c.lost(-1)
 			return
 		}
 		fr := resp.(*kmsg.ShareFetchResponse)
 		if fr.ErrorCode == kerr.RequestTimedOut.Code {
-			w.lost = append(w.lost, r.now()) // a forward that got no answer
+			w.lostFetch(c.member, reqNo) // a forward that got no answer
 		}
 		if fr.ErrorCode != 0 {
-			c.acked(sent, fr.ErrorCode, sentAt) // nothing was applied
+			c.acked(sent, fr.ErrorCode, sentAt, reqNo) // nothing was applied
 			c.lost(fr.ErrorCode)
 			return
 		}
@@ -492,17 +619,17 @@ func (c *shareConsumer) fetch() {
 					// A failed state write clears the records it acquired,
 					// but the write may still commit.
 					partFailed = true
-					w.lost = append(w.lost, r.now())
+					w.lostFetch(c.member, reqNo)
 				}
 				if p.ErrorCode != 0 && p.AcknowledgeErrorCode == 0 {
 					// Skipped (the partition failed before its acks), or
 					// applied and written before acquiring failed: unknown.
 					codes[p.Partition] = -1
 				}
-				got += c.acquired(p.Partition, p.AcquiredRecords, sentAt)
+				got += c.acquired(p.Partition, p.AcquiredRecords, sentAt, reqNo)
 			}
 		}
-		c.ackedParts(sent, codes, sentAt)
+		c.ackedParts(sent, codes, sentAt, reqNo)
 		w.maybeMoveCoordinator(c.coord)
 		c.idle(got)
 	})
@@ -526,7 +653,7 @@ func (c *shareConsumer) acknowledge() {
 		return
 	}
 	sent := c.pending
-	c.pending = nil
+	c.pending, c.held = nil, false
 	req := kmsg.NewPtrShareAcknowledgeRequest()
 	req.Version = 1
 	req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(shareGroup), kmsg.StringPtr(c.member), c.session
@@ -547,16 +674,16 @@ func (c *shareConsumer) acknowledge() {
 		}
 	}
 	req.Topics = append(req.Topics, rt)
-	sentAt := r.now()
+	sentAt, reqNo := r.now(), c.w.nextReq()
 	r.kn.call(to, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		if err != nil {
-			c.acked(sent, -1, sentAt)
+			c.acked(sent, -1, sentAt, reqNo)
 			c.lost(-1)
 			return
 		}
 		ar := resp.(*kmsg.ShareAcknowledgeResponse)
 		if ar.ErrorCode != 0 {
-			c.acked(sent, ar.ErrorCode, sentAt)
+			c.acked(sent, ar.ErrorCode, sentAt, reqNo)
 			c.lost(ar.ErrorCode)
 			return
 		}
@@ -567,7 +694,7 @@ func (c *shareConsumer) acknowledge() {
 				codes[p.Partition] = p.ErrorCode
 			}
 		}
-		c.ackedParts(sent, codes, sentAt)
+		c.ackedParts(sent, codes, sentAt, reqNo)
 		c.w.maybeMoveCoordinator(c.coord)
 		c.then(r.think())
 	})
@@ -577,27 +704,82 @@ func (c *shareConsumer) acknowledge() {
 // (unknown), INVALID_RECORD_STATE, INVALID_REQUEST and top-level errors
 // not applied, except REQUEST_TIMED_OUT (a forward that got no answer);
 // anything else (a failed write) unknown.
-func (c *shareConsumer) acked(sent []held, code int16, sentAt time.Duration) {
+func (c *shareConsumer) acked(sent []held, code int16, sentAt time.Duration, reqNo int) {
 	for _, h := range sent {
-		c.w.ackOutcome(h, code, true, sentAt)
+		c.w.ackOutcome(h, c.member, reqNo, code, true, sentAt)
 	}
 }
 
 // ackedParts records per-partition outcomes; a partition the answer does
 // not name has an unknown outcome.
-func (c *shareConsumer) ackedParts(sent []held, codes map[int32]int16, sentAt time.Duration) {
+func (c *shareConsumer) ackedParts(sent []held, codes map[int32]int16, sentAt time.Duration, reqNo int) {
 	for _, h := range sent {
 		code, ok := codes[h.part]
 		if !ok {
 			code = -1
 		}
-		c.w.ackOutcome(h, code, false, sentAt)
+		c.w.ackOutcome(h, c.member, reqNo, code, false, sentAt)
 	}
 }
 
-// ackOutcome records one acknowledgement's outcome; sentAt is when its
-// request was sent.
-func (w *shareWork) ackOutcome(h held, code int16, topLevel bool, sentAt time.Duration) {
+// nextReq numbers a consumer's request (shareWork.reqs).
+func (w *shareWork) nextReq() int {
+	w.reqs++
+	return w.reqs
+}
+
+// lostFetch is a fetch whose answer was lost or partly failed, at at: it
+// may have acquired records no client saw.
+type lostFetch struct {
+	at  time.Duration
+	req int
+}
+
+// lostFetch notes that member's fetch numbered reqNo got no answer or a
+// partly failed one, now.
+func (w *shareWork) lostFetch(member string, reqNo int) {
+	now := w.r.now()
+	w.lost = append(w.lost, now)
+	w.lostBy[member] = append(w.lostBy[member], lostFetch{at: now, req: reqNo})
+}
+
+// mayHoldUnseen reports whether member may hold sr's offset in a delivery
+// above the last one clients saw, when its request reqNo arrives: one of
+// its earlier fetches got no answer (or a partly failed one) at or after
+// that delivery's fetch was sent (w.lost's model: a fetch acquires at any
+// time up to its answer).
+func (w *shareWork) mayHoldUnseen(sr *shareRec, member string, reqNo int) bool {
+	for _, l := range w.lostBy[member] {
+		if l.req < reqNo && l.at >= sr.seenAt {
+			return true
+		}
+	}
+	return false
+}
+
+// ackOutcome records the outcome of one acknowledgement by member, sent
+// at sentAt in the consumers' request number reqNo.
+//
+// An acknowledgement that succeeds applies to the acquisition member
+// holds when it arrives, whatever delivery member meant: the request
+// names offsets, not delivery counts, and the share partition checks
+// only that member holds each offset's current acquisition with a valid
+// lock (Kafka's SharePartition does the same). So when an acknowledgement
+// sent for delivery h.count succeeds after the offset was handed out
+// again with a higher count:
+//   - to member itself, in a request answered before this one was sent:
+//     it applied to that delivery (seed 978810 --all-faults: a consumer
+//     stalled past its lock, was handed the record again, and then sent
+//     its acknowledgement of the first delivery);
+//   - to member, as far as clients know, through a fetch of member whose
+//     answer was lost since: which delivery it applied to is unknown;
+//   - otherwise a member acknowledged a record another member holds
+//     (redelivered-finished).
+//
+// Piggybacked acknowledgements are applied before the same ShareFetch
+// acquires anything, so a record that fetch hands out does not count as
+// held when they arrive (its request number is not below reqNo).
+func (w *shareWork) ackOutcome(h held, member string, reqNo int, code int16, topLevel bool, sentAt time.Duration) {
 	sr := w.rec(h.part, h.off)
 	if h.ack == 3 {
 		sr.rejectTried = true
@@ -606,26 +788,48 @@ func (w *shareWork) ackOutcome(h held, code int16, topLevel bool, sentAt time.Du
 		w.stats.slowRefused++
 		w.r.cover("share late acknowledgement refused")
 	}
+	if h.slow && sr.maxCount > h.count && sr.holder != member {
+		w.r.cover(covShareLateAckOthers)
+	}
 	switch {
 	case code == 0:
+		count, unseen := h.count, false
+		if sr.maxCount > h.count {
+			switch {
+			case w.mayHoldUnseen(sr, member, reqNo):
+				unseen = true // applied to a delivery nobody saw member get, maybe
+				w.r.cover(covShareAckUnseenDelivery)
+			case sr.holder == member && sr.holderReq < reqNo:
+				count = sr.maxCount // applied to the delivery member holds now
+				w.r.cover(covShareAckLaterDelivery)
+			}
+		}
 		switch h.ack {
 		case 1:
 			w.stats.accepted++
-			if sr.accepted != 0 && sr.accepted != h.count {
-				w.bad("double-accept", fmt.Sprintf("%s/%d offset %d accepted at delivery %d and at %d", shareTopic, h.part, h.off, sr.accepted, h.count))
+			if unseen {
+				sr.maybe = true
+				return
 			}
-			sr.accepted = h.count
+			if sr.accepted != 0 && sr.accepted != count {
+				w.bad("double-accept", fmt.Sprintf("%s/%d offset %d accepted at delivery %d and at %d", shareTopic, h.part, h.off, sr.accepted, count))
+			}
+			sr.accepted = count
 		case 3:
 			w.stats.rejected++
-			sr.rejected = h.count
+			if unseen {
+				sr.maybe = true
+				return
+			}
+			sr.rejected = count
 		default:
 			w.stats.released++
-			w.noteRelease(sr, h.count, sentAt)
+			w.noteRelease(sr, count, sentAt) // unseen: a lower count than applied, a shorter least delay
 			return
 		}
-		if sr.maxCount > h.count {
-			w.bad("redelivered-finished", fmt.Sprintf("%s/%d offset %d: an acknowledgement (type %d) at delivery %d succeeded after it was handed out again with count %d",
-				shareTopic, h.part, h.off, h.ack, h.count, sr.maxCount))
+		if sr.maxCount > count {
+			w.bad("redelivered-finished", fmt.Sprintf("%s/%d offset %d: an acknowledgement (type %d) at delivery %d by %s succeeded after it was handed out again with count %d to %s",
+				shareTopic, h.part, h.off, h.ack, h.count, member, sr.maxCount, sr.holder))
 		}
 	case topLevel && code > 0 && code != kerr.RequestTimedOut.Code, code == kerr.InvalidRecordState.Code, code == kerr.InvalidRequest.Code:
 		// Not applied.
@@ -638,13 +842,13 @@ func (w *shareWork) ackOutcome(h held, code int16, topLevel bool, sentAt time.Du
 
 // acquired checks and keeps the records a fetch handed out; it returns
 // how many.
-func (c *shareConsumer) acquired(part int32, rs []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, sentAt time.Duration) int {
+func (c *shareConsumer) acquired(part int32, rs []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, sentAt time.Duration, reqNo int) int {
 	w, r := c.w, c.w.r
 	n := 0
 	for _, a := range rs {
 		for off := a.FirstOffset; off <= a.LastOffset; off++ {
 			n++
-			w.handedOut(part, off, a.DeliveryCount, sentAt)
+			w.handedOut(part, off, a.DeliveryCount, c.member, reqNo, sentAt)
 			h := held{part: part, off: off, count: a.DeliveryCount, ack: 1}
 			if !r.stopping {
 				switch x := w.rng.Float64(); {
@@ -663,8 +867,9 @@ func (c *shareConsumer) acquired(part int32, rs []kmsg.ShareFetchResponseTopicPa
 	return n
 }
 
-// handedOut checks one acquisition against what clients were told before.
-func (w *shareWork) handedOut(part int32, off int64, count int16, sentAt time.Duration) {
+// handedOut checks one acquisition, by member in the fetch numbered reqNo
+// and sent at sentAt, against what clients were told before.
+func (w *shareWork) handedOut(part int32, off int64, count int16, member string, reqNo int, sentAt time.Duration) {
 	w.stats.fetched++
 	sr := w.rec(part, off)
 	where := fmt.Sprintf("%s/%d offset %d", shareTopic, part, off)
@@ -687,7 +892,7 @@ func (w *shareWork) handedOut(part int32, off int64, count int16, sentAt time.Du
 	w.checkBackoff(sr, where, count, w.r.now())
 	sr.given[count] = true
 	if count > sr.maxCount {
-		sr.maxCount, sr.seenAt = count, sentAt
+		sr.maxCount, sr.seenAt, sr.holder, sr.holderReq = count, sentAt, member, reqNo
 	}
 }
 

@@ -19,7 +19,7 @@ func TestShareDLQOwedAsOfEachRead(t *testing.T) {
 	missing := w.dlqMissing()
 	// Offset 0's accept at delivery 2 is answered after the check began;
 	// offset 1 is never accepted, so its dead letter stays owed.
-	w.ackOutcome(held{part: 0, off: 0, count: 2, ack: 1}, 0, false, 0)
+	w.ackOutcome(held{part: 0, off: 0, count: 2, ack: 1}, "m0-1", 1, 0, false, 0)
 	n, first := missing(nil)
 	if n != 1 {
 		t.Fatalf("missing %d dead letters (first %s), want 1: offset 1 (offset 0 was accepted)", n, first)

@@ -34,6 +34,38 @@ func TestTwoMembersShareOnePartition(t *testing.T) {
 	}
 }
 
+// An acknowledgement names a member and offsets, never a delivery: it is
+// valid while that member holds the record's current acquisition, as in
+// Kafka's SharePartition. A member whose lock ran out cannot acknowledge
+// the record another member holds now; once it is handed the record again
+// itself, its acknowledgement, whichever delivery it meant, applies to the
+// one it holds (simulator seed 978810 --all-faults, docs/testing.md "Bugs
+// found").
+func TestAckAppliesToTheMembersCurrentDelivery(t *testing.T) {
+	p := New(cfg3(), 0)
+	if got := p.Acquire(0, "a", 1, 1); !reflect.DeepEqual(got, []Range{{0, 0, 1}}) {
+		t.Fatalf("delivery 1: %v", got)
+	}
+	if got := p.Acquire(10*sec, "b", 1, 1); !reflect.DeepEqual(got, []Range{{0, 0, 2}}) {
+		t.Fatalf("delivery 2 after a's lock ran out: %v", got)
+	}
+	if err := p.Acknowledge(11*sec, "a", []Ack{{0, 0, []AckType{AckAccept}}}); !errors.Is(err, ErrInvalidRecordState) {
+		t.Fatalf("a's late accept while b holds delivery 2: %v", err)
+	}
+	if got := p.Acquire(20*sec, "a", 1, 1); !reflect.DeepEqual(got, []Range{{0, 0, 3}}) {
+		t.Fatalf("delivery 3 to a after b's lock ran out: %v", got)
+	}
+	if err := p.Acknowledge(21*sec, "b", []Ack{{0, 0, []AckType{AckAccept}}}); !errors.Is(err, ErrInvalidRecordState) {
+		t.Fatalf("b's late accept while a holds delivery 3: %v", err)
+	}
+	if err := p.Acknowledge(21*sec, "a", []Ack{{0, 0, []AckType{AckAccept}}}); err != nil {
+		t.Fatalf("a's accept while it holds delivery 3: %v", err)
+	}
+	if p.Start() != 1 || len(p.InFlight()) != 0 {
+		t.Fatalf("start %d, in flight %v after the accept", p.Start(), p.InFlight())
+	}
+}
+
 func TestLockExpiryRedeliversThenArchivesAtLimit(t *testing.T) {
 	p := New(cfg3(), 5)
 	now := time.Duration(0)

@@ -407,11 +407,17 @@ var mutations = []mutation{
 		Replacement: "r.count = 1",
 		Why:         "share delivery counts: a redelivery keeps its count, so poison records never reach the limit",
 	},
+	// Caught in sim/share_ack_test.go: the drawn seeds' stalled consumers
+	// mostly lose their session or coordinator before their late
+	// acknowledgements arrive, and no default seed catches it (checked on
+	// the code of 62535e4 with the share checker before and after the fix
+	// of seed 978810).
 	{
 		Name: "share-ack-any-member", File: "node/share/partition.go",
 		Original:    "if r.state != Acquired || r.owner != member {",
 		Replacement: "if r.state != Acquired {",
 		Why:         "share ownership: a member acknowledges a record another member holds since its own lock expired",
+		Run:         "^TestShareLateAckOfAnotherMembersRecord$",
 	},
 	{
 		Name: "share-start-past-available", File: "node/share/partition.go",
