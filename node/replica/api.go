@@ -26,10 +26,13 @@ import (
 //     watermark).
 //   - Maintenance (SetStartOffset through Discard) changes the log outside
 //     Raft; except SetStartOffset and SetSegmentLimits (which touch no
-//     entry), it requires !Busy(), and Discard requires the replica to be
-//     out of its Host and about to be closed and reopened.
+//     entry), it requires !Busy() (the reactor asks Quiet, which drains a
+//     pipeline), and Discard requires the replica to be out of its Host
+//     and about to be closed and reopened.
 //   - Durability (PrepareSync, FinishSync, Err, Sync, Close) is the
-//     reactor's: it syncs what Take wrote before calling Complete.
+//     reactor's: it syncs what Take wrote before calling Complete, and
+//     with a pipeline completes Readys in the order taken, each once the
+//     round holding it and every round before it finished.
 //
 // Every method that drives Raft or changes the log or the Ready in flight
 // tells the Host the replica is registered with (consensus.Host.Changed),
