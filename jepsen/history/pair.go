@@ -40,6 +40,9 @@ func (o Operation) Acked() bool {
 // invokes.
 func Pairs(h History) ([]Operation, error) {
 	var ops []Operation
+	if len(h) > 0 {
+		ops = make([]Operation, 0, (len(h)+1)/2) // an invoke and its completion make one
+	}
 	open := map[int64]int{} // process -> index in ops of its running operation
 	values := map[string]int64{}
 	var lastTime int64 = math.MinInt64
