@@ -81,10 +81,6 @@ func (l *Log) Entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
 		return nil, err
 	}
 	out := make([]Entry, 0, min(hi-lo, entriesInitialCap))
-	// The entries' Data are carved from shared chunks (each capped to
-	// its own length, so an append to one never writes over the next):
-	// one allocation per chunk instead of one per entry.
-	var chunk []byte
 	total := 0
 	for k := l.segmentOf(lo); k < len(l.segs) && lo < hi; k++ {
 		s = l.segs[k]
@@ -105,29 +101,21 @@ func (l *Log) Entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
 				return out, nil
 			}
 			total += int(h.length)
-			var data []byte
-			if body := raw[entryHeaderBytes:]; len(body) > 0 {
-				if cap(chunk)-len(chunk) < len(body) {
-					chunk = make([]byte, 0, max(len(body), entriesChunkBytes))
-				}
-				at := len(chunk)
-				chunk = append(chunk, body...)
-				data = chunk[at:len(chunk):len(chunk)]
-			}
-			out = append(out, Entry{Index: h.index, Term: h.term, Kind: h.kind, Data: data})
+			out = append(out, Entry{Index: h.index, Term: h.term, Kind: h.kind,
+				Data: append([]byte(nil), raw[entryHeaderBytes:]...)})
 			lo++
 		}
 		pos = 0
+	}
+	if len(out) == 0 {
+		return nil, nil // as before the up-front sizing: no entries, a nil slice
 	}
 	return out, nil
 }
 
 // entriesInitialCap bounds the entries Entries allocates room for up
-// front; entriesChunkBytes is the size of the chunks their Data share.
-const (
-	entriesInitialCap = 64
-	entriesChunkBytes = 32 << 10
-)
+// front.
+const entriesInitialCap = 64
 
 // kindsChunkBytes is the read size of Kinds: it reads headers, so with
 // entries larger than this it reads a fraction of the log (a 64 KiB batch:
