@@ -80,7 +80,7 @@ func (l *Log) Entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Entry
+	out := make([]Entry, 0, min(hi-lo, entriesInitialCap))
 	total := 0
 	for k := l.segmentOf(lo); k < len(l.segs) && lo < hi; k++ {
 		s = l.segs[k]
@@ -107,8 +107,15 @@ func (l *Log) Entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
 		}
 		pos = 0
 	}
+	if len(out) == 0 {
+		return nil, nil // as before the up-front sizing: no entries, a nil slice
+	}
 	return out, nil
 }
+
+// entriesInitialCap bounds the entries Entries allocates room for up
+// front.
+const entriesInitialCap = 64
 
 // kindsChunkBytes is the read size of Kinds: it reads headers, so with
 // entries larger than this it reads a fraction of the log (a 64 KiB batch:

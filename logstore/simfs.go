@@ -514,6 +514,12 @@ func (f *SimFS) crashDir(d *simNode, dir string, mode CrashMode, seen map[*simNo
 }
 
 func (f *SimFS) crashFile(n *simNode, mode CrashMode) {
+	if len(n.pending) == 0 {
+		// Nothing unsynced: the file stays as it is (keepCount draws
+		// nothing for no operations), without copying it.
+		n.lied = 0
+		return
+	}
 	data := n.durableBytes()
 	k := f.keepCount(len(n.pending), mode)
 	for i, op := range n.pending[:k] {

@@ -39,6 +39,7 @@ package node
 // simulator's share clients (sim/share.go) send to the coordinator.
 
 import (
+	"bytes"
 	"errors"
 	"sort"
 	"time"
@@ -256,23 +257,7 @@ func (r *Reactor) loadShareShard(cp *controller.Partition, p *partition.Partitio
 	}
 	sh := &shareShard{raftGroup: cp.Group, term: p.Term(), groups: map[string]*share.Group{},
 		parts: map[share.Key]*share.Partition{}, sessions: map[sessionKey]*shareSession{}}
-	states := map[share.Key]share.State{}
-	err := replayCommitted(p, func(key, value []byte) {
-		if !share.IsStateKey(key) {
-			return
-		}
-		k, err := share.DecodeKey(key)
-		if err != nil {
-			return
-		}
-		if value == nil {
-			delete(states, k)
-			return
-		}
-		if s, err := share.DecodeState(value); err == nil {
-			states[k] = s
-		}
-	})
+	states, err := replayShareStates(p)
 	if err != nil {
 		r.env.Logf("node %d: load share state of %s-%d: %v", r.self, p.Topic, p.Index, err)
 		return nil, kerr.CoordinatorLoadInProgress
@@ -285,6 +270,72 @@ func (r *Reactor) loadShareShard(cp *controller.Partition, p *partition.Partitio
 	}
 	r.shares.shards[cp.Group] = sh
 	return sh, nil
+}
+
+// replayShareStates returns the share-partition states of p's committed
+// records: per key, the last value that decodes, unless a tombstone
+// follows it; records whose key does not decode are skipped.
+//
+// It decodes each distinct key once and, walking the records backwards,
+// only the values that decide the result (normally one per key): the
+// state records of a busy offsets partition are mostly overwritten, and
+// decoding every one of them (JSON) at every leader change made loading
+// quadratic in the log's length. The result is the same as decoding every
+// record in log order, keeping the last decodable value and dropping it
+// at a tombstone.
+func replayShareStates(p *partition.Partition) (map[share.Key]share.State, error) {
+	var recs []shareStateRecord
+	err := replayCommitted(p, func(key, value []byte) {
+		if !share.IsStateKey(key) {
+			return
+		}
+		// The record's bytes may be a decompression buffer reused for
+		// the next batch.
+		recs = append(recs, shareStateRecord{key: string(key), value: bytes.Clone(value)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return lastShareStates(recs), nil
+}
+
+// shareStateRecord is one share-state record of an offsets partition.
+type shareStateRecord struct {
+	key   string
+	value []byte // nil: a tombstone
+}
+
+// lastShareStates is replayShareStates' result for recs, in log order.
+func lastShareStates(recs []shareStateRecord) map[share.Key]share.State {
+	type decodedKey struct {
+		k  share.Key
+		ok bool
+	}
+	keys := map[string]decodedKey{}
+	decided := map[share.Key]bool{}
+	states := map[share.Key]share.State{}
+	for i := len(recs) - 1; i >= 0; i-- {
+		rec := recs[i]
+		dk, seen := keys[rec.key]
+		if !seen {
+			k, err := share.DecodeKey([]byte(rec.key))
+			dk = decodedKey{k: k, ok: err == nil}
+			keys[rec.key] = dk
+		}
+		if !dk.ok || decided[dk.k] {
+			continue
+		}
+		if rec.value == nil {
+			decided[dk.k] = true // deleted: no state
+			continue
+		}
+		if s, err := share.DecodeState(rec.value); err == nil {
+			states[dk.k] = s
+			decided[dk.k] = true
+		}
+		// A value that does not decode leaves the previous one in force.
+	}
+	return states
 }
 
 // shareGroup returns the named group of sh, created empty when create.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -128,6 +129,7 @@ func decodeBatches(data []byte) ([]decodedRecord, error) {
 		if err != nil {
 			return out, err
 		}
+		out = slices.Grow(out, len(recs))
 		for _, r := range recs {
 			out = append(out, decodedRecord{offset: b.FirstOffset + int64(r.OffsetDelta), value: string(r.Value)})
 		}

@@ -97,6 +97,9 @@ func (r *run) decodeFetch(part int32, offset int64, from netx.NodeID, data []byt
 		return nil, err
 	}
 	var out []history.Record
+	if len(recs) > 0 && recs[len(recs)-1].offset >= offset {
+		out = make([]history.Record, 0, len(recs)) // room for all: most are kept
+	}
 	for _, rec := range recs {
 		if rec.offset >= offset {
 			out = append(out, history.Record{Topic: r.topic, Partition: part, Offset: rec.offset, Value: rec.value})

@@ -11,6 +11,7 @@ package main
 //	--long                                   long seeds: 60 to 600 simulated seconds of faults each
 //	--lying                                  force the lying fsync on one node on in every seed (40% draw it)
 //	--auth                                   force SASL/SCRAM and ACLs on in every seed (a third draw them)
+//	--cpuprofile cpu.out                     write a CPU profile of the run (go tool pprof)
 //
 // A campaign prints every failing seed's report as it is found, then the
 // figures: seeds, simulated hours, events per second, violations by kind.
@@ -21,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -49,6 +51,9 @@ type simFlags struct {
 	tracePath  string
 	historyOut string
 	verbose    bool
+	// cpuProfile, if set, is where a CPU profile of the whole command
+	// (a replay or a campaign) is written.
+	cpuProfile string
 }
 
 func runSim(args []string) error {
@@ -68,8 +73,23 @@ func runSim(args []string) error {
 	fs.StringVar(&f.tracePath, "trace", "", "with --seed: write the whole trace to this file")
 	fs.StringVar(&f.historyOut, "history", "", "with --seed: write the history (JSON lines) to this file")
 	fs.BoolVar(&f.verbose, "v", false, "print every seed's one-line result")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (replay or campaign) to this file, for go tool pprof")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if f.cpuProfile != "" {
+		out, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(out); err != nil {
+			out.Close()
+			return err
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			out.Close()
+		}()
 	}
 	sim.UseSimGC()
 	switch {

@@ -134,10 +134,12 @@ func (a *analysis) addRead(op history.Operation) {
 	for _, r := range op.Done.Records {
 		a.observe(r.TP(), r.Offset, r.Value, op.Done.Index, src)
 		p := a.parts[r.TP()]
-		if p.readOffs[r.Value] == nil {
-			p.readOffs[r.Value] = map[int64]bool{}
+		offs := p.readOffs[r.Value]
+		if offs == nil {
+			offs = map[int64]bool{}
+			p.readOffs[r.Value] = offs
 		}
-		p.readOffs[r.Value][r.Offset] = true
+		offs[r.Offset] = true
 		if src == fromFinal {
 			p.finalVals[r.Value] = true
 		}
@@ -156,10 +158,12 @@ func (a *analysis) addRead(op history.Operation) {
 
 func (a *analysis) observe(tp history.TP, off int64, value string, event int64, src source) {
 	p := a.part(tp)
-	if p.seen[off] == nil {
-		p.seen[off] = map[string][]int64{}
+	vals := p.seen[off]
+	if vals == nil {
+		vals = map[string][]int64{}
+		p.seen[off] = vals
 	}
-	p.seen[off][value] = append(p.seen[off][value], event)
+	vals[value] = append(vals[value], event)
 	if prev, ok := p.truthFrom[off]; !ok || src > prev {
 		p.truth[off], p.truthFrom[off] = value, src
 	}

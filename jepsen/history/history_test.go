@@ -107,6 +107,7 @@ func TestValidateRejectsMalformed(t *testing.T) {
 		"wrong f":       func(h History) History { h[2].F = Fetch; h[2].Records = nil; return h },
 		"two parts":     func(h History) History { h[0].Records = append(h[0].Records, Record{"t", 1, -1, "b"}); return h },
 		"no records":    func(h History) History { h[0].Records = nil; return h },
+		"hwm part":      func(h History) History { h[1].HWMs = []Offset{{"t", 9, 3}}; return h },
 		"fetch offsets": func(h History) History { h[1].Offsets = nil; return h },
 		"dup value": func(h History) History {
 			return append(h, Op{Index: 6, Process: 4, Type: Invoke, F: Produce, Time: 20, Records: []Record{{"t", 1, -1, "a"}}})

@@ -40,6 +40,9 @@ func (o Operation) Acked() bool {
 // invokes.
 func Pairs(h History) ([]Operation, error) {
 	var ops []Operation
+	if len(h) > 0 {
+		ops = make([]Operation, 0, (len(h)+1)/2) // an invoke and its completion make one
+	}
 	open := map[int64]int{} // process -> index in ops of its running operation
 	values := map[string]int64{}
 	var lastTime int64 = math.MinInt64
@@ -148,22 +151,39 @@ func onePartition(e Op) error {
 	if e.F == Produce && e.Type == Invoke && len(e.Records) == 0 {
 		return fmt.Errorf("produce with no records")
 	}
-	var tps []TP
+	// The first topic-partition named, in the order records, offsets,
+	// HWMs, LSOs, and the first one that differs from it (without
+	// collecting them: a read's records may number thousands).
+	var first TP
+	have := false
+	check := func(tp TP) error {
+		if !have {
+			first, have = tp, true
+			return nil
+		}
+		if tp != first {
+			return fmt.Errorf("%s spans %s and %s", e.F, first, tp)
+		}
+		return nil
+	}
 	for _, r := range e.Records {
-		tps = append(tps, r.TP())
+		if err := check(r.TP()); err != nil {
+			return err
+		}
 	}
 	for _, o := range e.Offsets {
-		tps = append(tps, o.TP())
+		if err := check(o.TP()); err != nil {
+			return err
+		}
 	}
 	for _, o := range e.HWMs {
-		tps = append(tps, o.TP())
+		if err := check(o.TP()); err != nil {
+			return err
+		}
 	}
 	for _, o := range e.LSOs {
-		tps = append(tps, o.TP())
-	}
-	for _, tp := range tps {
-		if tp != tps[0] {
-			return fmt.Errorf("%s spans %s and %s", e.F, tps[0], tp)
+		if err := check(o.TP()); err != nil {
+			return err
 		}
 	}
 	return nil
