@@ -106,8 +106,15 @@ func TestShareGroupDeadLetterTopic(t *testing.T) {
 		t.Errorf("accepted %v, want v0 and v3 once each", accepted)
 	}
 	// The share metrics: 4 records handed out plus v2 again (count 2),
-	// one reject, two releases, two accepts, two dead letters.
-	m := scrapeMetrics(t, b)
+	// one reject, two releases, two accepts, two dead letters. A dead
+	// letter is counted once its archive (a share-state write) commits,
+	// which is after its copy can be read from dlq.orders: wait, bounded,
+	// until both are counted, then check every series exactly.
+	var m map[string]float64
+	eventually(t, opWaitMax, "both dead letters archived", func() bool {
+		m = scrapeMetrics(t, b)
+		return m[`floe_share_dead_lettered_total{group="billing"}`] >= 2
+	})
 	wantMetric(t, m, `floe_share_records_acquired_total{group="billing"}`, 5)
 	wantMetric(t, m, `floe_share_records_redelivered_total{group="billing"}`, 1)
 	wantMetric(t, m, `floe_share_acknowledgements_total{group="billing",type="reject"}`, 1)
