@@ -111,6 +111,11 @@ func (c *ctlGroup) maybeSnapshot() {
 		return
 	}
 	idx := c.rep.Applied()
+	if idx > c.rep.SnapshotBound() {
+		// Entries applied while a Ready was in flight that Raft has not
+		// handed out yet (replica.SnapshotBound): the next Ready does.
+		return
+	}
 	term, err := c.rep.Term(idx)
 	if err != nil {
 		return

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/floe-broker/floe/consensus"
@@ -158,12 +159,24 @@ func (r *Replica) SetSegmentLimits(bytes int64, age time.Duration) {
 	r.log.SetSegmentLimits(bytes, age)
 }
 
-// SetSnapshot records m as the log's snapshot point. Requires !Busy() and
-// m.Index <= Applied().
+// SetSnapshot records m as the log's snapshot point. Requires !Busy();
+// a point past SnapshotBound is refused.
 func (r *Replica) SetSnapshot(m logstore.SnapshotMeta) error {
+	if b := r.SnapshotBound(); m.Index > b {
+		return fmt.Errorf("replica %d: snapshot point %d past %d, the index Raft has applied", r.Group, m.Index, b)
+	}
 	r.changed()
 	return r.log.SetSnapshot(m)
 }
+
+// SnapshotBound is the highest index the log's snapshot point may move to:
+// the applied index, but not past Raft's. The entries ApplyCommittedBusy
+// applied are handed out by Raft in a later Ready all the same, read from
+// the log (consensus raftLog.nextCommittedEnts); with the snapshot point
+// past them that read fails every time, and the replica applies nothing
+// more until it restarts (sim seed 1000209: a controller snapshot one
+// entry ahead of Raft froze a broker's metadata).
+func (r *Replica) SnapshotBound() uint64 { return min(r.applied, r.raft.BasicStatus().Applied) }
 
 // CompactTo drops the log's segments wholly at or below index, which must
 // not pass the snapshot point. Requires !Busy().

@@ -561,3 +561,90 @@ func TestDurableAgreedIndexBelowReplacedTail(t *testing.T) {
 		t.Fatalf("after the sync: durable %d, agreed %d; want %d", d, a, agreed+1)
 	}
 }
+
+// TestSnapshotNotPastRaftApplied: a leader that applied an entry while its
+// Ready was in flight (ApplyCommittedBusy) has applied past Raft, which
+// hands the entry out in its next Ready, read from the log. A snapshot
+// point set at the replica's applied index then made that read fail for
+// ever: no Ready carried committed entries again, and the replica applied
+// nothing more (sim seed 1000209, the controller group). SetSnapshot
+// refuses a point past SnapshotBound; after the next Ready, the same
+// point is taken, and the group keeps applying.
+func TestSnapshotNotPastRaftApplied(t *testing.T) {
+	g := newGroup(t)
+	m1, m2, m3 := g.add(1, 1, 2, 3), g.add(2, 1, 2, 3), g.add(3, 1, 2, 3)
+	g.pump()
+	m1.rep.raft.Campaign()
+	g.pump()
+	e1, _, err := m1.rep.Propose(EntryBatch+1, []byte("e1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toFollowers := g.settle(m1)
+	if _, _, err := m1.rep.Propose(EntryBatch+1, []byte("e2")); err != nil {
+		t.Fatal(err)
+	}
+	now, _, err := m1.rep.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range toFollowers {
+		if f := g.members[msg.To]; f != nil && msg.To != 1 {
+			_ = f.rep.raft.Step(msg)
+		}
+	}
+	for _, f := range []*member{m2, m3} {
+		for _, msg := range g.settle(f) {
+			if msg.To == 1 {
+				_ = m1.rep.raft.Step(msg)
+			}
+		}
+	}
+	if !m1.rep.ApplyCommittedBusy() || m1.rep.Applied() != e1 {
+		t.Fatalf("busy leader applied %d, want E1 at %d", m1.rep.Applied(), e1)
+	}
+	if err := m1.log.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := m1.rep.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.queue = append(append(g.queue, now...), after...)
+	if ra := m1.rep.BasicStatus().Applied; ra >= e1 || m1.rep.SnapshotBound() != ra {
+		t.Fatalf("Raft applied %d, bound %d: want Raft behind E1 at %d", ra, m1.rep.SnapshotBound(), e1)
+	}
+	// The controller's snapshot, as ctlGroup.maybeSnapshot takes it.
+	snap := func() error {
+		i := m1.rep.Applied()
+		term, err := m1.rep.Term(i)
+		if err != nil {
+			return err
+		}
+		data := EncodeSnapshotData(SnapshotData{Conf: m1.rep.Conf(), App: []byte("at-e1")})
+		if err := m1.rep.SetSnapshot(logstore.SnapshotMeta{Index: i, Term: term, Data: data}); err != nil {
+			return err
+		}
+		_, err = m1.rep.CompactTo(i)
+		return err
+	}
+	if err := snap(); err == nil {
+		t.Errorf("snapshot point %d set past Raft's applied %d", m1.rep.Applied(), m1.rep.BasicStatus().Applied)
+	}
+	g.pump()
+	g.propose(m1, 2)
+	last := m1.log.LastIndex()
+	if st := m1.rep.BasicStatus(); m1.rep.Applied() != last || st.Applied != last {
+		t.Fatalf("leader applied %d, Raft applied %d, last %d: it stopped applying", m1.rep.Applied(), st.Applied, last)
+	}
+	if err := snap(); err != nil {
+		t.Fatalf("snapshot once Raft caught up: %v", err)
+	}
+	g.propose(m1, 2)
+	for _, m := range []*member{m1, m2, m3} {
+		if m.rep.Applied() != m1.log.LastIndex() {
+			t.Fatalf("member %d applied %d, leader's last index %d", m.id, m.rep.Applied(), m1.log.LastIndex())
+		}
+	}
+	checkApplied(t, m2, 1)
+}
