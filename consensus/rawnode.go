@@ -104,6 +104,18 @@ func (rn *RawNode) ApplyConfChange(cc ConfChange) ConfState {
 // nothing elsewhere.
 func (rn *RawNode) TransferLeader(to uint64) { rn.raft.transferLeader(to) }
 
+// StepDown makes a leader a follower in its own term, with no leader known
+// (it does nothing elsewhere). The others elect a leader once their
+// election timeouts pass, as after a leader's crash; this member may
+// campaign again like any follower. For a leader that cannot lead: one
+// whose log is damaged where a follower still needs it (node/repair.go),
+// so that no transfer can ever catch a follower up.
+func (rn *RawNode) StepDown() {
+	if rn.raft.state == StateLeader {
+		rn.raft.becomeFollower(rn.raft.term, 0)
+	}
+}
+
 // ReadIndex requests a linearizable read tagged ctx (non-empty, unique).
 // The answer is a ReadState in a later Ready. It is dropped if no leader is
 // known or leadership changes first; callers retry on a timeout.

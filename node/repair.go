@@ -10,6 +10,7 @@ import (
 	"github.com/floe-broker/floe/internal/wire"
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/node/controller"
+	"github.com/floe-broker/floe/node/replica"
 )
 
 // Repairing a damaged replica (a partition's, or the controller's).
@@ -180,8 +181,7 @@ func (r *Reactor) repair(g uint64) error {
 		return nil
 	}
 	if rep.BasicStatus().RaftState == consensus.StateLeader {
-		r.transferOne(rep)
-		return nil
+		return r.handOverDamaged(rep)
 	}
 	first, err := firstDamaged(rep)
 	if err != nil {
@@ -295,15 +295,66 @@ func (r *Reactor) liftFences() {
 	}
 }
 
+// handOverDamaged moves the leadership off a damaged leader, so that it
+// can be repaired as a follower. A transfer finishes only once the leader
+// has sent the transferee every entry it lacks; when one of those is
+// damaged it never can (the entry is unreadable, and the leader has no
+// snapshot past it to send instead). The leader then steps down, and the
+// others elect a leader among themselves while it is repaired (fenced, the
+// damaged entry and those after it discarded). Sim seed 990482 with
+// --all-faults: a leader isolated in its term appended entries no follower
+// got, crashed, a bit flipped in that tail, and after the restarts it won
+// the election (the longest log); each repair started a transfer that
+// could never send the damaged entry, gave up after an election timeout,
+// and started it again, and the partition took no write for the 30s of
+// the liveness phase.
+//
+// The follower needing the fewest entries is the one asked (transferOne's
+// choice); its match index may be behind what it holds (just after an
+// election the leader knows no follower's), and then the leader steps
+// down where a transfer might have worked: one election more, no harm.
+func (r *Reactor) handOverDamaged(rep *replica.Replica) error {
+	status := rep.Status()
+	var best *consensus.PeerProgress
+	for i := range status.Progress {
+		pr := &status.Progress[i]
+		if pr.ID == r.self || pr.IsLearner || !pr.RecentActive {
+			continue
+		}
+		if best == nil || pr.Match > best.Match {
+			best = pr
+		}
+	}
+	if best == nil {
+		return nil // nobody to hand over to now; a later tick tries again
+	}
+	d, err := damagedFrom(rep, best.Match+1)
+	if err != nil {
+		return err
+	}
+	if d == 0 {
+		r.transferOne(rep)
+		return nil
+	}
+	r.env.Logf("node %d: group %d leader has damaged entry %d that member %d (match %d) still needs: stepping down to be repaired",
+		r.self, rep.Group, d, best.ID, best.Match)
+	rep.StepDown()
+	r.queueProcess()
+	return nil
+}
+
 // firstDamaged scans the log for the first entry whose checksum fails, and
 // returns its index (0 if none does). It scans from the first entry after
 // the snapshot: a partition log holds nothing at or below its snapshot
 // (retention drops the segments it snapshots, maintain.go), so every entry
 // a consumer's fetch can read is scanned here
 // (TestFetchableDamageAfterRetentionIsRepaired).
-func firstDamaged(log entryLog) (uint64, error) {
+func firstDamaged(log entryLog) (uint64, error) { return damagedFrom(log, 0) }
+
+// damagedFrom is firstDamaged for the entries from index from on.
+func damagedFrom(log entryLog, from uint64) (uint64, error) {
 	last := log.LastIndex()
-	for lo := log.FirstIndex(); lo <= last; {
+	for lo := max(from, log.FirstIndex()); lo <= last; {
 		es, err := log.Entries(lo, last+1, 1<<20)
 		if err == nil {
 			if len(es) == 0 {

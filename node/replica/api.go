@@ -66,6 +66,9 @@ func (r *Replica) Campaign() { r.changed(); r.raft.Campaign() }
 // TransferLeader asks the leader to hand leadership to member to.
 func (r *Replica) TransferLeader(to uint64) { r.changed(); r.raft.TransferLeader(to) }
 
+// StepDown makes a leader a follower in its term (consensus.RawNode.StepDown).
+func (r *Replica) StepDown() { r.changed(); r.raft.StepDown() }
+
 // ReadIndex asks the leader to confirm its leadership; the answer, carrying
 // ctx, comes back through TakeReadStates.
 func (r *Replica) ReadIndex(ctx []byte) { r.changed(); r.raft.ReadIndex(ctx) }
