@@ -55,6 +55,11 @@ type BrokerConfig struct {
 	CtlSnapshotEntries int
 	// MaintenanceTicks is node.Config.MaintenanceTicks (0: the default).
 	MaintenanceTicks int
+	// SyncPipeline is node.Config.SyncPipeline, the fsync rounds in
+	// flight at once (0: the default, 2). Never drawn: set by focused tests
+	// and `floe sim --fsync-pipeline 1`, to compare a seed's run without
+	// pipelined rounds (its schedule differs, so a pass proves little).
+	SyncPipeline int
 	// Sites is told every BUGGIFY site that fires (node.Env.OnBuggify).
 	Sites *siteCounter
 	// BuggifyOptIn names the opt-in BUGGIFY sites turned on, separated by
@@ -132,6 +137,7 @@ func BrokerFactory(bc BrokerConfig) Factory {
 		bc.configureBalance(int(env.ID), &cfg.Balancer, &cfg.BalancerMovesMax, &cfg.Rack)
 		cfg.ControllerSnapshotEntries = bc.CtlSnapshotEntries
 		cfg.MaintenanceTicks = bc.MaintenanceTicks
+		cfg.SyncPipeline = bc.SyncPipeline
 		if bc.Auth != nil {
 			bc.Auth.configure(&cfg)
 		}
