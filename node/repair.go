@@ -20,10 +20,12 @@ import (
 // is never served. The replica is then repaired from its peers:
 //
 //  1. If this replica leads its group, it hands leadership to a caught-up
-//     follower first; a replica that is the group's only voter has no peer
-//     to repair from and stays as it is (the damaged entries stay
-//     unreadable, the data on disk stays untouched, and the error is
-//     reported), since deleting data is never the answer to damage.
+//     follower first (or, when it cannot send that follower a damaged
+//     entry it lacks, steps down: handOverDamaged); a replica that is the
+//     group's only voter has no peer to repair from and stays as it is
+//     (the damaged entries stay unreadable, the data on disk stays
+//     untouched, and the error is reported), since deleting data is never
+//     the answer to damage.
 //  2. It finds the first damaged entry and records, durably, a vote fence:
 //     the last index it holds now and that entry's term.
 //  3. It discards the damaged entry and everything after it and reopens
