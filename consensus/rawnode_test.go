@@ -429,3 +429,31 @@ func TestAdvanceWithForeignReady(t *testing.T) {
 		t.Fatalf("applied %d committed %d last %d", l.applied, l.committed, l.lastIndex())
 	}
 }
+
+// TestStepDown: a leader that steps down is a follower of its own term,
+// knows no leader, keeps its vote and log, and refuses proposals; on a
+// follower StepDown does nothing.
+func TestStepDown(t *testing.T) {
+	rn, ms := newTestRawNode(t, 1, 1)
+	rn.Campaign()
+	persistAndAdvance(t, rn, ms)
+	persistAndAdvance(t, rn, ms)
+	before := rn.Status()
+	if before.RaftState != StateLeader {
+		t.Fatalf("state %s, want leader", before.RaftState)
+	}
+	rn.StepDown()
+	st := rn.Status()
+	if st.RaftState != StateFollower || st.Lead != 0 || st.Term != before.Term || st.Vote != before.Vote || st.LastIndex != before.LastIndex {
+		t.Fatalf("after StepDown: %s lead %d term %d vote %d last %d; want a follower of term %d, no leader, vote %d, last %d",
+			st.RaftState, st.Lead, st.Term, st.Vote, st.LastIndex, before.Term, before.Vote, before.LastIndex)
+	}
+	if _, _, err := rn.Propose(EntryNormal, []byte("x")); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("propose after StepDown: %v, want ErrNotLeader", err)
+	}
+	f, _ := newTestRawNode(t, 2, 1, 2, 3)
+	f.StepDown()
+	if st := f.Status(); st.RaftState != StateFollower || st.Term != 0 {
+		t.Fatalf("StepDown on a follower changed it: %s term %d", st.RaftState, st.Term)
+	}
+}

@@ -41,16 +41,11 @@ func (r *Reactor) driveReassignments() {
 	st := r.ctl.state
 	for _, g := range sortedKeys(r.parts) {
 		p := r.parts[g]
-		if !p.Ready() {
+		if !p.Ready() || p.Replica().Busy() {
 			continue
 		}
 		_, cp, ok := st.PartitionByGroup(g)
 		if !ok {
-			continue
-		}
-		// A reassignment in progress asks a pipelining replica to drain
-		// (replica.Quiet); otherwise a busy one is just visited later.
-		if cp.Target != nil && !p.Replica().Quiet() || p.Replica().Busy() {
 			continue
 		}
 		r.driveOne(g, p, cp)

@@ -10,6 +10,7 @@ import (
 	"github.com/floe-broker/floe/internal/wire"
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/node/controller"
+	"github.com/floe-broker/floe/node/replica"
 )
 
 // Repairing a damaged replica (a partition's, or the controller's).
@@ -19,10 +20,12 @@ import (
 // is never served. The replica is then repaired from its peers:
 //
 //  1. If this replica leads its group, it hands leadership to a caught-up
-//     follower first; a replica that is the group's only voter has no peer
-//     to repair from and stays as it is (the damaged entries stay
-//     unreadable, the data on disk stays untouched, and the error is
-//     reported), since deleting data is never the answer to damage.
+//     follower first (or, when it cannot send that follower a damaged
+//     entry it lacks, steps down: handOverDamaged); a replica that is the
+//     group's only voter has no peer to repair from and stays as it is
+//     (the damaged entries stay unreadable, the data on disk stays
+//     untouched, and the error is reported), since deleting data is never
+//     the answer to damage.
 //  2. It finds the first damaged entry and records, durably, a vote fence:
 //     the last index it holds now and that entry's term.
 //  3. It discards the damaged entry and everything after it and reopens
@@ -160,7 +163,7 @@ func (r *Reactor) controllerDir() string { return path.Join(r.cfg.DataDir, "cont
 func (r *Reactor) repairDamaged() {
 	for _, g := range r.groupIDs() {
 		rep := r.replicaOf(g)
-		if rep == nil || !rep.Damaged() || !rep.Quiet() || rep.SyncInFlight() {
+		if rep == nil || !rep.Damaged() || rep.Busy() || rep.SyncInFlight() {
 			continue
 		}
 		if err := r.repair(g); err != nil {
@@ -180,8 +183,7 @@ func (r *Reactor) repair(g uint64) error {
 		return nil
 	}
 	if rep.BasicStatus().RaftState == consensus.StateLeader {
-		r.transferOne(rep)
-		return nil
+		return r.handOverDamaged(rep)
 	}
 	first, err := firstDamaged(rep)
 	if err != nil {
@@ -281,7 +283,7 @@ func (r *Reactor) liftFences() {
 		term, err := rep.Term(durable)
 		// Raft lifts its own copy of the fence (by index or by term); the
 		// durable record goes once Raft has and the durable log agrees.
-		if !rep.VoteFence().IsZero() || err != nil || !f.LiftedBy(durable, term) || !rep.Quiet() {
+		if !rep.VoteFence().IsZero() || err != nil || !f.LiftedBy(durable, term) || rep.Busy() {
 			continue
 		}
 		if err := r.env.FS.Remove(path.Join(dir, fenceFile)); err != nil && !errors.Is(err, logstore.ErrNotExist) {
@@ -295,15 +297,66 @@ func (r *Reactor) liftFences() {
 	}
 }
 
+// handOverDamaged moves the leadership off a damaged leader, so that it
+// can be repaired as a follower. A transfer finishes only once the leader
+// has sent the transferee every entry it lacks; when one of those is
+// damaged it never can (the entry is unreadable, and the leader has no
+// snapshot past it to send instead). The leader then steps down, and the
+// others elect a leader among themselves while it is repaired (fenced, the
+// damaged entry and those after it discarded). Sim seed 990482 with
+// --all-faults: a leader isolated in its term appended entries no follower
+// got, crashed, a bit flipped in that tail, and after the restarts it won
+// the election (the longest log); each repair started a transfer that
+// could never send the damaged entry, gave up after an election timeout,
+// and started it again, and the partition took no write for the 30s of
+// the liveness phase.
+//
+// The follower needing the fewest entries is the one asked (transferOne's
+// choice); its match index may be behind what it holds (just after an
+// election the leader knows no follower's), and then the leader steps
+// down where a transfer might have worked: one election more, no harm.
+func (r *Reactor) handOverDamaged(rep *replica.Replica) error {
+	status := rep.Status()
+	var best *consensus.PeerProgress
+	for i := range status.Progress {
+		pr := &status.Progress[i]
+		if pr.ID == r.self || pr.IsLearner || !pr.RecentActive {
+			continue
+		}
+		if best == nil || pr.Match > best.Match {
+			best = pr
+		}
+	}
+	if best == nil {
+		return nil // nobody to hand over to now; a later tick tries again
+	}
+	d, err := damagedFrom(rep, best.Match+1)
+	if err != nil {
+		return err
+	}
+	if d == 0 {
+		r.transferOne(rep)
+		return nil
+	}
+	r.env.Logf("node %d: group %d leader has damaged entry %d that member %d (match %d) still needs: stepping down to be repaired",
+		r.self, rep.Group, d, best.ID, best.Match)
+	rep.StepDown()
+	r.queueProcess()
+	return nil
+}
+
 // firstDamaged scans the log for the first entry whose checksum fails, and
 // returns its index (0 if none does). It scans from the first entry after
 // the snapshot: a partition log holds nothing at or below its snapshot
 // (retention drops the segments it snapshots, maintain.go), so every entry
 // a consumer's fetch can read is scanned here
 // (TestFetchableDamageAfterRetentionIsRepaired).
-func firstDamaged(log entryLog) (uint64, error) {
+func firstDamaged(log entryLog) (uint64, error) { return damagedFrom(log, 0) }
+
+// damagedFrom is firstDamaged for the entries from index from on.
+func damagedFrom(log entryLog, from uint64) (uint64, error) {
 	last := log.LastIndex()
-	for lo := log.FirstIndex(); lo <= last; {
+	for lo := max(from, log.FirstIndex()); lo <= last; {
 		es, err := log.Entries(lo, last+1, 1<<20)
 		if err == nil {
 			if len(es) == 0 {

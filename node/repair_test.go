@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"strings"
@@ -9,6 +10,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/logstore"
+	"github.com/floe-broker/floe/netx"
 )
 
 // fetchOnce fetches from offset 0 once and returns the partition error.
@@ -179,5 +184,111 @@ func TestPartitionLogCutToNothingIsFencedNotRebootstrapped(t *testing.T) {
 	}
 	if got, _ := fetchAll(t, c, f, topic, 0); len(got) != 10 {
 		t.Fatalf("the repaired replica serves %d records, 10 were acknowledged", len(got))
+	}
+}
+
+// TestDamagedLeaderStepsDownWhenNoTransferCanFinish: a partition leader is
+// cut off and appends entries nobody else gets, every node crashes, a bit
+// flips in that unreplicated tail, and the damaged replica wins the next
+// election (its log is the longest). It cannot send a follower the damaged
+// entry, so handing leadership over by a transfer can never finish: before
+// the fix the repair started a transfer, the transfer gave up after an
+// election timeout, the next repair started it again, and the partition
+// took no write for ever (simulator seed 990482 with --all-faults). The
+// leader must step down and be repaired as a follower, and the others must
+// elect a leader that takes writes and serves every acknowledged record.
+// Not a pipelining bug (the pipelined rounds of branch h-pipe, since
+// reverted, brought the seed to light): it fails the same on the code
+// before them.
+func TestDamagedLeaderStepsDownWhenNoTransferCanFinish(t *testing.T) {
+	c := newClusterWith(t, 3, 990, nil)
+	c.waitReady()
+	const topic = "dtail"
+	createTopic(t, c, 1, topic, 1, 3, map[string]string{"segment.bytes": "1024"})
+	waitLeaders(t, c, topic, 1)
+	produceValues(t, c, topic, 5)
+	lead := leaderOf(c, topic, 0)
+	rep := c.nodes[lead].r.byName[topicPartition{topic, 0}].Replica()
+	g := uint64(rep.Group)
+	before := rep.LastIndex()
+	// Cut off, the leader appends (and syncs) a tail of its own.
+	c.net.Isolate(netx.NodeID(lead))
+	for i := 0; i < 6; i++ {
+		c.nodes[lead].r.HandleRequest(Client{ClientID: "test"}, produceReq(topic, 0, -1, batchOf(fmt.Sprintf("tail-%d-%s", i, strings.Repeat("y", 300)))),
+			func(kmsg.Response) {})
+	}
+	c.runFor(5 * time.Millisecond)
+	if got := rep.DurableIndex(); got < before+6 {
+		t.Fatalf("the cut-off leader holds entries up to %d durably, want at least %d", got, before+6)
+	}
+	for id := int32(1); id <= 3; id++ {
+		c.nodes[id].crashWith(logstore.CrashKeepAll)
+	}
+	c.net.Heal()
+	// Damage the tail in a sealed segment (recovery at open scans the
+	// active one and would cut the damage; a sealed segment's is found when
+	// read), as the simulator's corruption did.
+	dir := partitionDir(".", topic, 0, g)
+	names, err := c.nodes[lead].fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var segs []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".log") {
+			segs = append(segs, n) // List is sorted
+		}
+	}
+	flipped := false
+	for _, seg := range segs[:len(segs)-1] {
+		b, err := c.nodes[lead].fs.ReadFile(path.Join(dir, seg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Not the segment's last entry either (open re-reads that one).
+		if bytes.Count(b, []byte("tail-")) >= 4 { // two records, key and value each
+			at := bytes.Index(b, []byte("tail-"))
+			at += 5 + bytes.Index(b[at+5:], []byte("tail-")) // the first record's value
+			if err := c.nodes[lead].fs.FlipBit(path.Join(dir, seg), int64(at+20), 2); err != nil {
+				t.Fatal(err)
+			}
+			flipped = true
+			break
+		}
+	}
+	if !flipped {
+		t.Fatalf("no tail entry in a sealed segment of %v", segs)
+	}
+	// The damaged replica and one follower come back: only it can win.
+	other := int32(1)
+	if other == lead {
+		other = 2
+	}
+	third := 6 - lead - other
+	c.nodes[lead].boot()
+	c.nodes[other].boot()
+	if !c.runUntil(20*time.Second, func() bool {
+		p, ok := c.nodes[lead].r.byName[topicPartition{topic, 0}]
+		return ok && p.Replica().BasicStatus().RaftState == consensus.StateLeader
+	}) {
+		t.Fatalf("node %d did not lead again with its longer log", lead)
+	}
+	c.nodes[third].boot()
+	var now int32
+	if !c.runUntil(30*time.Second, func() bool { now = leaderOf(c, topic, 0); return now != 0 && now != lead }) {
+		p := c.nodes[lead].r.byName[topicPartition{topic, 0}]
+		st := p.Replica().Status()
+		t.Fatalf("no other replica took over from the damaged leader %d: it is %v, damaged %v, last %d, commit %d, transferee %d",
+			lead, st.RaftState, p.Replica().Damaged(), st.LastIndex, st.Commit, st.LeadTransferee)
+	}
+	if sp := produce(c, now, topic, 0, -1, batchOf("after")); sp.ErrorCode != 0 {
+		t.Fatalf("the new leader %d refused a write: %v", now, kerr.ErrorForCode(sp.ErrorCode))
+	}
+	want := []string{"0", "1", "2", "3", "4", "after"}
+	if got, _ := fetchAll(t, c, now, topic, 0); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the new leader serves %v, want %v", got, want)
+	}
+	if !c.runUntil(20*time.Second, func() bool { return c.nodes[lead].r.stats.Repairs > 0 && len(fencesInForce(c.nodes[lead].r)) == 0 }) {
+		t.Fatalf("node %d was not repaired (repairs %d, fences %v)", lead, c.nodes[lead].r.stats.Repairs, fencesInForce(c.nodes[lead].r))
 	}
 }

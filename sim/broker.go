@@ -192,7 +192,8 @@ func recoveryLogs(tracef func(string, ...any), fn func(string)) func(string, ...
 	}
 	return func(format string, args ...any) {
 		tracef(format, args...)
-		if strings.Contains(format, "recovery cut") || strings.Contains(format, "may have acknowledged") {
+		if strings.Contains(format, "recovery cut") || strings.Contains(format, "may have acknowledged") ||
+			strings.Contains(format, "stepping down to be repaired") {
 			fn(fmt.Sprintf(format, args...))
 		}
 	}

@@ -91,10 +91,18 @@ const (
 // tells apart have no row: SimFS never leaves one (it models no extents).
 const covHeaderCheck = "recovery: damaged entry header caught by its check"
 
+// A damaged leader could not send a follower an entry it lacked and
+// stepped down to be repaired (node/repair.go handOverDamaged, seed
+// 990482), read from the line the broker logs. Counted, not required.
+const covDamagedStepDown = "damaged leader stepped down (no transfer could finish)"
+
 // coverRecovery counts the recovery paths a broker's log line shows.
 func (r *run) coverRecovery(line string) {
 	if strings.Contains(line, "header check mismatch") {
 		r.cover(covHeaderCheck)
+	}
+	if strings.Contains(line, "stepping down to be repaired") {
+		r.cover(covDamagedStepDown)
 	}
 }
 
