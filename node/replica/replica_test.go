@@ -376,6 +376,27 @@ func TestRestoreErrorStopsNew(t *testing.T) {
 
 // settle walks member m's Readies (take, sync, complete) until it has no
 // work and returns the messages it sent.
+// acknowledge delivers the leader's messages to the followers, settles
+// each follower, and steps their answers to the leader back into it.
+func (g *group) acknowledge(leader *member, toFollowers []consensus.Message, followers ...*member) {
+	for _, msg := range toFollowers {
+		if f := g.members[msg.To]; f != nil && msg.To != leader.id {
+			_ = f.rep.raft.Step(msg)
+		}
+	}
+	var answers []consensus.Message
+	for _, f := range followers {
+		for _, msg := range g.settle(f) {
+			if msg.To == leader.id {
+				answers = append(answers, msg)
+			}
+		}
+	}
+	for _, msg := range answers {
+		_ = leader.rep.raft.Step(msg)
+	}
+}
+
 func (g *group) settle(m *member) []consensus.Message {
 	g.t.Helper()
 	var out []consensus.Message
@@ -433,22 +454,7 @@ func TestApplyCommittedBusy(t *testing.T) {
 		t.Fatal("leader not busy after Take")
 	}
 	// The followers take E1 and acknowledge it.
-	var acks []consensus.Message
-	for _, msg := range toFollowers {
-		if f := g.members[msg.To]; f != nil && msg.To != 1 {
-			_ = f.rep.raft.Step(msg)
-		}
-	}
-	for _, f := range []*member{m2, m3} {
-		for _, msg := range g.settle(f) {
-			if msg.To == 1 {
-				acks = append(acks, msg)
-			}
-		}
-	}
-	for _, msg := range acks {
-		_ = m1.rep.raft.Step(msg)
-	}
+	g.acknowledge(m1, toFollowers, m2, m3)
 	if c := m1.rep.BasicStatus().Commit; c < e1 {
 		t.Fatalf("commit %d after the acknowledgements, want >= %d", c, e1)
 	}
@@ -588,18 +594,7 @@ func TestSnapshotNotPastRaftApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, msg := range toFollowers {
-		if f := g.members[msg.To]; f != nil && msg.To != 1 {
-			_ = f.rep.raft.Step(msg)
-		}
-	}
-	for _, f := range []*member{m2, m3} {
-		for _, msg := range g.settle(f) {
-			if msg.To == 1 {
-				_ = m1.rep.raft.Step(msg)
-			}
-		}
-	}
+	g.acknowledge(m1, toFollowers, m2, m3)
 	if !m1.rep.ApplyCommittedBusy() || m1.rep.Applied() != e1 {
 		t.Fatalf("busy leader applied %d, want E1 at %d", m1.rep.Applied(), e1)
 	}
