@@ -2,10 +2,10 @@ package node
 
 import (
 	"fmt"
+	"testing"
 	"time"
 
-	"testing"
-
+	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/netx"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -104,31 +104,38 @@ func (f *failFromFile) Truncate(size int64) error {
 }
 
 // TestReplacedDiskStartInterruptedAtEachWrite: broker 3's disk is
-// replaced, and its first start on the new disk fails at one of its
-// writes (the disk fills up there: every write from that step on fails),
-// for each of the start's writes in turn: the controller directory, the
-// controller's lost-log fence, the disk id, the controller log's files.
-// The broker is then crashed (its unsynced writes lost at random) and
-// started again on a disk with room. That start must come back with the
-// controller replica behind the lost-log fence: it neither votes nor
-// campaigns before it has caught up with a leader. Without it, the
-// replica, its term and vote forgotten, may vote twice in a term (sim
-// seed 1020498 with --all-faults: the start died creating the fence's
-// temporary file, after it had created the controller's directory; the
-// next start took the directory for a formatted one and opened the
-// controller replica unfenced: two controller leaders in term 4). The
-// broker's replica of a topic created before the replacement opens
-// fenced too, and the cluster takes writes again.
+// replaced, and its first start on the new disk is interrupted at one of
+// its writes (the disk fills up there: every write from that step on
+// fails), for each write in turn from the start's first through the
+// opening of its replica of a topic created before the replacement: the
+// controller's directory, the controller's lost-log fence, the disk id,
+// the controller log's files, the registration's entries, the
+// partition's directory and fence. The broker is then crashed (its
+// unsynced writes lost at random) and started again on a disk with room.
+// That start must come back with the controller replica fenced (it
+// neither votes nor campaigns before it has caught up with a leader), and
+// its replica of the old topic must open fenced. Without the fence the
+// controller replica, its term and vote forgotten, may vote twice in a
+// term (sim seed 1020498 with --all-faults: the start died creating the
+// fence's temporary file, after it had created the controller's
+// directory; the next start took the directory for a formatted one and
+// opened the controller replica unfenced: two controller leaders in term
+// 4).
 func TestReplacedDiskStartInterruptedAtEachWrite(t *testing.T) {
 	c := newCluster(t, 3, 75)
 	c.waitReady()
 	createTopic(t, c, 1, "old", 1, 3, nil)
 	waitLeaders(t, c, "old", 1)
-	for i := 0; i < 3; i++ {
-		resp := c.request(leaderOf(c, "old", 0), produceReq("old", 0, -1, batchOf("a", "b"))).(*kmsg.ProduceResponse)
+	produce := func(v string) {
+		t.Helper()
+		waitLeaders(t, c, "old", 1)
+		resp := c.request(leaderOf(c, "old", 0), produceReq("old", 0, -1, batchOf(v))).(*kmsg.ProduceResponse)
 		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
 			t.Fatalf("produce: code %d", code)
 		}
+	}
+	for i := 0; i < 3; i++ {
+		produce("a")
 	}
 	g := uint64(c.nodes[1].r.byName[topicPartition{"old", 0}].Replica().Group)
 	c.startMayFail = true
@@ -141,27 +148,65 @@ func TestReplacedDiskStartInterruptedAtEachWrite(t *testing.T) {
 		return fsys
 	}
 	n3 := c.nodes[3]
-	// A clean start on a new disk counts the start's writes.
+	// committed is the highest commit index nodes 1 and 2 hold of the
+	// controller group and of old-0.
+	committed := func() (ctl, old uint64) {
+		for _, id := range []int32{1, 2} {
+			if r := c.nodes[id].r; r != nil {
+				ctl = max(ctl, r.ctl.rep.Status().Commit)
+				if p, ok := r.parts[g]; ok {
+					old = max(old, p.Replica().Status().Commit)
+				}
+			}
+		}
+		return ctl, old
+	}
+	// oldOpened runs until broker 3 opens its replica of old-0 and
+	// returns the fence it opened with and its log end then.
+	oldOpened := func() (opened bool, fence consensus.VoteFence, last uint64) {
+		opened = c.runUntilStep(10*time.Second, 100*time.Microsecond, func() bool {
+			if n3.r == nil {
+				return false
+			}
+			p, ok := n3.r.parts[g]
+			if ok {
+				fence, last = n3.r.local[g].openFence, p.Replica().LastIndex()
+			}
+			return ok
+		})
+		return opened, fence, last
+	}
+	// A clean start on a new disk counts the writes.
 	c.w.ReplaceDisk(netx.NodeID(3))
 	if n3.r == nil {
 		t.Fatalf("broker 3 did not start on its new disk: %v", n3.startErr)
 	}
-	writes := fsys.ops
-	if writes < 8 {
-		t.Fatalf("a start on a new disk made %d writes; the test no longer counts them", writes)
-	}
+	started := fsys.ops
 	if f := n3.r.ctl.rep.VoteFence(); !f.IsLostLog() {
 		t.Fatalf("the controller replica on a new disk opened with fence %v, want the lost-log fence", f)
 	}
-	t.Logf("a start on a new disk makes %d writes", writes)
-	failed := 0
+	if opened, f, _ := oldOpened(); !opened || !f.IsLostLog() {
+		t.Fatalf("broker 3's replica of old-0 on its new disk: opened %v, fence %v, want the lost-log fence", opened, f)
+	}
+	writes := fsys.ops
+	if started < 8 || writes <= started {
+		t.Fatalf("a start on a new disk made %d writes, %d through opening old-0; the test no longer counts them", started, writes)
+	}
+	t.Logf("a start on a new disk makes %d writes, %d through opening old-0 fenced", started, writes)
+	failedStarts := 0
+	// After each interrupted start, the next start's replicas are fenced,
+	// or (the interrupted start got that far) their durable logs already
+	// hold every entry committed before the disk was replaced.
 	for at := 1; at <= writes; at++ {
 		n3.crashWith(logstore.CrashLoseAll)
 		n3.fs.Wipe()
+		ctlCommit, oldCommit := committed()
 		fsys.at, fsys.ops = at, 0
 		n3.boot()
 		if n3.startErr != nil {
-			failed++
+			failedStarts++
+		} else {
+			c.runFor(time.Second) // up with a full disk
 		}
 		n3.crash()
 		c.runFor(10 * time.Millisecond)
@@ -170,34 +215,23 @@ func TestReplacedDiskStartInterruptedAtEachWrite(t *testing.T) {
 		if n3.r == nil {
 			t.Fatalf("write %d of %d failed: broker 3 did not start again: %v", at, writes, n3.startErr)
 		}
-		if f := n3.r.ctl.rep.VoteFence(); !f.IsLostLog() {
-			t.Fatalf("the start on a new disk failed at write %d of %d; the next start opened the controller replica with fence %v, want the lost-log fence",
-				at, writes, f)
+		rep := n3.r.ctl.rep
+		if f := rep.VoteFence(); f.IsZero() && rep.LastIndex() < ctlCommit {
+			t.Fatalf("broker 3's disk filled up at write %d of %d of its start on a new disk; the next start opened the controller replica unfenced, its log ending at %d below the commit index %d",
+				at, writes, rep.LastIndex(), ctlCommit)
 		}
-		c.runFor(50 * time.Millisecond)
-	}
-	t.Logf("%d of the %d interrupted starts failed", failed, writes)
-	if failed == 0 {
-		t.Fatal("no start failed; the test no longer interrupts the start")
-	}
-	// The last start's replica of the old topic opens fenced, and the
-	// group takes writes.
-	var opened bool
-	if !c.runUntil(30*time.Second, func() bool {
-		p, ok := n3.r.parts[g]
-		if ok {
-			opened = !p.Replica().LeaderLogFence().IsZero() || !n3.r.local[g].fence.IsZero() || !p.Replica().VoteFence().IsZero()
+		opened, f, last := oldOpened()
+		if !opened {
+			t.Fatalf("write %d of %d failed: broker 3 did not open its replica of old-0 after the next start", at, writes)
 		}
-		return ok
-	}) {
-		t.Fatal("broker 3 did not open its replica of old-0 on the new disk")
+		if f.IsZero() && last < oldCommit {
+			t.Fatalf("broker 3's disk filled up at write %d of %d of its start on a new disk; the next start opened its replica of old-0 unfenced, its log ending at %d below the commit index %d",
+				at, writes, last, oldCommit)
+		}
 	}
-	if !opened {
-		t.Fatal("broker 3's replica of a group that predates its disk opened unfenced")
+	t.Logf("%d of the %d interrupted starts failed", failedStarts, writes)
+	if failedStarts == 0 || failedStarts == writes {
+		t.Fatalf("%d of the %d interrupted starts failed; the test no longer interrupts both the start and what follows it", failedStarts, writes)
 	}
-	waitLeaders(t, c, "old", 1)
-	resp := c.request(leaderOf(c, "old", 0), produceReq("old", 0, -1, batchOf("c"))).(*kmsg.ProduceResponse)
-	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
-		t.Fatalf("produce after the restarts: code %d", code)
-	}
+	produce("c")
 }
