@@ -59,7 +59,7 @@ func (r *Reactor) loadDiskID() error {
 	case !errors.Is(err, logstore.ErrNotExist):
 		return fmt.Errorf("node: disk id: %w", err)
 	}
-	if _, err := r.env.FS.List(r.controllerDir()); err != nil {
+	if r.noControllerLog() {
 		r.freshDisk = true // no controller log either: a new data directory
 		// The controller's lost-log fence is durable before the disk
 		// id: a start that fails between the two (a read fault opening
@@ -80,6 +80,33 @@ func (r *Reactor) loadDiskID() error {
 	r.diskID = id
 	r.env.Logf("node %d: data directory formatted with disk id %s", r.self, id)
 	return nil
+}
+
+// noControllerLog reports whether the controller's directory holds no
+// log: it does not exist (or cannot be listed), or it holds only what
+// fenceNewController writes there. A start that formats the data
+// directory creates the controller's directory first, then writes the
+// fence in it, then the disk id; a start that fails in between (a full
+// disk: sim seed 1020498 with --all-faults, the fence's temporary file
+// could not be created) leaves the directory with no fence, or with the
+// fence's temporary file only. The next start must still take the data
+// directory for a new one and write the fence: taking "the directory
+// exists" for "a log exists" formatted it with an unfenced controller
+// replica, which, its term and vote forgotten, voted again in a term it
+// had voted in on its old disk (two controller leaders in term 4). So
+// "new" is derived again on every start until the disk id is durable,
+// and the fence is durable before it.
+func (r *Reactor) noControllerLog() bool {
+	names, err := r.env.FS.List(r.controllerDir())
+	if err != nil {
+		return true
+	}
+	for _, n := range names {
+		if n != fenceFile && n != fenceFile+".tmp" {
+			return false
+		}
+	}
+	return true
 }
 
 func validDiskID(s string) bool {

@@ -513,6 +513,17 @@ var optionalRegressionSeeds = []struct {
 	// (h-pipe reverted) it passes with or without the fix (another
 	// schedule): the replica test is the regression test.
 	{"snapshot-past-raft-applied", 1000209, false, false, true},
+	// 1020498 --all-faults: n1's disk was replaced, and its start on the
+	// new disk died on a full disk creating the controller's fence file,
+	// after it had created the controller's directory. The next starts
+	// took the directory for a formatted one (it existed) and never wrote
+	// the fence; the one that succeeded opened the controller replica
+	// unfenced, its term and vote forgotten, and it led term 4 beside n2
+	// (two-leaders-in-a-term, group 1). Fixed: a start without a disk id
+	// takes the data directory for a new one while the controller's
+	// directory holds no log (node/disk.go noControllerLog,
+	// TestReplacedDiskStartInterruptedAtEachWrite).
+	{"replaced-disk-start-interrupted-before-controller-fence", 1020498, false, false, true},
 }
 
 func TestSimOptionalFaultRegressions(t *testing.T) {

@@ -714,6 +714,17 @@ var mutations = []mutation{
 		Why:         "disk identity: a controller voter restarted on a new disk votes at once, twice in a term it voted in before",
 		Run:         "^TestReplacedDiskIsFenced$",
 	},
+	// A start on a new disk interrupted after it created the controller's
+	// directory and before the fence (sim seed 1020498 --all-faults): the
+	// next start must still take the directory for a new one.
+	{
+		Name: "format-dir-taken-for-log", File: "node/disk.go",
+		Original:    "if r.noControllerLog() {",
+		Replacement: "if _, err := r.env.FS.List(r.controllerDir()); err != nil {",
+		Why:         "disk identity: a start on a new disk that died between creating the controller's directory and writing its fence leaves the next start opening the controller replica unfenced",
+		Run:         "^TestReplacedDiskStartInterruptedAtEachWrite$",
+		Pkg:         "./node",
+	},
 	// The lost-log fence's term probe (consensus/fence.go): the stale
 	// leader reaching a wiped member first is a schedule the drawn seeds
 	// do not reach; the scripted scenario pins it.
