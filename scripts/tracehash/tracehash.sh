@@ -6,9 +6,12 @@
 #
 #	scripts/tracehash/tracehash.sh > /tmp/new.txt        seeds 1..80 plus the extras below
 #	scripts/tracehash/tracehash.sh 1 2 187 948001        these seeds only
-#	diff scripts/tracehash/99e529c.txt /tmp/new.txt      no output: no trace changed
+#	diff scripts/tracehash/ab57688.txt /tmp/new.txt      no output: no trace changed
 #
-# 99e529c.txt is the baseline recorded on main at 99e529c (2026-12-03). TestSim's default
+# ab57688.txt is the baseline recorded on main at ab57688 (2026-12-03; it replaces
+# 99e529c.txt, whose hashes 61 of the 87 seeds no longer matched after that
+# day's later fixes changed their schedules; the fix of seed 1020498 changed
+# seed 29 only). TestSim's default
 # seeds are 1..200 (sim/cluster_test.go); the first 80 of them, seed 187,
 # some regression seeds and the report seed 948001 are checked by default.
 # A failing seed is hashed too (its trace is still deterministic); its
