@@ -38,7 +38,12 @@ import (
 // groups predate it. A replica with no peer (one replica) is not fenced:
 // nobody could lift the fence, and its data is gone either way.
 //
-// Not covered: the controller group itself (see docs/architecture.md).
+// The controller group is covered the same way, without the controller's
+// help: a start that finds no disk id and no controller log (only, at
+// most, the fence a failed earlier start left: noControllerLog) writes the
+// controller replica's lost-log fence durably before the disk id
+// (fenceNewController), so the next start never takes a half-formatted
+// directory for a formatted one (docs/architecture.md).
 
 // diskIDFile holds the data directory's disk id.
 const diskIDFile = "disk.id"
