@@ -151,3 +151,15 @@ func TestLatencyPlotShowsMediansAndSpread(t *testing.T) {
 		t.Errorf("plotted point: %+v", rowOf(group[0]))
 	}
 }
+
+func TestTicks125LabelsLessThanADecade(t *testing.T) {
+	var labels []string
+	for _, tk := range ticks125(110_000, 980_000) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if strings.Join(labels, " ") != "200,000 500,000" {
+		t.Errorf("labels %q, want 200,000 and 500,000", labels)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"path/filepath"
 
 	"gonum.org/v1/plot"
@@ -89,7 +90,7 @@ func (r *report) plotLatency() (*plot.Plot, bool, error) {
 	p.Title.Text = "Produce latency against offered load (100-byte records, acks=all)\n" +
 		"points: the median of the runs; bars: their min..max"
 	p.X.Label.Text = "achieved msg/s (log)"
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.TickerFunc(ticks125)
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Y.Label.Text = "latency, ms (log): p99 solid, p50 dashed"
@@ -180,4 +181,22 @@ func plotLoadSetup(p *plot.Plot, i int, group []*point) (bool, error) {
 		p.Add(line, points, yBars, xBars)
 	}
 	return true, nil
+}
+
+// ticks125 labels 1, 2 and 5 times each power of ten in min..max, so a log
+// axis that spans less than a decade still has labels (plot.LogTicks
+// labels powers of ten only); the other LogTicks marks stay unlabelled.
+func ticks125(lo, hi float64) []plot.Tick {
+	ticks := plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+	for i := range ticks {
+		ticks[i].Label = ""
+	}
+	for p := math.Pow(10, math.Floor(math.Log10(lo))); p <= hi; p *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			if v := m * p; v >= lo && v <= hi {
+				ticks = append(ticks, plot.Tick{Value: v, Label: count(v)})
+			}
+		}
+	}
+	return ticks
 }
