@@ -130,9 +130,11 @@ sim:
 mutate:
 	nice -n 10 $(GO) run ./scripts/mutate $(MUTATE_FLAGS)
 
-# bench: the benchmark report (scripts/bench/run.sh, about 7-12 minutes):
+# bench: the benchmark report (scripts/bench/run.sh, about 10-15 minutes):
 # the disk's fsync'd bandwidth, Floe RF=1 and a 3-process RF=3 cluster, NATS
 # JetStream R1 and R3 at matched durability, written to docs/benchmarks.md.
+# Each Floe latency-against-load point runs BENCH_LAT_RUNS=3 times (median,
+# min..max, the brokers' produce stage tables); NATS points BENCH_NATS_LAT_RUNS=1.
 bench:
 	bash scripts/bench/run.sh
 

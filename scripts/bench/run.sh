@@ -11,6 +11,9 @@
 # Knobs (environment):
 #   BENCH_DURATION=10s        length of each headline run (after a 2s warmup)
 #   BENCH_SWEEP_DURATION=4s   length of each size / offered-load sweep point
+#   BENCH_LAT_RUNS=3          runs of each Floe offered-load point (issue 21:
+#       the report gives their median and min..max, and the broker stages)
+#   BENCH_NATS_LAT_RUNS=1     runs of each NATS offered-load point
 #   BENCH_QUICK=1             short everything (for testing the script)
 #   BENCH_WORK=dir            where data and raw results go (default: a temp dir)
 #   BENCH_KEEP=1              keep BENCH_WORK afterwards
@@ -35,6 +38,8 @@ DISK_MB=512
 if [[ ${BENCH_QUICK:-0} == 1 ]]; then
 	DURATION=2s SWEEP=1s WARMUP=500ms SWEEP_WARMUP=200ms SIZES="100 10000" LOADS="25 50 90" DISK_MB=64
 fi
+LAT_RUNS=${BENCH_LAT_RUNS:-3}
+NATS_LAT_RUNS=${BENCH_NATS_LAT_RUNS:-1}
 PARTITIONS=${FLOE_BENCH_PARTITIONS:-8}
 PRODUCERS=${FLOE_BENCH_PRODUCERS:-2}
 NATS_SERVER_VERSION=${NATS_SERVER_VERSION:-v2.12.15}
@@ -199,6 +204,21 @@ JSON
 cat "$WORK/disk.json" >&2
 
 # --- the runs ---------------------------------------------------------------
+# load_sweep LABEL MAX RUNS CMD...: the offered-load points, each RUNS times,
+# labelled LABEL/load-PCT/run-I (the report's median and range); the
+# point's destination name (CMD's last flag, --topic or --stream) gets the
+# load and run appended.
+load_sweep() {
+	local label=$1 max=$2 runs=$3 pct i
+	shift 3
+	for pct in $LOADS; do
+		for ((i = 1; i <= runs; i++)); do
+			record "$label/load-$pct/run-$i" "${@:1:$#-1}" "${*: -1}$pct-$i" --size 100 \
+				--duration "$SWEEP" --warmup "$SWEEP_WARMUP" --rate $((max * pct / 100 + 1))
+		done
+	done
+}
+
 # kafka_suite LABEL BROKERS RF PROFILE_PID: headline, sizes, offered load.
 kafka_suite() {
 	local label=$1 brokers=$2 rf=$3 pid=$4 common size max pct
@@ -213,10 +233,7 @@ kafka_suite() {
 			--duration "$SWEEP" --warmup "$SWEEP_WARMUP"
 	done
 	max=$("$REPORT" maxrate --results "$RESULTS" --label "$label")
-	for pct in $LOADS; do
-		record "$label/load-$pct" "$FLOE" bench produce "${common[@]}" --topic "$label-load-$pct" --size 100 \
-			--duration "$SWEEP" --warmup "$SWEEP_WARMUP" --rate $((max * pct / 100 + 1))
-	done
+	load_sweep "$label" "$max" "$LAT_RUNS" "$FLOE" bench produce "${common[@]}" --topic "$label-load-"
 	record "$label/e2e-50" "$FLOE" bench e2e "${common[@]}" --topic "$label-e2e" --size 100 --consumers 2 \
 		--duration "$SWEEP" --warmup "$SWEEP_WARMUP" --rate $((max / 2 + 1))
 }
@@ -233,10 +250,7 @@ nats_suite() {
 			--duration "$SWEEP" --warmup "$SWEEP_WARMUP"
 	done
 	max=$("$REPORT" maxrate --results "$RESULTS" --label "$label")
-	for pct in $LOADS; do
-		record "$label/load-$pct" "$FLOE" bench nats-produce "${common[@]}" --stream "load$pct" --size 100 \
-			--duration "$SWEEP" --warmup "$SWEEP_WARMUP" --rate $((max * pct / 100 + 1))
-	done
+	load_sweep "$label" "$max" "$NATS_LAT_RUNS" "$FLOE" bench nats-produce "${common[@]}" --stream "load"
 }
 
 # CPU profile of a broker during the headline run: pprof when its admin
@@ -366,6 +380,6 @@ rm -rf "$WORK"/nats-*
 log "writing docs/benchmarks.md and docs/img/"
 "$REPORT" write --results "$RESULTS" --failures "$FAILURES" --machine "$WORK/machine.json" --disk "$WORK/disk.json" \
 	--profiles "$WORK" --doc "${BENCH_DOC:-$ROOT/docs/benchmarks.md}" --img "${BENCH_IMG:-$ROOT/docs/img}" \
-	--settings "duration=$DURATION warmup=$WARMUP sweep=$SWEEP partitions=$PARTITIONS producers=$PRODUCERS" \
+	--settings "duration=$DURATION warmup=$WARMUP sweep=$SWEEP load-runs=$LAT_RUNS (NATS $NATS_LAT_RUNS) partitions=$PARTITIONS producers=$PRODUCERS" \
 	--elapsed "$((SECONDS - START_SECS))"
 log "done in $((SECONDS - START_SECS))s"

@@ -41,15 +41,16 @@ type point struct {
 	runs  []bench.Result
 }
 
-// groupPoints collects SETUP/load-PCT/run-N results, in first-seen setup
-// order and rising load.
+// groupPoints collects SETUP/load-PCT/run-N results (and SETUP/load-PCT, a
+// point run once), in first-seen setup order and rising load.
 func groupPoints(results []bench.Result) []*point {
 	var out []*point
 	byKey := map[string]*point{}
 	var setups []string
 	for _, r := range results {
 		parts := strings.Split(r.Label, "/")
-		if len(parts) != 3 || !strings.HasPrefix(parts[1], "load-") || !strings.HasPrefix(parts[2], "run-") {
+		if len(parts) < 2 || len(parts) > 3 || !strings.HasPrefix(parts[1], "load-") ||
+			(len(parts) == 3 && !strings.HasPrefix(parts[2], "run-")) {
 			continue
 		}
 		pct, err := strconv.Atoi(strings.TrimPrefix(parts[1], "load-"))
@@ -108,36 +109,65 @@ func writeLatency(results []bench.Result, out io.Writer) error {
 	if len(points) == 0 {
 		return fmt.Errorf("no SETUP/load-PCT/run-N results")
 	}
+	writeLoadTable(out, points, func(setup string) string { return setup })
+	writeStageTables(out, points, func(setup string) string { return setup })
+	return nil
+}
+
+// loadRow is one load point reduced to the median and range of its runs.
+type loadRow struct {
+	offered                 float64
+	ach, p50, p99, b50, b99 spread
+}
+
+func rowOf(p *point) loadRow {
+	var ach, p50, p99, b50, b99 []float64
+	for _, r := range p.runs {
+		if r.Produce == nil || r.Produce.Latency == nil {
+			continue
+		}
+		ach = append(ach, r.Produce.MsgsPerSec)
+		p50 = append(p50, r.Produce.Latency.P50Ms)
+		p99 = append(p99, r.Produce.Latency.P99Ms)
+		if t := stageOf(r, "total"); t != nil {
+			b50 = append(b50, t.P50Ms)
+			b99 = append(b99, t.P99Ms)
+		}
+	}
+	return loadRow{p.runs[0].OfferedPerSec, spreadOf(ach), spreadOf(p50), spreadOf(p99), spreadOf(b50), spreadOf(b99)}
+}
+
+// writeLoadTable writes one row per load point: the median and min..max
+// of its runs for the achieved rate, the client's p50/p99 and the
+// brokers' total p50/p99; name gives the setup column.
+func writeLoadTable(out io.Writer, points []*point, name func(setup string) string) {
 	fmt.Fprintln(out, "| setup | load | offered msg/s | achieved msg/s: median (min..max) | client p50 ms | client p99 ms | broker total p50 ms | broker total p99 ms | runs |")
 	fmt.Fprintln(out, "|---|---:|---:|---|---|---|---|---|---:|")
 	for _, p := range points {
-		var ach, p50, p99, b50, b99 []float64
-		for _, r := range p.runs {
-			if r.Produce == nil || r.Produce.Latency == nil {
-				continue
-			}
-			ach = append(ach, r.Produce.MsgsPerSec)
-			p50 = append(p50, r.Produce.Latency.P50Ms)
-			p99 = append(p99, r.Produce.Latency.P99Ms)
-			if t := stageOf(r, "total"); t != nil {
-				b50 = append(b50, t.P50Ms)
-				b99 = append(b99, t.P99Ms)
-			}
-		}
-		a := spreadOf(ach)
-		fmt.Fprintf(out, "| %s | %d%% | %s | %s (%s..%s) | %s | %s | %s | %s | %d |\n", p.setup, p.pct,
-			bench.FormatCount(p.runs[0].OfferedPerSec), bench.FormatCount(a.med), bench.FormatCount(a.lo), bench.FormatCount(a.hi),
-			spreadOf(p50).ms(), spreadOf(p99).ms(), spreadOf(b50).ms(), spreadOf(b99).ms(), len(ach))
+		row := rowOf(p)
+		a := row.ach
+		fmt.Fprintf(out, "| %s | %d%% | %s | %s (%s..%s) | %s | %s | %s | %s | %d |\n", name(p.setup), p.pct,
+			bench.FormatCount(row.offered), bench.FormatCount(a.med), bench.FormatCount(a.lo), bench.FormatCount(a.hi),
+			row.p50.ms(), row.p99.ms(), row.b50.ms(), row.b99.ms(), a.n)
 	}
-	// One stage table per setup: rows are stages, columns loads, cells the
-	// median over the runs of the stage's p50 / p99.
+}
+
+// writeStageTables writes one stage table per setup that reports broker
+// stages: rows are stages, columns loads, cells the median over the runs
+// of the stage's p50 / p99; name gives the setup's title.
+func writeStageTables(out io.Writer, points []*point, name func(setup string) string) {
 	for i := 0; i < len(points); {
 		j := i
 		for j < len(points) && points[j].setup == points[i].setup {
 			j++
 		}
 		group := points[i:j]
-		fmt.Fprintf(out, "\n**%s: broker stages, p50 / p99 in ms (median over the runs)**\n\n", group[0].setup)
+		i = j
+		stages := stageNames(group)
+		if len(stages) == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "\n**%s: broker stages, p50 / p99 in ms (median over the runs)**\n\n", name(group[0].setup))
 		fmt.Fprint(out, "| stage |")
 		for _, p := range group {
 			fmt.Fprintf(out, " %d%% |", p.pct)
@@ -147,7 +177,7 @@ func writeLatency(results []bench.Result, out io.Writer) error {
 			fmt.Fprint(out, "---:|")
 		}
 		fmt.Fprintln(out)
-		for _, stage := range stageNames(group) {
+		for _, stage := range stages {
 			fmt.Fprintf(out, "| %s |", stage)
 			for _, p := range group {
 				var s50, s99 []float64
@@ -165,9 +195,7 @@ func writeLatency(results []bench.Result, out io.Writer) error {
 			}
 			fmt.Fprintln(out)
 		}
-		i = j
 	}
-	return nil
 }
 
 // stageNames lists the stages the runs of group report, in their order.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -68,5 +69,97 @@ func TestLatencyMedianAndSpread(t *testing.T) {
 func TestSpreadOfEven(t *testing.T) {
 	if s := spreadOf([]float64{4, 1, 3, 2}); s.med != 2.5 || s.lo != 1 || s.hi != 4 {
 		t.Errorf("spread %+v, want median 2.5 over 1..4", s)
+	}
+}
+
+// loadRuns are three runs of one load point whose median is none of the
+// first run, the last run or the mean: achieved 50k/44k/45k (median 45k,
+// mean 46.3k), client p99 9/2/3 ms (median 3, mean 4.67), broker total
+// p99 double the client's, fsync p50 0.5/0.1/0.2 ms (median 0.2).
+func loadRuns(setup string, pct int) []bench.Result {
+	var out []bench.Result
+	for i, v := range []struct{ ach, p99, fsync float64 }{{50_000, 9, 0.5}, {44_000, 2, 0.1}, {45_000, 3, 0.2}} {
+		r := result(fmt.Sprintf("%s/load-%d/run-%d", setup, pct, i+1), 100, 50_001, v.ach, v.p99)
+		r.BrokerStages = []bench.StageLatency{{Stage: "fsync", Count: 10, P50Ms: v.fsync, P99Ms: v.fsync * 10},
+			{Stage: "total", Count: 10, P50Ms: v.p99, P99Ms: v.p99 * 2}}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestSectionLoadTableAndStages: make bench's generated section gives, per
+// load point, the median and min..max of its runs (not the first, last or
+// mean run), one row for a NATS point run once, and a stage table for
+// each Floe setup (none for NATS, which reports no stages).
+func TestSectionLoadTableAndStages(t *testing.T) {
+	var results []bench.Result
+	results = append(results, loadRuns("floe-rf1", 50)...)
+	results = append(results, loadRuns("floe-rf3", 50)...)
+	results = append(results, result("nats-r1-sync/load-50/run-1", 100, 600, 598, 7))
+	r := &report{results: results}
+	var b strings.Builder
+	r.writeLoads(&b, "img/x.png")
+	got := b.String()
+	for _, want := range []string{
+		// achieved median 45,000 of 44,000..50,000; client p50 is p99/4:
+		// 0.750 (0.500..2.25); p99 3.00 (2.00..9.00); broker total p50 =
+		// the p99s, p99 double.
+		"| Floe, 1 node, RF=1 | 50% | 50,001 | 45,000 (44,000..50,000) | 0.750 (0.500..2.25) | 3.00 (2.00..9.00) | 3.00 (2.00..9.00) | 6.00 (4.00..18.0) | 3 |",
+		"| Floe, 3 nodes, RF=3 | 50% | 50,001 | 45,000 (44,000..50,000) |",
+		"| NATS JetStream R1 | 50% | 600 | 598 (598..598) | 1.75 (1.75..1.75) | 7.00 (7.00..7.00) | - | - | 1 |",
+		"**Floe, 1 node, RF=1 (floe-rf1): broker stages, p50 / p99 in ms (median over the runs)**",
+		"**Floe, 3 nodes, RF=3 (floe-rf3): broker stages, p50 / p99 in ms (median over the runs)**",
+		"| fsync | 0.200 / 2.00 |", "| total | 3.00 / 6.00 |",
+		"![latency against offered load](img/x.png)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("section lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "(nats-r1-sync): broker stages") {
+		t.Errorf("a stage table for NATS, which has no stages:\n%s", got)
+	}
+	// The RF=3 target reads the median p99 of the runs (3 ms: met), not
+	// the first run's 9 ms nor the mean.
+	for _, v := range r.targets() {
+		if strings.HasPrefix(v.target, "Floe RF=3 produce p99") && (v.outcome != "met" || !strings.Contains(v.measured, "p99 3.00 ms") ||
+			!strings.Contains(v.measured, "median of 3 runs")) {
+			t.Errorf("RF=3 p99 target: %+v", v)
+		}
+	}
+}
+
+// TestLatencyPlotShowsMediansAndSpread: the plot's points are the medians
+// and its error bars reach the runs' min and max, on both axes (the axes'
+// range is the bars' reach).
+func TestLatencyPlotShowsMediansAndSpread(t *testing.T) {
+	r := &report{results: loadRuns("floe-rf1", 50)}
+	p, ok, err := r.plotLatency()
+	if err != nil || !ok {
+		t.Fatalf("plot: ok %v, %v", ok, err)
+	}
+	// x: achieved 44,000..50,000 (and a margin of 1.25×); y: p99 up to
+	// 9 ms before the legend's headroom (×30).
+	if p.X.Min != 44_000/1.25 || p.X.Max != 50_000*1.25 {
+		t.Errorf("x range %v..%v, want the runs' 44000..50000 with a margin of 1.25×", p.X.Min, p.X.Max)
+	}
+	if p.Y.Max != 9*30 {
+		t.Errorf("y max %v, want the worst run's p99 9 ms ×30 headroom", p.Y.Max)
+	}
+	group := r.loadPoints()
+	if len(group) != 1 || rowOf(group[0]).ach.med != 45_000 || rowOf(group[0]).p99.med != 3 {
+		t.Errorf("plotted point: %+v", rowOf(group[0]))
+	}
+}
+
+func TestTicks125LabelsLessThanADecade(t *testing.T) {
+	var labels []string
+	for _, tk := range ticks125(110_000, 980_000) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if strings.Join(labels, " ") != "200,000 500,000" {
+		t.Errorf("labels %q, want 200,000 and 500,000", labels)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"path/filepath"
 
 	"gonum.org/v1/plot"
@@ -86,46 +87,31 @@ func (r *report) plotThroughput() (*plot.Plot, bool, error) {
 
 func (r *report) plotLatency() (*plot.Plot, bool, error) {
 	p := plot.New()
-	p.Title.Text = "Produce latency against offered load (100-byte records, acks=all)"
+	p.Title.Text = "Produce latency against offered load (100-byte records, acks=all)\n" +
+		"points: the median of the runs; bars: their min..max"
 	p.X.Label.Text = "achieved msg/s (log)"
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-	p.Y.Label.Text = "latency, ms (log): p99 solid, p50 dashed"
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.TickerFunc(ticks125)
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true
+	p.Y.Label.Text = "latency, ms (log): p99 solid, p50 dashed"
 	drawn := false
-	for i, s := range r.sweepSystems("load") {
-		var p50, p99 plotter.XYs
-		for _, res := range r.sweep(s.label, "load") {
-			if res.Produce == nil || res.Produce.Latency == nil {
-				continue
-			}
-			x := res.Produce.MsgsPerSec
-			// A log axis cannot show 0: floor at 1 µs.
-			p50 = append(p50, plotter.XY{X: x, Y: max(res.Produce.Latency.P50Ms, 0.001)})
-			p99 = append(p99, plotter.XY{X: x, Y: max(res.Produce.Latency.P99Ms, 0.001)})
+	points := r.loadPoints()
+	for i, colour := 0, 0; i < len(points); colour++ {
+		j := i
+		for j < len(points) && points[j].setup == points[i].setup {
+			j++
 		}
-		if len(p99) == 0 {
-			continue
+		ok, err := plotLoadSetup(p, colour, points[i:j])
+		if err != nil {
+			return nil, false, err
 		}
-		for j, pts := range []plotter.XYs{p99, p50} {
-			line, points, err := plotter.NewLinePoints(pts)
-			if err != nil {
-				return nil, false, err
-			}
-			line.Color, points.Color = plotutil.Color(i), plotutil.Color(i)
-			points.Shape = plotutil.Shape(i)
-			if j == 1 {
-				line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-			} else {
-				p.Legend.Add(fmt.Sprintf("%s (%s)", s.name, s.label), line, points)
-			}
-			p.Add(line, points)
-		}
-		drawn = true
+		drawn = drawn || ok
+		i = j
 	}
 	if !drawn {
 		return nil, false, nil
 	}
+	p.X.Min, p.X.Max = p.X.Min/1.25, p.X.Max*1.25 // room for the bars' ends
 	target, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: targetRF3P99Ms}, {X: p.X.Max, Y: targetRF3P99Ms}})
 	if err != nil {
 		return nil, false, err
@@ -136,4 +122,81 @@ func (r *report) plotLatency() (*plot.Plot, bool, error) {
 	p.Y.Min = min(p.Y.Min, targetRF3P99Ms/2)
 	p.Y.Max *= 30 // headroom on the log axis, so the legend covers no data
 	return p, true, nil
+}
+
+// bar is one error bar: how far below and above the point it reaches.
+type bar = struct{ Low, High float64 }
+
+// medianErrors are points at the medians of the runs, with error bars
+// from the runs' min to their max, in both directions.
+type medianErrors struct {
+	plotter.XYs
+	plotter.XErrors
+	plotter.YErrors
+}
+
+// plotLoadSetup draws one setup's load points (group, rising load) in the
+// i-th colour (false when it has none): its p99 and p50 medians against the median achieved rate,
+// each with its runs' range as error bars. A log axis cannot show 0, so
+// latencies are floored at 1 µs.
+func plotLoadSetup(p *plot.Plot, i int, group []*point) (bool, error) {
+	lines := [2]medianErrors{}
+	for _, pt := range group {
+		row := rowOf(pt)
+		if row.ach.n == 0 {
+			continue
+		}
+		xErr := bar{Low: row.ach.med - row.ach.lo, High: row.ach.hi - row.ach.med}
+		for k, s := range []spread{row.p99, row.p50} {
+			med := max(s.med, 0.001)
+			lines[k].XYs = append(lines[k].XYs, plotter.XY{X: row.ach.med, Y: med})
+			lines[k].XErrors = append(lines[k].XErrors, xErr)
+			lines[k].YErrors = append(lines[k].YErrors, bar{Low: med - max(s.lo, 0.001), High: max(s.hi, 0.001) - med})
+		}
+	}
+	if len(lines[0].XYs) == 0 {
+		return false, nil
+	}
+	for k := range lines {
+		line, points, err := plotter.NewLinePoints(lines[k].XYs)
+		if err != nil {
+			return false, err
+		}
+		yBars, err := plotter.NewYErrorBars(lines[k])
+		if err != nil {
+			return false, err
+		}
+		xBars, err := plotter.NewXErrorBars(lines[k])
+		if err != nil {
+			return false, err
+		}
+		line.Color, points.Color = plotutil.Color(i), plotutil.Color(i)
+		yBars.Color, xBars.Color = plotutil.Color(i), plotutil.Color(i)
+		points.Shape = plotutil.Shape(i)
+		if k == 1 {
+			line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		} else {
+			p.Legend.Add(fmt.Sprintf("%s (%s)", systemName(group[0].setup), group[0].setup), line, points)
+		}
+		p.Add(line, points, yBars, xBars)
+	}
+	return true, nil
+}
+
+// ticks125 labels 1, 2 and 5 times each power of ten in min..max, so a log
+// axis that spans less than a decade still has labels (plot.LogTicks
+// labels powers of ten only); the other LogTicks marks stay unlabelled.
+func ticks125(lo, hi float64) []plot.Tick {
+	ticks := plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+	for i := range ticks {
+		ticks[i].Label = ""
+	}
+	for p := math.Pow(10, math.Floor(math.Log10(lo))); p <= hi; p *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			if v := m * p; v >= lo && v <= hi {
+				ticks = append(ticks, plot.Tick{Value: v, Label: count(v)})
+			}
+		}
+	}
+	return ticks
 }

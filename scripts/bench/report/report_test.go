@@ -54,8 +54,9 @@ func TestWriteProducesSectionAndPlots(t *testing.T) {
 		result("floe-rf1", 100, 0, 900_000, 40),
 		result("floe-rf1/size-100", 100, 0, 800_000, 40),
 		result("floe-rf1/size-10000", 10000, 0, 20_000, 60),
-		result("floe-rf1/load-50", 100, 450_000, 449_000, 3),
-		result("floe-rf1/load-90", 100, 810_000, 700_000, 300),
+		result("floe-rf1/load-50/run-1", 100, 450_000, 449_000, 3),
+		result("floe-rf1/load-50/run-2", 100, 450_000, 440_000, 5),
+		result("floe-rf1/load-90/run-1", 100, 810_000, 700_000, 300),
 		result("nats-r1-sync/size-100", 100, 0, 600, 1000),
 		result("nats-r1-sync/load-50", 100, 300, 300, 4),
 	} {
@@ -88,6 +89,7 @@ func TestWriteProducesSectionAndPlots(t *testing.T) {
 		"## logstore\n\nkeep me", sectionHeading, "Test CPU", "| 900,000 |", "failed: connection refused",
 		"](img/" + plotThroughputFile + ")", "](img/" + plotLatencyFile + ")", "bin/floe bench produce --size 100",
 		"**not met**: 90% of the target", "| 10,000 | 20,000 msg/s, 200.0 MB/s |",
+		"| Floe, 1 node, RF=1 | 50% | 450,000 | 444,500 (440,000..449,000) |",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("doc lacks %q", want)
