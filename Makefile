@@ -130,11 +130,12 @@ sim:
 mutate:
 	nice -n 10 $(GO) run ./scripts/mutate $(MUTATE_FLAGS)
 
-# bench: the benchmark report (scripts/bench/run.sh, about 10-15 minutes):
+# bench: the benchmark report (scripts/bench/run.sh, about 8 minutes + builds):
 # the disk's fsync'd bandwidth, Floe RF=1 and a 3-process RF=3 cluster, NATS
 # JetStream R1 and R3 at matched durability, written to docs/benchmarks.md.
 # Each Floe latency-against-load point runs BENCH_LAT_RUNS=3 times (median,
 # min..max, the brokers' produce stage tables); NATS points BENCH_NATS_LAT_RUNS=1.
+# Its targets tables judge issue 10's and issue 21's targets on the run.
 bench:
 	bash scripts/bench/run.sh
 

@@ -5,8 +5,13 @@
 # in matched durability modes, then write the "Broker benchmarks" section of
 # docs/benchmarks.md and its plots in docs/img/.
 #
-# Everything listens on 127.0.0.1 and is stopped on exit (trap). Budget: 15
-# minutes end to end on a fresh 2-core machine (builds included).
+# Everything listens on 127.0.0.1 and is stopped on exit (trap). Budget:
+# about 8 minutes of runs on a 2-core machine, plus the builds (about 1
+# minute with warm caches; nats-server's first build up to 8 more). With
+# nats-server: 65 runs, 7 headlines of WARMUP+DURATION (12 s) and 58 points
+# of SWEEP_WARMUP+SWEEP (5 s), plus 1-1.5 s each to start: 440-470 s. The
+# last run with one run a load point took 398 s, builds included; the 3
+# runs of each Floe load point (BENCH_LAT_RUNS) add 20 runs, about 130 s.
 #
 # Knobs (environment):
 #   BENCH_DURATION=10s        length of each headline run (after a 2s warmup)

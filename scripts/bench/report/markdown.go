@@ -117,11 +117,7 @@ func (r *report) targets() []verdict {
 		row := rowOf(pt)
 		p99 := row.p99.med
 		v.measured = fmt.Sprintf("p99 %s ms at %s msg/s offered (median of %d runs)", ms(p99), count(row.offered), row.p99.n)
-		if p99 <= targetRF3P99Ms {
-			v.outcome = "met"
-		} else {
-			v.outcome = fmt.Sprintf("**not met**: %.1f× the target", p99/targetRF3P99Ms)
-		}
+		v.outcome = ceiling(p99, targetRF3P99Ms)
 	} else {
 		v.measured, v.outcome = "not measured", "**not met**: "+orNoResult(r.failure("floe-rf3/load-50"))
 	}
@@ -171,9 +167,134 @@ func shortfall(got, target float64) string {
 	return fmt.Sprintf("**not met**: %.0f%% of the target (%.1f× short)", 100*got/target, target/max(got, 1e-9))
 }
 
+// ceiling says "met" or by what factor a lower-is-better figure exceeds
+// its limit.
+func ceiling(got, limit float64) string {
+	if got <= limit {
+		return "met"
+	}
+	return fmt.Sprintf("**not met**: %.1f× the target", got/limit)
+}
+
+// notMeasured is the verdict of a target whose run is missing: no verdict.
+func notMeasured(why string) string {
+	if why == "" {
+		return "not measured"
+	}
+	return "not measured: " + why
+}
+
+// targets21 judges issue 21's targets: latency under load from the median
+// of each load point's runs, the achieved rate at every load up to 90%,
+// and the headline maximum throughput. A missing point is "not measured".
+func (r *report) targets21() []verdict {
+	var out []verdict
+	type quantile func(loadRow) (client, broker spread)
+	p50 := func(l loadRow) (spread, spread) { return l.p50, l.b50 }
+	p99 := func(l loadRow) (spread, spread) { return l.p99, l.b99 }
+	latency := func(setup, name, q string, pick quantile, pct int, limit float64) {
+		v := verdict{target: fmt.Sprintf("%s open-loop client %s ≤ %g ms at %d%% of the maximum", name, q, limit, pct)}
+		var row loadRow
+		if pt := r.loadPoint(setup, pct); pt != nil {
+			row = rowOf(pt)
+		}
+		client, broker := pick(row)
+		if client.n == 0 {
+			why := r.failure(fmt.Sprintf("%s/load-%d", setup, pct))
+			if why == "" {
+				why = r.failure(setup)
+			}
+			v.measured, v.outcome = "not measured", notMeasured(why)
+			out = append(out, v)
+			return
+		}
+		v.measured = fmt.Sprintf("client %s %s ms, broker total %s %s ms; median (min..max) of %d runs at %s msg/s offered",
+			q, client.ms(), q, broker.ms(), client.n, count(row.offered))
+		v.outcome = ceiling(client.med, limit)
+		out = append(out, v)
+	}
+	setups := [][2]string{{"floe-rf1", "Floe RF=1"}, {"floe-rf3", "Floe RF=3"}}
+	for _, s := range setups {
+		latency(s[0], s[1], "p99", p99, 50, target21P99At50Ms)
+		latency(s[0], s[1], "p99", p99, 75, target21P99At75Ms)
+	}
+	latency("floe-rf1", "Floe RF=1", "p50", p50, 10, target21P50At10Ms)
+	for _, s := range setups {
+		out = append(out, r.rateTarget(s[0], s[1]))
+	}
+	for _, t := range []struct {
+		label, name string
+		target      float64
+	}{{"floe-rf1", "Floe RF=1", target21RF1MsgsPerSec}, {"floe-rf3", "Floe RF=3", target21RF3MsgsPerSec}} {
+		v := verdict{target: fmt.Sprintf("%s maximum ≥ %s msg/s (headline, closed loop, 100 bytes)", t.name, count(t.target))}
+		if s := r.headline(t.label); s != nil {
+			v.measured, v.outcome = count(s.MsgsPerSec)+" msg/s", shortfall(s.MsgsPerSec, t.target)
+		} else {
+			v.measured, v.outcome = "not measured", notMeasured(r.failure(t.label))
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// rateTarget judges "achieved within 1% of offered at every load up to
+// 90%" on the worst of setup's points (median achieved against offered).
+// A point below the bar is "not met" whatever else is missing; without a
+// point at every load of target21Loads, it is otherwise "not measured".
+func (r *report) rateTarget(setup, name string) verdict {
+	v := verdict{target: fmt.Sprintf("%s achieved rate within %.0f%% of offered at every load up to %d%%",
+		name, 100*target21RateShortfall, target21RateUpToPct)}
+	var worst *point
+	var worstShort float64
+	have := map[int]bool{}
+	for _, p := range r.loadPoints() {
+		row := rowOf(p)
+		if p.setup != setup || p.pct > target21RateUpToPct || row.ach.n == 0 || row.offered <= 0 {
+			continue
+		}
+		have[p.pct] = true
+		if short := 1 - row.ach.med/row.offered; worst == nil || short > worstShort {
+			worst, worstShort = p, short
+		}
+	}
+	var missing []string
+	for _, pct := range target21Loads {
+		if !have[pct] {
+			missing = append(missing, fmt.Sprintf("%d%%", pct))
+		}
+	}
+	if worst == nil {
+		v.measured, v.outcome = "not measured", notMeasured(r.failure(setup))
+		return v
+	}
+	row := rowOf(worst)
+	v.measured = fmt.Sprintf("worst at %d%% load: %s of %s msg/s offered (%.1f%%), median of %d runs",
+		worst.pct, count(row.ach.med), count(row.offered), 100*row.ach.med/row.offered, row.ach.n)
+	switch {
+	case worstShort > target21RateShortfall:
+		v.outcome = fmt.Sprintf("**not met**: %.1f%% short, %.1f× the %.0f%% allowed",
+			100*worstShort, worstShort/target21RateShortfall, 100*target21RateShortfall)
+	case len(missing) > 0:
+		v.outcome = notMeasured("no point at " + strings.Join(missing, ", "))
+	default:
+		v.outcome = "met"
+	}
+	return v
+}
+
 func (r *report) writeTargets(b *strings.Builder) {
-	b.WriteString("### Targets (issue 10)\n\n| target | measured | verdict |\n|---|---|---|\n")
-	for _, v := range r.targets() {
+	b.WriteString("### Targets (issue 10)\n\n")
+	writeVerdicts(b, r.targets())
+	b.WriteString("### Targets (issue 21: latency under load)\n\n" +
+		"Each latency row judges the client's figure (the user's view) and gives the brokers' `total` stage beside it; " +
+		"both are the median (min..max) of the load point's runs, as in the latency-against-load table below. " +
+		"A point this run did not measure (a quick run, a skipped or failed setup) is \"not measured\", not a verdict.\n\n")
+	writeVerdicts(b, r.targets21())
+}
+
+func writeVerdicts(b *strings.Builder, vs []verdict) {
+	b.WriteString("| target | measured | verdict |\n|---|---|---|\n")
+	for _, v := range vs {
 		fmt.Fprintf(b, "| %s | %s | %s |\n", v.target, v.measured, v.outcome)
 	}
 	b.WriteString("\n")
