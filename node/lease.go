@@ -154,6 +154,15 @@ func (r *Reactor) leaseState(p *partition.Partition) (held, expired bool) {
 	}
 	rep := p.Replica()
 	st := rep.BasicStatus()
+	if st.RaftState != consensus.StateLeader || st.Term != p.Term() {
+		// Raft has stepped down or moved to a later term, and the
+		// partition has not yet taken the Ready that says so (that waits
+		// for the next process pass, or a Busy replica's fsync round).
+		// The marks below are this member's current state, not the
+		// partition's term's: a step-down cleared TimeoutNowSent, though
+		// a campaign that ignored the promises may have won already.
+		return false, false
+	}
 	if st.LeadTransferee != 0 || st.TimeoutNowSent {
 		// Handing leadership over, or did in this term: the successor's
 		// campaign ignores the followers' lease promises.
