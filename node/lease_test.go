@@ -242,8 +242,8 @@ func TestLateTimeoutNowBreaksNoLease(t *testing.T) {
 
 // A leader whose Raft member has stepped down serves no read, even before
 // the partition has taken the Ready that says so (sim seed 1042074, issue
-// 13). The leader transfers to f1 and is paused right after sending
-// MsgTimeoutNow; f1 wins with f2's vote (a transfer campaign, which
+// 13). The leader transfers to f1 and is paused once f1, told by
+// MsgTimeoutNow, campaigns; f1 wins with f2's vote (a transfer campaign, which
 // overrides f2's lease promise) and commits a record. The leader resumes
 // well within the lease its followers confirmed before the transfer: the
 // held vote request makes its member a follower of the later term, which
