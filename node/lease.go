@@ -43,7 +43,11 @@ import (
 // arrive at any time in the leader's term. So a leader handing over has no
 // lease, nor has one that sent MsgTimeoutNow in its current term
 // (Status.TimeoutNowSent); consensus makes such a leader step down once
-// the transfer has failed, and its next term starts a fresh lease.
+// the transfer has failed, and its next term starts a fresh lease. Those
+// marks are Raft's current state: stepping down clears them, and the
+// partition learns of the step-down only when it takes the Ready (the next
+// process pass, or after a Busy replica's fsync round). So a lease also
+// needs Raft to lead still, in the partition's term (leaseState).
 
 // leaseMargin is the default fraction of the promise (electionTicks-1 tick
 // intervals) a lease may use (Config.LeaseMargin), and leaseMarginMax the
@@ -154,6 +158,15 @@ func (r *Reactor) leaseState(p *partition.Partition) (held, expired bool) {
 	}
 	rep := p.Replica()
 	st := rep.BasicStatus()
+	if st.RaftState != consensus.StateLeader || st.Term != p.Term() {
+		// Raft has stepped down or moved to a later term, and the
+		// partition has not yet taken the Ready that says so (that waits
+		// for the next process pass, or a Busy replica's fsync round).
+		// The marks below are this member's current state, not the
+		// partition's term's: a step-down cleared TimeoutNowSent, though
+		// a campaign that ignored the promises may have won already.
+		return false, false
+	}
 	if st.LeadTransferee != 0 || st.TimeoutNowSent {
 		// Handing leadership over, or did in this term: the successor's
 		// campaign ignores the followers' lease promises.

@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/sim/world"
 )
 
 // A leader cut off from its followers must stop serving reads before a new
@@ -235,5 +237,76 @@ func TestLateTimeoutNowBreaksNoLease(t *testing.T) {
 	}
 	if committed <= 5 {
 		t.Fatalf("nobody committed anything after the transfer")
+	}
+}
+
+// A leader whose Raft member has stepped down serves no read, even before
+// the partition has taken the Ready that says so (sim seed 1042074, issue
+// 13). The leader transfers to f1 and is paused once f1, told by
+// MsgTimeoutNow, campaigns; f1 wins with f2's vote (a transfer campaign, which
+// overrides f2's lease promise) and commits a record. The leader resumes
+// well within the lease its followers confirmed before the transfer: the
+// held vote request makes its member a follower of the later term, which
+// clears the transfer's no-lease mark (TimeoutNowSent), and a Fetch held
+// with it is answered in the same instant, before the process pass that
+// tells the partition it no longer leads. It used to be answered from the
+// old term's stale high watermark.
+func TestSteppedDownLeaderServesNoRead(t *testing.T) {
+	c := newCluster(t, 3, 56)
+	c.waitReady()
+	part, old, f1, _ := settledPartition(t, c, "sd")
+	tp := topicPartition{"sd", part}
+	if _, code := fetchHW(c, old, "sd", part); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	rep := c.nodes[old].r.byName[tp].Replica()
+	oldTerm := c.nodes[old].r.byName[tp].Term()
+	rep.TransferLeader(uint64(f1))
+	c.nodes[old].r.queueProcess()
+	campaigning := func() bool { return c.nodes[f1].r.byName[tp].Replica().BasicStatus().Term > oldTerm }
+	if !c.runUntilStep(time.Second, 10*time.Microsecond, campaigning) {
+		t.Fatalf("the transferee did not campaign")
+	}
+	if !rep.BasicStatus().TimeoutNowSent {
+		t.Fatalf("the leader did not send MsgTimeoutNow")
+	}
+	c.w.Pause(netx.NodeID(old))
+	pausedAt := c.clk.Monotonic()
+	if !c.runUntil(time.Second, func() bool {
+		p := c.nodes[f1].r.byName[tp]
+		return p.Ready() && p.Term() > oldTerm
+	}) {
+		t.Fatalf("the transferee did not take over")
+	}
+	sp := produce(c, f1, "sd", part, -1, batchOf("after"))
+	if sp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
+	}
+	committed := sp.BaseOffset + 1
+	// Well within the lease: the read below is not refused for expiry.
+	if held := c.clk.Monotonic() - pausedAt; held > c.nodes[old].r.leaseDuration()/2 {
+		t.Fatalf("paused %v, more than half a lease (%v): the scenario needs a live lease", held, c.nodes[old].r.leaseDuration())
+	}
+	var resp *kmsg.FetchResponse
+	c.w.Call(netx.NodeID(old), 0, "fetch", func(inst world.Instance) {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxBytes = 11, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "sd"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = part, 1<<20, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		inst.(reactorInstance).r.HandleRequest(Client{ClientID: "test"}, req, func(r kmsg.Response) { resp = r.(*kmsg.FetchResponse) })
+	}, nil)
+	c.runFor(time.Microsecond) // the call is held behind the messages
+	c.w.Resume(netx.NodeID(old))
+	if !c.runUntil(time.Second, func() bool { return resp != nil }) {
+		t.Fatalf("the fetch was not answered")
+	}
+	got := resp.Topics[0].Partitions[0]
+	if got.ErrorCode == 0 {
+		t.Fatalf("the deposed leader answered a fetch with high watermark %d (term %d) after %d was committed in a later term",
+			got.HighWatermark, oldTerm, committed)
 	}
 }
