@@ -6,9 +6,11 @@
 #
 #	scripts/tracehash/tracehash.sh > /tmp/new.txt        seeds 1..80 plus the extras below
 #	scripts/tracehash/tracehash.sh 1 2 187 948001        these seeds only
-#	diff scripts/tracehash/ab57688.txt /tmp/new.txt      no output: no trace changed
+#	diff scripts/tracehash/eb6c89d.txt /tmp/new.txt      no output: no trace changed
 #
-# ab57688.txt is the baseline recorded on main at ab57688 (2026-12-03; it replaces
+# eb6c89d.txt is the baseline recorded on main at eb6c89d (2026-12-03; it replaces
+# ab57688.txt, which differs in seeds 58 and 76 only: the fix of seed 1042074,
+# a stepped-down leader's lease; ab57688.txt replaced
 # 99e529c.txt, whose hashes 61 of the 87 seeds no longer matched after that
 # day's later fixes changed their schedules; the fix of seed 1020498 changed
 # seed 29 only). TestSim's default
