@@ -32,12 +32,16 @@ type tracer struct {
 	total int
 	// sum hashes every line followed by "\n", as it is added.
 	sum hash.Hash
+	// timeAt and timeText: the last time appendAt formatted, and its
+	// text (an instant's events add several lines at one time).
+	timeAt   time.Duration
+	timeText []byte
 }
 
 func newTracer(keep int) tracer { return tracer{sum: sha256.New(), keep: keep} }
 
 func (t *tracer) add(at time.Duration, format string, args ...any) {
-	line := appendTime(t.buffer(), at)
+	line := t.appendAt(t.buffer(), at)
 	line = append(line, ' ')
 	line = fmt.Appendf(line, format, args...)
 	t.push(line)
@@ -63,10 +67,19 @@ func (t *tracer) buffer() []byte {
 
 // push adds a line built in a buffer from buffer.
 func (t *tracer) push(line []byte) {
-	t.lines = append(t.lines, line)
-	t.total++
+	line = append(line, '\n')
 	t.sum.Write(line)
-	t.sum.Write([]byte{'\n'})
+	t.lines = append(t.lines, line[:len(line)-1])
+	t.total++
+}
+
+// appendAt is appendTime(b, at), reusing the last time's text when at is
+// the same.
+func (t *tracer) appendAt(b []byte, at time.Duration) []byte {
+	if t.timeText == nil || at != t.timeAt {
+		t.timeAt, t.timeText = at, appendTime(t.timeText[:0], at)
+	}
+	return append(b, t.timeText...)
 }
 
 // The lines below are added once per event or more: they are built
@@ -74,7 +87,7 @@ func (t *tracer) push(line []byte) {
 
 // addEv adds "ev #seq" (add(at, "ev #%d", seq)).
 func (t *tracer) addEv(at time.Duration, seq uint64) {
-	line := appendTime(t.buffer(), at)
+	line := t.appendAt(t.buffer(), at)
 	line = append(line, " ev #"...)
 	line = strconv.AppendUint(line, seq, 10)
 	t.push(line)
@@ -83,7 +96,7 @@ func (t *tracer) addEv(at time.Duration, seq uint64) {
 // addNode adds "n<id>.<inc> <what><suffix>" (add(at, "n%d.%d %s%s", id,
 // inc, what, suffix)).
 func (t *tracer) addNode(at time.Duration, id, inc uint64, what, suffix string) {
-	line := appendTime(t.buffer(), at)
+	line := t.appendAt(t.buffer(), at)
 	line = append(line, " n"...)
 	line = strconv.AppendUint(line, id, 10)
 	line = append(line, '.')
@@ -97,7 +110,7 @@ func (t *tracer) addNode(at time.Duration, id, inc uint64, what, suffix string) 
 // addf adds prefix followed by format applied to args (add(at, "%s%s",
 // prefix, fmt.Sprintf(format, args...)), without the intermediate string).
 func (t *tracer) addf(at time.Duration, prefix []byte, format string, args ...any) {
-	line := appendTime(t.buffer(), at)
+	line := t.appendAt(t.buffer(), at)
 	line = append(line, ' ')
 	line = append(line, prefix...)
 	line = fmt.Appendf(line, format, args...)

@@ -1,6 +1,7 @@
 package world
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -8,32 +9,46 @@ import (
 	"time"
 )
 
-// TestTraceFastPaths checks that the tracer's fmt-free lines (addEv,
-// addNode, addf, recvWhat, fnv32a) are byte for byte what add with the
-// format they replace writes, so traces and their hashes are unchanged.
+// TestTraceFastPaths checks that the tracer's lines, and those it builds
+// without fmt (addEv, addNode, addf, recvWhat, fnv32a, the time text
+// reused within an instant), are byte for byte what fmt writes for the
+// formats they replace, and that the trace hash covers exactly those
+// lines, so traces and their hashes are unchanged.
 func TestTraceFastPaths(t *testing.T) {
-	fast, slow := newTracer(3), newTracer(3) // small keep: buffers get reused
-	ats := []time.Duration{0, 1, 999_999_999, time.Second, 73*time.Second + 5, -time.Millisecond}
-	u64s := []uint64{0, 1, 9, 10, 12345, math.MaxUint32, math.MaxUint64}
-	for _, at := range ats {
-		for _, u := range u64s {
-			fast.addEv(at, u)
-			slow.add(at, "ev #%d", u)
-			for _, suffix := range []string{"", ": gone", ": held"} {
-				fast.addNode(at, u, u/3, "timer", suffix)
-				slow.add(at, "n%d.%d %s%s", u, u/3, "timer", suffix)
-			}
-			fast.addf(at, []byte("world | "), "fault crash n%d: %v %s", u, at, "x")
-			slow.add(at, "world | %s", fmt.Sprintf("fault crash n%d: %v %s", u, at, "x"))
-			fast.addf(at, fmt.Appendf(nil, "n%d.%d | ", u, u+1), "%d%%", u)
-			slow.add(at, "n%d.%d | %s", u, u+1, fmt.Sprintf("%d%%", u))
-			if got, want := fast.lines[len(fast.lines)-1], slow.lines[len(slow.lines)-1]; string(got) != string(want) {
-				t.Fatalf("line %q, add wrote %q", got, want)
-			}
+	tr := newTracer(3) // a small keep: line buffers get reused
+	var want []string
+	check := func(line string) {
+		t.Helper()
+		want = append(want, line)
+		if got := string(tr.lines[len(tr.lines)-1]); got != line {
+			t.Fatalf("line %q, want %q", got, line)
 		}
 	}
-	if fast.total != slow.total || string(fast.sum.Sum(nil)) != string(slow.sum.Sum(nil)) {
-		t.Fatalf("fast and fmt tracers differ: %d and %d lines, hashes %x and %x", fast.total, slow.total, fast.sum.Sum(nil), slow.sum.Sum(nil))
+	ats := []time.Duration{0, 1, 0, 999_999_999, time.Second, time.Second, 73*time.Second + 5, -time.Millisecond, 1}
+	u64s := []uint64{0, 1, 9, 10, 12345, math.MaxUint32, math.MaxUint64}
+	for _, at := range ats {
+		ts := fmt.Sprintf("%d.%09d ", at/time.Second, at%time.Second)
+		for _, u := range u64s {
+			tr.addEv(at, u)
+			check(ts + fmt.Sprintf("ev #%d", u))
+			for _, suffix := range []string{"", ": gone", ": held"} {
+				tr.addNode(at, u, u/3, "timer", suffix)
+				check(ts + fmt.Sprintf("n%d.%d %s%s", u, u/3, "timer", suffix))
+			}
+			tr.addf(at, []byte("world | "), "fault crash n%d: %v %s", u, at, "x")
+			check(ts + "world | " + fmt.Sprintf("fault crash n%d: %v %s", u, at, "x"))
+			tr.addf(at, fmt.Appendf(nil, "n%d.%d | ", u, u+1), "%d%%", u)
+			check(ts + fmt.Sprintf("n%d.%d | %s", u, u+1, fmt.Sprintf("%d%%", u)))
+			tr.add(at, "n%d %s: down", u, "call")
+			check(ts + fmt.Sprintf("n%d %s: down", u, "call"))
+		}
+	}
+	sum := sha256.New()
+	for _, l := range want {
+		sum.Write([]byte(l + "\n"))
+	}
+	if tr.total != len(want) || string(tr.sum.Sum(nil)) != string(sum.Sum(nil)) {
+		t.Fatalf("tracer: %d lines, hash %x; want %d lines, hash %x", tr.total, tr.sum.Sum(nil), len(want), sum.Sum(nil))
 	}
 	for _, msg := range [][]byte{nil, {0}, []byte("hello"), make([]byte, 1000)} {
 		h := fnv.New32a()
