@@ -2,7 +2,6 @@ package world
 
 import (
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	"github.com/floe-broker/floe/clock"
@@ -48,6 +47,7 @@ func (h *host) boot() {
 	h.inc++
 	h.up = true
 	inc := h.inc
+	tracePrefix := fmt.Appendf(nil, "n%d.%d | ", h.id, inc)
 	env := Env{
 		ID:    h.id,
 		Clock: nodeClock{h},
@@ -58,7 +58,7 @@ func (h *host) boot() {
 		FS:   h.fs,
 		Rand: h.w.childRand(),
 		Tracef: func(format string, args ...any) {
-			h.w.trace.add(h.w.clock.Monotonic(), "n%d.%d | %s", h.id, inc, fmt.Sprintf(format, args...))
+			h.w.trace.addf(h.w.clock.Monotonic(), tracePrefix, format, args...)
 		},
 		Fatal: func(err error) { h.fatal(inc, err) },
 	}
@@ -89,9 +89,7 @@ func (h *host) fatal(inc uint64, err error) {
 // deliver hands a message to incarnation inc, through the pause gate.
 func (h *host) deliver(inc uint64, from netx.NodeID, msg []byte) {
 	h.w.deliveredBytes += int64(len(msg))
-	hash := fnv.New32a()
-	hash.Write(msg)
-	what := fmt.Sprintf("recv n%d len=%d h=%08x", from, len(msg), hash.Sum32())
+	what := recvWhat(uint64(from), len(msg), fnv32a(msg))
 	h.run(inc, what, func() {
 		if h.inst != nil {
 			h.inst.Handle(from, msg)
@@ -105,12 +103,12 @@ func (h *host) run(inc uint64, what string, fn func()) {
 	now := h.w.clock.Monotonic()
 	switch {
 	case !h.up || h.inc != inc:
-		h.w.trace.add(now, "n%d.%d %s: gone", h.id, inc, what)
+		h.w.trace.addNode(now, uint64(h.id), inc, what, ": gone")
 	case h.paused:
-		h.w.trace.add(now, "n%d.%d %s: held", h.id, inc, what)
+		h.w.trace.addNode(now, uint64(h.id), inc, what, ": held")
 		h.held = append(h.held, heldEvent{inc, what, fn})
 	default:
-		h.w.trace.add(now, "n%d.%d %s", h.id, inc, what)
+		h.w.trace.addNode(now, uint64(h.id), inc, what, "")
 		h.ran++
 		fn()
 	}

@@ -32,11 +32,24 @@ type tracer struct {
 	total int
 	// sum hashes every line followed by "\n", as it is added.
 	sum hash.Hash
+	// timeAt and timeText: the last time appendAt formatted, and its
+	// text (an instant's events add several lines at one time).
+	timeAt   time.Duration
+	timeText []byte
 }
 
 func newTracer(keep int) tracer { return tracer{sum: sha256.New(), keep: keep} }
 
 func (t *tracer) add(at time.Duration, format string, args ...any) {
+	line := t.appendAt(t.buffer(), at)
+	line = append(line, ' ')
+	line = fmt.Appendf(line, format, args...)
+	t.push(line)
+}
+
+// buffer returns an empty buffer for the next line: a dropped line's
+// when there is one.
+func (t *tracer) buffer() []byte {
 	if t.keep > 0 && len(t.lines) >= 2*t.keep {
 		// Keep the last keep lines; the dropped lines' buffers go after
 		// them, to be written over.
@@ -46,17 +59,87 @@ func (t *tracer) add(at time.Duration, format string, args ...any) {
 		copy(t.lines[t.keep:], tail)
 		t.lines = t.lines[:t.keep]
 	}
-	var line []byte
 	if n := len(t.lines); n < cap(t.lines) {
-		line = t.lines[:n+1][n][:0] // a dropped line's buffer
+		return t.lines[:n+1][n][:0]
 	}
-	line = appendTime(line, at)
-	line = append(line, ' ')
-	line = fmt.Appendf(line, format, args...)
-	t.lines = append(t.lines, line)
-	t.total++
+	return nil
+}
+
+// push adds a line built in a buffer from buffer.
+func (t *tracer) push(line []byte) {
+	line = append(line, '\n')
 	t.sum.Write(line)
-	t.sum.Write([]byte{'\n'})
+	t.lines = append(t.lines, line[:len(line)-1])
+	t.total++
+}
+
+// appendAt is appendTime(b, at), reusing the last time's text when at is
+// the same.
+func (t *tracer) appendAt(b []byte, at time.Duration) []byte {
+	if t.timeText == nil || at != t.timeAt {
+		t.timeAt, t.timeText = at, appendTime(t.timeText[:0], at)
+	}
+	return append(b, t.timeText...)
+}
+
+// The lines below are added once per event or more: they are built
+// without fmt, byte for byte as add would format them (TestTraceFastPaths).
+
+// addEv adds "ev #seq" (add(at, "ev #%d", seq)).
+func (t *tracer) addEv(at time.Duration, seq uint64) {
+	line := t.appendAt(t.buffer(), at)
+	line = append(line, " ev #"...)
+	line = strconv.AppendUint(line, seq, 10)
+	t.push(line)
+}
+
+// addNode adds "n<id>.<inc> <what><suffix>" (add(at, "n%d.%d %s%s", id,
+// inc, what, suffix)).
+func (t *tracer) addNode(at time.Duration, id, inc uint64, what, suffix string) {
+	line := t.appendAt(t.buffer(), at)
+	line = append(line, " n"...)
+	line = strconv.AppendUint(line, id, 10)
+	line = append(line, '.')
+	line = strconv.AppendUint(line, inc, 10)
+	line = append(line, ' ')
+	line = append(line, what...)
+	line = append(line, suffix...)
+	t.push(line)
+}
+
+// addf adds prefix followed by format applied to args (add(at, "%s%s",
+// prefix, fmt.Sprintf(format, args...)), without the intermediate string).
+func (t *tracer) addf(at time.Duration, prefix []byte, format string, args ...any) {
+	line := t.appendAt(t.buffer(), at)
+	line = append(line, ' ')
+	line = append(line, prefix...)
+	line = fmt.Appendf(line, format, args...)
+	t.push(line)
+}
+
+// recvWhat is fmt.Sprintf("recv n%d len=%d h=%08x", from, size, h).
+func recvWhat(from uint64, size int, h uint32) string {
+	b := make([]byte, 0, 40)
+	b = append(b, "recv n"...)
+	b = strconv.AppendUint(b, from, 10)
+	b = append(b, " len="...)
+	b = strconv.AppendInt(b, int64(size), 10)
+	b = append(b, " h="...)
+	const hex = "0123456789abcdef"
+	for shift := 28; shift >= 0; shift -= 4 {
+		b = append(b, hex[h>>uint(shift)&0xf])
+	}
+	return string(b)
+}
+
+// fnv32a is hash/fnv's New32a sum of msg, without allocating the hash.
+func fnv32a(msg []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range msg {
+		h ^= uint32(c)
+		h *= 16777619
+	}
+	return h
 }
 
 // appendTime appends a simulated time as seconds.nanoseconds, fixed
@@ -77,7 +160,7 @@ func appendTime(b []byte, d time.Duration) []byte {
 // Tracef adds a world-level line to the trace: test drivers use it to mark
 // phases and the choices their seed made.
 func (w *World) Tracef(format string, args ...any) {
-	w.trace.add(w.clock.Monotonic(), "world | %s", fmt.Sprintf(format, args...))
+	w.trace.addf(w.clock.Monotonic(), []byte("world | "), format, args...)
 }
 
 // Trace returns a copy of the trace lines kept so far (all of them unless

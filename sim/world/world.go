@@ -120,7 +120,7 @@ func New(cfg Config, f Factory) *World {
 		trace:   newTracer(cfg.TraceKeep),
 	}
 	w.clock.SetHook(func(at time.Duration, seq uint64) {
-		w.trace.add(at, "ev #%d", seq)
+		w.trace.addEv(at, seq)
 	})
 	w.net = netx.NewSimNetwork(w.clock, w.childRand())
 	w.net.SetDefaultFaults(cfg.Faults)
@@ -280,7 +280,7 @@ func (w *World) Call(id netx.NodeID, delay time.Duration, what string, fn func(I
 	inc := h.inc
 	w.clock.After(delay, func() {
 		if !h.up || h.inc != inc {
-			w.trace.add(w.clock.Monotonic(), "n%d.%d %s: gone", id, inc, what)
+			w.trace.addNode(w.clock.Monotonic(), uint64(id), inc, what, ": gone")
 			if gone != nil {
 				gone()
 			}
