@@ -63,6 +63,17 @@ func raftConfig(id uint64) consensus.Config {
 
 // add starts member id on a new log; voters, if any, bootstrap the group
 // as node/replicas.go does.
+// newLedGroup makes a group of three members 1, 2 and 3, and has member
+// 1 campaign; the caller checks the election where it matters.
+func newLedGroup(t *testing.T) (*group, *member, *member, *member) {
+	g := newGroup(t)
+	m1, m2, m3 := g.add(1, 1, 2, 3), g.add(2, 1, 2, 3), g.add(3, 1, 2, 3)
+	g.pump()
+	m1.rep.raft.Campaign()
+	g.pump()
+	return g, m1, m2, m3
+}
+
 func (g *group) add(id uint64, voters ...uint64) *member {
 	m := &member{id: id, fs: logstore.NewSimFS(rand.New(rand.NewSource(int64(id)))), sm: &appSM{}}
 	g.members[id] = m
@@ -425,11 +436,7 @@ func (g *group) settle(m *member) []consensus.Message {
 // leader-only rule itself is not exercised here: a follower's commit
 // index moves only through the leader's next Ready.)
 func TestApplyCommittedBusy(t *testing.T) {
-	g := newGroup(t)
-	m1, m2, m3 := g.add(1, 1, 2, 3), g.add(2, 1, 2, 3), g.add(3, 1, 2, 3)
-	g.pump()
-	m1.rep.raft.Campaign()
-	g.pump()
+	g, m1, m2, m3 := newLedGroup(t)
 	if m1.rep.BasicStatus().RaftState != consensus.StateLeader {
 		t.Fatalf("member 1 is not the leader")
 	}
@@ -577,11 +584,7 @@ func TestDurableAgreedIndexBelowReplacedTail(t *testing.T) {
 // refuses a point past SnapshotBound; after the next Ready, the same
 // point is taken, and the group keeps applying.
 func TestSnapshotNotPastRaftApplied(t *testing.T) {
-	g := newGroup(t)
-	m1, m2, m3 := g.add(1, 1, 2, 3), g.add(2, 1, 2, 3), g.add(3, 1, 2, 3)
-	g.pump()
-	m1.rep.raft.Campaign()
-	g.pump()
+	g, m1, m2, m3 := newLedGroup(t)
 	e1, _, err := m1.rep.Propose(EntryBatch+1, []byte("e1"))
 	if err != nil {
 		t.Fatal(err)
