@@ -29,6 +29,12 @@ func (b *Broker) Handle(from netx.NodeID, msg []byte) { b.R.HandlePeer(from, msg
 // Stop stops the reactor cleanly (its logs are synced and closed).
 func (b *Broker) Stop() { b.R.Stop() }
 
+// LeaderEpochOf is the reactor's: the epoch the broker leads
+// topic/partition in, if it believes it leads it (epochLeader, known.go).
+func (b *Broker) LeaderEpochOf(topic string, partition int32) (int32, bool) {
+	return b.R.LeaderEpochOf(topic, partition)
+}
+
 // BrokerConfig shapes the brokers of a simulated cluster.
 type BrokerConfig struct {
 	// Nodes is the cluster size; every node is an initial controller voter.

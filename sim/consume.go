@@ -8,12 +8,35 @@ import (
 
 	"github.com/floe-broker/floe/jepsen/history"
 	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node/group"
 )
 
-// offsetsTopic is where committed offsets live; with one partition
-// (BrokerConfig.OffsetsPartitions) every group's coordinator leads
-// partition 0.
+// offsetsTopic is where committed offsets live: a group's coordinator
+// leads its partition group.PartitionFor(name, N), N being
+// BrokerConfig.OffsetsPartitions (coordinatorPartition).
 const offsetsTopic = "__consumer_offsets"
+
+// coordinatorPartition is the partition of __consumer_offsets whose leader
+// coordinates consumer group name (node/coordinators.go).
+func (r *run) coordinatorPartition(name string) int32 {
+	n := r.o.Broker.OffsetsPartitions
+	if n <= 0 {
+		n = 16 // node.Config's default, which a zero leaves in place
+	}
+	return group.PartitionFor(name, n)
+}
+
+// coordinatorProbe is the deposed-leader probe (known.go) of a request
+// for consumer group name sent to its coordinator id: it looks at the
+// group's own partition of __consumer_offsets. (It looked at partition 0
+// whatever the partition count: in --all-faults seed 1055909, with two
+// partitions, n1 answered g0's OffsetFetch as the rightful leader of
+// partition 1 and was counted deposed because it was also a cut-off
+// leader of partition 0, which it served nothing from; and a coordinator
+// deposed on partition 1 would have gone unseen.)
+func (r *run) coordinatorProbe(id netx.NodeID, name string) func() bool {
+	return r.deposedProbe(id, offsetsTopic, r.coordinatorPartition(name))
+}
 
 // consumer is a client consuming every partition of the topic for a group
 // without joining it (simple, generation -1 commits, as a standalone
@@ -88,7 +111,7 @@ func (c *consumer) fetchCommitted() {
 			t.Partitions = append(t.Partitions, p)
 		}
 		req.Topics = append(req.Topics, t)
-		probe := r.deposedProbe(c.coord, offsetsTopic, 0)
+		probe := r.coordinatorProbe(c.coord, c.group)
 		r.kn.callAt(c.coord, req, r.o.RequestTimeout, probe, func(resp kmsg.Response, err error, deposed bool) {
 			got, code := map[int32]int64{}, int16(0)
 			if err == nil {
@@ -232,7 +255,7 @@ func (c *consumer) commit(final bool) {
 			t.Partitions = append(t.Partitions, p)
 		}
 		req.Topics = append(req.Topics, t)
-		probe := r.deposedProbe(c.coord, offsetsTopic, 0) // samples the coordinator's epoch
+		probe := r.coordinatorProbe(c.coord, c.group) // samples the coordinator's epoch
 		r.kn.callAt(c.coord, req, r.o.RequestTimeout, probe, func(resp kmsg.Response, err error, _ bool) {
 			code := int16(0)
 			if err == nil {

@@ -62,14 +62,20 @@ func (r *run) deposedProbe(id netx.NodeID, topic string, partition int32) func()
 	}
 }
 
+// epochLeader is an instance that can say which partitions it leads: a
+// *Broker, or a test's stand-in for one.
+type epochLeader interface {
+	LeaderEpochOf(topic string, partition int32) (int32, bool)
+}
+
 // leaderEpoch returns the epoch node id leads topic/partition in, if it is
 // up and believes it leads it.
 func (r *run) leaderEpoch(id netx.NodeID, topic string, partition int32) (int32, bool) {
-	b, ok := r.w.Instance(id).(*Broker)
+	b, ok := r.w.Instance(id).(epochLeader)
 	if !ok {
 		return 0, false
 	}
-	return b.R.LeaderEpochOf(topic, partition)
+	return b.LeaderEpochOf(topic, partition)
 }
 
 // deposedHow is the note recording a probe's verdict.
