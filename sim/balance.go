@@ -36,10 +36,19 @@ import (
 //     partition's replicas on fewer racks than before;
 //   - balancer-flap: once the cluster has healed (every broker up, no
 //     faults, writes over), the balancer never starts the exact reverse of
-//     a move of the same partition it completed, while the partitions'
-//     reported sizes are what they were when that move started. With
-//     every input of the planner unchanged, a reversal can only be
-//     flapping (node/controller/balance.go: every move lowers a potential).
+//     a move of the same partition it completed from the very placement
+//     that move led to: every partition's replicas as the planner counts
+//     them (placementPrint) and reported size what they were when the
+//     move started, with the move done. With what the planner counts
+//     unchanged, a reversal can only be flapping (node/controller/
+//     balance.go: every move lowers a potential). Anything else that moved
+//     in between (a nemesis or operator reassignment, another balancer
+//     move, a decommission's evacuation, a topic deleted or re-created, a
+//     size report) changes the planner's input, and a reversal after it
+//     can be right: the check compares the whole placement, not only the
+//     sizes (seed 1060802: a nemesis reassignment of sim/0 off brokers 1
+//     and 2 made the balancer's earlier move of simchurn/0 from 1 to 4
+//     worth undoing).
 //
 // A seed that draws the balancer draws its mode too: count, or load
 // (bytes on disk, goal 3, from the sizes the partitions' leaders report).
@@ -188,21 +197,43 @@ type balanceMove struct {
 	epoch    int32
 	target   []int32
 	replicas []int32 // the replica set it moved from
-	sizes    uint64  // fingerprint of every partition's reported size at its start
+	// after fingerprints the planner's input with the move done
+	// (placementPrint of the metadata it was first seen in, the partition
+	// on its target).
+	after uint64
 }
 
-// sizesPrint fingerprints the reported sizes of every partition in st.
-// It hashes the bytes fmt's "%s/%d=%d;" would print per partition,
-// built without fmt (it runs at every look).
-func sizesPrint(st *controller.State) uint64 {
+// placementPrint fingerprints what the planner (node/controller/
+// balance.go) counts in st: every partition's replica set as it counts
+// it (the target while a reassignment is in flight, else the replicas; in
+// order, the first being the preferred leader) and its reported size,
+// with the set of partition topic/index taken as set instead. It hashes
+// the bytes fmt's "%s/%d=%v:%d;" would print per partition, built without
+// fmt. Two metadata with the same print give the planner the same
+// replica, leader and load counts per broker.
+func placementPrint(st *controller.State, topic string, index int32, set []int32) uint64 {
 	h := fnv.New64a()
 	var buf []byte
 	for _, name := range st.TopicNames() {
 		for _, p := range st.Topics[name].Partitions {
+			ids := p.Replicas
+			if p.Target != nil {
+				ids = p.Target
+			}
+			if name == topic && p.Index == index {
+				ids = set
+			}
 			buf = append(buf[:0], name...)
 			buf = append(buf, '/')
 			buf = strconv.AppendInt(buf, int64(p.Index), 10)
-			buf = append(buf, '=')
+			buf = append(buf, '=', '[')
+			for i, id := range ids {
+				if i > 0 {
+					buf = append(buf, ' ')
+				}
+				buf = strconv.AppendInt(buf, int64(id), 10)
+			}
+			buf = append(buf, ']', ':')
 			buf = strconv.AppendInt(buf, p.Bytes, 10)
 			buf = append(buf, ';')
 			h.Write(buf)
@@ -266,10 +297,9 @@ func (r *run) lookBalance(id netx.NodeID, st *controller.State) {
 		racks[bid] = st.Brokers[bid].Rack
 	}
 	inFlight := 0
-	sizes := sizesPrint(st)
 	for _, name := range st.TopicNames() {
 		for _, p := range st.Topics[name].Partitions {
-			r.observeBalancePartition(id, name, p, racks, sizes, &inFlight)
+			r.observeBalancePartition(id, st, name, p, racks, &inFlight)
 		}
 	}
 	if inFlight > r.o.Balance.MovesMax {
@@ -277,7 +307,7 @@ func (r *run) lookBalance(id netx.NodeID, st *controller.State) {
 	}
 }
 
-func (r *run) observeBalancePartition(id netx.NodeID, topic string, p controller.Partition, racks map[int32]string, sizes uint64, inFlight *int) {
+func (r *run) observeBalancePartition(id netx.NodeID, st *controller.State, topic string, p controller.Partition, racks map[int32]string, inFlight *int) {
 	bs := &r.balance
 	key := fmt.Sprintf("%s/%d", topic, p.Index)
 	if p.BalancerMove && p.Target != nil {
@@ -286,10 +316,12 @@ func (r *run) observeBalancePartition(id netx.NodeID, topic string, p controller
 			r.inv.fail("balancer-rack-spread", "n%v: %s moves from %v to %v, fewer racks (%v)", id, key, p.Replicas, p.Target, racks)
 		}
 		if m, ok := bs.started[key]; !ok || p.ReassignEpoch > m.epoch {
-			mv := balanceMove{epoch: p.ReassignEpoch, target: slices.Clone(p.Target), replicas: slices.Clone(p.Replicas), sizes: sizes}
-			if last, ok := bs.last[key]; ok && bs.resting && last.sizes == sizes &&
-				sameMembers(mv.replicas, last.target) && sameMembers(mv.target, last.replicas) {
-				r.inv.fail("balancer-flap", "n%v: %s moves back from %v to %v, reversing the balancer's move at epoch %d with every partition's size unchanged", id, key, mv.replicas, mv.target, last.epoch)
+			mv := balanceMove{epoch: p.ReassignEpoch, target: slices.Clone(p.Target), replicas: slices.Clone(p.Replicas),
+				after: placementPrint(st, topic, p.Index, p.Target)}
+			if last, ok := bs.last[key]; ok && bs.resting &&
+				sameMembers(mv.replicas, last.target) && sameMembers(mv.target, last.replicas) &&
+				placementPrint(st, topic, p.Index, p.Replicas) == last.after {
+				r.inv.fail("balancer-flap", "n%v: %s moves back from %v to %v, reversing the balancer's move at epoch %d with every partition's placement and size what that move left", id, key, mv.replicas, mv.target, last.epoch)
 			}
 			bs.started[key] = mv
 			bs.gen++
