@@ -191,3 +191,57 @@ func TestFormattedStartFailedBeforeControllerOpen(t *testing.T) {
 		t.Fatalf("after a failed start on the formatted new disk, the controller replica opened with fence %v, want the lost-log fence", f)
 	}
 }
+
+// TestLostLogFenceRecordFollowsRaft: every controller replica of a new
+// cluster opens under the lost-log fence (fenceNewController). Its Raft
+// turns the fence into the leader's log end and lifts it once the log
+// holds that end; the durable record must follow within the same pass, not
+// at the next tick. A member that crashed in between came back under the
+// lost-log fence though its durable log held the leader's log end and it
+// had acknowledged entries past it as an unfenced voter: admitting no
+// candidate and never campaigning, it needs a leader to lift it, and with
+// another voter fenced over a loss the group never elects again (sim seed
+// 1072293 with --all-faults: n3's controller replica crashed 7 ms after its
+// Raft lifted the fence, n1 lost its controller log to a lying fsync, and
+// the controller group stayed leaderless through the liveness phase).
+// Each seed steps a new cluster event by event to the first moment, with
+// no Ready pass pending, that a member's Raft has lifted the fence over a
+// durable log, crashes that member there and restarts it: it must come
+// back unfenced.
+func TestLostLogFenceRecordFollowsRaft(t *testing.T) {
+	for _, seed := range []int64{71, 72, 73, 74, 75, 76} {
+		c := newCluster(t, 3, seed)
+		var lifted *tnode
+		for steps := 0; lifted == nil; steps++ {
+			if steps > 1_000_000 || !c.w.Step() {
+				t.Fatalf("seed %d: no controller replica's Raft lifted its lost-log fence", seed)
+			}
+			for id := int32(1); id <= 3; id++ {
+				n := c.nodes[id]
+				if n.r == nil || n.r.processQueued || n.r.ctl.rep == nil {
+					continue
+				}
+				rep := n.r.ctl.rep
+				lf := rep.LeaderLogFence()
+				if !lf.IsZero() && rep.VoteFence().IsZero() && rep.DurableIndex() >= lf.Index {
+					lifted = n
+					break
+				}
+			}
+		}
+		g := uint64(controller.ControllerGroup)
+		if f := lifted.r.local[g].fence; f.IsLostLog() {
+			t.Errorf("seed %d: n%d's Raft lifted the lost-log fence (leader's log end %v, durable log at %d), its durable record is still the lost-log fence",
+				seed, lifted.id, lifted.r.ctl.rep.LeaderLogFence(), lifted.r.ctl.rep.DurableIndex())
+		}
+		lifted.crashWith(logstore.CrashLoseAll)
+		lifted.boot()
+		if lifted.r == nil {
+			t.Fatalf("seed %d: n%d did not restart: %v", seed, lifted.id, lifted.startErr)
+		}
+		if f := lifted.r.ctl.rep.VoteFence(); !f.IsZero() {
+			t.Errorf("seed %d: n%d's controller replica restarted fenced (%v) over a durable log past the leader's log end it had learned",
+				seed, lifted.id, f)
+		}
+	}
+}

@@ -95,6 +95,9 @@ func (r *Reactor) take(g consensus.GroupID, rep *replica.Replica) {
 		r.observeReadStates(uint64(g), rss)
 	}
 	r.afterApply(uint64(g)) // Take may have applied entries already durable
+	// The durable fence record follows Raft's fence within this pass, not
+	// at the next tick: before this Ready's messages are flushed.
+	r.fenceRecordFollows(uint64(g))
 	if !mustSync || plant.Enabled(plant.AckBeforeFsync) {
 		r.complete(g, rep)
 		if plant.Enabled(plant.AckBeforeFsync) && mustSync {
@@ -123,6 +126,16 @@ func (r *Reactor) complete(g consensus.GroupID, rep *replica.Replica) {
 	r.countSnapshots(after)
 	r.host.Enqueue(g, after)
 	r.afterApply(uint64(g))
+	// And once its entries are durable.
+	r.fenceRecordFollows(uint64(g))
+}
+
+// fenceRecordFollows brings a fenced group's durable fence record up to its
+// Raft's fence after each Ready (liftFence), so that a crash never brings
+// the replica back under a fence its Raft had already turned into the
+// leader's log end or lifted (sim seed 1072293, --all-faults).
+func (r *Reactor) fenceRecordFollows(g uint64) {
+	r.liftFence(g)
 }
 
 // countSnapshots counts the Raft snapshots among a Ready's messages

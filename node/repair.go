@@ -266,35 +266,57 @@ func (r *Reactor) reopen(g uint64, change func() error) error {
 // no longer needs it.
 func (r *Reactor) liftFences() {
 	for _, g := range r.groupsWhere(func(s *groupState) bool { return !s.fence.IsZero() }) {
-		rep := r.replicaOf(g)
-		dir, ok := r.replicaDir(g)
-		if rep == nil || !ok {
-			r.local[g].fence = consensus.VoteFence{}
-			continue
-		}
-		f := r.local[g].fence
-		if f.IsLostLog() {
-			if r.leaderLogFence(g, dir, rep.LeaderLogFence()) {
-				continue
-			}
-			f = r.local[g].fence
-		}
-		durable := rep.DurableIndex()
-		term, err := rep.Term(durable)
-		// Raft lifts its own copy of the fence (by index or by term); the
-		// durable record goes once Raft has and the durable log agrees.
-		if !rep.VoteFence().IsZero() || err != nil || !f.LiftedBy(durable, term) || rep.Busy() {
-			continue
-		}
-		if err := r.env.FS.Remove(path.Join(dir, fenceFile)); err != nil && !errors.Is(err, logstore.ErrNotExist) {
-			continue
-		}
-		if err := r.env.FS.SyncDir(dir); err != nil {
-			continue
-		}
-		r.local[g].fence = consensus.VoteFence{}
-		r.env.Logf("node %d: group %d repaired: the log is back past its vote fence %v", r.self, g, f)
+		r.liftFence(g)
 	}
+}
+
+// liftFence brings group g's durable fence record up to Raft's: a lost-log
+// fence becomes the leader's log end Raft learned, and the record goes once
+// Raft has lifted its fence and the durable log agrees. complete runs it
+// after every Ready of a fenced replica, so the record follows Raft's
+// fence within the event that moved it, not a tick later: a member that
+// crashed between its Raft's conversion or lift of the lost-log fence and
+// the next tick came back under the lost-log fence, though its durable log
+// held the leader's log end and it had acknowledged entries past it as an
+// unfenced voter would. Admitting no candidate and campaigning with no
+// log, it could never be repaired without a leader, and with another
+// voter fenced over a loss (sim seed 1072293 with --all-faults: a freshly
+// formatted controller replica crashed 7 ms after its Raft lifted the
+// bootstrap lost-log fence, another lost its controller log to a lying
+// fsync) the controller group elected nobody for ever.
+func (r *Reactor) liftFence(g uint64) {
+	s := r.local[g]
+	if r.stopped || s == nil || s.fence.IsZero() {
+		return
+	}
+	rep := r.replicaOf(g)
+	dir, ok := r.replicaDir(g)
+	if rep == nil || !ok {
+		s.fence = consensus.VoteFence{}
+		return
+	}
+	f := s.fence
+	if f.IsLostLog() {
+		if r.leaderLogFence(g, dir, rep.LeaderLogFence()) {
+			return
+		}
+		f = s.fence
+	}
+	durable := rep.DurableIndex()
+	term, err := rep.Term(durable)
+	// Raft lifts its own copy of the fence (by index or by term); the
+	// durable record goes once Raft has and the durable log agrees.
+	if !rep.VoteFence().IsZero() || err != nil || !f.LiftedBy(durable, term) || rep.Busy() {
+		return
+	}
+	if err := r.env.FS.Remove(path.Join(dir, fenceFile)); err != nil && !errors.Is(err, logstore.ErrNotExist) {
+		return
+	}
+	if err := r.env.FS.SyncDir(dir); err != nil {
+		return
+	}
+	s.fence = consensus.VoteFence{}
+	r.env.Logf("node %d: group %d repaired: the log is back past its vote fence %v", r.self, g, f)
 }
 
 // handOverDamaged moves the leadership off a damaged leader, so that it
