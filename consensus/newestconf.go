@@ -32,8 +32,11 @@ import "slices"
 // a majority of that newest membership, so every run of ours is a run the
 // dissertation's algorithm allows, and its proof (Leader Completeness, so
 // State Machine Safety) covers us. The applied majority only makes
-// decisions rarer; it keeps what the rest of Floe assumes of the applied
-// membership (a member outside it never leads).
+// decisions rarer. Who may stand follows the same rule: a voter of the
+// applied membership or of the newest one in its log (raft.go
+// promotable), so a learner whose log holds the uncommitted change that
+// promotes it campaigns, and may lead until it applies that change with
+// its first committed entry (a member of neither never leads).
 //
 // Liveness. The joint rule binds only while a log holds changes beyond the
 // applied index: a leader elected under it commits its first entry with
@@ -45,7 +48,13 @@ import "slices"
 // proposal, for instance. A candidate holding that change needs a
 // majority of the old membership and of the new one, which differ by one
 // server; a candidate without it needs the old majority only, and can win
-// if its log is as up to date as a majority's. So the group elects a
+// if its log is as up to date as a majority's. The server a change adds
+// must be allowed to stand: its log may be the only one a majority of the
+// new membership accepts (sim seed 1071630: the proposer lost its first
+// entry of a later term, held by the new voter alone, in a crash before
+// its fsync, and a fenced member accepted only a log of that later term;
+// while only applied voters campaigned, the group never elected a
+// leader). So the group elects a
 // leader whenever a majority of each membership is up and connected (the
 // leader whose proposal it was needed no less to commit it), at most one
 // server more than the dissertation's rule asks when the voters go from an

@@ -3,6 +3,7 @@ package consensus
 import (
 	"errors"
 	"math/rand"
+	"slices"
 
 	"github.com/floe-broker/floe/internal/plant"
 )
@@ -178,8 +179,40 @@ func (r *raft) hardState() HardState {
 
 func (r *raft) softState() SoftState { return SoftState{Lead: r.lead, RaftState: r.state} }
 
-// promotable says whether this member may campaign: it must be a voter.
-func (r *raft) promotable() bool { return r.trk.isVoter(r.id) }
+// promotable says whether this member may campaign: it must be a voter,
+// of its applied membership or of the newest membership in its log
+// (newestconf.go). A learner whose log holds the uncommitted change that
+// promotes it is one: the group's decisions already count its vote, and
+// its log may be the only one a majority of the newest membership accepts
+// (sim seed 1071630: see votesInNewestConf).
+func (r *raft) promotable() bool { return r.trk.isVoter(r.id) || r.votesInNewestConf() }
+
+// votesInNewestConf reports whether this member, not a voter of its
+// applied membership, is one in the newest membership of its log. Only a
+// log with entries past the applied index can hold such a change.
+//
+// Why it is needed: the joint rule (newestconf.go) has a candidate win only
+// with a majority of the newest membership too. When that membership adds
+// voter X, X's log may be the only one that majority accepts: in seed
+// 1071630 (voters [1 3 5], learner 4, 5 leading) 5 proposed "add voter 4",
+// was re-elected in a new term with the votes of 1 and 4, wrote its first
+// entry of that term to 4 only and lost it in a crash before its fsync; 3
+// had lost entries (a lying fsync) and, fenced, admitted only a log of a
+// later term than its own. 4 alone held such a log: 5 and 1 were refused
+// by 4 (a newer log) and 3 (its fence), so neither had a majority of
+// [1 3 4 5], and 4, a learner of its applied membership, never campaigned.
+// The group had no leader for good. Campaigning as a voter of the newest
+// membership is what the Raft dissertation's rule (a server uses the
+// latest configuration in its log) allows; 4 still wins only with a
+// majority of the applied voters too, and once its first entry is
+// committed it applies the change and is a voter of both.
+func (r *raft) votesInNewestConf() bool {
+	if r.log.lastIndex() <= r.log.applied {
+		return false
+	}
+	cs, err := r.newestConf()
+	return err == nil && slices.Contains(cs.Voters, r.id)
+}
 
 // send stamps m with our id (and term, except on vote messages whose term
 // the caller chose) and queues it by when it may leave.
@@ -309,7 +342,8 @@ func (r *raft) tick() {
 
 func (r *raft) tickElection() {
 	r.electionElapsedTicks++
-	if r.promotable() && r.electionElapsedTicks >= r.randomizedElectionTicks {
+	// The timeout first: promotable may read the log's unapplied tail.
+	if r.electionElapsedTicks >= r.randomizedElectionTicks && r.promotable() {
 		r.electionElapsedTicks = 0
 		r.hup(r.defaultCampaign())
 	}

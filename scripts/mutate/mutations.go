@@ -807,6 +807,16 @@ var mutations = []mutation{
 		Pkg:         "./consensus",
 	},
 	{
+		// Sim seed 1071630 with --all-faults on e30f87f.
+		Name: "promoted-learner-never-campaigns", File: "consensus/raft.go",
+		Original:    "func (r *raft) promotable() bool { return r.trk.isVoter(r.id) || r.votesInNewestConf() }",
+		Replacement: "func (r *raft) promotable() bool { return r.trk.isVoter(r.id) }",
+		Why: "membership liveness: a learner whose log holds the uncommitted change promoting it never campaigns, " +
+			"though its log may be the only one a majority of the newest membership accepts; the group stays leaderless",
+		Run: "^TestPromotedLearnerWithNewestLogCampaigns$",
+		Pkg: "./consensus",
+	},
+	{
 		Name: "recreate-from-stale-metadata", File: "node/controller.go",
 		Original:    "if at, stale := r.placedByStaleView(u.t, u.p); stale {",
 		Replacement: "if at, stale := r.placedByStaleView(u.t, u.p); false && stale {",
