@@ -10,6 +10,7 @@ package logstore
 // durable costs availability when a majority crashes so at once.
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 )
@@ -78,7 +79,69 @@ func (l *Log) tornIntoZeros(f File, base uint64, pos, end int64, index uint64, w
 	if boundary <= pos || boundary >= min(entryEnd, end) {
 		return false
 	}
+	if errors.Is(why, errChecksum) && !tornTailCanMatch(f, pos, boundary, entryEnd, first) {
+		// No bytes in place of the zeros make the entry's CRC hold: the
+		// bytes before the boundary, which a tear leaves as written,
+		// were changed (seed 1101738: a flipped bit 27 bytes before
+		// the boundary of an entry whose one byte after it is 0).
+		return false
+	}
 	return !l.laterSegmentData(base)
+}
+
+// tornTailCanMatch reports whether some bytes in place of the entry's
+// bytes from boundary to entryEnd (all zeros now: the part of the entry a
+// tear lost) give the entry at pos the CRC its header holds. A tear leaves
+// every byte before the boundary as written, so if none do, a byte before
+// it was damaged. Only a tail shorter than the CRC tells: CRC-32C is
+// affine in the tail's bits and maps every tail of fewer than 32 bits to
+// its own value (it detects every burst up to 32 bits), while 32 bits or
+// more reach every value. Those are solved for exactly (a GF(2) span
+// test over the tail's bits), without trying 2^(8k) tails; a read that
+// fails says a match is possible (the tear stands, as before).
+func tornTailCanMatch(f File, pos, boundary, entryEnd int64, first []byte) bool {
+	k := entryEnd - boundary
+	if k >= 4 || k <= 0 {
+		return true
+	}
+	b := first
+	if int64(len(b)) < boundary-pos {
+		b = make([]byte, boundary-pos)
+		if n, err := f.ReadAt(b, pos); err != nil && !(errors.Is(err, io.EOF) && n == len(b)) {
+			return true
+		}
+	}
+	b = b[:boundary-pos]
+	stored := binary.LittleEndian.Uint32(b)
+	prefix := crc32c(b[4:])
+	tail := make([]byte, k)
+	c0 := crc32cUpdate(prefix, tail)
+	// The images of the tail's single bits (minus c0), reduced to an
+	// echelon basis by their leading bits; then the target stored^c0 is
+	// reachable exactly when it reduces to zero against that basis.
+	var basis [32]uint32
+	for i := range 8 * k {
+		tail[i/8] = 1 << (i % 8)
+		v := crc32cUpdate(prefix, tail) ^ c0
+		tail[i/8] = 0
+		for bit := 31; bit >= 0 && v != 0; bit-- {
+			if v&(1<<bit) == 0 {
+				continue
+			}
+			if basis[bit] == 0 {
+				basis[bit] = v
+				break
+			}
+			v ^= basis[bit]
+		}
+	}
+	t := stored ^ c0
+	for bit := 31; bit >= 0 && t != 0; bit-- {
+		if t&(1<<bit) != 0 && basis[bit] != 0 {
+			t ^= basis[bit]
+		}
+	}
+	return t == 0
 }
 
 // zeroRunStart returns where the run of zero bytes that ends f at end

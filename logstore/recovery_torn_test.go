@@ -188,3 +188,103 @@ func TestZeroedSectorsInDurableEntriesAreDamage(t *testing.T) {
 		}
 	})
 }
+
+// zeroEndedLog writes an opaque entry 1 (synced, the meta record's commit
+// index at 1) and entry 2 (synced, above the recorded commit: fsynced and
+// so acknowledgeable, but nothing on disk says so), entry 2 laid out to
+// end k bytes past the first sector boundary with those k bytes 0 as
+// written (a Kafka batch's last byte, its last record's header count, is
+// often 0). Its other bytes are 0xAB. It returns the disk and the segment.
+func zeroEndedLog(t *testing.T, k int) (*SimFS, string) {
+	t.Helper()
+	fsys := newSim(26)
+	l, _ := openLog(t, fsys, Options{})
+	fill := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = 0xAB
+		}
+		return b
+	}
+	const d1 = 200
+	must(t, l.Append(Entry{Index: 1, Term: 1, Data: fill(d1)}))
+	l.SetHardState(HardState{Term: 1, Commit: 1})
+	must(t, l.Sync())
+	d2 := sectorBytes + k - 2*entryHeaderBytes - d1
+	data := fill(d2)
+	clear(data[d2-k:])
+	must(t, l.Append(Entry{Index: 2, Term: 1, Data: data}))
+	must(t, l.Sync())
+	must(t, l.Close())
+	seg := path.Join("p0", segmentNames(t, fsys)[0])
+	b, err := fsys.ReadFile(seg)
+	must(t, err)
+	if len(b) != sectorBytes+k {
+		t.Fatalf("segment is %d bytes, want %d", len(b), sectorBytes+k)
+	}
+	return fsys, seg
+}
+
+// A flipped bit in the last entry, before a sector boundary past which
+// the entry's own last bytes are zeros, looks like a tear into zeroed
+// sectors (a CRC that fails, zeros from a boundary inside the entry to the
+// end of the file, above the recorded commit). Sim seed 1101738: n3's
+// entry 6 of simtxn-1 (synced and acknowledged, the recorded commit 3)
+// had bit 5 of byte 486 flipped, its one byte past 512 was 0; recovery cut
+// it silently, the replica was not fenced, voted for n2 (which lacked
+// entry 6), and n2 wrote another entry 6 over the committed one. But a tear
+// leaves the bytes before the boundary as written: when no bytes in
+// place of the zeros give the stored CRC (decidable for fewer than 4 of
+// them), a byte before the boundary changed: damage.
+func TestFlipBeforeZeroedEntryTailIsDamage(t *testing.T) {
+	for k := 1; k <= 3; k++ {
+		for _, at := range []int64{200 + 2*entryHeaderBytes, 486, sectorBytes - 1} {
+			fsys, seg := zeroEndedLog(t, k)
+			must(t, fsys.FlipBit(seg, at, 5))
+			l, rec := openLog(t, fsys, Options{})
+			if !rec.Corrupt || (rec.HeldThrough < 2 && !rec.HeldUnknown) {
+				t.Fatalf("k=%d, bit flipped at byte %d: report %+v, last index %d: want damage holding through entry 2",
+					k, at, rec, l.LastIndex())
+			}
+			must(t, l.Close())
+		}
+	}
+}
+
+// The same layout truly torn (the bytes past the boundary written
+// non-zero but never landed: zeros) is still a tear, and an entry whose
+// zero tail is 4 bytes or more cannot be told apart (some bytes always
+// match the CRC): cut as a tear, as before.
+func TestZeroedEntryTailStillATear(t *testing.T) {
+	for k := 1; k <= 3; k++ {
+		fsys := newSim(27)
+		l, _ := openLog(t, fsys, Options{})
+		must(t, l.Append(Entry{Index: 1, Term: 1, Data: make([]byte, 8)}))
+		l.SetHardState(HardState{Term: 1, Commit: 1})
+		must(t, l.Sync())
+		d2 := sectorBytes + k - 2*entryHeaderBytes - 8
+		data := make([]byte, d2)
+		for i := range data {
+			data[i] = 0xCD
+		}
+		must(t, l.Append(Entry{Index: 2, Term: 1, Data: data}))
+		if l.PrepareSync() == nil {
+			t.Fatal("nothing to sync")
+		}
+		fsys.CrashWith(CrashKeepAll)
+		seg := path.Join("p0", segmentNames(t, fsys)[0])
+		zeroBytes(t, fsys, seg, sectorBytes, int64(sectorBytes+k))
+		l, rec := openLog(t, fsys, Options{})
+		if rec.Corrupt || rec.Reason == "" || l.LastIndex() != 1 {
+			t.Fatalf("k=%d: zeros past the boundary of an unsynced entry: report %+v, last index %d: want a tear keeping entry 1", k, rec, l.LastIndex())
+		}
+		must(t, l.Close())
+	}
+	fsys, seg := zeroEndedLog(t, 4)
+	must(t, fsys.FlipBit(seg, 486, 5))
+	l, rec := openLog(t, fsys, Options{})
+	if rec.Corrupt || l.LastIndex() != 1 {
+		t.Fatalf("4 zero bytes past the boundary: report %+v, last index %d: want the (undetectable) tear", rec, l.LastIndex())
+	}
+	must(t, l.Close())
+}

@@ -575,6 +575,19 @@ var optionalRegressionSeeds = []struct {
 	// promotable: a voter of the newest membership in its log campaigns
 	// (TestPromotedLearnerWithNewestLogCampaigns).
 	{"promoted-learner-never-campaigned", 1071630, false, false, true},
+	// 1101738 --all-faults: the corruption fault flipped bit 5 of byte
+	// 486 of n3's simtxn-1 segment (513 bytes), inside entry 6 (bytes
+	// 379-512; synced and acknowledged, committed by n1 with n3; the
+	// recorded commit 3), whose one byte past the sector boundary at
+	// 512 is 0 as written. Recovery took it for a write torn into zeroed
+	// sectors and cut it silently; n3, not fenced, voted n2 (log ending
+	// at 5) leader of term 3, and n2 wrote its own entry 6 over the
+	// committed one. Fixed in logstore/recovery_torn.go
+	// tornTailCanMatch: a tear leaves the bytes before the boundary as
+	// written, so when no bytes in place of the (fewer than 4) zeros
+	// give the stored CRC, it is damage
+	// (TestFlipBeforeZeroedEntryTailIsDamage).
+	{"flip-before-zeroed-tail-taken-for-tear", 1101738, false, false, true},
 }
 
 func TestSimOptionalFaultRegressions(t *testing.T) {

@@ -631,6 +631,16 @@ var mutations = []mutation{
 		Run:         "^TestZeroedSectorsInDurableEntriesAreDamage$",
 		Pkg:         "./logstore",
 	},
+	{
+		// Sim seed 1101738 (--all-faults) shows it too; the logstore
+		// test pins every short zero tail.
+		Name: "flip-before-zeroed-tail-taken-for-tear", File: "logstore/recovery_torn.go",
+		Original:    "if errors.Is(why, errChecksum) && !tornTailCanMatch(f, pos, boundary, entryEnd, first) {",
+		Replacement: "if false {",
+		Why:         "vote fence: a flipped bit in a synced entry above the recorded commit, whose own last bytes past a sector boundary are zeros, is cut as a torn write, so the replica restarts unfenced after forgetting an entry it acknowledged",
+		Run:         "^TestFlipBeforeZeroedEntryTailIsDamage$",
+		Pkg:         "./logstore",
+	},
 	// Disk replacement in the default fault set (issue 13).
 	{
 		Name: "replace-disk-not-drawn", File: "sim/replacedisk.go",
