@@ -288,3 +288,31 @@ func TestZeroedEntryTailStillATear(t *testing.T) {
 	}
 	must(t, l.Close())
 }
+
+// The corruption fault keeps to what recovery can see (SimFS.FlipTarget):
+// a flip before 4 or more zero bytes of an entry above the recorded commit
+// moves to the entry's last byte, and recovery finds it as damage; with
+// fewer zero bytes, or below the recorded commit, the flip stays.
+func TestFlipTargetAvoidsUndetectableTear(t *testing.T) {
+	for k := 1; k <= 6; k++ {
+		fsys, seg := zeroEndedLog(t, k)
+		dir, name := path.Split(seg)
+		got := fsys.FlipTarget(path.Clean(dir), name, 486)
+		want := int64(486)
+		if k >= 4 {
+			want = int64(sectorBytes + k - 1)
+		}
+		if got != want {
+			t.Fatalf("k=%d: flip target %d, want %d", k, got, want)
+		}
+		if below := fsys.FlipTarget(path.Clean(dir), name, 100); below != 100 {
+			t.Fatalf("k=%d: a flip in committed entry 1 moved to %d", k, below)
+		}
+		must(t, fsys.FlipBit(seg, got, 5))
+		l, rec := openLog(t, fsys, Options{})
+		if !rec.Corrupt {
+			t.Fatalf("k=%d: flip at %d: report %+v, last index %d: want damage", k, got, rec, l.LastIndex())
+		}
+		must(t, l.Close())
+	}
+}

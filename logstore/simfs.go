@@ -808,3 +808,48 @@ func (f *SimFS) committedPrefix(dir string, b []byte) int64 {
 	}
 	return end
 }
+
+// FlipTarget returns the byte of segment file name (in the log directory
+// dir) a fault flipping a bit at off should flip so that recovery can see
+// the damage: off itself, unless off lies before a sector boundary inside
+// an entry above the commit index the log's newest meta record holds,
+// whose own bytes from that boundary to the end of the file are zeros, 4
+// or more of them. Such damage reads exactly as a write torn into zeroed
+// sectors (recovery_torn.go: some bytes in place of 32 or more zero bits
+// always match the CRC), a loss above the recorded commit that nothing on
+// one disk tells apart, outside the fault model (docs/testing.md); the
+// fault then flips the entry's last byte instead (damage recovery sees:
+// the zeros no longer reach the end of the file). Fewer than 4 zero bytes
+// recovery tells apart (tornTailCanMatch), so those flips stand.
+func (f *SimFS) FlipTarget(dir, name string, off int64) int64 {
+	b, err := f.ReadFile(path.Join(dir, name))
+	if err != nil || off < 0 || off >= int64(len(b)) {
+		return off
+	}
+	f.mu.Lock()
+	committed := f.committedPrefix(dir, b)
+	f.mu.Unlock()
+	z := int64(len(b))
+	for z > 0 && b[z-1] == 0 {
+		z--
+	}
+	boundary := (z + sectorBytes - 1) / sectorBytes * sectorBytes
+	if off < committed || off >= boundary {
+		return off
+	}
+	for pos := committed; pos+entryHeaderBytes <= int64(len(b)); {
+		h, err := parseEntryHeader(b[pos:], 1<<30)
+		if err != nil || pos+h.size() > int64(len(b)) {
+			return off
+		}
+		end := pos + h.size()
+		if off < end {
+			if pos < boundary && end-boundary >= 4 {
+				return end - 1
+			}
+			return off
+		}
+		pos = end
+	}
+	return off
+}

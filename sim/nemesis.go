@@ -411,6 +411,9 @@ func (n *nemesis) corrupt() {
 	}
 	if flip {
 		bit := uint(n.rng.Intn(8))
+		if strings.HasSuffix(name, ".log") {
+			off = n.w.FS(id).FlipTarget(dir, path.Base(name), off) // a flip that reads as a tear is outside the model
+		}
 		n.w.Tracef("fault corrupt n%d: flip bit %d of byte %d of %s (%d bytes)", id, bit, off, name, len(data))
 		_ = n.w.FS(id).FlipBit(name, off, bit)
 	} else {
