@@ -496,10 +496,10 @@ var optionalRegressionSeeds = []struct {
 	// leader that cannot send a follower what it lacks steps down
 	// (node/repair.go handOverDamaged, consensus RawNode.StepDown; node
 	// TestDamagedLeaderStepsDownWhenNoTransferCanFinish, which fails the
-	// same on the code before h-pipe: h-pipe's merge, since reverted, only
-	// brought the seed's schedule). Found on b4033cf, with two fsync rounds
-	// in flight; on today's code the seed passes with or without the fix
-	// (another schedule): the node test is the regression test.
+	// same with one fsync round in flight as with two: older than h-pipe,
+	// whose merge only brought the seed's schedule). Found on b4033cf,
+	// with two fsync rounds in flight, the default then: it runs with two
+	// (optionalRegressionPipeline).
 	{"damaged-leader-transfer-never-finishes", 990482, false, false, true},
 	// 1000209 --all-faults: n4, leading the controller, applied entry 117
 	// while a Ready was in flight (replica.ApplyCommittedBusy), then took
@@ -577,6 +577,12 @@ var optionalRegressionSeeds = []struct {
 	{"promoted-learner-never-campaigned", 1071630, false, false, true},
 }
 
+// optionalRegressionPipeline runs a seed of optionalRegressionSeeds with
+// this many fsync rounds in flight (BrokerConfig.SyncPipeline) instead of
+// the default one: the seed found its bug with two, and with one its run
+// never reaches the state.
+var optionalRegressionPipeline = map[int64]int{990482: 2}
+
 func TestSimOptionalFaultRegressions(t *testing.T) {
 	if seedIsSet {
 		t.Skip("-seed replays one seed through TestSim")
@@ -594,6 +600,7 @@ func TestSimOptionalFaultRegressions(t *testing.T) {
 			if rs.all {
 				o = o.WithAllFaults()
 			}
+			o.Broker.SyncPipeline = optionalRegressionPipeline[rs.seed]
 			res := Run(o)
 			if res.Failed() {
 				t.Log(res.Summary())
