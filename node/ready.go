@@ -186,7 +186,7 @@ func (r *Reactor) idleWork() {
 			}
 		}
 		// A fence record Raft lifted while the pipeline was busy.
-		r.liftFence(g)
+		r.fenceRecordFollows(g)
 		if r.stopped {
 			return
 		}
