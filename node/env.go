@@ -114,12 +114,8 @@ type Config struct {
 	MaintenanceTicks int
 	// SyncPipeline is how many rounds of group-commit fsyncs may be in
 	// flight at once, and so how many Readys each replica may have in
-	// flight (0: 1, one round at a time; at most
-	// logstore.PlansInFlightMax). 2, pipelined rounds, is not safe yet:
-	// with it 8 of 3,000 --all-faults simulator seeds failed (stale reads
-	// from a deposed leader, diverged ACL and quota metadata, stuck
-	// partitions; docs/testing.md "Pipelined fsync rounds: not safe
-	// yet"), so only tests set it and no flag reaches it.
+	// flight (0: 2, the most logstore.PlansInFlightMax allows; 1: one
+	// round at a time, the lockstep before issue 21).
 	SyncPipeline int
 
 	AutoCreateTopics       bool
@@ -163,7 +159,7 @@ func (c Config) withDefaults() Config {
 		c.NodeID = 1
 	}
 	if c.SyncPipeline <= 0 {
-		c.SyncPipeline = 1
+		c.SyncPipeline = 2
 	}
 	if c.ClusterID == "" {
 		c.ClusterID = "floe"

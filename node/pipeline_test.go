@@ -80,8 +80,7 @@ func (d *scriptedDisk) callsNotRun(dir string) (pending int, found bool) {
 // long before (round N+1's completion waits for N's).
 func TestPipelinedRoundsCompleteInOrder(t *testing.T) {
 	var disk *scriptedDisk
-	// Pipelined rounds are off by default (Config.SyncPipeline): on here.
-	c := newClusterDisk(t, 1, 1, func(cfg *Config) { cfg.SyncPipeline = 2 }, func(s clock.Scheduler) Disk {
+	c := newClusterDisk(t, 1, 1, nil, func(s clock.Scheduler) Disk {
 		disk = &scriptedDisk{s: s}
 		return disk
 	})

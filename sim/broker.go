@@ -62,11 +62,11 @@ type BrokerConfig struct {
 	// MaintenanceTicks is node.Config.MaintenanceTicks (0: the default).
 	MaintenanceTicks int
 	// SyncPipeline is node.Config.SyncPipeline, the fsync rounds in
-	// flight at once (0: the node's default, 1). Never drawn: set by
-	// focused tests and `floe sim --fsync-pipeline 2`, to replay a seed
-	// with pipelined rounds (not safe yet, docs/testing.md) or compare it
-	// without them; the schedule differs, so one run passing where the
-	// other fails proves little by itself.
+	// flight at once (0: the node's default, 2). Never drawn: set by
+	// focused tests and `floe sim --fsync-pipeline 1`, to replay a seed
+	// found in the lockstep (before pipelined rounds came back, branch
+	// h-pipe2) or compare the two; the schedule differs, so one run
+	// passing where the other fails proves little by itself.
 	SyncPipeline int
 	// Sites is told every BUGGIFY site that fires (node.Env.OnBuggify).
 	Sites *siteCounter
