@@ -185,8 +185,6 @@ func (r *Reactor) idleWork() {
 				r.env.Logf("node %d: repair group %d: %v", r.self, g, err)
 			}
 		}
-		// A fence record Raft lifted while the pipeline was busy.
-		r.fenceRecordFollows(g)
 		if r.stopped {
 			return
 		}
