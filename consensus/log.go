@@ -29,6 +29,10 @@ type raftLog struct {
 	// applied is the highest index the application has applied (it was
 	// handed out in a Ready that has been advanced).
 	applied uint64
+	// applying is the highest index handed out for applying in a Ready
+	// not yet advanced (0 if none): the next Ready's committed entries
+	// start after it (pipelined Readys, rawnode.go).
+	applying uint64
 	// maxApplyBytes bounds the committed entries handed out at once.
 	maxApplyBytes uint64
 }
@@ -44,6 +48,7 @@ func newRaftLog(storage Storage) (*raftLog, error) {
 	}
 	l := &raftLog{storage: storage, maxApplyBytes: noLimit}
 	l.unstable.offset = last + 1
+	l.unstable.inProgress = last + 1
 	l.committed = first - 1
 	l.applied = first - 1
 	return l, nil
@@ -223,16 +228,13 @@ func (l *raftLog) restore(s Snapshot) {
 }
 
 // unstableEntries are the entries the caller must persist next.
-func (l *raftLog) unstableEntries() []Entry {
-	if len(l.unstable.entries) == 0 {
-		return nil
-	}
-	return l.unstable.entries[:len(l.unstable.entries):len(l.unstable.entries)]
-}
+// Those already handed out in a Ready not yet advanced are not repeated.
+func (l *raftLog) unstableEntries() []Entry { return l.unstable.pendingEntries() }
 
-// hasNextCommittedEnts says whether committed entries await applying.
+// hasNextCommittedEnts says whether committed entries await applying (and
+// were not handed out already).
 func (l *raftLog) hasNextCommittedEnts() bool {
-	return l.unstable.snapshot == nil && l.committed > l.applied
+	return l.unstable.snapshot == nil && l.committed > max(l.applied, l.applying)
 }
 
 // nextCommittedEnts returns the committed entries not yet applied. Nothing
@@ -241,7 +243,7 @@ func (l *raftLog) nextCommittedEnts() []Entry {
 	if !l.hasNextCommittedEnts() {
 		return nil
 	}
-	ents, err := l.slice(l.applied+1, l.committed+1, l.maxApplyBytes)
+	ents, err := l.slice(max(l.applied, l.applying)+1, l.committed+1, l.maxApplyBytes)
 	if err != nil {
 		return nil // storage trouble; the next Ready tries again
 	}

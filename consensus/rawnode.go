@@ -9,10 +9,34 @@ type RawNode struct {
 	raft          *raft
 	prevSoftState SoftState
 	prevHardState HardState
-	// outstanding is true between Ready and Advance: no second Ready is
-	// handed out before the first is handled.
-	outstanding bool
+	// outstanding counts the Readys handed out and not yet advanced. At
+	// most Pipeline of them (SetPipeline; 1 unless raised) are: the next
+	// Ready holds only what the earlier ones did not (entries from the
+	// unstable part's inProgress, committed entries after applying), and
+	// Advance must be called for them in the order they were handed out.
+	outstanding int
+	pipeline    int
 }
+
+// SetPipeline sets how many Readys may be outstanding at once (at least
+// 1). With more than one, the caller writes Ready N+1 while N's fsync is
+// in flight, and must make N+1's write durable only with or after N's:
+// Advance(N+1) reports both durable (docs/architecture.md, "Durability
+// ordering"). Etcd's raft does the same with AsyncStorageWrites.
+func (rn *RawNode) SetPipeline(k int) { rn.pipeline = max(k, 1) }
+
+// Outstanding returns how many Readys are handed out and not advanced.
+func (rn *RawNode) Outstanding() int { return rn.outstanding }
+
+// HasPendingSnapshot reports whether the next Ready would carry a
+// snapshot to install.
+func (rn *RawNode) HasPendingSnapshot() bool { return rn.raft.log.unstable.pendingSnapshot() != nil }
+
+// SnapshotInProgress reports whether an outstanding Ready carries a
+// snapshot.
+func (rn *RawNode) SnapshotInProgress() bool { return rn.raft.log.unstable.snapshotInProgress }
+
+func (rn *RawNode) full() bool { return rn.outstanding >= max(rn.pipeline, 1) }
 
 // NewRawNode starts a member from cfg.Storage's state, as a follower.
 func NewRawNode(cfg Config) (*RawNode, error) {
@@ -105,9 +129,10 @@ func (rn *RawNode) ReportUnreachable(id uint64) { rn.raft.reportUnreachable(id) 
 // timeouts.
 func (rn *RawNode) ReportSnapshot(id uint64, ok bool) { rn.raft.reportSnapshot(id, ok) }
 
-// HasReady says whether Ready has work, and the previous Ready is advanced.
+// HasReady says whether Ready has work, and fewer than the pipeline's
+// Readys are outstanding.
 func (rn *RawNode) HasReady() bool {
-	if rn.outstanding {
+	if rn.full() {
 		return false
 	}
 	r := rn.raft
@@ -117,17 +142,17 @@ func (rn *RawNode) HasReady() bool {
 	if hs := r.hardState(); hs != rn.prevHardState {
 		return true
 	}
-	return r.log.unstable.snapshot != nil ||
-		len(r.log.unstable.entries) > 0 ||
+	return r.log.unstable.pendingSnapshot() != nil ||
+		len(r.log.unstableEntries()) > 0 ||
 		len(r.msgs) > 0 || len(r.msgsAfterPersist) > 0 ||
 		r.log.hasNextCommittedEnts() ||
 		len(r.readStates) > 0
 }
 
-// Ready returns the work to do (see Ready's contract). Until Advance is
-// called it returns an empty Ready.
+// Ready returns the work to do (see Ready's contract). While the
+// pipeline's Readys are outstanding it returns an empty Ready.
 func (rn *RawNode) Ready() Ready {
-	if rn.outstanding {
+	if rn.full() {
 		return Ready{}
 	}
 	r := rn.raft
@@ -145,28 +170,34 @@ func (rn *RawNode) Ready() Ready {
 	if hs := r.hardState(); hs != rn.prevHardState {
 		rd.HardState = hs
 	}
-	if s := r.log.unstable.snapshot; s != nil {
+	if s := r.log.unstable.pendingSnapshot(); s != nil {
 		rd.Snapshot = *s
 	}
 	rd.MustSync = len(rd.Entries) > 0 || !rd.Snapshot.IsEmpty() ||
 		(rd.HardState != HardState{} &&
 			(rd.HardState.Term != rn.prevHardState.Term || rd.HardState.Vote != rn.prevHardState.Vote))
 	r.msgs, r.msgsAfterPersist, r.readStates = nil, nil, nil
-	rn.outstanding = true
-	return rd
-}
-
-// Advance acknowledges that rd (the last Ready) was handled: persisted,
-// sent and applied.
-func (rn *RawNode) Advance(rd Ready) {
-	if !rn.outstanding {
-		return
-	}
-	rn.outstanding = false
-	r := rn.raft
+	// The Ready is accepted: what it carries is not handed out again
+	// (the hard state is compared with what it carries from now on).
 	if rd.HardState != (HardState{}) {
 		rn.prevHardState = rd.HardState
 	}
+	r.log.unstable.accept()
+	if n := len(rd.CommittedEntries); n > 0 {
+		r.log.applying = rd.CommittedEntries[n-1].Index
+	}
+	rn.outstanding++
+	return rd
+}
+
+// Advance acknowledges that rd, the oldest outstanding Ready, was
+// handled: persisted (with every Ready before it), sent and applied.
+func (rn *RawNode) Advance(rd Ready) {
+	if rn.outstanding == 0 {
+		return
+	}
+	rn.outstanding--
+	r := rn.raft
 	if !rd.Snapshot.IsEmpty() {
 		r.log.stableSnapTo(rd.Snapshot.Meta.Index)
 	}

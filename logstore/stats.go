@@ -54,7 +54,7 @@ func (l *Log) Stats() Stats {
 // with ErrSyncInFlight while a plan is in flight (its files must stay open
 // until FinishSync).
 func (l *Log) Close() error {
-	if l.sy.inflight != nil {
+	if len(l.sy.inflight) > 0 {
 		return ErrSyncInFlight
 	}
 	var err error

@@ -9,12 +9,25 @@ package logstore
 // new DurableIndex.
 //
 // Rules that make this safe:
-//   - At most one plan is in flight: PrepareSync returns nil until the
-//     previous plan's FinishSync.
-//   - While a plan is in flight the log never closes a file (the plan may be
-//     syncing it): files the log stops using go to a graveyard and are
-//     closed once no plan is in flight. Names may still be removed at once:
-//     an open handle outlives its name.
+//   - At most PlansInFlightMax plans are in flight, and FinishSync takes
+//     them in the order PrepareSync made them (pipelined group commit,
+//     issue 21). A plan prepared while others are in flight syncs their
+//     files and directory too (it holds a superset), so when its Run
+//     returns everything written before it was prepared is durable, not
+//     only what it added: Run of plan N+1 never depends on Run of N having
+//     finished, and N+1's meta record (written after N+1's file syncs)
+//     never names an entry only N would have made durable.
+//   - At most one plan with a meta record is in flight: the two meta files
+//     alternate, and two records written at once could both be torn by a
+//     crash, leaving no valid one. A meta record that must be written now
+//     (term, vote, snapshot point, start offset, log start, a lowered
+//     commit index) blocks PrepareSync (SyncBlocked) until the plan
+//     writing the previous one finishes; the routine refresh of the commit
+//     index (commitRecordEvery) just waits for a later plan.
+//   - While a plan is in flight the log never closes a file the plan may be
+//     syncing: files the log stops using go to a graveyard and are closed
+//     once no plan in flight holds them. Names may still be removed at
+//     once: an open handle outlives its name.
 //   - Removals of segment files wait until the next plan completes: a
 //     segment dropped because a snapshot covers it must not vanish before
 //     the meta record with that snapshot point is on disk, and segments
@@ -41,9 +54,11 @@ package logstore
 import (
 	"errors"
 	"path"
+	"slices"
 	"sync/atomic"
 	"time"
 
+	"github.com/floe-broker/floe/internal/assert"
 	"github.com/floe-broker/floe/internal/plant"
 )
 
@@ -55,7 +70,8 @@ type syncState struct {
 	dirty          []File // written since the last PrepareSync
 	dirDirty       bool
 	closeAfterSync []File // index files: closed once synced
-	inflight       *SyncPlan
+	// inflight: the plans prepared and not finished, oldest first.
+	inflight []*SyncPlan
 
 	meta             metaFiles
 	metaSeq          uint64    // seq of the newest record written
@@ -68,6 +84,9 @@ type syncState struct {
 	planSeq     uint64 // plans prepared so far
 	durablePlan uint64 // seq of the newest plan finished successfully
 }
+
+// Dir returns the directory of the log the plan syncs.
+func (p *SyncPlan) Dir() string { return p.dir }
 
 // SyncPlan is one group commit: see the top of sync.go.
 type SyncPlan struct {
@@ -91,8 +110,13 @@ type SyncPlan struct {
 	startedMono time.Duration
 }
 
-// grave is a file the log no longer uses: f is closed when no plan is in
-// flight; name (if set) is removed once plan needPlan has finished.
+// PlansInFlightMax is how many sync plans of one log may be in flight at
+// once (the pipeline's depth, see the top of this file).
+const PlansInFlightMax = 2
+
+// grave is a file the log no longer uses: f is closed when no plan in
+// flight holds it; name (if set) is removed once plan needPlan has
+// finished.
 type grave struct {
 	f        File
 	name     string
@@ -146,7 +170,7 @@ func (l *Log) gravesWaiting() bool {
 func (l *Log) collectGraves() {
 	keep := l.graves[:0]
 	for _, g := range l.graves {
-		if g.f != nil && l.sy.inflight == nil {
+		if g.f != nil && !l.fileInFlight(g.f) {
 			g.f.Close()
 			g.f = nil
 		}
@@ -166,6 +190,18 @@ func (l *Log) collectGraves() {
 	l.graves = keep
 }
 
+// fileInFlight reports whether a plan in flight may be syncing f.
+func (l *Log) fileInFlight(f File) bool {
+	for _, p := range l.sy.inflight {
+		for _, pf := range p.files {
+			if pf == f {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func isNotExist(err error) bool { return errors.Is(err, ErrNotExist) }
 
 // commitRecordEvery is how far the commit index may run ahead of the meta
@@ -176,23 +212,23 @@ func isNotExist(err error) bool { return errors.Is(err, ErrNotExist) }
 const commitRecordEvery = 32
 
 // PrepareSync captures a group commit of everything written so far, or
-// returns nil when there is nothing to make durable, when a plan is already
-// in flight, or when the log has failed. It writes the meta record if the
-// hard state's term or vote, the snapshot, the start offset or the log start
-// changed.
+// returns nil when there is nothing to make durable, when it cannot now
+// (SyncBlocked), or when the log has failed. It writes the meta record if
+// the hard state's term or vote, the snapshot, the start offset or the log
+// start changed.
 func (l *Log) PrepareSync() *SyncPlan {
 	sy := &l.sy
-	if sy.inflight != nil || l.failed != nil {
+	if l.failed != nil || l.SyncBlocked() {
 		return nil
 	}
-	// A commit index lowered below the recorded one (a repair discarding
-	// entries, or Raft starting on a log recovered shorter than its
-	// record) is written at once: recovery would take the old one for lost
-	// entries. Open itself leaves a recorded commit above the recovered log
-	// as it is: it is the evidence of the loss until the node has fenced.
-	needMeta := sy.metaVersion > sy.metaWritten || l.hs.Term != sy.writtenHS.Term || l.hs.Vote != sy.writtenHS.Vote ||
-		l.hs.Commit >= sy.writtenHS.Commit+commitRecordEvery || l.hs.Commit < sy.writtenHS.Commit
-	if len(sy.dirty) == 0 && !sy.dirDirty && !needMeta && sy.durableIndex >= l.lastIndex && !l.gravesWaiting() {
+	urgent, routine := l.metaNeeded()
+	needMeta := urgent || routine && !l.metaInFlight()
+	covered := sy.durableIndex
+	if n := len(sy.inflight); n > 0 {
+		last := sy.inflight[n-1]
+		covered = max(covered, min(last.lastIndex, last.limit.Load()))
+	}
+	if len(sy.dirty) == 0 && !sy.dirDirty && !needMeta && covered >= l.lastIndex && !l.gravesWaiting() {
 		return nil
 	}
 	flushErr := l.flush()
@@ -207,9 +243,59 @@ func (l *Log) PrepareSync() *SyncPlan {
 		l.planMeta(p)
 	}
 	p.files = sy.dirty
+	// The plans in flight: this one syncs their files and directory too,
+	// so its completion alone makes everything before it durable.
+	for _, q := range sy.inflight {
+		p.syncDir = p.syncDir || q.syncDir
+		for _, f := range q.files {
+			if !slices.Contains(p.files, f) {
+				p.files = append(p.files, f)
+			}
+		}
+	}
 	sy.dirty, sy.dirDirty, sy.closeAfterSync = nil, false, nil
-	sy.inflight = p
+	sy.inflight = append(sy.inflight, p)
 	return p
+}
+
+// SyncBlocked reports whether PrepareSync must wait for a plan in flight
+// to finish: PlansInFlightMax are in flight, or a meta record that must be
+// written now waits for the one in flight (see the top of this file).
+func (l *Log) SyncBlocked() bool {
+	if len(l.sy.inflight) >= PlansInFlightMax {
+		return true
+	}
+	urgent, _ := l.metaNeeded()
+	return urgent && l.metaInFlight()
+}
+
+// SyncsInFlight returns how many plans are in flight.
+func (l *Log) SyncsInFlight() int { return len(l.sy.inflight) }
+
+// metaNeeded says whether the next plan must write the meta record
+// (urgent), or should, to refresh the recorded commit index (routine).
+//
+// A commit index lowered below the recorded one (a repair discarding
+// entries, or Raft starting on a log recovered shorter than its record) is
+// written at once: recovery would take the old one for lost entries. Open
+// itself leaves a recorded commit above the recovered log as it is: it is
+// the evidence of the loss until the node has fenced.
+func (l *Log) metaNeeded() (urgent, routine bool) {
+	sy := &l.sy
+	urgent = sy.metaVersion > sy.metaWritten || l.hs.Term != sy.writtenHS.Term || l.hs.Vote != sy.writtenHS.Vote ||
+		l.hs.Commit < sy.writtenHS.Commit
+	routine = l.hs.Commit >= sy.writtenHS.Commit+commitRecordEvery
+	return urgent, routine
+}
+
+// metaInFlight reports whether a plan in flight writes a meta record.
+func (l *Log) metaInFlight() bool {
+	for _, p := range l.sy.inflight {
+		if p.hasMeta {
+			return true
+		}
+	}
+	return false
 }
 
 // planMeta puts the current meta record into the plan: Run writes it into
@@ -258,15 +344,29 @@ func (p *SyncPlan) Run() error {
 	return writeMetaRecord(p.fsys, path.Join(p.dir, p.meta), rec)
 }
 
-// FinishSync completes plan p on the reactor with Run's result. On success
-// DurableIndex advances to what the plan covered; on failure the log fails.
+// FinishSync completes plan p on the reactor with Run's result. Plans
+// finish in the order they were prepared: p must be the oldest in flight
+// (anything else is ignored). On success DurableIndex advances to what the
+// plan covered; on failure the log fails.
 func (l *Log) FinishSync(p *SyncPlan, err error) {
 	sy := &l.sy
-	if p == nil || p != sy.inflight {
+	if p == nil || len(sy.inflight) == 0 || p != sy.inflight[0] {
+		if p != nil && slices.Contains(sy.inflight, p) {
+			assert.Failf("logstore %s: plan %d finished before plan %d", l.dir, p.seq, sy.inflight[0].seq)
+		}
 		return
 	}
-	sy.inflight = nil
+	sy.inflight[0] = nil
+	sy.inflight = sy.inflight[1:]
+	if len(sy.inflight) == 0 {
+		sy.inflight = nil
+	}
 	for _, f := range p.closeAfter {
+		// A later plan in flight syncs it too: it closes it.
+		if q := l.laterHolder(f); q != nil {
+			q.closeAfter = append(q.closeAfter, f)
+			continue
+		}
 		f.Close()
 	}
 	l.stats.Syncs++
@@ -276,6 +376,11 @@ func (l *Log) FinishSync(p *SyncPlan, err error) {
 	if err != nil {
 		l.stats.SyncFailures++
 		l.fail(err)
+		l.collectGraves()
+		return
+	}
+	if l.failed != nil {
+		// An earlier plan failed: nothing after it counts as durable.
 		l.collectGraves()
 		return
 	}
@@ -289,10 +394,20 @@ func (l *Log) FinishSync(p *SyncPlan, err error) {
 	l.collectGraves()
 }
 
+// laterHolder returns the newest plan in flight that syncs f, or nil.
+func (l *Log) laterHolder(f File) *SyncPlan {
+	for i := len(l.sy.inflight) - 1; i >= 0; i-- {
+		if slices.Contains(l.sy.inflight[i].files, f) {
+			return l.sy.inflight[i]
+		}
+	}
+	return nil
+}
+
 // Sync is PrepareSync, Run and FinishSync in a row. It returns
 // ErrSyncInFlight if another plan is in flight.
 func (l *Log) Sync() error {
-	if l.sy.inflight != nil {
+	if len(l.sy.inflight) > 0 {
 		return ErrSyncInFlight
 	}
 	p := l.PrepareSync()
@@ -311,7 +426,7 @@ func (l *Log) Sync() error {
 // the current durable index nor a plan in flight may count past it.
 func (l *Log) lowerDurable(index uint64) {
 	l.sy.durableIndex = min(l.sy.durableIndex, index)
-	if p := l.sy.inflight; p != nil {
+	for _, p := range l.sy.inflight {
 		p.limit.Store(min(p.limit.Load(), index))
 	}
 }

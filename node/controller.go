@@ -107,7 +107,7 @@ func (c *ctlGroup) maybeSnapshot() {
 		every = n
 	}
 	early := c.sinceSnap > 0 && c.r.buggify(bugControllerSnapshotEarly)
-	if c.sinceSnap < every && !early || c.rep.Busy() {
+	if c.sinceSnap < every && !early || !c.rep.Quiet() {
 		return
 	}
 	idx := c.rep.Applied()
@@ -290,7 +290,8 @@ const openBatchMax = 2
 // then open and campaigning by the time the others open, which is what its
 // first election counts on (see campaignIfDue). It schedules another
 // reconcile round for the rest. While a round of Raft fsyncs is in flight
-// it opens nothing: the creation of hundreds of partitions then goes at
+// it opens nothing, except right after a round completed (syncDone: with
+// pipelined rounds another may always be in flight under load): the creation of hundreds of partitions then goes at
 // the pace of the disk, and the Raft groups already open (their heartbeats
 // wait for their fsyncs) do not stall behind it long enough to lose their
 // leaders. A replica opened since the walk (by a repair) is passed over
@@ -308,7 +309,7 @@ func (r *Reactor) openSome() {
 		c.dirty = true
 		return
 	}
-	if r.syncing {
+	if len(r.rounds) > 0 && !r.openingAfterSync {
 		// Opening costs fsyncs of its own: wait until this broker's round
 		// is done (syncDone opens the next batch), so that the fsyncs
 		// the Raft groups wait for are not queued behind them.
@@ -416,7 +417,7 @@ func (r *Reactor) reapDoomed() {
 			continue
 		}
 		rep := p.Replica()
-		if rep.Busy() || rep.SyncInFlight() || !r.removalCommitted(g, rep) {
+		if !rep.Quiet() || rep.SyncInFlight() || !r.removalCommitted(g, rep) {
 			continue
 		}
 		dir := partitionDir(r.cfg.DataDir, p.Topic, p.Index, g)

@@ -112,6 +112,11 @@ type Config struct {
 	// MaintenanceTicks is how often (in ticks) retention and compaction
 	// run (0: maintenanceTicks, 100).
 	MaintenanceTicks int
+	// SyncPipeline is how many rounds of group-commit fsyncs may be in
+	// flight at once, and so how many Readys each replica may have in
+	// flight (0: 2, the most logstore.PlansInFlightMax allows; 1: one
+	// round at a time, the lockstep before issue 21).
+	SyncPipeline int
 
 	AutoCreateTopics       bool
 	DefaultPartitions      int32
@@ -152,6 +157,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.NodeID == 0 {
 		c.NodeID = 1
+	}
+	if c.SyncPipeline <= 0 {
+		c.SyncPipeline = 2
 	}
 	if c.ClusterID == "" {
 		c.ClusterID = "floe"

@@ -28,6 +28,8 @@ type cluster struct {
 	configure func(*Config)
 	// wrapFS, when set, wraps each node's file system at boot.
 	wrapFS func(id int32, fs logstore.FS) logstore.FS
+	// disk, when set, is each node's Disk in place of simDisk.
+	disk func(s clock.Scheduler) Disk
 	// startMayFail, when set, lets a node's start fail: the error is
 	// kept in tnode.startErr and the incarnation exits (Env.Fatal), as
 	// a broker's process would, instead of failing the test.
@@ -75,7 +77,13 @@ func newCluster(t testing.TB, n int, seed int64) *cluster {
 // newClusterWith is newCluster with each node's configuration changed by
 // configure.
 func newClusterWith(t testing.TB, n int, seed int64, configure func(*Config)) *cluster {
-	c := &cluster{t: t, configure: configure, nodes: map[int32]*tnode{}}
+	return newClusterDisk(t, n, seed, configure, nil)
+}
+
+// newClusterDisk is newClusterWith with each node's Disk made by disk (nil:
+// simDisk).
+func newClusterDisk(t testing.TB, n int, seed int64, configure func(*Config), disk func(clock.Scheduler) Disk) *cluster {
+	c := &cluster{t: t, configure: configure, nodes: map[int32]*tnode{}, disk: disk}
 	if n > 1 {
 		for i := 1; i <= n; i++ {
 			c.peers = append(c.peers, Peer{ID: int32(i), RaftAddr: "sim"})
@@ -110,6 +118,9 @@ func (c *cluster) boot(env world.Env) world.Instance {
 	}
 	if c.wrapFS != nil {
 		nenv.FS = c.wrapFS(n.id, nenv.FS)
+	}
+	if c.disk != nil {
+		nenv.Disk = c.disk(env.Sched)
 	}
 	cfg := Config{NodeID: n.id, Peers: c.peers, KafkaHost: "127.0.0.1", KafkaPort: 9000 + n.id, RaftAddr: "sim",
 		AutoCreateTopics: true, TickInterval: 10 * time.Millisecond}

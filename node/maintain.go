@@ -1,6 +1,8 @@
 package node
 
 import (
+	"time"
+
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/node/partition"
 )
@@ -20,24 +22,31 @@ func (r *Reactor) maintain() {
 			r.env.Logf("node %d: producer expiry %s-%d: %v", r.self, p.Topic, p.Index, err)
 		}
 		rep := p.Replica()
-		if rep.Busy() {
-			continue
+		if !rep.Quiet() {
+			continue // drained, it runs maintainPart then (ready.go idleWork)
 		}
-		limit := rep.Applied() + 1 // entries at or past limit stay
-		if p.Cfg.Delete && r.retain(p, now.UnixMilli(), limit) {
-			// The new snapshot point goes to disk in the next fsync
-			// round, and the dropped files after it: also on a
-			// partition that takes no more writes (ready.go wantSync).
-			r.wantSync(rep)
-		}
-		if p.Cfg.Compact {
-			// Transaction-aware: nothing at or past the last stable
-			// offset, aborted records removed, markers after their data
-			// (logstore/compact_txn.go).
-			cc := logstore.CleanConfig{DeleteRetentionMs: p.Cfg.DeleteRetentionMs, BytesPerStepMax: 8 << 20, Txns: p.CleanView()}
-			if _, err := rep.CleanStep(now, cc, limit); err != nil {
-				r.env.Logf("node %d: compact %s-%d: %v", r.self, p.Topic, p.Index, err)
-			}
+		r.maintainPart(p, now)
+	}
+}
+
+// maintainPart runs retention and compaction on partition p's replica,
+// which has no Ready in flight.
+func (r *Reactor) maintainPart(p *partition.Partition, now time.Time) {
+	rep := p.Replica()
+	limit := rep.Applied() + 1 // entries at or past limit stay
+	if p.Cfg.Delete && r.retain(p, now.UnixMilli(), limit) {
+		// The new snapshot point goes to disk in the next fsync round,
+		// and the dropped files after it: also on a partition that
+		// takes no more writes (ready.go wantSync).
+		r.wantSync(rep)
+	}
+	if p.Cfg.Compact {
+		// Transaction-aware: nothing at or past the last stable
+		// offset, aborted records removed, markers after their data
+		// (logstore/compact_txn.go).
+		cc := logstore.CleanConfig{DeleteRetentionMs: p.Cfg.DeleteRetentionMs, BytesPerStepMax: 8 << 20, Txns: p.CleanView()}
+		if _, err := rep.CleanStep(now, cc, limit); err != nil {
+			r.env.Logf("node %d: compact %s-%d: %v", r.self, p.Topic, p.Index, err)
 		}
 	}
 }

@@ -16,12 +16,13 @@ import (
 // Reactor is one broker's deterministic core. Every method runs on the
 // reactor's single thread (the runtime's event loop, or the simulator's).
 //
-// Invariants: at most one round of fsyncs is in flight (syncing); every
-// replica in syncBatch has a Ready in flight and every replica in waiting
-// has one written but not yet in a sync round; every replica in
-// syncOnlyBatch has a plan in flight (SyncInFlight) and may have no Ready;
-// parts and byName index the same partitions, and local has records only
-// for groups with a local replica.
+// Invariants: at most syncPipeline rounds of fsyncs are in flight
+// (rounds, oldest first), and they complete in that order; every replica
+// in a round's batch has a Ready in flight and every replica in waiting
+// has one written but not yet in a sync round; a round's only replicas
+// have a plan in flight (SyncInFlight) and may have no Ready; parts and
+// byName index the same partitions, and local has records only for groups
+// with a local replica.
 type Reactor struct {
 	cfg  Config
 	env  Env
@@ -60,15 +61,13 @@ type Reactor struct {
 	// deleted and created again reads as a new one (ReplicaView.Opening).
 	openings uint64
 
-	syncing   bool
-	syncBatch []*replica.Replica
-	waiting   []*replica.Replica
+	rounds  []*syncRound // fsync rounds in flight, oldest first (ready.go)
+	waiting []*replica.Replica
+	drained []uint64 // groups a round drained for idle work (ready.go idleWork)
 	// syncOnly: replicas whose logs need a sync without a Ready (a
-	// retention step's, wantSync); syncOnlyBatch: those in the round in
-	// flight (their SyncInFlight holds, Busy does not).
-	syncOnly      []*replica.Replica
-	syncOnlyBatch []*replica.Replica
-	traceSync     traceSyncs // traced produces' fsync stages (trace.go)
+	// retention step's, wantSync); those in a round in flight are its only.
+	syncOnly  []*replica.Replica
+	traceSync traceSyncs // traced produces' fsync stages (trace.go)
 
 	processQueued bool
 	work          workSet // the groups process visits (workset.go)
@@ -83,6 +82,9 @@ type Reactor struct {
 	metadataWaits   []*metadataWait // answers waiting for the metadata to change (leader_wait.go)
 	reconcileQueued bool            // a reconcile round is scheduled (controller.go openSome)
 	opensAfterSync  bool            // replicas wait to be opened until the fsync round ends
+	// openingAfterSync: syncDone's reconcile, which opens replicas even
+	// with a later round still in flight (openSome).
+	openingAfterSync bool
 
 	// local holds the reactor's own state of each local Raft group, one
 	// record per group, created when its replica opens and dropped with it

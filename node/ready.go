@@ -8,6 +8,7 @@ import (
 	"github.com/floe-broker/floe/internal/plant"
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/replica"
 )
 
@@ -22,14 +23,20 @@ const (
 //
 //  1. take it: the log write happens now (not synced), messages that may go
 //     before the fsync are queued;
-//  2. a Ready that needs no fsync completes at once; the others wait for the
-//     next round of fsyncs, and only one round is in flight at a time, so
-//     every write that arrives during a round shares the next one (group
-//     commit);
-//  3. when a round completes, each Ready completes: its after-persist
-//     messages go out and its committed entries are applied. A leader's
-//     entries that a quorum commits while its Ready is in flight are
-//     applied at once (replica.ApplyCommittedBusy), not after the round.
+//  2. a Ready that needs no fsync completes at once (unless Readys taken
+//     before it are still in flight: it then completes after them, in
+//     order); the others wait for the next round of fsyncs. Up to
+//     Config.SyncPipeline rounds are in flight at a time (pipelined group
+//     commit, issue 21): a write that arrives while a round runs starts
+//     the next round at once instead of waiting for the first to end, and
+//     every write that arrives while the pipeline is full shares the next
+//     round (group commit);
+//  3. rounds complete in the order they started, whatever order the disk
+//     reports them in (completeRounds): when a round completes, each of
+//     its Readys completes: its after-persist messages go out and its
+//     committed entries are applied. A leader's entries that a quorum
+//     commits while its Ready is in flight are applied at once
+//     (replica.ApplyCommittedBusy), not after the round.
 func (r *Reactor) process() {
 	r.processQueued = false
 	if r.stopped {
@@ -70,6 +77,10 @@ func (r *Reactor) processGroup(g uint64) bool {
 		if rep.ApplyCommittedBusy() {
 			r.afterApply(g)
 		}
+		// With a pipeline, the next Ready may be written meanwhile.
+		if rep.HasWork() {
+			r.take(consensus.GroupID(g), rep)
+		}
 		return true
 	}
 	if !rep.HasWork() {
@@ -98,6 +109,13 @@ func (r *Reactor) take(g consensus.GroupID, rep *replica.Replica) {
 	// The durable fence record follows Raft's fence within this pass, not
 	// at the next tick: before this Ready's messages are flushed.
 	r.fenceRecordFollows(uint64(g))
+	if rep.InFlight() > 1 {
+		// Readys taken before it are in flight: it completes after them,
+		// in order (Raft's Advance order), with the next round, whether or
+		// not it needs an fsync of its own.
+		r.waiting = append(r.waiting, rep)
+		return
+	}
 	if !mustSync || plant.Enabled(plant.AckBeforeFsync) {
 		r.complete(g, rep)
 		if plant.Enabled(plant.AckBeforeFsync) && mustSync {
@@ -113,7 +131,10 @@ func (r *Reactor) take(g consensus.GroupID, rep *replica.Replica) {
 // already completed (only reachable with the ack-before-fsync planted bug).
 func (r *Reactor) waitingSyncOnly(rep *replica.Replica) {
 	if plan := rep.PrepareSync(); plan != nil {
-		r.env.Disk.Sync([]*logstore.SyncPlan{plan}, func(err error) { rep.FinishSync(plan, err) })
+		// A round of its own, completed in order like every round.
+		rd := &syncRound{plans: []*logstore.SyncPlan{plan}, owners: []*replica.Replica{rep}}
+		r.rounds = append(r.rounds, rd)
+		r.env.Disk.Sync(rd.plans, func(err error) { r.roundReported(rd, err) })
 	}
 }
 
@@ -128,6 +149,9 @@ func (r *Reactor) complete(g consensus.GroupID, rep *replica.Replica) {
 	r.afterApply(uint64(g))
 	// And once its entries are durable.
 	r.fenceRecordFollows(uint64(g))
+	if rep.Drained() {
+		r.drained = append(r.drained, uint64(g))
+	}
 }
 
 // fenceRecordFollows brings a fenced group's durable fence record up to its
@@ -136,6 +160,38 @@ func (r *Reactor) complete(g consensus.GroupID, rep *replica.Replica) {
 // leader's log end or lifted (sim seed 1072293, --all-faults).
 func (r *Reactor) fenceRecordFollows(g uint64) {
 	r.liftFence(g)
+}
+
+// idleWork runs, for the replicas a round drained (replica.Quiet stopped
+// their pipeline), the work that needs them idle and found them busy:
+// retention and compaction, the controller's snapshot, a repair, a
+// removal. It runs after the round's Readys completed, before the next
+// Take, so such work is not starved by a pipeline always in flight.
+func (r *Reactor) idleWork() {
+	gs := r.drained
+	r.drained = nil
+	for _, g := range gs {
+		rep := r.replicaOf(g)
+		if rep == nil || rep.Busy() {
+			continue
+		}
+		if g == controller.ControllerGroup {
+			r.ctl.maybeSnapshot()
+		} else if p := r.parts[g]; p != nil {
+			r.maintainPart(p, r.env.Clock.Now())
+		}
+		if rep.Damaged() && !rep.SyncInFlight() {
+			if err := r.repair(g); err != nil {
+				r.env.Logf("node %d: repair group %d: %v", r.self, g, err)
+			}
+		}
+		if r.stopped {
+			return
+		}
+	}
+	if len(gs) > 0 {
+		r.reapDoomed()
+	}
 }
 
 // countSnapshots counts the Raft snapshots among a Ready's messages
@@ -148,19 +204,51 @@ func (r *Reactor) countSnapshots(msgs []consensus.Message) {
 	}
 }
 
+// syncRound is one round of fsyncs in flight: the Readys it completes
+// (batch, a replica once per Ready), the plans it runs and their owners.
+type syncRound struct {
+	batch  []*replica.Replica
+	plans  []*logstore.SyncPlan
+	owners []*replica.Replica
+	// only: replicas synced without a Ready (syncOnly, wantSync).
+	only   []*replica.Replica
+	traces []traceSync // traced produces' fsync stages ending with it
+	done   bool        // the disk reported it
+	err    error
+}
+
+// syncPipeline is how many rounds may be in flight.
+func (r *Reactor) syncPipeline() int {
+	return min(max(r.cfg.SyncPipeline, 1), logstore.PlansInFlightMax)
+}
+
 // startSync begins a round of fsyncs for every waiting replica and every
 // replica whose log changed without a Ready (syncOnly: a retention step's
 // new snapshot point, whose dropped segment files go once it is durable),
-// unless a round is in flight already.
+// unless the pipeline's rounds are in flight already. A replica whose log
+// cannot prepare a plan now (logstore's SyncBlocked: a meta record waits
+// for the one in flight) stays waiting for a later round, with all its
+// Readys.
 func (r *Reactor) startSync() {
-	if r.syncing || len(r.waiting) == 0 && len(r.syncOnly) == 0 {
+	if len(r.rounds) >= r.syncPipeline() || len(r.waiting) == 0 && len(r.syncOnly) == 0 {
 		return
 	}
-	batch, only := r.waiting, r.syncOnly
-	r.waiting, r.syncOnly = nil, nil
-	plans := make([]*logstore.SyncPlan, 0, len(batch)+len(only))
-	owners := make([]*replica.Replica, 0, len(batch)+len(only))
-	for _, rep := range batch {
+	var batch, keep []*replica.Replica
+	plans := make([]*logstore.SyncPlan, 0, len(r.waiting))
+	owners := make([]*replica.Replica, 0, len(r.waiting))
+	blocked := map[*replica.Replica]bool{}
+	prepared := map[*replica.Replica]bool{}
+	for _, rep := range r.waiting {
+		if blocked[rep] || !prepared[rep] && rep.SyncBlocked() {
+			blocked[rep] = true
+			keep = append(keep, rep)
+			continue
+		}
+		batch = append(batch, rep)
+		if prepared[rep] {
+			continue // its earlier Ready's plan covers this one too
+		}
+		prepared[rep] = true
 		p := rep.PrepareSync()
 		if err := rep.Err(); err != nil {
 			// A write failed (possibly one flushed for a read): what Raft
@@ -174,35 +262,40 @@ func (r *Reactor) startSync() {
 			owners = append(owners, rep)
 		}
 	}
-	var onlyRound []*replica.Replica
-	for _, rep := range only {
+	r.waiting = keep
+	var only, onlyKeep []*replica.Replica
+	for _, rep := range r.syncOnly {
 		if r.replicaOf(uint64(rep.Group)) != rep {
 			continue // closed since (deleted, or reopened by a repair)
 		}
-		// nil when nothing is left to sync, or when the replica also
-		// waits with a Ready and its plan above covers the change.
+		if prepared[rep] {
+			continue // its plan in this round covers the change
+		}
+		if blocked[rep] || rep.SyncBlocked() {
+			onlyKeep = append(onlyKeep, rep)
+			continue
+		}
+		// nil when nothing is left to sync (a plan in flight covers it).
 		if p := rep.PrepareSync(); p != nil {
 			plans = append(plans, p)
 			owners = append(owners, rep)
-			onlyRound = append(onlyRound, rep)
+			only = append(only, rep)
 		}
 	}
+	r.syncOnly = onlyKeep
 	if len(batch) == 0 && len(plans) == 0 {
 		return
 	}
-	r.syncing = true
-	r.syncBatch = batch
-	r.syncOnlyBatch = onlyRound
+	rd := &syncRound{batch: batch, plans: plans, owners: owners, only: only}
+	r.rounds = append(r.rounds, rd)
 	if len(r.traceSync.waiting) > 0 {
-		r.traceSync.roundStarted(r.env.Clock.Now())
+		rd.traces = r.traceSync.roundStarted(r.env.Clock.Now())
 	}
 	r.stats.SyncRounds++
-	r.env.Disk.Sync(plans, func(err error) {
-		for i, p := range plans {
-			owners[i].FinishSync(p, err)
-		}
-		r.syncDone(err)
-	})
+	if len(r.rounds) > 1 {
+		r.stats.SyncRoundsPipelined++
+	}
+	r.env.Disk.Sync(plans, func(err error) { r.roundReported(rd, err) })
 }
 
 // wantSync queues a sync of rep's log in the next round although it has no
@@ -217,35 +310,64 @@ func (r *Reactor) wantSync(rep *replica.Replica) {
 	r.queueProcess()
 }
 
-func (r *Reactor) syncDone(err error) {
+// roundReported records that the disk finished round rd (with err) and
+// completes what is complete, in order.
+func (r *Reactor) roundReported(rd *syncRound, err error) {
+	rd.done, rd.err = true, err
+	r.completeRounds()
+}
+
+// completeRounds completes, oldest first, every round the disk has
+// reported, stopping at the first one still running: round N+1's Readys
+// never complete (nor are their logs told their plans finished) before
+// round N's, whatever order the disk answers in.
+func (r *Reactor) completeRounds() {
+	for len(r.rounds) > 0 && r.rounds[0].done {
+		rd := r.rounds[0]
+		r.rounds[0] = nil
+		r.rounds = r.rounds[1:]
+		for i, p := range rd.plans {
+			rd.owners[i].FinishSync(p, rd.err)
+		}
+		r.syncDone(rd)
+		if r.stopped {
+			return
+		}
+	}
+}
+
+func (r *Reactor) syncDone(rd *syncRound) {
 	if r.stopped {
 		return
 	}
-	if err != nil {
-		r.fatal(fmt.Errorf("fsync: %w", err))
+	if rd.err != nil {
+		r.fatal(fmt.Errorf("fsync: %w", rd.err))
 		return
 	}
-	batch, only := r.syncBatch, r.syncOnlyBatch
-	r.syncBatch, r.syncOnlyBatch = nil, nil
-	r.syncing = false
-	if len(r.traceSync.round) > 0 {
-		r.traceSync.roundDone(r.env.Clock.Now())
+	if len(rd.traces) > 0 {
+		roundDone(rd.traces, r.env.Clock.Now())
 	}
-	for _, rep := range batch {
+	for _, rep := range rd.batch {
 		r.complete(rep.Group, rep)
 		if r.stopped {
 			return
 		}
 	}
+	r.idleWork()
+	if r.stopped {
+		return
+	}
 	// The plan just finished removed the dropped files; the next round
 	// makes the removals durable (their directory's fsync). A replica
 	// leaves syncOnly when its PrepareSync has nothing left.
-	for _, rep := range only {
+	for _, rep := range rd.only {
 		r.wantSync(rep)
 	}
 	if r.opensAfterSync {
 		r.opensAfterSync = false
+		r.openingAfterSync = true
 		r.reconcile() // opens the next few replicas (controller.go openSome)
+		r.openingAfterSync = false
 	}
 	r.queueProcess()
 }

@@ -41,11 +41,16 @@ func (r *Reactor) driveReassignments() {
 	st := r.ctl.state
 	for _, g := range sortedKeys(r.parts) {
 		p := r.parts[g]
-		if !p.Ready() || p.Replica().Busy() {
+		if !p.Ready() {
 			continue
 		}
 		_, cp, ok := st.PartitionByGroup(g)
 		if !ok {
+			continue
+		}
+		// A reassignment in progress asks a pipelining replica to drain
+		// (replica.Quiet); otherwise a busy one is just visited later.
+		if cp.Target != nil && !p.Replica().Quiet() || p.Replica().Busy() {
 			continue
 		}
 		r.driveOne(g, p, cp)

@@ -163,7 +163,7 @@ func (r *Reactor) controllerDir() string { return path.Join(r.cfg.DataDir, "cont
 func (r *Reactor) repairDamaged() {
 	for _, g := range r.groupIDs() {
 		rep := r.replicaOf(g)
-		if rep == nil || !rep.Damaged() || rep.Busy() || rep.SyncInFlight() {
+		if rep == nil || !rep.Damaged() || !rep.Quiet() || rep.SyncInFlight() {
 			continue
 		}
 		if err := r.repair(g); err != nil {
@@ -306,7 +306,7 @@ func (r *Reactor) liftFence(g uint64) {
 	term, err := rep.Term(durable)
 	// Raft lifts its own copy of the fence (by index or by term); the
 	// durable record goes once Raft has and the durable log agrees.
-	if !rep.VoteFence().IsZero() || err != nil || !f.LiftedBy(durable, term) || rep.Busy() {
+	if !rep.VoteFence().IsZero() || err != nil || !f.LiftedBy(durable, term) || !rep.Quiet() {
 		return
 	}
 	if err := r.env.FS.Remove(path.Join(dir, fenceFile)); err != nil && !errors.Is(err, logstore.ErrNotExist) {

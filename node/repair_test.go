@@ -197,11 +197,18 @@ func TestPartitionLogCutToNothingIsFencedNotRebootstrapped(t *testing.T) {
 // took no write for ever (simulator seed 990482 with --all-faults). The
 // leader must step down and be repaired as a follower, and the others must
 // elect a leader that takes writes and serves every acknowledged record.
-// Not a pipelining bug (the pipelined rounds of branch h-pipe, since
-// reverted, brought the seed to light): it fails the same on the code
-// before them.
+// Not a pipelining bug (h-pipe's merge brought the seed to light): it
+// fails the same with one fsync round in flight as with two.
 func TestDamagedLeaderStepsDownWhenNoTransferCanFinish(t *testing.T) {
-	c := newClusterWith(t, 3, 990, nil)
+	for _, pipeline := range []int{1, 2} {
+		t.Run(fmt.Sprintf("fsync-pipeline-%d", pipeline), func(t *testing.T) {
+			damagedLeaderUnsendableTail(t, pipeline)
+		})
+	}
+}
+
+func damagedLeaderUnsendableTail(t *testing.T, pipeline int) {
+	c := newClusterWith(t, 3, 990, func(cfg *Config) { cfg.SyncPipeline = pipeline })
 	c.waitReady()
 	const topic = "dtail"
 	createTopic(t, c, 1, topic, 1, 3, map[string]string{"segment.bytes": "1024"})

@@ -117,7 +117,7 @@ func (r *Reactor) openController() error {
 	}
 	c := &ctlGroup{r: r, state: controller.NewState(r.cfg.ClusterID)}
 	rep, err := replica.New(replica.Config{Group: consensus.GroupID(controller.ControllerGroup), Raft: rc,
-		FS: r.env.FS, Dir: dir}, log, c)
+		FS: r.env.FS, Dir: dir, Pipeline: r.syncPipeline()}, log, c)
 	if err != nil {
 		_ = log.Close()
 		return err
@@ -219,7 +219,8 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 		_ = log.Close()
 		return err
 	}
-	rep, err := replica.New(replica.Config{Group: consensus.GroupID(p.Group), Raft: rc, FS: r.env.FS, Dir: dir}, log, part)
+	rep, err := replica.New(replica.Config{Group: consensus.GroupID(p.Group), Raft: rc, FS: r.env.FS, Dir: dir,
+		Pipeline: r.syncPipeline()}, log, part)
 	if err != nil {
 		_ = log.Close()
 		return err

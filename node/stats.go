@@ -18,7 +18,10 @@ type Stats struct {
 	BadBatches   uint64 // produced batches that failed validation
 	CorruptReads uint64 // reads that met a checksum failure
 	SyncRounds   uint64 // rounds of group-commit fsyncs
-	Repairs      uint64 // damaged replicas cut back to be refetched from peers
+	// SyncRoundsPipelined counts the rounds started while an earlier one
+	// was still in flight (Config.SyncPipeline).
+	SyncRoundsPipelined uint64
+	Repairs             uint64 // damaged replicas cut back to be refetched from peers
 	// LeaseRefusals counts reads a leader refused because its read lease
 	// had expired (lease.go).
 	LeaseRefusals uint64

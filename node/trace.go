@@ -54,26 +54,25 @@ type traceSync struct {
 // traceSyncs tracks the fsync stages of traced produces: those appended
 // since the last round started wait for the next round (the first to start
 // after their append includes their write, process.go's order: take, then
-// startSync); those in the round in flight end with it.
+// startSync); each round in flight holds its own and ends them
+// (ready.go's syncRound).
 type traceSyncs struct {
-	waiting, round []traceSync
+	waiting []traceSync
 }
 
-// roundStarted moves the waiting stages into the round that starts now.
-func (ts *traceSyncs) roundStarted(now time.Time) {
+// roundStarted hands the waiting stages to the round that starts now.
+func (ts *traceSyncs) roundStarted(now time.Time) []traceSync {
 	for _, s := range ts.waiting {
 		s.t.Stages[s.stage].Start = now
 	}
-	ts.round = append(ts.round[:0], ts.waiting...)
-	clear(ts.waiting)
-	ts.waiting = ts.waiting[:0]
+	round := ts.waiting
+	ts.waiting = nil
+	return round
 }
 
-// roundDone ends the stages of the round in flight.
-func (ts *traceSyncs) roundDone(now time.Time) {
-	for _, s := range ts.round {
+// roundDone ends the stages of a round.
+func roundDone(round []traceSync, now time.Time) {
+	for _, s := range round {
 		s.t.end(s.stage, now)
 	}
-	clear(ts.round)
-	ts.round = ts.round[:0]
 }

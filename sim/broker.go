@@ -61,6 +61,13 @@ type BrokerConfig struct {
 	CtlSnapshotEntries int
 	// MaintenanceTicks is node.Config.MaintenanceTicks (0: the default).
 	MaintenanceTicks int
+	// SyncPipeline is node.Config.SyncPipeline, the fsync rounds in
+	// flight at once (0: the node's default, 2). Never drawn: set by
+	// focused tests and `floe sim --fsync-pipeline 1`, to replay a seed
+	// found in the lockstep (before pipelined rounds came back, branch
+	// h-pipe2) or compare the two; the schedule differs, so one run
+	// passing where the other fails proves little by itself.
+	SyncPipeline int
 	// Sites is told every BUGGIFY site that fires (node.Env.OnBuggify).
 	Sites *siteCounter
 	// BuggifyOptIn names the opt-in BUGGIFY sites turned on, separated by
@@ -138,6 +145,7 @@ func BrokerFactory(bc BrokerConfig) Factory {
 		bc.configureBalance(int(env.ID), &cfg.Balancer, &cfg.BalancerMovesMax, &cfg.Rack)
 		cfg.ControllerSnapshotEntries = bc.CtlSnapshotEntries
 		cfg.MaintenanceTicks = bc.MaintenanceTicks
+		cfg.SyncPipeline = bc.SyncPipeline
 		if bc.Auth != nil {
 			bc.Auth.configure(&cfg)
 		}

@@ -132,7 +132,13 @@ func TestSim(t *testing.T) {
 			if !seedIsSet {
 				t.Parallel()
 			}
-			res := Run(simOptions(seed))
+			o := simOptions(seed)
+			if names[seed] != "" {
+				// Found in the lockstep: its run reaches its state with
+				// one fsync round in flight (optionalRegressionPipeline).
+				o.Broker.SyncPipeline = regressionPipeline(seed)
+			}
+			res := Run(o)
 			moves.Add(int64(res.Stats.Moves))
 			if res.Stats.Moves > 0 {
 				movedSeeds.Add(1)
@@ -496,10 +502,10 @@ var optionalRegressionSeeds = []struct {
 	// leader that cannot send a follower what it lacks steps down
 	// (node/repair.go handOverDamaged, consensus RawNode.StepDown; node
 	// TestDamagedLeaderStepsDownWhenNoTransferCanFinish, which fails the
-	// same on the code before h-pipe: h-pipe's merge, since reverted, only
-	// brought the seed's schedule). Found on b4033cf, with two fsync rounds
-	// in flight; on today's code the seed passes with or without the fix
-	// (another schedule): the node test is the regression test.
+	// same with one fsync round in flight as with two: older than h-pipe,
+	// whose merge only brought the seed's schedule). Found on b4033cf,
+	// with two fsync rounds in flight, the default then: it runs with two
+	// (optionalRegressionPipeline).
 	{"damaged-leader-transfer-never-finishes", 990482, false, false, true},
 	// 1000209 --all-faults: n4, leading the controller, applied entry 117
 	// while a Ready was in flight (replica.ApplyCommittedBusy), then took
@@ -588,6 +594,41 @@ var optionalRegressionSeeds = []struct {
 	// give the stored CRC, it is damage
 	// (TestFlipBeforeZeroedEntryTailIsDamage).
 	{"flip-before-zeroed-tail-taken-for-tear", 1101738, false, false, true},
+	// The first --all-faults campaign with two fsync rounds in flight
+	// (b4033cf, h-pipe) failed these; pipelining was reverted. Each was
+	// one of two bugs older than pipelining that its schedule reached
+	// (branch h-pipe2, docs/testing.md "Pipelined fsync rounds"): on
+	// h-pipe's code each passes with that fix applied alone, and on
+	// today's code each fails again with the fix's mutation re-planted.
+	// They run with two rounds (optionalRegressionPipeline).
+	// 991608 (acl-state diverged), 992781 (quota-state diverged) and
+	// 990920 (the balancer never at rest): a controller snapshot past
+	// Raft's applied index froze a broker's metadata (1000209's bug,
+	// replica.SnapshotBound; mutation snapshot-past-raft-applied).
+	{"pipelined-acl-state-diverged-snapshot-past-raft-applied", 991608, false, false, true},
+	{"pipelined-quota-state-diverged-snapshot-past-raft-applied", 992781, false, false, true},
+	{"pipelined-balancer-not-at-rest-snapshot-past-raft-applied", 990920, false, false, true},
+	// 991122 and 991287 (read-from-deposed-leader): a leader whose Raft
+	// had stepped down served a read under its old term's lease (1042074's
+	// bug, node/lease.go; mutation lease-after-step-down).
+	{"pipelined-deposed-read-stepped-down-lease", 991122, false, false, true},
+	{"pipelined-deposed-read-stepped-down-lease-share", 991287, false, false, true},
+}
+
+// optionalRegressionPipeline runs a seed of optionalRegressionSeeds with
+// this many fsync rounds in flight (BrokerConfig.SyncPipeline): the one it
+// found its bug with. A seed not listed was found in the lockstep (one
+// round, the default until pipelined rounds came back on branch h-pipe2)
+// and runs with one, so that its run still reaches the state it was
+// chosen for (the pipelined schedule is another run).
+var optionalRegressionPipeline = map[int64]int{990482: 2, 991608: 2, 992781: 2, 990920: 2, 991122: 2, 991287: 2}
+
+// regressionPipeline is the fsync rounds in flight seed runs with.
+func regressionPipeline(seed int64) int {
+	if p, ok := optionalRegressionPipeline[seed]; ok {
+		return p
+	}
+	return 1
 }
 
 func TestSimOptionalFaultRegressions(t *testing.T) {
@@ -607,6 +648,7 @@ func TestSimOptionalFaultRegressions(t *testing.T) {
 			if rs.all {
 				o = o.WithAllFaults()
 			}
+			o.Broker.SyncPipeline = regressionPipeline(rs.seed)
 			res := Run(o)
 			if res.Failed() {
 				t.Log(res.Summary())

@@ -67,9 +67,13 @@ func runServe(args []string) error {
 	advListeners := fs.String("advertised-listeners", "", "addresses clients are told to use, per listener: `NAME://host:port,...` (default: the listen addresses)")
 	quotaWindows := fs.Int("quota-window-num", quota.DefaultSamples, "samples kept to measure a client's byte rate against its quota (Kafka's quota.window.num, 2-1000)")
 	quotaWindow := fs.Duration("quota-window-size", quota.DefaultWindow, "length of one quota sample (Kafka's quota.window.size.seconds, 10ms-1h)")
+	syncPipeline := fs.Int("fsync-pipeline", 2, "rounds of group-commit fsyncs in flight at once: 2 (a write arriving while a round runs starts the next one at once) or 1 (one round at a time)")
 	secFlags := addSecurityFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *syncPipeline != 1 && *syncPipeline != 2 {
+		return fmt.Errorf("--fsync-pipeline %d: want 1 or 2", *syncPipeline)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -144,6 +148,7 @@ func runServe(args []string) error {
 			OffsetsTopicPartitions: int32(*offsetsPartitions), Groups: groupCfg(), Security: secCfg,
 			Shares: shareCfg(), Telemetry: telemetryCfg(),
 			Balancer: balanceMode, BalancerMovesMax: *balancerMoves, MoveRateBytes: *moveRate, ReplicaLagMax: *replicaLag,
+			SyncPipeline: *syncPipeline,
 		},
 	}
 	b, err := runtime.Start(opts)

@@ -11,6 +11,7 @@ package main
 //	--long                                   long seeds: 60 to 600 simulated seconds of faults each
 //	--lying                                  force the lying fsync on one node on in every seed (40% draw it)
 //	--auth                                   force SASL/SCRAM and ACLs on in every seed (a third draw them)
+//	--fsync-pipeline 1                       one fsync round in flight (the lockstep; default 2, pipelined)
 //	--cpuprofile cpu.out                     write a CPU profile of the run (go tool pprof)
 //
 // A campaign prints every failing seed's report as it is found, then the
@@ -51,6 +52,8 @@ type simFlags struct {
 	tracePath  string
 	historyOut string
 	verbose    bool
+	// fsyncPipeline, if not 0, is the brokers' SyncPipeline (1 or 2).
+	fsyncPipeline int
 	// cpuProfile, if set, is where a CPU profile of the whole command
 	// (a replay or a campaign) is written.
 	cpuProfile string
@@ -73,9 +76,13 @@ func runSim(args []string) error {
 	fs.StringVar(&f.tracePath, "trace", "", "with --seed: write the whole trace to this file")
 	fs.StringVar(&f.historyOut, "history", "", "with --seed: write the history (JSON lines) to this file")
 	fs.BoolVar(&f.verbose, "v", false, "print every seed's one-line result")
+	fs.IntVar(&f.fsyncPipeline, "fsync-pipeline", 0, "rounds of group-commit fsyncs in flight at once on every broker: 1 or 2 (0: the broker default, 2, pipelined rounds; 1 replays a seed found in the lockstep); another schedule, so a seed's run is not comparable bit for bit")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (replay or campaign) to this file, for go tool pprof")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if f.fsyncPipeline < 0 || f.fsyncPipeline > 2 {
+		return fmt.Errorf("--fsync-pipeline %d: want 1 or 2", f.fsyncPipeline)
 	}
 	if f.cpuProfile != "" {
 		out, err := os.Create(f.cpuProfile)
@@ -126,6 +133,7 @@ func options(seed int64, f simFlags) sim.Options {
 	if f.auth {
 		o = o.WithAuth()
 	}
+	o.Broker.SyncPipeline = f.fsyncPipeline
 	return o
 }
 

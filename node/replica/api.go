@@ -27,10 +27,13 @@ import (
 //     watermark).
 //   - Maintenance (SetStartOffset through Discard) changes the log outside
 //     Raft; except SetStartOffset and SetSegmentLimits (which touch no
-//     entry), it requires !Busy(), and Discard requires the replica to be
-//     out of its Host and about to be closed and reopened.
+//     entry), it requires !Busy() (the reactor asks Quiet, which drains a
+//     pipeline), and Discard requires the replica to be out of its Host
+//     and about to be closed and reopened.
 //   - Durability (PrepareSync, FinishSync, Err, Sync, Close) is the
-//     reactor's: it syncs what Take wrote before calling Complete.
+//     reactor's: it syncs what Take wrote before calling Complete, and
+//     with a pipeline completes Readys in the order taken, each once the
+//     round holding it and every round before it finished.
 //
 // Every method that drives Raft or changes the log or the Ready in flight
 // tells the Host the replica is registered with (consensus.Host.Changed),
@@ -211,29 +214,24 @@ func (r *Replica) Discard(cut uint64) error {
 // to sync): what Take wrote, or a change without a Ready such as a
 // retention step's new snapshot point and the segment files it drops. The
 // caller runs the plan and calls FinishSync with its result.
-func (r *Replica) PrepareSync() *logstore.SyncPlan {
-	p := r.log.PrepareSync()
-	if p != nil {
-		r.plan = p
-	}
-	return p
-}
+func (r *Replica) PrepareSync() *logstore.SyncPlan { return r.log.PrepareSync() }
+
+// SyncBlocked reports whether PrepareSync must wait for a sync in flight
+// to finish (logstore's SyncBlocked).
+func (r *Replica) SyncBlocked() bool { return r.log.SyncBlocked() }
 
 // FinishSync ends a sync PrepareSync started.
 func (r *Replica) FinishSync(p *logstore.SyncPlan, err error) {
 	r.changed()
-	if p == r.plan {
-		r.plan = nil
-	}
 	r.log.FinishSync(p, err)
 }
 
 // SyncInFlight reports whether a plan PrepareSync returned is not finished
-// yet. Busy implies nothing about it: a sync without a Ready (a retention
+// yet (any of the log's plans in flight). Busy implies nothing about it: a sync without a Ready (a retention
 // step's, maintain.go) leaves the replica not Busy, and such a replica
 // must not be closed, reopened or deleted until the plan finishes (its Run
 // may still be writing the meta record).
-func (r *Replica) SyncInFlight() bool { return r.plan != nil }
+func (r *Replica) SyncInFlight() bool { return r.log.SyncsInFlight() > 0 }
 
 // Err is the log's write failure, if one happened: nothing written since
 // may be acknowledged.

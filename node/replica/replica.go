@@ -22,8 +22,20 @@ type StateMachine interface {
 
 // Replica is one Raft group on this node with its log.
 //
-// Invariant: at most one Ready is in flight (taken, written, not yet
-// completed); applied <= the Raft commit index.
+// Invariant: at most pipeline Readys are in flight (taken, written, not
+// yet completed), and they complete in the order they were taken; a Ready
+// with a snapshot is in flight alone; applied <= the Raft commit index.
+//
+// Pipelining (issue 21). With a pipeline of K > 1, Take may collect and
+// write the next Ready while earlier ones wait for their fsync, as etcd's
+// raft does with AsyncStorageWrites. Nothing is acknowledged earlier for
+// it: a Ready's after-persist messages (acknowledgements, votes) leave at
+// its Complete, which the caller calls only once that Ready's sync
+// finished, after Complete of every Ready taken before it; the leader's
+// own match index advances at that Complete too (Advance, in order). The
+// log makes a later plan sync everything an earlier one does
+// (logstore/sync.go), so the completion of round N+1 implies N's data is
+// durable, and the reactor completes rounds in order in any case.
 //
 // The Replica is the only owner of its Raft node and its log: nothing
 // outside this package holds either, so that Take and Complete are the one
@@ -34,11 +46,17 @@ type Replica struct {
 	raft  *consensus.RawNode
 	sm    StateMachine
 
-	inflight *consensus.Ready
-	plan     *logstore.SyncPlan // the log's plan in flight (PrepareSync), or nil
-	applied  uint64
-	conf     consensus.ConfState
-	storage  *Storage
+	inflight []*consensus.Ready // oldest first
+	pipeline int                // how many Readys may be in flight (at least 1)
+	// wantIdle: work that must run with no Ready in flight found one
+	// (Quiet): no further Ready is taken while one is in flight, until a
+	// Quiet call finds the replica idle.
+	wantIdle bool
+	// drained: a Complete emptied the pipeline that wantIdle held (Drained).
+	drained bool
+	applied uint64
+	conf    consensus.ConfState
+	storage *Storage
 	// readStates are the ReadIndex answers of Readys taken since the last
 	// TakeReadStates.
 	readStates []consensus.ReadState
@@ -63,6 +81,9 @@ type Config struct {
 	// (confcheckpoint.go); with a nil FS there is none.
 	FS  logstore.FS
 	Dir string
+	// Pipeline is how many Readys may be in flight at once (0 or 1: one,
+	// the Ready/Complete lockstep; at most logstore.PlansInFlightMax).
+	Pipeline int
 }
 
 // New starts a replica on an open log: it restores the state machine from
@@ -84,7 +105,7 @@ func New(cfg Config, log *logstore.Log, sm StateMachine) (*Replica, error) {
 	rc := cfg.Raft
 	rc.Storage = st
 	rep := &Replica{Group: cfg.Group, log: log, sm: sm, applied: snap.Meta.Index, conf: sd.Conf, storage: st,
-		fs: cfg.FS, dir: cfg.Dir}
+		fs: cfg.FS, dir: cfg.Dir, pipeline: max(cfg.Pipeline, 1)}
 	if cfg.FS != nil {
 		c, ok, err := readConfCheckpoint(cfg.FS, cfg.Dir)
 		if err != nil {
@@ -102,6 +123,7 @@ func New(cfg Config, log *logstore.Log, sm StateMachine) (*Replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica %d: %w", cfg.Group, err)
 	}
+	rn.SetPipeline(rep.pipeline)
 	rep.raft = rn
 	return rep, nil
 }
@@ -113,25 +135,78 @@ func (r *Replica) Applied() uint64 { return r.applied }
 func (r *Replica) Conf() consensus.ConfState { return r.conf }
 
 // Busy reports whether a Ready is in flight.
-func (r *Replica) Busy() bool { return r.inflight != nil }
+func (r *Replica) Busy() bool { return len(r.inflight) > 0 }
+
+// InFlight returns how many Readys are in flight.
+func (r *Replica) InFlight() int { return len(r.inflight) }
+
+// Quiet reports whether no Ready is in flight, for work that must run
+// between Readys (retention, compaction, snapshots, repair). When one is,
+// it also stops the pipeline (one Ready in flight at a time, as without
+// pipelining) until it is drained (Drained), so that such work is not put
+// off for ever by a replica that always has a round in flight.
+func (r *Replica) Quiet() bool {
+	if r.Busy() {
+		r.wantIdle = true
+		return false
+	}
+	if r.wantIdle {
+		r.wantIdle = false
+		r.changed()
+	}
+	return true
+}
+
+// Drained reports, once, that a Complete emptied the pipeline a Quiet call
+// had stopped: the caller runs the work that waited for the replica to be
+// idle now, before the next Take (the pipeline runs again after it).
+func (r *Replica) Drained() bool {
+	d := r.drained
+	r.drained = false
+	return d
+}
 
 // HasWork reports whether Take would return a Ready.
-func (r *Replica) HasWork() bool { return r.inflight == nil && r.raft.HasReady() }
+func (r *Replica) HasWork() bool { return r.canTake() && r.raft.HasReady() }
+
+// canTake reports whether another Ready may be taken now: fewer than the
+// pipeline's are in flight, and, with one in flight, neither it nor the
+// next one carries a snapshot (a snapshot install replaces the log and
+// the state machine: it is ordered alone) and nobody waits for the
+// replica to be quiet.
+func (r *Replica) canTake() bool {
+	n := len(r.inflight)
+	if n == 0 {
+		return true
+	}
+	if n >= r.pipeline || r.wantIdle || r.raft.HasPendingSnapshot() {
+		return false
+	}
+	for _, rd := range r.inflight {
+		if !rd.Snapshot.IsEmpty() {
+			return false
+		}
+	}
+	return true
+}
 
 // Take collects the next Ready and writes its persistent part to the log
 // (not synced). It returns the messages that may be sent at once and
 // whether the write needs an fsync before Complete. The caller sends
-// messages, syncs if asked, and then calls Complete.
+// messages, syncs if asked, and then calls Complete. With a pipeline,
+// Take may be called again before Complete (HasWork says when); the
+// caller then completes the Readys in the order they were taken, each
+// only once its own sync (which covers the earlier ones) finished.
 func (r *Replica) Take() (sendNow []consensus.Message, mustSync bool, err error) {
-	if r.inflight != nil {
-		return nil, false, fmt.Errorf("replica %d: a Ready is already in flight", r.Group)
+	if !r.canTake() {
+		return nil, false, fmt.Errorf("replica %d: %d Readys already in flight", r.Group, len(r.inflight))
 	}
 	r.changed()
 	rd := r.raft.Ready()
 	if err := r.write(&rd); err != nil {
 		return nil, false, err
 	}
-	r.inflight = &rd
+	r.inflight = append(r.inflight, &rd)
 	r.readStates = append(r.readStates, rd.ReadStates...)
 	if err := r.applyDurable(&rd); err != nil {
 		return nil, false, err
@@ -146,14 +221,16 @@ func (r *Replica) Take() (sendNow []consensus.Message, mustSync bool, err error)
 // every committed entry is (commit counts the leader's own durable match),
 // so an acks=all answer waits for the fsync that made it durable and not
 // also for the next one, which carries whatever arrived meanwhile. A
-// follower may commit entries this very Ready writes; those wait.
+// follower may commit entries this very Ready writes; those wait. So may
+// entries an earlier Ready in flight holds: application stays in index
+// order (an entry after a gap waits for the Complete that fills it).
 func (r *Replica) applyDurable(rd *consensus.Ready) error {
 	if !rd.Snapshot.IsEmpty() {
 		return nil
 	}
 	durable := r.log.DurableIndex()
 	for _, e := range rd.CommittedEntries {
-		if e.Index > durable {
+		if e.Index > durable || e.Index > r.applied+1 {
 			return nil
 		}
 		if e.Index <= r.applied {
@@ -185,9 +262,13 @@ func (r *Replica) applyDurable(rd *consensus.Ready) error {
 // or at the next Take, skip what it applied. It reports whether it
 // applied anything.
 func (r *Replica) ApplyCommittedBusy() bool {
-	rd := r.inflight
-	if rd == nil || !rd.Snapshot.IsEmpty() {
+	if len(r.inflight) == 0 {
 		return false
+	}
+	for _, rd := range r.inflight {
+		if !rd.Snapshot.IsEmpty() {
+			return false
+		}
 	}
 	st := r.raft.BasicStatus()
 	if st.RaftState != consensus.StateLeader {
@@ -267,16 +348,24 @@ func (r *Replica) write(rd *consensus.Ready) error {
 	return nil
 }
 
-// Complete finishes the in-flight Ready once its write is durable: it
-// restores a received snapshot, applies committed entries, advances Raft,
-// and returns the messages that had to wait for the persist.
+// Complete finishes the oldest in-flight Ready once its write is durable
+// (and so every write before it): it restores a received snapshot, applies
+// committed entries, advances Raft, and returns the messages that had to
+// wait for the persist.
 func (r *Replica) Complete() (sendAfter []consensus.Message, err error) {
-	rd := r.inflight
-	if rd == nil {
+	if len(r.inflight) == 0 {
 		return nil, nil
 	}
+	rd := r.inflight[0]
 	r.changed()
-	r.inflight = nil
+	r.inflight[0] = nil
+	r.inflight = r.inflight[1:]
+	if len(r.inflight) == 0 {
+		r.inflight = nil
+		if r.wantIdle {
+			r.wantIdle, r.drained = false, true
+		}
+	}
 	if !rd.Snapshot.IsEmpty() && rd.Snapshot.Meta.Index > r.applied {
 		sd, err := DecodeSnapshotData(rd.Snapshot.Data)
 		if err != nil {
@@ -371,8 +460,9 @@ func (r *Replica) MarkDamaged() { r.storage.damaged = true }
 // ClearDamaged forgets a damage report that a full scan did not confirm.
 func (r *Replica) ClearDamaged() { r.storage.damaged = false }
 
-// Abandon drops the in-flight Ready without completing it (the sync failed:
-// the node must stop this replica, since Raft cannot be told "not durable").
+// Abandon drops the in-flight Readys without completing them (the sync
+// failed: the node must stop this replica, since Raft cannot be told "not
+// durable").
 func (r *Replica) Abandon() {
 	r.changed()
 	r.inflight = nil

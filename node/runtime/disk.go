@@ -7,19 +7,24 @@ import (
 	"github.com/floe-broker/floe/logstore"
 )
 
-// disk is the fsync worker. Requests queue while a round runs; the next
-// round takes every queued request at once, so syncs that arrive together
-// share fsyncs (group commit). The plans of a round run in parallel, up to
-// parallelMax at a time: they are different files, and the device overlaps
-// their flushes.
+// disk is the fsync worker. Up to roundsMax rounds run at once (the
+// reactor pipelines its rounds, node/ready.go; it completes them in order
+// whatever order they are reported in); requests that arrive while
+// roundsMax rounds run queue, and the next round takes every queued
+// request at once, so syncs that arrive together share fsyncs (group
+// commit). The plans of a round run in parallel, up to parallelMax at a
+// time: they are different files, and the device overlaps their flushes.
 type disk struct {
-	post func(func())
+	post      func(func())
+	roundsMax int
 
 	mu      sync.Mutex
 	pending []syncReq
+	running int // rounds running
 	wake    chan struct{}
 	quit    chan struct{}
 	done    chan struct{}
+	rounds  sync.WaitGroup
 
 	syncs     metricsSink
 	fsyncsMax int
@@ -37,8 +42,13 @@ type metricsSink interface {
 
 const parallelMax = 8
 
-func newDisk(post func(func()), m metricsSink) *disk {
-	d := &disk{post: post, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), syncs: m}
+// newDisk starts a worker that runs one round at a time.
+func newDisk(post func(func()), m metricsSink) *disk { return newDiskRounds(post, m, 1) }
+
+// newDiskRounds starts a worker that runs up to roundsMax rounds at once.
+func newDiskRounds(post func(func()), m metricsSink, roundsMax int) *disk {
+	d := &disk{post: post, roundsMax: max(roundsMax, 1), wake: make(chan struct{}, 1), quit: make(chan struct{}),
+		done: make(chan struct{}), syncs: m}
 	go d.run()
 	return d
 }
@@ -48,10 +58,7 @@ func (d *disk) Sync(plans []*logstore.SyncPlan, done func(error)) {
 	d.mu.Lock()
 	d.pending = append(d.pending, syncReq{plans, done})
 	d.mu.Unlock()
-	select {
-	case d.wake <- struct{}{}:
-	default:
-	}
+	d.kick()
 }
 
 func (d *disk) run() {
@@ -64,14 +71,32 @@ func (d *disk) run() {
 		}
 		for {
 			d.mu.Lock()
-			reqs := d.pending
-			d.pending = nil
-			d.mu.Unlock()
-			if len(reqs) == 0 {
+			if d.running >= d.roundsMax || len(d.pending) == 0 {
+				d.mu.Unlock()
 				break
 			}
-			d.round(reqs)
+			reqs := d.pending
+			d.pending = nil
+			d.running++
+			d.mu.Unlock()
+			d.rounds.Add(1)
+			go func() {
+				defer d.rounds.Done()
+				d.round(reqs)
+				d.mu.Lock()
+				d.running--
+				d.mu.Unlock()
+				d.kick()
+			}()
 		}
+	}
+}
+
+// kick wakes the worker (a round ended, or a request arrived).
+func (d *disk) kick() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -115,4 +140,5 @@ func (d *disk) round(reqs []syncReq) {
 func (d *disk) stop() {
 	close(d.quit)
 	<-d.done
+	d.rounds.Wait()
 }

@@ -185,3 +185,42 @@ func TestDiskStop(t *testing.T) {
 		t.Fatalf("stop did not return")
 	}
 }
+
+// With two rounds allowed, a request submitted while a round is still in
+// progress (here held posting its completion) runs at once in a second
+// round instead of waiting for the first to end (pipelined rounds: the
+// reactor completes them in order, node/ready.go).
+func TestDiskRunsTwoRoundsAtOnce(t *testing.T) {
+	r := &reactor{posted: make(chan func(), 4), hold: make(chan struct{})}
+	d := newDiskRounds(r.post, nil, 2)
+	defer d.stop()
+	released := false
+	defer func() {
+		if !released {
+			close(r.hold) // let the held round end, so that stop returns
+		}
+	}()
+	var done []string
+	_, pA := pendingPlan(t, 1, nil)
+	_, pB := pendingPlan(t, 2, nil)
+	d.Sync([]*logstore.SyncPlan{pA}, func(error) { done = append(done, "A") })
+	var first, second func()
+	select {
+	case first = <-r.posted:
+	case <-time.After(waitTimeout):
+		t.Fatalf("no completion for A")
+	}
+	d.Sync([]*logstore.SyncPlan{pB}, func(error) { done = append(done, "B") })
+	select {
+	case second = <-r.posted:
+	case <-time.After(waitTimeout):
+		t.Fatalf("B did not run while A's round was still in progress")
+	}
+	close(r.hold)
+	released = true
+	first()
+	second()
+	if fmt.Sprint(done) != "[A B]" {
+		t.Fatalf("completions %v", done)
+	}
+}

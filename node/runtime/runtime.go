@@ -116,7 +116,7 @@ func Start(opts Options) (*Broker, error) {
 		_ = unlockDir(lock)
 		return nil, err
 	}
-	b.disk = newDisk(b.loop.post, b.metrics)
+	b.disk = newDiskRounds(b.loop.post, b.metrics, logstore.PlansInFlightMax)
 	if len(opts.Listeners) == 0 {
 		opts.Listeners = []Listener{{Name: ProtocolPlaintext, Protocol: ProtocolPlaintext, Addr: opts.KafkaAddr}}
 	}

@@ -41,6 +41,31 @@ var mutations = []mutation{
 		Why:         "persistence: Raft's vote never reaches the log's hard state",
 	},
 	{
+		Name: "snapshot-past-raft-applied", File: "node/replica/api.go",
+		Original:    "func (r *Replica) SnapshotBound() uint64 { return min(r.applied, r.raft.BasicStatus().Applied) }",
+		Replacement: "func (r *Replica) SnapshotBound() uint64 { return r.applied }",
+		Why: "apply rule: a snapshot point past Raft's applied index (entries ApplyCommittedBusy applied); Raft's next " +
+			"Ready reads them from the compacted log and the replica applies nothing more (sim seeds 1000209, and " +
+			"991608 and 992781 with two fsync rounds: diverged ACL and quota metadata)",
+		Run: "^TestSnapshotNotPastRaftApplied$", Pkg: "./node/replica",
+	},
+	{
+		Name: "pipeline-round-out-of-order", File: "node/ready.go",
+		Original:    "rd.done, rd.err = true, err",
+		Replacement: "r.rounds[0].done, r.rounds[0].err = true, err",
+		Why: "persistence ordering with pipelined fsync rounds: when round N+1's fsync finishes, round N (still " +
+			"syncing) is taken for done and its acknowledgements go out",
+		Run: "^TestPipelinedRoundsCompleteInOrder$", Pkg: "./node",
+	},
+	{
+		Name: "pipeline-plan-skips-earlier-files", File: "logstore/sync.go",
+		Original:    "for _, q := range sy.inflight {",
+		Replacement: "for _, q := range sy.inflight[:0] {",
+		Why: "persistence ordering with pipelined plans: plan N+1 syncs only its own files, so its meta record's " +
+			"commit index can name entries only plan N (not yet run) would have made durable",
+		Run: "^TestPipelinedPlanSyncsEarlierPlansFiles$", Pkg: "./logstore",
+	},
+	{
 		Name: "busy-apply-uncommitted", File: "node/replica/replica.go",
 		Original:    "hi := min(st.Commit, r.log.DurableIndex())",
 		Replacement: "hi := r.log.DurableIndex()",
