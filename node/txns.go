@@ -218,12 +218,42 @@ func (t txnMarkers) Write(m txn.Marker, done func(now time.Duration, err error))
 
 // writeMarker writes one marker, here or on the partition's leader, and
 // calls done once it is committed there (or failed).
+//
+// A partition this broker's metadata does not hold is skipped (done(nil):
+// the topic was deleted, nothing to mark, as Kafka does), but only once a
+// metadata barrier (metabarrier.go) confirmed it: the metadata may just lag
+// the topic's creation (a broker restarted behind the controller, or cut
+// off from its leader, that now coordinates transactions another
+// coordinator added the partition to). Skipping on lagging metadata left
+// the transaction open on the partition for good, its Complete record
+// written, with no marker ever to come (simulator seed 1200787
+// --all-faults on 1a60155: a restarted n3 with a damaged controller log
+// took over __transaction_state and completed two aborts without their
+// markers on simtxn-0 and simtxn-2).
 func (r *Reactor) writeMarker(topic string, part int32, pid int64, epoch int16, commit bool, coordEpoch int32, done func(error)) {
-	t := r.ctl.state.Topics[topic]
-	if t == nil || part < 0 || int(part) >= len(t.Partitions) {
-		done(nil) // the partition is gone: nothing to mark (Kafka skips it)
+	if !r.holdsPartition(topic, part) {
+		r.afterFreshMetadata(func() {
+			if !r.holdsPartition(topic, part) {
+				done(nil) // the partition is gone: nothing to mark (Kafka skips it)
+				return
+			}
+			r.writeKnownMarker(topic, part, pid, epoch, commit, coordEpoch, done)
+		})
 		return
 	}
+	r.writeKnownMarker(topic, part, pid, epoch, commit, coordEpoch, done)
+}
+
+// holdsPartition reports whether the metadata holds partition part of
+// topic.
+func (r *Reactor) holdsPartition(topic string, part int32) bool {
+	t := r.ctl.state.Topics[topic]
+	return t != nil && part >= 0 && int(part) < len(t.Partitions)
+}
+
+// writeKnownMarker is writeMarker for a partition the metadata holds.
+func (r *Reactor) writeKnownMarker(topic string, part int32, pid int64, epoch int16, commit bool, coordEpoch int32, done func(error)) {
+	t := r.ctl.state.Topics[topic]
 	if p, ok := r.byName[topicPartition{topic, part}]; ok && p.IsLeader() {
 		r.appendMarker(p, pid, epoch, commit, coordEpoch, done)
 		return

@@ -519,6 +519,17 @@ var mutations = []mutation{
 		Why:         "metadata freshness: a share coordinator whose metadata lags decides on it at once, and archives rejected records uncopied though a dead-letter topic was set and acknowledged",
 		Run:         "^TestShareCoordinatorLaggingMetadataOwesDeadLetters$",
 	},
+	// Transaction markers on lagging metadata (issue 13/15; sim seed
+	// 1200787 --all-faults on 1a60155, whose schedule main no longer
+	// draws), caught by node's TestTxnMarkerWaitsForLaggingMetadata.
+	{
+		Name: "txn-marker-skipped-on-lagging-metadata", File: "node/txns.go",
+		Original:    "r.afterFreshMetadata(func() {",
+		Replacement: "func(fn func()) { fn() }(func() {",
+		Why:         "metadata freshness: a transaction coordinator whose metadata lags a topic's creation skips the markers for its partitions as if the topic were deleted, writes the Complete record, and the transaction stays open there for good (the LSO never reaches the high watermark)",
+		Pkg:         "./node",
+		Run:         "^TestTxnMarkerWaitsForLaggingMetadata$",
+	},
 	// Vote fences after damage (issue 13; sim seed 911081), caught by
 	// node's TestControllerLogCutBelowSnapshotIsFenced. (Its sim
 	// counterpart, sim/fence_test.go, no longer catches it: on 135883d
