@@ -12,6 +12,7 @@ import (
 
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/sim/world"
 )
 
 // nemesis injects a run's faults during the safety phase: at exponentially
@@ -129,7 +130,31 @@ func (n *nemesis) stop() {
 			n.w.Restart(id)
 		}
 	}
+	n.superviseAfterHeal()
 }
+
+// superviseAfterHeal restarts a node that exits after the heal of a fault
+// injected before it: with pipelined fsync rounds, a round that failed
+// before the heal is reported behind an older round that completes after
+// it (seed 1403697), and the node's fatal exit comes after the heal. A
+// supervisor restarts it, as supervise did before the heal. Other fatal
+// exits are left down (the run reports them as node-fatal or known).
+func (n *nemesis) superviseAfterHeal() {
+	n.w.SetOnFatalExit(func(ev world.FatalEvent) {
+		if !injected(ev.Err) {
+			return
+		}
+		n.w.After(healRestartDelay, func() {
+			if !n.w.Up(ev.ID) {
+				n.w.Restart(ev.ID)
+			}
+		})
+	})
+}
+
+// healRestartDelay is how long after a fatal exit with an injected cause
+// the healed cluster's supervisor restarts the node.
+const healRestartDelay = 100 * time.Millisecond
 
 func (n *nemesis) scheduleNext() {
 	total := 0.0

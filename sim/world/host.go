@@ -74,7 +74,8 @@ func (h *host) boot() {
 // would (see Env.Fatal).
 func (h *host) fatal(inc uint64, err error) {
 	w := h.w
-	w.fatals = append(w.fatals, FatalEvent{ID: h.id, Inc: inc, At: w.clock.Monotonic(), Err: err})
+	ev := FatalEvent{ID: h.id, Inc: inc, At: w.clock.Monotonic(), Err: err}
+	w.fatals = append(w.fatals, ev)
 	w.trace.add(w.clock.Monotonic(), "n%d.%d fatal: %v", h.id, inc, err)
 	w.clock.After(0, func() {
 		if !h.up || h.inc != inc {
@@ -83,6 +84,9 @@ func (h *host) fatal(inc uint64, err error) {
 		w.Tracef("fatal exit n%d.%d", h.id, inc)
 		h.down()
 		h.fs.CrashWith(logstore.CrashRandom)
+		if w.onFatalExit != nil {
+			w.onFatalExit(ev)
+		}
 	})
 }
 

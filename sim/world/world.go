@@ -90,6 +90,9 @@ type World struct {
 	hosts  []*host
 	trace  tracer
 	fatals []FatalEvent
+	// onFatalExit, if set, runs after a fatal exit has taken its node
+	// down (SetOnFatalExit).
+	onFatalExit func(FatalEvent)
 	// deliveredBytes counts the bytes of every message delivered (or held
 	// for a paused node).
 	deliveredBytes int64
@@ -253,6 +256,12 @@ func (w *World) Instance(id netx.NodeID) Instance {
 // DeliveredBytes returns the bytes of every message the network has
 // handed to a node so far.
 func (w *World) DeliveredBytes() int64 { return w.deliveredBytes }
+
+// SetOnFatalExit sets fn to run, in the exit's event, each time a node
+// goes down of a fatal error (Env.Fatal), with that error; nil clears it.
+// The simulator's heal uses it to restart a node that exits, after the
+// heal, of a fault injected before it (sim/nemesis.go stop).
+func (w *World) SetOnFatalExit(fn func(FatalEvent)) { w.onFatalExit = fn }
 
 // Fatals returns every Env.Fatal call so far, in order.
 func (w *World) Fatals() []FatalEvent { return slices.Clone(w.fatals) }
