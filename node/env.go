@@ -154,6 +154,11 @@ type Config struct {
 }
 
 // withDefaults fills unset fields.
+// DefaultOffsetsTopicPartitions is __consumer_offsets' partition count when
+// Config.OffsetsTopicPartitions is 0 (Kafka's offsets.topic.num.partitions
+// is 50; Floe's default is smaller).
+const DefaultOffsetsTopicPartitions = 16
+
 func (c Config) withDefaults() Config {
 	if c.NodeID == 0 {
 		c.NodeID = 1
@@ -186,7 +191,7 @@ func (c Config) withDefaults() Config {
 		c.DefaultPartitions = 1
 	}
 	if c.OffsetsTopicPartitions == 0 {
-		c.OffsetsTopicPartitions = 16
+		c.OffsetsTopicPartitions = DefaultOffsetsTopicPartitions
 	}
 	if c.ForwardTimeout == 0 {
 		c.ForwardTimeout = 30 * time.Second

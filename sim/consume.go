@@ -8,6 +8,7 @@ import (
 
 	"github.com/floe-broker/floe/jepsen/history"
 	"github.com/floe-broker/floe/netx"
+	"github.com/floe-broker/floe/node"
 	"github.com/floe-broker/floe/node/group"
 )
 
@@ -21,7 +22,7 @@ const offsetsTopic = "__consumer_offsets"
 func (r *run) coordinatorPartition(name string) int32 {
 	n := r.o.Broker.OffsetsPartitions
 	if n <= 0 {
-		n = 16 // node.Config's default, which a zero leaves in place
+		n = node.DefaultOffsetsTopicPartitions // what a zero leaves in place
 	}
 	return group.PartitionFor(name, n)
 }
