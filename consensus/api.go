@@ -234,6 +234,22 @@ type Config struct {
 	// lead. It changes no safety property, only when elections start.
 	// 0: none.
 	ElectionDelayTicks int
+	// Counters, when set, counts this member's role changes by cause
+	// (for monitoring; several groups of a node may share one). Nothing
+	// in Raft reads it.
+	Counters *RoleCounters
+}
+
+// RoleCounters counts why members start elections and why leaders step
+// down: what a "leader changed" is made of, for monitoring.
+type RoleCounters struct {
+	// Campaigns started: after an election timeout (pre-vote or vote),
+	// and on a leader's transfer (MsgTimeoutNow).
+	CampaignsTimeout, CampaignsTransfer uint64
+	// Leaders that stepped down: check-quorum found no majority heard
+	// from within an election timeout; a message of a later term; a
+	// transfer that did not finish within an election timeout.
+	StepDownsCheckQuorum, StepDownsHigherTerm, StepDownsTransferTimeout uint64
 }
 
 // StateType is a node's role.

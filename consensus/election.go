@@ -22,27 +22,28 @@ func (r *raft) defaultCampaign() campaignType {
 	return campaignElection
 }
 
-// hup starts an election if this member may.
-func (r *raft) hup(t campaignType) {
+// hup starts an election if this member may, and reports whether it did.
+func (r *raft) hup(t campaignType) bool {
 	if r.state == StateLeader || !r.promotable() || r.fenceBlocksCampaign() {
-		return
+		return false
 	}
 	if r.quietTicks > 0 && t != campaignTransfer {
 		// Our vote for ourselves would break the promise inLease keeps
 		// after a restart. (Timers never fire this early: an election
 		// timeout is at least electionTicks.)
-		return
+		return false
 	}
 	// A committed but unapplied configuration change may remove us or
 	// change the quorum; wait until it is applied.
 	if r.hasUnappliedConfChanges() {
-		return
+		return false
 	}
 	// Votes count in the newest membership of our log too (newestconf.go).
 	if err := r.learnNewestConf(); err != nil {
-		return
+		return false
 	}
 	r.campaign(t)
+	return true
 }
 
 func (r *raft) hasUnappliedConfChanges() bool {

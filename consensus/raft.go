@@ -78,6 +78,7 @@ type raft struct {
 	maxInflightMsgs     int
 	maxInflightBytes    uint64
 	rand                *rand.Rand
+	counters            *RoleCounters // never nil (Config.Counters or a private one)
 	// sendBudget holds the members whose entry traffic from this leader
 	// is rate-limited (throttle.go), with the bytes each may still be
 	// sent; a member not in it is not limited.
@@ -139,6 +140,10 @@ func newRaft(c Config) (*raft, error) {
 		voteFence:            c.VoteFence,
 		lostLogBootstrapTerm: c.LostLogBootstrapTerm,
 		readOnly:             newReadOnly(),
+		counters:             c.Counters,
+	}
+	if r.counters == nil {
+		r.counters = &RoleCounters{}
 	}
 	if r.maxInflightMsgs == 0 {
 		r.maxInflightMsgs = defaultMaxInflightMsgs
@@ -345,7 +350,9 @@ func (r *raft) tickElection() {
 	// The timeout first: promotable may read the log's unapplied tail.
 	if r.electionElapsedTicks >= r.randomizedElectionTicks && r.promotable() {
 		r.electionElapsedTicks = 0
-		r.hup(r.defaultCampaign())
+		if r.hup(r.defaultCampaign()) {
+			r.counters.CampaignsTimeout++
+		}
 	}
 }
 
@@ -356,6 +363,7 @@ func (r *raft) tickHeartbeat() {
 	if r.electionElapsedTicks >= r.electionTicks {
 		r.electionElapsedTicks = 0
 		if r.checkQuorum && !r.checkQuorumActive() {
+			r.counters.StepDownsCheckQuorum++
 			r.becomeFollower(r.term, 0)
 			return
 		}
@@ -365,6 +373,7 @@ func (r *raft) tickHeartbeat() {
 			// an election that ignores leases: without a lease for the
 			// rest of the term, we step down and let the group elect
 			// again (transfer.go).
+			r.counters.StepDownsTransferTimeout++
 			r.becomeFollower(r.term, 0)
 			return
 		}
@@ -428,6 +437,9 @@ func (r *raft) stepHigherTerm(m Message) bool {
 		if !forced && r.inLease() {
 			return false
 		}
+	}
+	if r.state == StateLeader && m.Type != MsgPreVote && (m.Type != MsgPreVoteResp || m.Reject) {
+		r.counters.StepDownsHigherTerm++
 	}
 	switch {
 	case m.Type == MsgPreVote:

@@ -14,7 +14,9 @@ func (r *raft) stepFollower(m Message) {
 		r.handleSnapshot(m)
 	case MsgTimeoutNow:
 		// The leader hands us leadership: campaign now, skipping pre-vote.
-		r.hup(campaignTransfer)
+		if r.hup(campaignTransfer) {
+			r.counters.CampaignsTransfer++
+		}
 	case MsgReadIndexResp:
 		r.readStates = append(r.readStates, ReadState{Index: m.Index, RequestCtx: m.Context})
 	}

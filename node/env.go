@@ -176,7 +176,7 @@ func (c Config) withDefaults() Config {
 		c.KafkaPort = 9092
 	}
 	if c.TickInterval == 0 {
-		c.TickInterval = 50 * time.Millisecond
+		c.TickInterval = DefaultTickInterval
 	}
 	if c.ElectionTicks == 0 {
 		c.ElectionTicks = 10
@@ -201,3 +201,11 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// DefaultTickInterval is Config.TickInterval's default.
+const DefaultTickInterval = 50 * time.Millisecond
+
+// DefaultElectionTimeout is `floe serve`'s minimum Raft election timeout
+// (Config.ElectionTicks × TickInterval). A Config's zero ElectionTicks
+// keeps 10 ticks (the tests and the simulator choose their own).
+const DefaultElectionTimeout = time.Second

@@ -184,6 +184,9 @@ func (r *Reactor) balanceLeaders() {
 		status := p.Replica().Status()
 		for _, pr := range status.Progress {
 			if pr.ID == pref && !pr.IsLearner && pr.RecentActive && pr.Match >= status.LastIndex {
+				if status.LeadTransferee == 0 {
+					r.stats.RaftPreferredTransfers++
+				}
 				p.Replica().TransferLeader(pref)
 				r.queueProcess()
 			}

@@ -37,6 +37,7 @@ func (r *Reactor) raftConfigOf(log *logstore.Log) consensus.Config {
 		CheckQuorum:                true,
 		PreVote:                    true,
 		Rand:                       r.env.Rand,
+		Counters:                   &r.stats.RaftRoles,
 		// Every group starts at term 1 (bootstrap) and elects its first
 		// leader in term 2; a replica added later starts at term 0. So a
 		// member still at term 1 or below has never heard from a leader,

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/node/partition"
 )
 
@@ -60,6 +61,13 @@ type Stats struct {
 	RaftLeaderChanges  uint64
 	RaftLeadershipsWon uint64
 	ControllerTerm     uint64
+	// RaftRoles counts, over the same groups, why replicas here started
+	// elections and why leaders here stepped down (issue 21: which of
+	// these a leader change under load comes from); RaftPreferredTransfers
+	// counts the transfers to a partition's preferred replica this
+	// broker's leaders started (balanceLeaders).
+	RaftRoles              consensus.RoleCounters
+	RaftPreferredTransfers uint64
 	// RaftSnapshotsSent counts the Raft snapshots (MsgSnap) this broker's
 	// leaders sent to members too far behind their log's start.
 	RaftSnapshotsSent uint64

@@ -67,6 +67,7 @@ func runServe(args []string) error {
 	advListeners := fs.String("advertised-listeners", "", "addresses clients are told to use, per listener: `NAME://host:port,...` (default: the listen addresses)")
 	quotaWindows := fs.Int("quota-window-num", quota.DefaultSamples, "samples kept to measure a client's byte rate against its quota (Kafka's quota.window.num, 2-1000)")
 	quotaWindow := fs.Duration("quota-window-size", quota.DefaultWindow, "length of one quota sample (Kafka's quota.window.size.seconds, 10ms-1h)")
+	electionTimeout := fs.Duration("raft-election-timeout", node.DefaultElectionTimeout, "Raft's minimum election timeout (each one is drawn from [t, 2t)): a follower that hears nothing from its leader for that long campaigns; a multiple of the 50ms tick, at least 150ms")
 	syncPipeline := fs.Int("fsync-pipeline", 2, "rounds of group-commit fsyncs in flight at once: 2 (a write arriving while a round runs starts the next one at once) or 1 (one round at a time)")
 	secFlags := addSecurityFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -120,6 +121,9 @@ func runServe(args []string) error {
 	if *replicaLag < 100*time.Millisecond || *replicaLag > 24*time.Hour {
 		return fmt.Errorf("--replica-lag-time-max must be between 100ms and 24h, got %v", *replicaLag)
 	}
+	if *electionTimeout < 150*time.Millisecond || *electionTimeout > time.Minute {
+		return fmt.Errorf("--raft-election-timeout must be between 150ms and 1m, got %v", *electionTimeout)
+	}
 	peerList, err := parsePeers(*peers)
 	if err != nil {
 		return fmt.Errorf("--peers: %v", err)
@@ -148,7 +152,8 @@ func runServe(args []string) error {
 			OffsetsTopicPartitions: int32(*offsetsPartitions), Groups: groupCfg(), Security: secCfg,
 			Shares: shareCfg(), Telemetry: telemetryCfg(),
 			Balancer: balanceMode, BalancerMovesMax: *balancerMoves, MoveRateBytes: *moveRate, ReplicaLagMax: *replicaLag,
-			SyncPipeline: *syncPipeline,
+			SyncPipeline:  *syncPipeline,
+			ElectionTicks: int(*electionTimeout / node.DefaultTickInterval),
 		},
 	}
 	b, err := runtime.Start(opts)

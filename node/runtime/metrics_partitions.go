@@ -26,6 +26,7 @@ type partitionCollector struct {
 	term, replicas, inSync, underReplicated    *prometheus.Desc
 	underReplicatedCount, leaderless, brokers  *prometheus.Desc
 	elections, leaderChanges, won, controlTerm *prometheus.Desc
+	campaigns, stepDowns, preferredTransfers   *prometheus.Desc
 
 	kBrokers, kTopicPartitions, kCurrent, kOldest, kLeader   *prometheus.Desc
 	kReplicas, kISR, kUnderReplicated                        *prometheus.Desc
@@ -57,6 +58,12 @@ func newPartitionCollector(self int32) *partitionCollector {
 		leaderChanges: d("floe_raft_leader_changes_total", "Times a Raft replica on this broker learnt of a new leader."),
 		won:           d("floe_raft_leaderships_won_total", "Times a Raft replica on this broker became leader."),
 		controlTerm:   d("floe_controller_raft_term", "The controller group's Raft term as this broker knows it."),
+		campaigns: d("floe_raft_campaigns_total",
+			"Campaigns Raft replicas on this broker started, by cause: timeout (no leader heard within an election timeout; pre-vote included) or transfer (a leader handed over).", "cause"),
+		stepDowns: d("floe_raft_step_downs_total",
+			"Leaders on this broker that stepped down, by cause: check_quorum (no majority heard within an election timeout), higher_term (a message of a later term), transfer_timeout (a transfer that did not finish).", "cause"),
+		preferredTransfers: d("floe_raft_preferred_transfers_total",
+			"Leadership transfers to a partition's preferred replica that leaders on this broker started."),
 
 		kBrokers:         d("kafka_brokers", "kafka_exporter name: number of brokers in the cluster."),
 		kTopicPartitions: d("kafka_topic_partitions", "kafka_exporter name: number of partitions of the topic.", "topic"),
@@ -83,6 +90,7 @@ func newPartitionCollector(self int32) *partitionCollector {
 func (c *partitionCollector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{c.bytesIn, c.recordsIn, c.bytesOut, c.recordsOut, c.term, c.replicas, c.inSync, c.underReplicated,
 		c.underReplicatedCount, c.leaderless, c.brokers, c.elections, c.leaderChanges, c.won, c.controlTerm,
+		c.campaigns, c.stepDowns, c.preferredTransfers,
 		c.kBrokers, c.kTopicPartitions, c.kCurrent, c.kOldest, c.kLeader, c.kReplicas, c.kISR, c.kUnderReplicated,
 		c.kGroupCurrent, c.kGroupCurrentSum, c.kGroupLag, c.kGroupLagSum, c.kGroupMembers}
 }
@@ -94,6 +102,13 @@ func (c *partitionCollector) collect(out sink, st node.Stats, ps []node.Partitio
 	counter(c.elections, float64(st.RaftElections))
 	counter(c.leaderChanges, float64(st.RaftLeaderChanges))
 	counter(c.won, float64(st.RaftLeadershipsWon))
+	rc := st.RaftRoles
+	counter(c.campaigns, float64(rc.CampaignsTimeout), "timeout")
+	counter(c.campaigns, float64(rc.CampaignsTransfer), "transfer")
+	counter(c.stepDowns, float64(rc.StepDownsCheckQuorum), "check_quorum")
+	counter(c.stepDowns, float64(rc.StepDownsHigherTerm), "higher_term")
+	counter(c.stepDowns, float64(rc.StepDownsTransferTimeout), "transfer_timeout")
+	counter(c.preferredTransfers, float64(st.RaftPreferredTransfers))
 	gauge(c.controlTerm, float64(st.ControllerTerm))
 	gauge(c.brokers, float64(cs.Brokers))
 	gauge(c.kBrokers, float64(cs.Brokers))

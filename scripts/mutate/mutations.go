@@ -889,4 +889,14 @@ var mutations = []mutation{
 		Run: "^TestLostLogFenceRecordFollowsRaft$",
 		Pkg: "./node",
 	},
+	{
+		Name: "election-timeout-below-stalls", File: "node/env.go",
+		Original:    "const DefaultElectionTimeout = time.Second",
+		Replacement: "const DefaultElectionTimeout = 500 * time.Millisecond",
+		Why: "leadership under load (issue 21): `floe serve`'s election timeout back at 500 ms, below the reactor " +
+			"stalls the RF=3 benchmark measured; followers elect during a stall and every partition its broker led " +
+			"changes leader",
+		Run: "^TestServeElectionTimeoutOutlastsMeasuredStall$",
+		Pkg: "./node",
+	},
 }
