@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"path"
 	"testing"
 	"time"
@@ -244,4 +245,78 @@ func TestLostLogFenceRecordFollowsRaft(t *testing.T) {
 				seed, lifted.id, f)
 		}
 	}
+}
+
+// TestReplacedControllerVoterKeepsAcknowledgedEntries: controller voter 3
+// acknowledges entries that voter 2, cut off, lacks (they commit with
+// voters 1 and 3); then voter 1 goes down and voter 3 is restarted on a
+// new disk, and 2 and 3 are connected again. Voter 3's controller replica
+// holds the bootstrap entries only and has forgotten its term and vote,
+// and only its lost-log fence (fenceNewController, made durable before
+// its disk id) keeps it from voting for voter 2, whose log lacks the
+// entries 3 acknowledged on its old disk. Unfenced, it votes for 2, whose
+// leadership overwrites those committed entries on every voter once 1 is
+// back (the mutation lost-disk-controller-unfenced, which the sim seeds of
+// TestReplacedDiskIsFenced stopped reaching). Fenced, the group elects no
+// leader without voter 1, and once 1 is back every voter holds the
+// entries.
+func TestReplacedControllerVoterKeepsAcknowledgedEntries(t *testing.T) {
+	c := newCluster(t, 3, 76)
+	c.waitReady()
+	transferController(t, c, 1)
+	n1, n2, n3 := c.nodes[1], c.nodes[2], c.nodes[3]
+	c.w.Isolate(netx.NodeID(2))
+	const acked = "acked-by-3"
+	createTopic(t, c, 1, acked, 1, 3, nil)
+	commit := n1.r.ctl.rep.Status().Commit
+	if !c.runUntil(5*time.Second, func() bool { return n3.r.ctl.rep.DurableIndex() >= commit }) {
+		t.Fatalf("voter 3 did not make the controller log durable to the commit index %d", commit)
+	}
+	if n2.r.ctl.rep.LastIndex() >= commit || n2.r.Metadata().Topics[acked] != nil {
+		t.Fatalf("voter 2, cut off, holds the controller log to %d (commit %d): the scenario needs it behind", n2.r.ctl.rep.LastIndex(), commit)
+	}
+	n1.crash()
+	c.w.ReplaceDisk(netx.NodeID(3))
+	if n3.r == nil {
+		t.Fatalf("broker 3 did not start on its new disk: %v", n3.startErr)
+	}
+	c.w.Heal()
+	// Voters 2 and 3 alone: 3 must not make 2, which lacks committed
+	// entries, the leader.
+	var overwrote string
+	c.runUntil(10*time.Second, func() bool {
+		st := n2.r.ctl.rep.BasicStatus()
+		if st.Lead == 2 && n2.r.controllerLeader() == 2 {
+			overwrote = fmt.Sprintf("voter 2 became the controller leader in term %d with its log ending at %d, below the commit index %d; voter 3 on its new disk has vote fence %v",
+				st.Term, n2.r.ctl.rep.LastIndex(), commit, n3.r.ctl.rep.VoteFence())
+			return true
+		}
+		return false
+	})
+	n1.boot()
+	if !c.runUntil(30*time.Second, func() bool {
+		for _, n := range []*tnode{n1, n2, n3} {
+			if n.r == nil || n.r.controllerLeader() == 0 || n.r.ctl.rep.Applied() < commit {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("the controller group did not recover with voter 1 back%s", prefixed("; ", overwrote))
+	}
+	for _, n := range []*tnode{n1, n2, n3} {
+		if n.r.Metadata().Topics[acked] == nil {
+			t.Fatalf("voter %d lost topic %s, whose creation voters 1 and 3 had committed%s", n.id, acked, prefixed(": ", overwrote))
+		}
+	}
+	if overwrote != "" {
+		t.Fatal(overwrote)
+	}
+}
+
+func prefixed(sep, s string) string {
+	if s == "" {
+		return ""
+	}
+	return sep + s
 }
