@@ -918,4 +918,13 @@ var mutations = []mutation{
 		Run: "^TestHostFrameMatchesV0$",
 		Pkg: "./consensus",
 	},
+	{
+		Name: "frame-read-past-length", File: "netx/wire.go",
+		Original:    "grown := make([]byte, len(msg), min(n, 2*cap(msg)))",
+		Replacement: "grown := make([]byte, len(msg), 2*cap(msg))",
+		Why: "wire framing (issue 21): the reader's room doubles past the frame's length and is read full, so a " +
+			"large frame swallows the start of the next one",
+		Run: "^TestReadFrameLarge$",
+		Pkg: "./netx",
+	},
 }
