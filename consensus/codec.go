@@ -3,6 +3,7 @@ package consensus
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 )
 
 // Wire format of a Message, version 1. Numbers are unsigned varints (u),
@@ -42,6 +43,42 @@ func messageSizeHint(m *Message) int {
 	if s := m.Snapshot; s != nil {
 		n += (5 + len(s.Meta.ConfState.Voters) + len(s.Meta.ConfState.Learners)) * binary.MaxVarintLen64
 		n += len(s.Data)
+	}
+	return n
+}
+
+// messageSize is the exact length of m's encoding (appendMessage), so
+// that a frame can write a message's length prefix before the message
+// instead of moving the encoded message behind it (host.go encodeFrame).
+func messageSize(m *Message) int {
+	n := 3 // version, type, flags
+	for _, v := range [...]uint64{m.To, m.From, m.Term, m.LogTerm, m.Index, m.Commit, m.RejectHint} {
+		n += uvarintSize(v)
+	}
+	n += bytesSize(len(m.Context))
+	n += uvarintSize(uint64(len(m.Entries)))
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		n += uvarintSize(e.Term) + uvarintSize(e.Index) + 1 + bytesSize(len(e.Data))
+	}
+	if s := m.Snapshot; s != nil {
+		n += uvarintSize(s.Meta.Index) + uvarintSize(s.Meta.Term)
+		n += idsSize(s.Meta.ConfState.Voters) + idsSize(s.Meta.ConfState.Learners)
+		n += bytesSize(len(s.Data))
+	}
+	return n
+}
+
+// uvarintSize is the length of binary.AppendUvarint's encoding of v.
+func uvarintSize(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+// bytesSize is the length of appendBytes' encoding of n bytes.
+func bytesSize(n int) int { return uvarintSize(uint64(n)) + n }
+
+func idsSize(ids []uint64) int {
+	n := uvarintSize(uint64(len(ids)))
+	for _, id := range ids {
+		n += uvarintSize(id)
 	}
 	return n
 }

@@ -903,4 +903,32 @@ var mutations = []mutation{
 		Run: "^TestServeElectionTimeoutOutlastsMeasuredStall$",
 		Pkg: "./node",
 	},
+	{
+		Name: "frame-varint-size-off", File: "consensus/codec.go",
+		Original:    "func uvarintSize(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }",
+		Replacement: "func uvarintSize(v uint64) int { return bits.Len64(v|1)/7 + 1 }",
+		Why: "frame encoding (issue 21): the exact message size that lets a frame write each message's length " +
+			"prefix in place is one byte long for numbers of 7, 14, ... bits; a frame would carry wrong lengths " +
+			"(encodeFrame's check falls back to the old splice, so only the size test sees it)",
+		Run: "^TestMessageSizeExact$",
+		Pkg: "./consensus",
+	},
+	{
+		Name: "frame-prefix-dropped", File: "consensus/host.go",
+		Original:    "b = append(b, prefix...)",
+		Replacement: "_ = prefix",
+		Why: "frame encoding (issue 21): FlushPrefixed leaves out the header the node's transport needs (the " +
+			"frame type byte), so a peer takes the frame's version byte for its type",
+		Run: "^TestHostFrameMatchesV0$",
+		Pkg: "./consensus",
+	},
+	{
+		Name: "frame-read-past-length", File: "netx/wire.go",
+		Original:    "grown := make([]byte, len(msg), min(n, 2*cap(msg)))",
+		Replacement: "grown := make([]byte, len(msg), 2*cap(msg))",
+		Why: "wire framing (issue 21): the reader's room doubles past the frame's length and is read full, so a " +
+			"large frame swallows the start of the next one",
+		Run: "^TestReadFrameLarge$",
+		Pkg: "./netx",
+	},
 }
