@@ -32,19 +32,7 @@ var ErrCodec = errors.New("consensus: malformed encoding")
 
 // Marshal encodes m.
 func (m *Message) Marshal() []byte {
-	return appendMessage(make([]byte, 0, messageSizeHint(m)), m)
-}
-
-func messageSizeHint(m *Message) int {
-	n := 3 + 7*binary.MaxVarintLen64 + len(m.Context) + binary.MaxVarintLen64
-	for i := range m.Entries {
-		n += 3*binary.MaxVarintLen64 + 1 + len(m.Entries[i].Data)
-	}
-	if s := m.Snapshot; s != nil {
-		n += (5 + len(s.Meta.ConfState.Voters) + len(s.Meta.ConfState.Learners)) * binary.MaxVarintLen64
-		n += len(s.Data)
-	}
-	return n
+	return appendMessage(make([]byte, 0, messageSize(m)), m)
 }
 
 // messageSize is the exact length of m's encoding (appendMessage), so
