@@ -121,8 +121,8 @@ func runServe(args []string) error {
 	if *replicaLag < 100*time.Millisecond || *replicaLag > 24*time.Hour {
 		return fmt.Errorf("--replica-lag-time-max must be between 100ms and 24h, got %v", *replicaLag)
 	}
-	if *electionTimeout < 150*time.Millisecond || *electionTimeout > time.Minute {
-		return fmt.Errorf("--raft-election-timeout must be between 150ms and 1m, got %v", *electionTimeout)
+	if err := checkElectionTimeout(*electionTimeout); err != nil {
+		return err
 	}
 	peerList, err := parsePeers(*peers)
 	if err != nil {
@@ -235,4 +235,17 @@ func parsePeers(s string) ([]node.Peer, error) {
 		out = append(out, node.Peer{ID: int32(n), RaftAddr: addr})
 	}
 	return out, nil
+}
+
+// checkElectionTimeout refuses a --raft-election-timeout Raft cannot use:
+// outside 150ms..1m, or not a whole number of ticks (it would be cut to
+// one silently).
+func checkElectionTimeout(d time.Duration) error {
+	if d < 150*time.Millisecond || d > time.Minute {
+		return fmt.Errorf("--raft-election-timeout must be between 150ms and 1m, got %v", d)
+	}
+	if d%node.DefaultTickInterval != 0 {
+		return fmt.Errorf("--raft-election-timeout must be a multiple of the %v tick, got %v", node.DefaultTickInterval, d)
+	}
+	return nil
 }
