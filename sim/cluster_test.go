@@ -619,7 +619,8 @@ var optionalRegressionSeeds = []struct {
 	// nothing restarted it (controller-voters, acl-state "n3 down"). The
 	// simulator's bug, not the product's (nemesis.superviseAfterHeal).
 	{"pipelined-injected-fatal-after-heal-left-down", 1403697, false, false, true},
-	// 1534293 --all-faults: n5's bootstrap of __consumer_offsets-0
+	// 1534293 --all-faults (two rounds, the broker default the ac35b89
+	// campaign ran with): n5's bootstrap of __consumer_offsets-0
 	// ([5 1 3]) wrote its entries but failed at its meta sync; restarted
 	// with the entries and no hard state, it took the log for one that
 	// had held a hard state and left it: the entries were never committed,
@@ -638,7 +639,7 @@ var optionalRegressionSeeds = []struct {
 // round, the default until pipelined rounds came back on branch h-pipe2)
 // and runs with one, so that its run still reaches the state it was
 // chosen for (the pipelined schedule is another run).
-var optionalRegressionPipeline = map[int64]int{990482: 2, 991608: 2, 992781: 2, 990920: 2, 991122: 2, 991287: 2, 1403697: 2}
+var optionalRegressionPipeline = map[int64]int{990482: 2, 991608: 2, 992781: 2, 990920: 2, 991122: 2, 991287: 2, 1403697: 2, 1534293: 2}
 
 // regressionPipeline is the fsync rounds in flight seed runs with.
 func regressionPipeline(seed int64) int {
