@@ -18,7 +18,7 @@ var ErrInvalidConfChange = errors.New("consensus: invalid configuration change")
 // change is ever in flight and any two successive majorities overlap. A
 // member's applied membership can still lag its log by more changes than
 // one, so candidates and leaders count votes and acknowledgements in the
-// newest membership of their log too (newestconf.go).
+// newest membership of their log (newestconf.go).
 
 // proposeConfChange appends a configuration change on the leader.
 func (r *raft) proposeConfChange(cc ConfChange) (uint64, uint64, error) {
@@ -34,8 +34,8 @@ func (r *raft) proposeConfChange(cc ConfChange) (uint64, uint64, error) {
 	index, term, err := r.propose(Entry{Type: EntryConfChange, Data: cc.Marshal()})
 	if err == nil {
 		r.pendingConfIndex = index
-		// Our own commits need the new membership's majority too
-		// (newestconf.go).
+		// Our own commits need the new membership's majority from now
+		// on (newestconf.go).
 		r.logConfAfter(cc)
 	}
 	return index, term, err

@@ -16,51 +16,61 @@ import "slices"
 // 99 over the group's committed one). Two successive majorities overlap;
 // majorities two changes apart need not.
 //
-// The rule, for (pre-)candidates and leaders: a decision needs a majority
-// of the applied voters and a majority of the voters of the newest
-// membership in the member's log (tracker.logVoters). An election is won
-// only with both (tracker.tallyVotes), an index is committed only once
-// both hold it (tracker.committedIndex). When the two are the same
-// membership this is the plain majority.
+// The rule, for (pre-)candidates and leaders: while the log holds a
+// membership whose voters are not the applied ones, a decision needs a
+// majority of the voters of that newest membership (tracker.logVoters,
+// tracker.decidingVoters): an election is won only with it
+// (tracker.tallyVotes), an index is committed only once it holds it
+// (tracker.committedIndex). Otherwise it is the plain majority of the
+// applied voters.
 //
 // Why it is safe. The newest membership in a log is the one the Raft
 // dissertation (§4.1) uses for every decision: a server uses the latest
 // configuration in its log, committed or not. Its safety argument for
 // single-server changes needs that a leader appends a change only after
 // the previous one and an entry of its own term are committed; ours waits
-// for them to be applied, which is later. Every decision we take also has
-// a majority of that newest membership, so every run of ours is a run the
+// for them to be applied, which is later. Every decision we take has a
+// majority of that newest membership, so every run of ours is a run the
 // dissertation's algorithm allows, and its proof (Leader Completeness, so
-// State Machine Safety) covers us. The applied majority only makes
-// decisions rarer. Who may stand follows the same rule: a voter of the
-// applied membership or of the newest one in its log (raft.go
+// State Machine Safety) covers us. Who may stand follows the same rule: a
+// voter of the applied membership or of the newest one in its log (raft.go
 // promotable), so a learner whose log holds the uncommitted change that
 // promotes it campaigns, and may lead until it applies that change with
 // its first committed entry (a member of neither never leads).
 //
-// Liveness. The joint rule binds only while a log holds changes beyond the
+// Not a majority of the applied membership as well. From h-953 to
+// h-3770 a decision needed both, which only made decisions rarer, and
+// once too rare: a committed removal lets the removed member go (a broker
+// deletes its replica once it applied its removal, node/tombstone.go), and
+// a member whose log holds that removal beyond its applied index still
+// counted it (sim seed 1603770 with --all-faults: __consumer_offsets-0
+// went from voters [1 2 3 5] to [1 3 5] at entry 14, committed by n1, n2
+// and n5; n2 deleted its replica, n5 restarted at applied 0 with the
+// removal in its log, n1 lost its log to a lying fsync and, fenced, voted
+// for no log of its term; n3 and n5, a majority of [1 3 5] holding every
+// committed entry, needed 3 of [1 2 3 5] and the partition stayed
+// leaderless for good, so its consumer groups had no coordinator).
+//
+// Liveness. The rule binds only while a log holds changes beyond the
 // applied index: a leader elected under it commits its first entry with
-// both majorities, applies every change before that entry, and from then
-// on its applied membership is its newest. In a log every change but the
-// last is committed (a leader appends a change only after applying the one
-// before), so the newest membership is the committed one or the committed
-// one plus one uncommitted change at the tail: a crashed leader's
-// proposal, for instance. A candidate holding that change needs a
-// majority of the old membership and of the new one, which differ by one
-// server; a candidate without it needs the old majority only, and can win
-// if its log is as up to date as a majority's. The server a change adds
-// must be allowed to stand: its log may be the only one a majority of the
-// new membership accepts (sim seed 1071630: the proposer lost its first
-// entry of a later term, held by the new voter alone, in a crash before
-// its fsync, and a fenced member accepted only a log of that later term;
-// while only applied voters campaigned, the group never elected a
-// leader). So the group elects a
-// leader whenever a majority of each membership is up and connected (the
-// leader whose proposal it was needed no less to commit it), at most one
-// server more than the dissertation's rule asks when the voters go from an
-// even number to an odd one or back. The change is then committed, or
-// replaced by the new leader's log, and the rule lapses once it is
-// applied.
+// the newest majority, applies every change before that entry, and from
+// then on its applied membership is its newest. In a log every change but
+// the last is committed (a leader appends a change only after applying the
+// one before), so the newest membership is the committed one or the
+// committed one plus one uncommitted change at the tail: a crashed
+// leader's proposal, for instance. A candidate holding that change needs a
+// majority of the new membership; a candidate without it needs the old
+// majority, and can win if its log is as up to date as a majority's. The
+// server a change adds must be allowed to stand: its log may be the only
+// one a majority of the new membership accepts (sim seed 1071630: the
+// proposer lost its first entry of a later term, held by the new voter
+// alone, in a crash before its fsync, and a fenced member accepted only a
+// log of that later term; while only applied voters campaigned, the group
+// never elected a leader). So the group elects a leader whenever a
+// majority of the newest membership some up-to-date member holds is up and
+// connected, as the dissertation's rule does. The change is then
+// committed, or replaced by the new leader's log, and the rule lapses once
+// it is applied.
 
 // newestConf is the membership after every configuration change in the
 // log: the applied membership with the changes after the applied index

@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -156,5 +157,82 @@ func TestUncommittedChangeAtTailStillElects(t *testing.T) {
 	}
 	if r.log.committed < 14 || !r.trk.isVoter(4) {
 		t.Fatalf("2 should commit the change and its own entry and apply the change:\n%s", out)
+	}
+}
+
+// removedMemberGoneSetup is sim seed 1603770's __consumer_offsets-0 in
+// small. Voters [1 2 3 4]; leader 1 removes 2 (entry 13) while 3 is cut
+// off, so 1, 2 and 4 hold it and it is committed; 2 applies its removal
+// and deletes its replica (here: is cut off for good). 4 restarts with
+// the applied index, durable commit and membership of index 12, before
+// the removal its log holds. Then 1 is out: fenced (the seed: its log
+// lost to a lying fsync, of unknown extent, so it votes for no log of its
+// term but still takes a leader's entries) or down. Either way the
+// committed membership [1 3 4] has 3 and 4 up, connected and holding
+// every committed entry between them.
+func removedMemberGoneSetup(t *testing.T, prevote, fenced bool) (*scenarioEnv, string) {
+	env := &scenarioEnv{cut: map[[2]uint64]bool{}}
+	add := "add-nodes 4 voters=(1,2,3,4) index=10"
+	if prevote {
+		add += " prevote=true"
+	}
+	out1 := "lose-entries 1 11 unknown-extent=true"
+	if !fenced {
+		out1 = "isolate 1"
+	}
+	out := runScript(t, env,
+		add,
+		"campaign 1", "stabilize", // 1 leads term 1; entry 11 is its own
+		"propose 1 x", "stabilize", // 12
+		"isolate 3",
+		"propose-conf-change 1 remove 2", "stabilize 1 2 4", // 13, committed by 1, 2 and 4
+		"heal",
+		"isolate 2", // removed, its replica deleted
+		"restart 4 applied=12 voters=(1,2,3,4)",
+		out1,
+		"raft-state",
+	)
+	if !strings.Contains(out, "2: StateFollower (NonMember) Term:1 Lead:1 Commit:13 Last:13") ||
+		!strings.Contains(out, "4: StateFollower (Voter) Term:1 Lead:0 Commit:12 Last:13") ||
+		!strings.Contains(out, "3: StateFollower (Voter) Term:1 Lead:1 Commit:12 Last:12") {
+		t.Fatalf("setup did not reach the state it needs:\n%s", out)
+	}
+	if fenced {
+		if f := env.nodes[0].rn.VoteFence(); f.Index != math.MaxUint64 || f.Term != 1 {
+			t.Fatalf("1 should be fenced at any index of term 1, is %+v:\n%s", f, out)
+		}
+	}
+	return env, out
+}
+
+// TestRemovedMemberGoneStillElects is the liveness side of the newest
+// membership (sim seed 1603770): once a removal is committed the removed
+// member may go (a broker deletes its replica), so a member whose log
+// holds the removal beyond its applied index must win, and commit, with a
+// majority of the newest membership alone. Before, 4 also needed a
+// majority of its applied [1 2 3 4], 3 of 4: with 2 gone and 1 fenced it
+// never won, and the partition stayed leaderless for good; with 1 down it
+// won in neither either (and, elected, would have committed nothing).
+func TestRemovedMemberGoneStillElects(t *testing.T) {
+	for _, fenced := range []bool{true, false} {
+		for _, prevote := range []bool{false, true} {
+			t.Run(fmt.Sprintf("fenced=%v/prevote=%v", fenced, prevote), func(t *testing.T) {
+				env, setup := removedMemberGoneSetup(t, prevote, fenced)
+				out := runScript(t, env, "campaign 4", "stabilize 1 3 4", "raft-state")
+				r := env.nodes[3].rn.raft
+				if r.state != StateLeader {
+					t.Fatalf("4 should win with 3 in the newest membership [1 3 4]:\n%s%s", setup, out)
+				}
+				if r.log.committed < 14 || r.trk.isVoter(2) {
+					t.Fatalf("4 should commit the removal and its own entry and apply the removal:\n%s%s", setup, out)
+				}
+				if f := env.nodes[0].rn.VoteFence(); fenced && !f.IsZero() {
+					t.Errorf("1 should be unfenced by the entry of term 2, is %+v:\n%s%s", f, setup, out)
+				}
+				if c := committedConflict(env); c != "" {
+					t.Errorf("%s\n%s%s", c, setup, out)
+				}
+			})
+		}
 	}
 }

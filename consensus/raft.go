@@ -196,8 +196,8 @@ func (r *raft) promotable() bool { return r.trk.isVoter(r.id) || r.votesInNewest
 // applied membership, is one in the newest membership of its log. Only a
 // log with entries past the applied index can hold such a change.
 //
-// Why it is needed: the joint rule (newestconf.go) has a candidate win only
-// with a majority of the newest membership too. When that membership adds
+// Why it is needed: a candidate wins only with a majority of the newest
+// membership in its log (newestconf.go). When that membership adds
 // voter X, X's log may be the only one that majority accepts: in seed
 // 1071630 (voters [1 3 5], learner 4, 5 leading) 5 proposed "add voter 4",
 // was re-elected in a new term with the votes of 1 and 4, wrote its first
@@ -208,8 +208,7 @@ func (r *raft) promotable() bool { return r.trk.isVoter(r.id) || r.votesInNewest
 // [1 3 4 5], and 4, a learner of its applied membership, never campaigned.
 // The group had no leader for good. Campaigning as a voter of the newest
 // membership is what the Raft dissertation's rule (a server uses the
-// latest configuration in its log) allows; 4 still wins only with a
-// majority of the applied voters too, and once its first entry is
+// latest configuration in its log) allows; once its first entry is
 // committed it applies the change and is a voter of both.
 func (r *raft) votesInNewestConf() bool {
 	if r.log.lastIndex() <= r.log.applied {

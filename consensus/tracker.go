@@ -27,7 +27,8 @@ type tracker struct {
 	// logConf, on a (pre-)candidate or leader, is the newest membership
 	// in its log (newestconf.go), nil elsewhere; logVoters are its voters.
 	// Every decision (an election won, an index committed) needs a
-	// majority of voters and one of logVoters.
+	// majority of logVoters while the log holds a newer membership, and
+	// of voters otherwise.
 	logConf   *ConfState
 	logVoters []uint64
 	progress  map[uint64]*progress
@@ -91,8 +92,8 @@ func (t *tracker) isLearner(id uint64) bool {
 	return ok
 }
 
-// committedIndex is the highest index durable on a majority of voters, and
-// on a majority of logVoters too while the log holds a newer membership.
+// committedIndex is the highest index durable on a majority of the
+// deciding membership (decidingVoters).
 func (t *tracker) committedIndex() uint64 {
 	match := func(id uint64) uint64 {
 		if pr := t.progress[id]; pr != nil {
@@ -100,11 +101,21 @@ func (t *tracker) committedIndex() uint64 {
 		}
 		return 0
 	}
-	index := majorityIndex(t.voters, match)
+	return majorityIndex(t.decidingVoters(), match)
+}
+
+// decidingVoters are the voters whose majority decides (an election won,
+// an index committed): those of the newest membership in the log while it
+// differs from the applied one (the Raft dissertation's rule,
+// newestconf.go), else the applied voters. Not a majority of both: once a
+// removal is committed the removed member may be gone for good (a broker
+// deletes its replica), and a member whose log holds the removal beyond
+// its applied index would then need it (sim seed 1603770).
+func (t *tracker) decidingVoters() []uint64 {
 	if t.newerInLog() {
-		index = min(index, majorityIndex(t.logVoters, match))
+		return t.logVoters
 	}
-	return index
+	return t.voters
 }
 
 func (t *tracker) resetVotes() { clear(t.votes) }
@@ -117,9 +128,8 @@ func (t *tracker) recordVote(id uint64, granted bool) {
 }
 
 // tallyVotes counts the votes recorded and decides the election: won with
-// a majority of voters and, while the log holds a newer membership, of
-// logVoters too (jointVote).
-func (t *tracker) tallyVotes() (granted, rejected int, result voteResult) {
+// a majority of the deciding membership (decidingVoters).
+func (t *tracker) tallyVotes() (granted, rejected int, _ voteResult) {
 	for _, id := range t.electorate() {
 		v, seen := t.votes[id]
 		switch {
@@ -130,29 +140,13 @@ func (t *tracker) tallyVotes() (granted, rejected int, result voteResult) {
 			rejected++
 		}
 	}
-	result = majorityVote(t.voters, t.votes)
-	if t.newerInLog() {
-		result = jointVote(result, majorityVote(t.logVoters, t.votes))
-	}
-	return granted, rejected, result
+	return granted, rejected, majorityVote(t.decidingVoters(), t.votes)
 }
 
 // newerInLog says whether the log holds a membership whose voters are not
-// the applied ones (then decisions need a majority of both).
+// the applied ones (then decisions are taken in it).
 func (t *tracker) newerInLog() bool {
 	return t.logConf != nil && !slices.Equal(t.logVoters, t.voters)
-}
-
-// jointVote is the outcome of an election that must be won in two
-// memberships at once: lost if lost in either, won if won in both.
-func jointVote(a, b voteResult) voteResult {
-	switch {
-	case a == voteLost || b == voteLost:
-		return voteLost
-	case a == voteWon && b == voteWon:
-		return voteWon
-	}
-	return votePending
 }
 
 // quorumActive says whether a majority of voters was heard from recently.

@@ -631,6 +631,19 @@ var optionalRegressionSeeds = []struct {
 	// bootstrap (node/replicas.go tornBootstrap,
 	// TestTornBootstrapIsFinished; mutation torn-bootstrap-left).
 	{"torn-bootstrap-left-uncommitted", 1534293, false, false, true},
+	// 1603770 --all-faults (two rounds, found on 6ba2923; also fails on
+	// ac35b89, passes with one round by another run): __consumer_offsets-0
+	// went from voters [1 2 3 5] to [1 3 5], n2 deleted its replica, n5
+	// restarted before applying the removal, n1 lost its log to a lying
+	// fsync (fenced); n3 and n5, a majority of [1 3 5], also needed one of
+	// [1 2 3 5], so the partition stayed leaderless and its groups had no
+	// coordinator (consumers never drained, a livelock by the event
+	// budget). Fixed in consensus: decisions in the newest membership
+	// alone (newestconf.go; TestRemovedMemberGoneStillElects, mutations
+	// vote-in-applied-membership-too and commit-in-applied-membership-too).
+	// On the fixed code the run still elects such candidates (four wins a
+	// majority of the applied membership would have refused).
+	{"committed-removal-counted-in-applied-membership", 1603770, false, false, true},
 }
 
 // optionalRegressionPipeline runs a seed of optionalRegressionSeeds with
@@ -639,7 +652,7 @@ var optionalRegressionSeeds = []struct {
 // round, the default until pipelined rounds came back on branch h-pipe2)
 // and runs with one, so that its run still reaches the state it was
 // chosen for (the pipelined schedule is another run).
-var optionalRegressionPipeline = map[int64]int{990482: 2, 991608: 2, 992781: 2, 990920: 2, 991122: 2, 991287: 2, 1403697: 2, 1534293: 2}
+var optionalRegressionPipeline = map[int64]int{990482: 2, 991608: 2, 992781: 2, 990920: 2, 991122: 2, 991287: 2, 1403697: 2, 1534293: 2, 1603770: 2}
 
 // regressionPipeline is the fsync rounds in flight seed runs with.
 func regressionPipeline(seed int64) int {

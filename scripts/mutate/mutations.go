@@ -842,19 +842,40 @@ var mutations = []mutation{
 	// scripted tests pin each.
 	{
 		Name: "vote-in-applied-membership-only", File: "consensus/tracker.go",
-		Original:    "result = jointVote(result, majorityVote(t.logVoters, t.votes))",
-		Replacement: "result = jointVote(result, voteWon)",
+		Original:    "return granted, rejected, majorityVote(t.decidingVoters(), t.votes)",
+		Replacement: "return granted, rejected, majorityVote(t.voters, t.votes)",
 		Why:         "membership: a candidate whose applied membership is changes behind its log wins in it (a removed member's vote elects it)",
 		Run:         "^TestCandidateBehindTwoChangesCannotWin$",
 		Pkg:         "./consensus",
 	},
 	{
 		Name: "commit-in-applied-membership-only", File: "consensus/tracker.go",
-		Original:    "index = min(index, majorityIndex(t.logVoters, match))",
-		Replacement: "index = min(index, index)",
+		Original:    "return majorityIndex(t.decidingVoters(), match)",
+		Replacement: "return majorityIndex(t.voters, match)",
 		Why:         "membership: a leader with changes beyond its applied index commits with a majority of its old membership that the newest need not overlap",
 		Run:         "^TestLeaderCommitsInNewestMembership$",
 		Pkg:         "./consensus",
+	},
+	// Sim seed 1603770 with --all-faults on 6ba2923: decisions needed a
+	// majority of the applied membership as well, which counted a member
+	// whose committed removal had let it delete its replica.
+	{
+		Name: "vote-in-applied-membership-too", File: "consensus/tracker.go",
+		Original:    "return granted, rejected, majorityVote(t.decidingVoters(), t.votes)",
+		Replacement: "return granted, rejected, min(majorityVote(t.voters, t.votes), majorityVote(t.decidingVoters(), t.votes))",
+		Why: "membership liveness: a candidate whose log holds a committed removal beyond its applied index needs the removed " +
+			"member's vote, which a broker that deleted its replica never gives; the group stays leaderless",
+		Run: "^TestRemovedMemberGoneStillElects$",
+		Pkg: "./consensus",
+	},
+	{
+		Name: "commit-in-applied-membership-too", File: "consensus/tracker.go",
+		Original:    "return majorityIndex(t.decidingVoters(), match)",
+		Replacement: "return min(majorityIndex(t.voters, match), majorityIndex(t.decidingVoters(), match))",
+		Why: "membership liveness: a leader whose log holds a committed removal beyond its applied index needs the removed " +
+			"member's acknowledgement to commit its first entry, and so to apply the removal; with another member down it commits nothing",
+		Run: "^TestRemovedMemberGoneStillElects$",
+		Pkg: "./consensus",
 	},
 	{
 		// Sim seed 1071630 with --all-faults on e30f87f.
