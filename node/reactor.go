@@ -53,6 +53,11 @@ type Reactor struct {
 	groupList []uint64
 	byName    map[topicPartition]*partition.Partition
 	doomed    map[uint64]bool // replicas to delete once idle
+	// heldAtStart names the replica directories (partitionDir's base
+	// names) the data directory held when the broker started; heldUnknown:
+	// they could not be listed. See leftAtStart.
+	heldAtStart map[string]bool
+	heldUnknown bool
 	// staleViewWait is the controller index past which the metadata is
 	// walked again: a replica it placed here was deleted by newer
 	// metadata than it had applied (tombstone.go placedByStaleView).
@@ -161,6 +166,7 @@ func (r *Reactor) Start() error {
 		return err
 	}
 	r.incarnation = r.env.Rand.Uint64() | 1 // never zero: zero means "unknown"
+	r.listHeldAtStart()
 	if err := r.openController(); err != nil {
 		return err
 	}
