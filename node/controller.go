@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"path"
 	"slices"
 	"time"
@@ -282,36 +283,38 @@ func (r *Reactor) holdsReplica(t *controller.Topic, p *controller.Partition) boo
 }
 
 // leftAtStart reports whether p's replica directory was on this broker's
-// disk when it started (or whether that is unknown: the listing failed).
-// A replica whose removal was committed while the broker was down (the
-// partition settled without it) is never opened again, so reapDoomed never
-// deletes it: its directory stays, and a reassignment that places the
-// partition here again reopens that old incarnation, with its old
-// membership and fences, instead of a replica re-created from a tombstone.
-// Under the lost-log fence (its disk was replaced before) that incarnation
-// asked the voters of its old membership for their term, one of which had
-// deleted its own replica and never answered: it took none of the
-// leader's messages and the move never finished (sim seed 1529547 with
-// --all-faults). walkMetadata opens such a replica doomed, and reapDoomed
-// deletes it, leaving its tombstone. Only directories there at the start
-// are looked at (one listing, not one per settled partition per walk): a
-// running broker deletes the replicas it no longer holds itself.
+// disk when it started. A replica whose removal was committed while the
+// broker was down (the partition settled without it) is never opened
+// again, so reapDoomed never deletes it: its directory stays, and a
+// reassignment that places the partition here again reopens that old
+// incarnation, with its old membership and fences, instead of a replica
+// re-created from a tombstone. Under the lost-log fence (its disk was
+// replaced before) that incarnation asked the voters of its old membership
+// for their term, one of which had deleted its own replica and never
+// answered: it took none of the leader's messages and the move never
+// finished (sim seed 1529547 with --all-faults). walkMetadata opens such a
+// replica doomed, and reapDoomed deletes it, leaving its tombstone. Only
+// directories there at the start are looked at (one listing, not one per
+// settled partition per walk): a running broker deletes the replicas it
+// no longer holds itself.
 func (r *Reactor) leftAtStart(t *controller.Topic, p *controller.Partition) bool {
-	return r.heldUnknown || r.heldAtStart[path.Base(partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group))]
+	return r.heldAtStart[path.Base(partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group))]
 }
 
 // listHeldAtStart lists the replica directories the data directory holds
-// now, at the start (leftAtStart).
-func (r *Reactor) listHeldAtStart() {
+// now, at the start (leftAtStart). A failed listing fails the start, as a
+// failed read of the data directory does: a broker that could not tell
+// which replicas it holds would leave some on disk.
+func (r *Reactor) listHeldAtStart() error {
 	names, err := r.env.FS.List(path.Join(r.cfg.DataDir, "partitions"))
 	if err != nil && !errors.Is(err, logstore.ErrNotExist) {
-		r.heldUnknown = true // every settled partition is looked at
-		return
+		return fmt.Errorf("node: list the replicas: %w", err)
 	}
 	r.heldAtStart = make(map[string]bool, len(names))
 	for _, n := range names {
 		r.heldAtStart[n] = true
 	}
+	return nil
 }
 
 // openBatchMax is how many partition replicas one reconcile round opens.

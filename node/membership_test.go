@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"testing"
 	"time"
@@ -581,5 +582,33 @@ func TestReplicaRemovedWhileDownDeletedOnRestart(t *testing.T) {
 	}
 	if !deleted {
 		t.Fatal("broker 3 did not delete its replica of mv, removed while it was down, when it came back")
+	}
+}
+
+// A start that cannot list the replica directories fails, as a failed read
+// of the data directory does: going on, the broker could not tell which
+// replicas whose removal settled while it was down it holds
+// (leftAtStart), and would leave them on disk. The next start lists them.
+func TestReplicaListingFaultFailsStart(t *testing.T) {
+	c := newCluster(t, 3, 37)
+	c.waitReady()
+	createTopic(t, c, 1, "lst", 1, 3, nil)
+	waitLeaders(t, c, "lst", 1)
+	c.startMayFail = true
+	n3 := c.nodes[3]
+	parts := path.Dir(partitionDir(n3.r.cfg.DataDir, "lst", 0, 1))
+	n3.crash()
+	n3.fs.FailNext(logstore.OpList, parts, nil)
+	n3.boot()
+	if n3.startErr == nil {
+		t.Fatal("a start that could not list the replica directories succeeded")
+	}
+	c.runFor(10 * time.Millisecond)
+	n3.boot()
+	if n3.r == nil {
+		t.Fatalf("broker 3 did not start again: %v", n3.startErr)
+	}
+	if len(n3.r.heldAtStart) == 0 {
+		t.Fatal("broker 3's second start listed no replica directory")
 	}
 }

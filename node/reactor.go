@@ -54,10 +54,9 @@ type Reactor struct {
 	byName    map[topicPartition]*partition.Partition
 	doomed    map[uint64]bool // replicas to delete once idle
 	// heldAtStart names the replica directories (partitionDir's base
-	// names) the data directory held when the broker started; heldUnknown:
-	// they could not be listed. See leftAtStart.
+	// names) the data directory held when the broker started; see
+	// leftAtStart.
 	heldAtStart map[string]bool
-	heldUnknown bool
 	// staleViewWait is the controller index past which the metadata is
 	// walked again: a replica it placed here was deleted by newer
 	// metadata than it had applied (tombstone.go placedByStaleView).
@@ -166,7 +165,9 @@ func (r *Reactor) Start() error {
 		return err
 	}
 	r.incarnation = r.env.Rand.Uint64() | 1 // never zero: zero means "unknown"
-	r.listHeldAtStart()
+	if err := r.listHeldAtStart(); err != nil {
+		return err
+	}
 	if err := r.openController(); err != nil {
 		return err
 	}

@@ -765,7 +765,7 @@ var mutations = []mutation{
 	// leftovers moves the seed off that schedule, so the node test pins it).
 	{
 		Name: "leftover-replica-not-deleted", File: "node/controller.go",
-		Original:    "return r.heldUnknown || r.heldAtStart[path.Base(partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group))]",
+		Original:    "return r.heldAtStart[path.Base(partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group))]",
 		Replacement: "return false",
 		Why: "membership: a replica whose removal was committed while its broker was down stays on disk, and a move " +
 			"back reopens that old incarnation; under a lost-log fence its term probe asks old voters that deleted " +
