@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/floe-broker/floe/consensus"
@@ -206,7 +208,7 @@ func (r *Reactor) walkMetadata() bool {
 			p := &t.Partitions[i]
 			rank := slices.Index(p.Replicas, int32(r.self))
 			if rank < 0 && !slices.Contains(p.Target, int32(r.self)) {
-				if _, open := r.parts[p.Group]; !open && (!p.Settled() || r.leftAtStart(t, p)) && r.holdsReplica(t, p) {
+				if _, open := r.parts[p.Group]; !open && (!p.Settled() || r.leftAtStart(p)) && r.holdsReplica(t, p) {
 					// Placed here no more, but the group may still count
 					// on this replica (a cancelled or replaced walk made
 					// it a member): open it, doomed, as a broker that
@@ -297,9 +299,7 @@ func (r *Reactor) holdsReplica(t *controller.Topic, p *controller.Partition) boo
 // directories there at the start are looked at (one listing, not one per
 // settled partition per walk): a running broker deletes the replicas it
 // no longer holds itself.
-func (r *Reactor) leftAtStart(t *controller.Topic, p *controller.Partition) bool {
-	return r.heldAtStart[path.Base(partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group))]
-}
+func (r *Reactor) leftAtStart(p *controller.Partition) bool { return r.heldAtStart[p.Group] }
 
 // listHeldAtStart lists the replica directories the data directory holds
 // now, at the start (leftAtStart). A failed listing fails the start, as a
@@ -310,9 +310,13 @@ func (r *Reactor) listHeldAtStart() error {
 	if err != nil && !errors.Is(err, logstore.ErrNotExist) {
 		return fmt.Errorf("node: list the replicas: %w", err)
 	}
-	r.heldAtStart = make(map[string]bool, len(names))
+	r.heldAtStart = make(map[uint64]bool, len(names))
 	for _, n := range names {
-		r.heldAtStart[n] = true
+		// A replica's directory is <topic>-<index>-<group> (partitionDir);
+		// a tombstone beside it (<dir>.tomb) does not parse.
+		if g, err := strconv.ParseUint(n[strings.LastIndexByte(n, '-')+1:], 10, 64); err == nil {
+			r.heldAtStart[g] = true
+		}
 	}
 	return nil
 }
@@ -485,7 +489,7 @@ func (r *Reactor) reapDoomed() {
 		if err := removeAll(r.env.FS, dir); err != nil {
 			r.env.Logf("node %d: remove %s: %v", r.self, dir, err)
 		} else {
-			delete(r.heldAtStart, path.Base(dir))
+			delete(r.heldAtStart, g)
 		}
 	}
 }

@@ -53,10 +53,9 @@ type Reactor struct {
 	groupList []uint64
 	byName    map[topicPartition]*partition.Partition
 	doomed    map[uint64]bool // replicas to delete once idle
-	// heldAtStart names the replica directories (partitionDir's base
-	// names) the data directory held when the broker started; see
-	// leftAtStart.
-	heldAtStart map[string]bool
+	// heldAtStart: the groups whose replica directories the data
+	// directory held when the broker started; see leftAtStart.
+	heldAtStart map[uint64]bool
 	// staleViewWait is the controller index past which the metadata is
 	// walked again: a replica it placed here was deleted by newer
 	// metadata than it had applied (tombstone.go placedByStaleView).

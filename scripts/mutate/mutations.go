@@ -752,7 +752,7 @@ var mutations = []mutation{
 	// A replaced walk's voter reopened after a restart (sim seed 50).
 	{
 		Name: "held-voter-not-reopened", File: "node/controller.go",
-		Original:    "if _, open := r.parts[p.Group]; !open && (!p.Settled() || r.leftAtStart(t, p)) && r.holdsReplica(t, p) {",
+		Original:    "if _, open := r.parts[p.Group]; !open && (!p.Settled() || r.leftAtStart(p)) && r.holdsReplica(t, p) {",
 		Replacement: "if false {",
 		Why:         "membership: a broker restarted mid-walk leaves closed a replica the group still counts as a voter, and the walk never ends",
 		// Seed 50 drifted off the path (2026-12-03 third run): its node
@@ -765,8 +765,8 @@ var mutations = []mutation{
 	// leftovers moves the seed off that schedule, so the node test pins it).
 	{
 		Name: "leftover-replica-not-deleted", File: "node/controller.go",
-		Original:    "return r.heldAtStart[path.Base(partitionDir(r.cfg.DataDir, t.Name, p.Index, p.Group))]",
-		Replacement: "return false",
+		Original:    "func (r *Reactor) leftAtStart(p *controller.Partition) bool { return r.heldAtStart[p.Group] }",
+		Replacement: "func (r *Reactor) leftAtStart(p *controller.Partition) bool { return false }",
 		Why: "membership: a replica whose removal was committed while its broker was down stays on disk, and a move " +
 			"back reopens that old incarnation; under a lost-log fence its term probe asks old voters that deleted " +
 			"the group, it takes no leader's message and the move never finishes",
