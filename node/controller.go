@@ -2,8 +2,11 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"path"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/floe-broker/floe/consensus"
@@ -205,11 +208,14 @@ func (r *Reactor) walkMetadata() bool {
 			p := &t.Partitions[i]
 			rank := slices.Index(p.Replicas, int32(r.self))
 			if rank < 0 && !slices.Contains(p.Target, int32(r.self)) {
-				if _, open := r.parts[p.Group]; !open && !p.Settled() && r.holdsReplica(t, p) {
+				if _, open := r.parts[p.Group]; !open && (!p.Settled() || r.leftAtStart(p)) && r.holdsReplica(t, p) {
 					// Placed here no more, but the group may still count
 					// on this replica (a cancelled or replaced walk made
 					// it a member): open it, doomed, as a broker that
-					// never restarted keeps it (removalCommitted).
+					// never restarted keeps it (removalCommitted). Or
+					// its removal was committed while this broker was
+					// down: open it, doomed, so that reapDoomed deletes
+					// it (leftAtStart).
 					unopened = append(unopened, placedHere{t, p, rank, true})
 				}
 				continue
@@ -276,6 +282,43 @@ func (r *Reactor) holdsReplica(t *controller.Topic, p *controller.Partition) boo
 		return false
 	}
 	return err != nil || len(names) > 0
+}
+
+// leftAtStart reports whether p's replica directory was on this broker's
+// disk when it started. A replica whose removal was committed while the
+// broker was down (the partition settled without it) is never opened
+// again, so reapDoomed never deletes it: its directory stays, and a
+// reassignment that places the partition here again reopens that old
+// incarnation, with its old membership and fences, instead of a replica
+// re-created from a tombstone. Under the lost-log fence (its disk was
+// replaced before) that incarnation asked the voters of its old membership
+// for their term, one of which had deleted its own replica and never
+// answered: it took none of the leader's messages and the move never
+// finished (sim seed 1529547 with --all-faults). walkMetadata opens such a
+// replica doomed, and reapDoomed deletes it, leaving its tombstone. Only
+// directories there at the start are looked at (one listing, not one per
+// settled partition per walk): a running broker deletes the replicas it
+// no longer holds itself.
+func (r *Reactor) leftAtStart(p *controller.Partition) bool { return r.heldAtStart[p.Group] }
+
+// listHeldAtStart lists the replica directories the data directory holds
+// now, at the start (leftAtStart). A failed listing fails the start, as a
+// failed read of the data directory does: a broker that could not tell
+// which replicas it holds would leave some on disk.
+func (r *Reactor) listHeldAtStart() error {
+	names, err := r.env.FS.List(path.Join(r.cfg.DataDir, "partitions"))
+	if err != nil && !errors.Is(err, logstore.ErrNotExist) {
+		return fmt.Errorf("node: list the replicas: %w", err)
+	}
+	r.heldAtStart = make(map[uint64]bool, len(names))
+	for _, n := range names {
+		// A replica's directory is <topic>-<index>-<group> (partitionDir);
+		// a tombstone beside it (<dir>.tomb) does not parse.
+		if g, err := strconv.ParseUint(n[strings.LastIndexByte(n, '-')+1:], 10, 64); err == nil {
+			r.heldAtStart[g] = true
+		}
+	}
+	return nil
 }
 
 // openBatchMax is how many partition replicas one reconcile round opens.
@@ -355,8 +398,13 @@ func (r *Reactor) openSome() {
 		c.unopened = c.unopened[1:]
 		if u.doomed {
 			r.doomed[u.p.Group] = true // reapDoomed deletes it once removed
-			r.env.Logf("node %d: %s-%d reopened, though no longer placed here: the move that placed it here was cancelled or replaced, and the group may still count on it until the walk back removes it",
-				r.self, u.t.Name, u.p.Index)
+			if u.p.Settled() {
+				r.env.Logf("node %d: %s-%d reopened to be deleted: its removal from here was committed while this broker was down",
+					r.self, u.t.Name, u.p.Index)
+			} else {
+				r.env.Logf("node %d: %s-%d reopened, though no longer placed here: the move that placed it here was cancelled or replaced, and the group may still count on it until the walk back removes it",
+					r.self, u.t.Name, u.p.Index)
+			}
 		}
 		r.refreshConfig(u.t, u.p)
 	}
@@ -440,6 +488,8 @@ func (r *Reactor) reapDoomed() {
 		_ = rep.Close()
 		if err := removeAll(r.env.FS, dir); err != nil {
 			r.env.Logf("node %d: remove %s: %v", r.self, dir, err)
+		} else {
+			delete(r.heldAtStart, g)
 		}
 	}
 }

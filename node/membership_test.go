@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/logstore"
+	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/controller"
 )
 
@@ -508,5 +510,105 @@ func rewindControllerCommit(t *testing.T, fs *logstore.SimFS, commit uint64) {
 	}
 	if err := log.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A replica whose removal is committed while its broker is down is deleted
+// when the broker comes back, as a broker that stayed up deletes it: a
+// reassignment that places the partition there again must find a replica
+// re-created from its tombstone, not the old incarnation. Sim seed 1529547
+// with --all-faults: n4's disk was replaced, its replica of sim-1 opened
+// under the lost-log fence with the group's bootstrap membership [2 3 4],
+// and n4 went down before it caught up; sim-1 moved to [1 2 5] (n3 deleted
+// its replica) and settled; n4 came back with metadata that no longer
+// placed sim-1 there, and never opened (nor deleted) its copy. The
+// balancer then moved sim-1 to [4 2 5]: n4 opened the old incarnation,
+// whose term probe asked its old voters 2 and 3; n3 never answered, so the
+// replica took none of the leader's messages and the move never finished.
+// Here broker 3's disk is replaced, its replica of mv ([1 2 3]) opens
+// fenced and it goes down at once; mv moves to [1 4 5] (broker 2 deletes
+// its replica); broker 3 comes back, and goes down again as soon as its
+// metadata shows the move settled, before it deleted its replica, so that
+// its next start never sees mv placed there; then mv moves to [1 3 5]. On
+// the old code broker 3 kept the old replica (voters [1 2 3], the lost-log
+// fence, 3 entries) and the last move never settled.
+func TestReplicaRemovedWhileDownDeletedOnRestart(t *testing.T) {
+	c := newClusterWith(t, 5, 36, func(cfg *Config) { cfg.ControllerSnapshotEntries = 1 })
+	g := moveTopic(t, c)
+	if p := c.nodes[1].r.Metadata().Topics["mv"].Partitions[0]; p.Moved {
+		t.Fatalf("mv was moved to [1 2 3]: its replicas then have no bootstrap membership, which the test needs: %+v", p)
+	}
+	n3 := c.nodes[3]
+	c.w.ReplaceDisk(netx.NodeID(3))
+	if !c.stepUntil(30*time.Second, func() bool { return n3.r.parts[g] != nil && len(n3.r.parts[g].Replica().Conf().Voters) > 0 }) {
+		t.Fatal("broker 3 did not open its replica of mv on the new disk and apply its bootstrap membership")
+	}
+	rep := n3.r.parts[g].Replica()
+	if !rep.VoteFence().IsLostLog() || fmt.Sprint(rep.Conf().Voters) != "[1 2 3]" {
+		t.Fatalf("broker 3's replica opened with fence %v, voters %v; want the lost-log fence and the bootstrap membership [1 2 3]",
+			rep.VoteFence(), rep.Conf().Voters)
+	}
+	n3.crashWith(logstore.CrashLoseAll)
+	reassign(t, c, 1, "mv", 0, []int32{1, 4, 5})
+	if !c.runUntil(30*time.Second, func() bool { return c.settled("mv", "[1 4 5]") && c.nodes[2].r.parts[g] == nil }) {
+		t.Fatalf("the move to [1 4 5] did not settle: %+v", c.nodes[1].r.Metadata().Topics["mv"].Partitions[0])
+	}
+	n3.boot()
+	dir := partitionDir(n3.r.cfg.DataDir, "mv", 0, g)
+	if !c.stepUntil(10*time.Second, func() bool {
+		_, cp, ok := n3.r.Metadata().PartitionByGroup(g)
+		return ok && cp.Settled() && fmt.Sprint(cp.Replicas) == "[1 4 5]"
+	}) {
+		t.Fatal("broker 3's metadata did not catch up with the move")
+	}
+	if !n3.fs.Exists(dir) {
+		t.Fatal("broker 3 deleted its replica before the crash: the test no longer reaches a replica left on disk")
+	}
+	n3.crashWith(logstore.CrashKeepAll)
+	n3.boot()
+	if _, cp, ok := n3.r.Metadata().PartitionByGroup(g); !ok || !cp.Settled() || fmt.Sprint(cp.Replicas) != "[1 4 5]" {
+		t.Fatalf("broker 3 restarted on metadata %+v, not the settled move the test needs", cp)
+	}
+	deleted := c.runUntil(10*time.Second, func() bool { return n3.r.parts[g] == nil && !n3.fs.Exists(dir) })
+	reassign(t, c, 1, "mv", 0, []int32{1, 3, 5})
+	if !c.runUntil(30*time.Second, func() bool { return c.settled("mv", "[1 3 5]") }) {
+		voters, learners, _ := c.leaderConf(g)
+		st := "not open"
+		if p := n3.r.parts[g]; p != nil {
+			st = fmt.Sprintf("voters %v fence %v last %d", p.Replica().Conf().Voters, p.Replica().VoteFence(), p.Replica().LastIndex())
+		}
+		t.Fatalf("the move back to broker 3 did not settle: %+v; leader's voters %v learners %v; broker 3's replica: %s; its old one deleted on restart: %v",
+			c.nodes[1].r.Metadata().Topics["mv"].Partitions[0], voters, learners, st, deleted)
+	}
+	if !deleted {
+		t.Fatal("broker 3 did not delete its replica of mv, removed while it was down, when it came back")
+	}
+}
+
+// A start that cannot list the replica directories fails, as a failed read
+// of the data directory does: going on, the broker could not tell which
+// replicas whose removal settled while it was down it holds
+// (leftAtStart), and would leave them on disk. The next start lists them.
+func TestReplicaListingFaultFailsStart(t *testing.T) {
+	c := newCluster(t, 3, 37)
+	c.waitReady()
+	createTopic(t, c, 1, "lst", 1, 3, nil)
+	waitLeaders(t, c, "lst", 1)
+	c.startMayFail = true
+	n3 := c.nodes[3]
+	parts := path.Dir(partitionDir(n3.r.cfg.DataDir, "lst", 0, 1))
+	n3.crash()
+	n3.fs.FailNext(logstore.OpList, parts, nil)
+	n3.boot()
+	if n3.startErr == nil {
+		t.Fatal("a start that could not list the replica directories succeeded")
+	}
+	c.runFor(10 * time.Millisecond)
+	n3.boot()
+	if n3.r == nil {
+		t.Fatalf("broker 3 did not start again: %v", n3.startErr)
+	}
+	if len(n3.r.heldAtStart) == 0 {
+		t.Fatal("broker 3's second start listed no replica directory")
 	}
 }

@@ -53,6 +53,9 @@ type Reactor struct {
 	groupList []uint64
 	byName    map[topicPartition]*partition.Partition
 	doomed    map[uint64]bool // replicas to delete once idle
+	// heldAtStart: the groups whose replica directories the data
+	// directory held when the broker started; see leftAtStart.
+	heldAtStart map[uint64]bool
 	// staleViewWait is the controller index past which the metadata is
 	// walked again: a replica it placed here was deleted by newer
 	// metadata than it had applied (tombstone.go placedByStaleView).
@@ -161,6 +164,9 @@ func (r *Reactor) Start() error {
 		return err
 	}
 	r.incarnation = r.env.Rand.Uint64() | 1 // never zero: zero means "unknown"
+	if err := r.listHeldAtStart(); err != nil {
+		return err
+	}
 	if err := r.openController(); err != nil {
 		return err
 	}
