@@ -85,15 +85,17 @@ func (r *run) membershipMoves() int {
 	return moves
 }
 
-// traceReplicas writes every up broker's view of the workload topic's
-// replicas to the trace (a failing run's first clue).
+// traceReplicas writes every up broker's view of its replicas, of every
+// topic, to the trace (a failing run's first clue; the group stuck may be
+// another topic's than the workload's, as __consumer_offsets-0 was in seed
+// 1700474).
 func (r *run) traceReplicas() {
 	for _, id := range r.w.IDs() {
 		b, ok := r.w.Instance(id).(*Broker)
 		if !ok || !r.w.Up(id) || b.R == nil {
 			continue
 		}
-		for _, line := range b.R.DescribeReplicas(r.topic) {
+		for _, line := range b.R.DescribeReplicas("") {
 			r.w.Tracef("replica %s", line)
 		}
 	}
