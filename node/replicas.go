@@ -430,15 +430,15 @@ func segmentAge(cfg partition.Config) time.Duration {
 // of a reassignment; a partition that never moved has neither.
 func (r *Reactor) everHadConf(p *controller.Partition) bool { return p.Moved }
 
-// DescribeReplicas describes this broker's replicas of topic, one line
-// each, for a failing simulator run's trace: the Raft member's state and
-// membership as it sees them, its vote fence, and the controller's record
-// of the partition.
+// DescribeReplicas describes this broker's replicas of topic (of every
+// topic if topic is empty), one line each, for a failing simulator run's
+// trace: the Raft member's state and membership as it sees them, its vote
+// fence, and the controller's record of the partition.
 func (r *Reactor) DescribeReplicas(topic string) []string {
 	var out []string
 	for _, g := range sortedKeys(r.parts) {
 		p := r.parts[g]
-		if p.Topic != topic {
+		if topic != "" && p.Topic != topic {
 			continue
 		}
 		st := p.Replica().Status()

@@ -117,7 +117,7 @@ func BrokerFactory(bc BrokerConfig) Factory {
 			TickInterval:           bc.Tick,
 			ElectionTicks:          bc.ElectionTicks,
 			HeartbeatTicks:         bc.HeartbeatTicks,
-			DefaultReplication:     int16(min(3, bc.Nodes)),
+			DefaultReplication:     int16(partitionRF(bc.Nodes)),
 			OffsetsTopicPartitions: bc.OffsetsPartitions,
 			ForwardTimeout:         bc.ForwardTimeout,
 			// No initial rebalance delay: the group members (members.go)

@@ -85,19 +85,18 @@ func (r *run) membershipMoves() int {
 	return moves
 }
 
-// traceReplicas writes every up broker's view of the replicas of the
-// workload topic and of the internal topics to the trace (a failing run's
-// first clue; seed 1603770's was a leaderless __consumer_offsets-0).
+// traceReplicas writes every up broker's view of its replicas, of every
+// topic, to the trace (a failing run's first clue; the group stuck may be
+// another topic's than the workload's, as __consumer_offsets-0 was in seed
+// 1700474).
 func (r *run) traceReplicas() {
 	for _, id := range r.w.IDs() {
 		b, ok := r.w.Instance(id).(*Broker)
 		if !ok || !r.w.Up(id) || b.R == nil {
 			continue
 		}
-		for _, tp := range []string{r.topic, "__consumer_offsets", "__transaction_state"} {
-			for _, line := range b.R.DescribeReplicas(tp) {
-				r.w.Tracef("replica %s", line)
-			}
+		for _, line := range b.R.DescribeReplicas("") {
+			r.w.Tracef("replica %s", line)
 		}
 	}
 }

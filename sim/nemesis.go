@@ -481,24 +481,38 @@ func (n *nemesis) undamaged(ids []netx.NodeID, part int32) []netx.NodeID {
 }
 
 // groupSize is the fewest voters the group of replica directory dir has
-// at any time: the nodes holding the directory, but for the workload
-// topic (whose membership the reassignment fault walks, with directories
-// on brokers joining or leaving) its replication factor, 3, or 2 once a
-// shrink to two was asked (seed 300840: two damaged copies of five
-// directories were half of a 4-voter group in the middle of a walk).
+// at any time: the nodes holding the directory, but for a partition's
+// group at most its replication factor (every topic of a run has
+// min(3, nodes): partitionRF), or 2 once a shrink to two of the workload
+// topic's partition was asked. A walk leaves directories on brokers
+// joining or leaving, more than the group's voters (seed 300840: two
+// damaged copies of five directories were half of a 4-voter group in the
+// middle of the reassignment fault's walk), and not only the workload
+// topic's partitions move: the balancer and a decommission move every
+// topic's (seed 1700474: __consumer_offsets-0's directory was on all five
+// brokers after a cancelled balancer move and a decommission's, so a lie's
+// loss on n3 and n5's disk replacement, two of five, passed the budget,
+// but were two of the group's four voters [2 3 4 5], and it never elected
+// again).
 func (n *nemesis) groupSize(dir string) int {
 	size := n.replicasOf(dir)
 	if n.o.Voters > 0 && strings.HasPrefix(dir, "data/controller") {
 		size = min(size, n.minVoters()) // the voter fault demotes some (voters.go)
 	}
-	if part := n.partitionOf(dir); part >= 0 {
-		size = min(size, 3)
-		if n.shrunk[part] {
-			size = 2
-		}
+	if strings.HasPrefix(dir, "data/partitions/") {
+		size = min(size, partitionRF(n.r.o.Nodes))
+	}
+	if part := n.partitionOf(dir); part >= 0 && n.shrunk[part] {
+		size = 2
 	}
 	return size
 }
+
+// partitionRF is the replication factor of every topic a run creates, on
+// nodes brokers: the topics the workloads create ask for min(3, nodes),
+// and the brokers' default.replication.factor (the internal topics', and
+// the balancer's skew topic's) is the same (broker.go).
+func partitionRF(nodes int) int { return min(3, nodes) }
 
 // replicasOf counts the nodes holding the replica directory dir. It asks
 // SimFS.Exists, not List: the nemesis never injects List errors, so the
