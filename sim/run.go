@@ -427,6 +427,11 @@ func (r *run) safety() {
 		p := &producer{r: r, idem: r.rng.Float64() < r.o.IdempotentProb}
 		p.start()
 	}
+	// In a share of the runs, one more producer pipelines its batches
+	// (pipeproduce.go); not with authentication (it sends no credentials).
+	if r.auth == nil && r.rng.Intn(3) == 0 {
+		r.startPipeProducer()
+	}
 	for i := 0; i < r.o.Fetchers; i++ {
 		(&fetcher{r: r}).start()
 	}
