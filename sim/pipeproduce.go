@@ -53,6 +53,9 @@ type pipePart struct {
 	failed bool
 	// waiting: a resend or a metadata refresh is scheduled.
 	waiting bool
+	// ackedTo is the sequence after the acknowledged prefix of this
+	// producer id's batches (-1: none acknowledged yet).
+	ackedTo int32
 }
 
 type pipeBatch struct {
@@ -69,7 +72,7 @@ type pipeBatch struct {
 func (r *run) startPipeProducer() {
 	p := &pipeProducer{r: r, meta: newMetaCache(r), conns: map[netx.NodeID]*pipeConn{}, pid: -1}
 	for i := int32(0); i < r.o.Partitions; i++ {
-		p.parts = append(p.parts, &pipePart{part: i})
+		p.parts = append(p.parts, &pipePart{part: i, ackedTo: -1})
 	}
 	r.active++
 	r.w.After(r.think(), p.tick)
@@ -99,8 +102,7 @@ func (p *pipeProducer) stopIfDone() bool {
 	return false
 }
 
-// tick makes a burst of new batches for one partition, then waits a think
-// time.
+// tick makes a burst of new batches, then waits a few think times.
 func (p *pipeProducer) tick() {
 	r := p.r
 	if p.stopIfDone() {
@@ -114,12 +116,17 @@ func (p *pipeProducer) tick() {
 		p.initPID()
 		return
 	}
-	pp := p.parts[r.rng.Intn(len(p.parts))]
+	// A burst of batches, each to a random partition (partitions with
+	// one leader share its connection, so their answers interleave).
 	burst := 1 + r.rng.Intn(pipeMaxInFlight)
-	for i := 0; i < burst && len(pp.win) < pipeMaxInFlight; i++ {
-		p.newBatch(pp)
+	for range burst {
+		if pp := p.parts[r.rng.Intn(len(p.parts))]; len(pp.win) < pipeMaxInFlight {
+			p.newBatch(pp)
+		}
 	}
-	p.flush(pp)
+	for _, pp := range p.parts {
+		p.flush(pp)
+	}
 	r.w.After(3*r.think(), p.tick) // bursts, a few times less often than a one-at-a-time producer's operations
 }
 
@@ -268,7 +275,18 @@ func (p *pipeProducer) answered(pp *pipePart, b *pipeBatch, from netx.NodeID, re
 	}
 	switch {
 	case code == 0 && base >= 0:
+		if len(pp.win) > 0 && pp.win[0] == b {
+			pp.ackedTo = b.seq + int32(len(b.values))
+		}
 		p.complete(pp, b, history.OK, "", from, base)
+	case code == kerr.OutOfOrderSequenceNumber.Code && !pp.failed && pp.ackedTo == b.seq && pp.win[0] == b:
+		// Every batch before this one was acknowledged, in order, on
+		// this connection, and none failed: the broker's table knows
+		// the last of them (Kafka's contract for 5 in flight), so the
+		// sequence follows.
+		r.violation("idempotence", fmt.Sprintf("producer %d epoch %d, partition %d: batch at sequence %d refused OUT_OF_ORDER_SEQUENCE_NUMBER by n%d right after its predecessors were acknowledged",
+			p.pid, p.epoch, pp.part, b.seq, from))
+		p.startOver(errName(code))
 	case code == 0:
 		p.startOver(fmt.Sprintf("acknowledged with base offset %d", base))
 	case retriable(code), code == kerr.OutOfOrderSequenceNumber.Code && pp.failed:
@@ -333,7 +351,7 @@ func (p *pipeProducer) startOver(why string) {
 	p.overs++
 	for _, pp := range p.parts {
 		win := pp.win
-		pp.win, pp.seq, pp.failed = nil, 0, false
+		pp.win, pp.seq, pp.failed, pp.ackedTo = nil, 0, false, -1
 		for _, b := range win {
 			p.complete(pp, b, history.Info, why, 0, 0)
 		}

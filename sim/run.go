@@ -427,9 +427,10 @@ func (r *run) safety() {
 		p := &producer{r: r, idem: r.rng.Float64() < r.o.IdempotentProb}
 		p.start()
 	}
-	// In a share of the runs, one more producer pipelines its batches
-	// (pipeproduce.go); not with authentication (it sends no credentials).
-	if r.auth == nil && r.rng.Intn(3) == 0 {
+	// In half the runs without authentication (the pipelined producer
+	// sends no credentials), one more producer pipelines its batches
+	// (pipeproduce.go).
+	if r.auth == nil && r.rng.Intn(2) == 0 {
 		r.startPipeProducer()
 	}
 	for i := 0; i < r.o.Fetchers; i++ {
