@@ -166,6 +166,15 @@ var mutations = []mutation{
 		Replacement: "const batchesKept = 1",
 		Why:         "idempotence: a retried batch older than the newest is not recognised",
 	},
+	// Only batches in flight together show this one: with one at a time
+	// the applied table has caught up by the next batch (sim/pipeproduce.go).
+	{
+		Name: "idempotence-checked-against-applied", File: "node/partition/partition.go",
+		Original:    "switch v, sb := p.pending.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, last, h.MaxTimestamp); v {",
+		Replacement: "switch v, sb := p.applied.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, last, h.MaxTimestamp); v {",
+		Why: "idempotence: the leader judges a batch against its committed producer table, not the one with its " +
+			"uncommitted appends, so a pipelined batch behind an uncommitted one is refused as out of order",
+	},
 	{
 		Name: "stale-epoch-accepted", File: "node/partition/producers.go",
 		Original:    "case epoch < st.Epoch:",
@@ -902,6 +911,15 @@ var mutations = []mutation{
 			"changes leader",
 		Run: "^TestServeElectionTimeoutOutlastsMeasuredStall$",
 		Pkg: "./node",
+	},
+	// Response order on a connection (node/kafka/inorder.go, used by
+	// production's conn.go and by the simulator's pipelined connections).
+	{
+		Name: "response-released-out-of-order", File: "node/kafka/inorder.go",
+		Original:    "break",
+		Replacement: "continue",
+		Why: "response order: a connection releases every answered response, not only the answered prefix, so a " +
+			"client with requests in flight reads the answer to a later one as the answer to an earlier one",
 	},
 	{
 		Name: "frame-varint-size-off", File: "consensus/codec.go",
