@@ -166,14 +166,16 @@ var mutations = []mutation{
 		Replacement: "const batchesKept = 1",
 		Why:         "idempotence: a retried batch older than the newest is not recognised",
 	},
-	// Only batches in flight together show this one: with one at a time
-	// the applied table has caught up by the next batch (sim/pipeproduce.go).
+	// Batches in flight together meet it at once (sim/pipeproduce.go: a
+	// batch behind an unapplied one refused OUT_OF_ORDER); on main before
+	// the pipelined producer the retrier caught it too (seed 1: a resend
+	// of an acknowledged, not yet applied batch written twice).
 	{
 		Name: "idempotence-checked-against-applied", File: "node/partition/partition.go",
 		Original:    "switch v, sb := p.pending.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, last, h.MaxTimestamp); v {",
 		Replacement: "switch v, sb := p.applied.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, last, h.MaxTimestamp); v {",
-		Why: "idempotence: the leader judges a batch against its committed producer table, not the one with its " +
-			"uncommitted appends, so a pipelined batch behind an uncommitted one is refused as out of order",
+		Why: "idempotence: the leader judges a batch against its applied producer table, not the one with its " +
+			"appends not yet applied: a pipelined batch behind one is refused as out of order, a resend of one is written twice",
 	},
 	{
 		Name: "stale-epoch-accepted", File: "node/partition/producers.go",
