@@ -58,6 +58,10 @@ var coveragePaths = []string{
 	"client quota altered", // issue 20 (quotas.go)
 	covVoterAdded,          // issue 23 (voters.go)
 	covVoterRemoved,
+	// Pipelined clients (pipeconn.go, pipeproduce.go).
+	covPipeFull,
+	covPipeHeldBack,
+	covPipeResent,
 }
 
 const (

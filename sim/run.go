@@ -427,6 +427,12 @@ func (r *run) safety() {
 		p := &producer{r: r, idem: r.rng.Float64() < r.o.IdempotentProb}
 		p.start()
 	}
+	// In half the runs without authentication (the pipelined producer
+	// sends no credentials), one more producer pipelines its batches
+	// (pipeproduce.go).
+	if r.auth == nil && r.rng.Intn(2) == 0 {
+		r.startPipeProducer()
+	}
 	for i := 0; i < r.o.Fetchers; i++ {
 		(&fetcher{r: r}).start()
 	}

@@ -68,10 +68,11 @@ type conn struct {
 	exits      atomic.Int32
 
 	mu sync.Mutex
-	// queue holds, in arrival order, the requests read whose responses are
-	// not yet written. Invariant: len(queue) <= MaxInFlightPerConn (each
-	// slot holds an in-flight token).
-	queue       []*slot
+	// order holds, in arrival order, the requests read whose responses
+	// are not yet written, and releases them only as the answered prefix
+	// (inorder.go). Its Max is MaxInFlightPerConn; each slot holds an
+	// in-flight token, so Reserve never refuses.
+	order       *InOrder[*slot]
 	readerDone  bool        // the reader stopped without aborting
 	readerWhy   CloseReason // why, when readerDone
 	closeReason CloseReason // set once, by abort
@@ -83,14 +84,15 @@ type slot struct {
 	key, version int16 // for metrics; -1 when not meaningful
 	respVersion  int16 // the version the response must have
 	corr         int32
+	ticket       uint64 // in c.order
 	bytesIn      int
 	start        time.Time
 	answered     atomic.Bool
 
-	// Guarded by c.mu. resp is set once, before ready; after the writer
-	// sees ready it reads resp without the lock.
-	ready bool
-	resp  kmsg.Response
+	// Guarded by c.mu. resp is set once, before the slot is filled in
+	// c.order; after the writer sees it ready it reads resp without the
+	// lock.
+	resp kmsg.Response
 }
 
 const (
@@ -119,7 +121,7 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 		inflight: make(chan struct{}, s.cfg.MaxInFlightPerConn),
 		wake:     make(chan struct{}, 1),
 		dead:     make(chan struct{}),
-		queue:    make([]*slot, 0, s.cfg.MaxInFlightPerConn),
+		order:    NewInOrder[*slot](s.cfg.MaxInFlightPerConn),
 		remote:   remote,
 	}
 	c.auth = authState{required: s.cfg.SASL != nil, principal: sasl.Anonymous}
@@ -385,8 +387,12 @@ func (c *conn) handle(frame []byte) bool {
 // enqueue appends sl to the queue of requests awaiting their answer.
 func (c *conn) enqueue(sl *slot) *slot {
 	c.mu.Lock()
-	c.queue = append(c.queue, sl)
+	ticket, ok := c.order.Reserve(sl)
+	sl.ticket = ticket
 	c.mu.Unlock()
+	if !ok { // the in-flight tokens make this impossible
+		panic("kafka: more requests pending than MaxInFlightPerConn")
+	}
 	c.pending.Add(1)
 	return sl
 }
@@ -439,8 +445,8 @@ func (sl *slot) respond(resp kmsg.Response) {
 	}
 	c.muteFor(resp)
 	c.mu.Lock()
-	sl.resp, sl.ready = resp, true
-	head := len(c.queue) > 0 && c.queue[0] == sl
+	sl.resp = resp
+	head, _ := c.order.Fill(sl.ticket)
 	c.mu.Unlock()
 	if head { // otherwise the writer waits for an earlier slot anyway
 		c.wakeWriter()
@@ -504,15 +510,9 @@ func (c *conn) writeLoop() {
 func (c *conn) readyHead() (ready []*slot, drained bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ready = c.ready[:0]
-	for _, sl := range c.queue {
-		if !sl.ready {
-			break
-		}
-		ready = append(ready, sl)
-	}
+	ready = c.order.ReadyHead(c.ready[:0])
 	c.ready = ready
-	return ready, len(c.queue) == 0 && c.readerDone
+	return ready, c.order.Len() == 0 && c.readerDone
 }
 
 // pop removes the first n slots, written, and returns their tokens.
@@ -521,11 +521,7 @@ func (c *conn) pop(n int) {
 		return
 	}
 	c.mu.Lock()
-	// Shift rather than reslice, so the backing array (MaxInFlightPerConn
-	// slots) is reused and never reallocated.
-	left := copy(c.queue, c.queue[n:])
-	clear(c.queue[left:])
-	c.queue = c.queue[:left]
+	c.order.Release(n)
 	c.mu.Unlock()
 	c.pending.Add(-int32(n))
 	for range n {
@@ -637,8 +633,7 @@ func (c *conn) exit() {
 	}
 	c.abort(ReasonServerClosed) // no-op: whoever stopped first aborted
 	c.mu.Lock()
-	reason, unanswered := c.closeReason, c.queue
-	c.queue = nil
+	reason, unanswered := c.closeReason, c.order.TakeAll(nil)
 	c.mu.Unlock()
 	for _, sl := range unanswered {
 		c.srv.cfg.Observer.ObserveRequest(sl.key, sl.version, sl.bytesIn, 0, time.Since(sl.start), true)

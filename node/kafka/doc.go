@@ -16,6 +16,14 @@
 // Several requests may be in flight per connection (idempotent producers
 // keep five); at MaxInFlightPerConn the reader stops reading.
 //
+// The ordering itself is InOrder (inorder.go), a type with no goroutines,
+// locks or clocks: a slot is reserved per request in arrival order (at
+// most MaxInFlightPerConn), filled in any order as the Handler responds,
+// and released only as the filled prefix. conn.go calls it under its
+// mutex; the simulator's pipelined connections (sim/pipeconn.go) call the
+// same type, so the seeds test production's ordering, and the mutation
+// response-released-out-of-order (scripts/mutate) checks that they do.
+//
 // Bad input never crashes the server: a frame that cannot be served
 // (size prefix out of range, unknown key, unsupported version, undecodable
 // header or body) closes that connection, as Kafka does; ApiVersions newer

@@ -166,6 +166,17 @@ var mutations = []mutation{
 		Replacement: "const batchesKept = 1",
 		Why:         "idempotence: a retried batch older than the newest is not recognised",
 	},
+	// Batches in flight together meet it at once (sim/pipeproduce.go: a
+	// batch behind an unapplied one refused OUT_OF_ORDER); on main before
+	// the pipelined producer the retrier caught it too (seed 1: a resend
+	// of an acknowledged, not yet applied batch written twice).
+	{
+		Name: "idempotence-checked-against-applied", File: "node/partition/partition.go",
+		Original:    "switch v, sb := p.pending.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, last, h.MaxTimestamp); v {",
+		Replacement: "switch v, sb := p.applied.Check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, last, h.MaxTimestamp); v {",
+		Why: "idempotence: the leader judges a batch against its applied producer table, not the one with its " +
+			"appends not yet applied: a pipelined batch behind one is refused as out of order, a resend of one is written twice",
+	},
 	{
 		Name: "stale-epoch-accepted", File: "node/partition/producers.go",
 		Original:    "case epoch < st.Epoch:",
@@ -935,6 +946,15 @@ var mutations = []mutation{
 			"changes leader",
 		Run: "^TestServeElectionTimeoutOutlastsMeasuredStall$",
 		Pkg: "./node",
+	},
+	// Response order on a connection (node/kafka/inorder.go, used by
+	// production's conn.go and by the simulator's pipelined connections).
+	{
+		Name: "response-released-out-of-order", File: "node/kafka/inorder.go",
+		Original:    "break",
+		Replacement: "continue",
+		Why: "response order: a connection releases every answered response, not only the answered prefix, so a " +
+			"client with requests in flight reads the answer to a later one as the answer to an earlier one",
 	},
 	{
 		Name: "frame-varint-size-off", File: "consensus/codec.go",
