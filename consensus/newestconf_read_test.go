@@ -51,8 +51,10 @@ func applyLagSetup(t *testing.T, checkQuorum bool) (*scenarioEnv, string) {
 	if checkQuorum {
 		// A restarted member keeps its lease promise for an election
 		// timeout before it may campaign (raft.go quietTicks); the others
-		// must no longer be in 2's lease.
-		lines = append(lines, "tick 1 10", "tick 3 20", "tick 4 20", "tick 5 20")
+		// must no longer be in 2's lease. No timer fires meanwhile.
+		for _, id := range []int{1, 3, 4, 5} {
+			lines = append(lines, fmt.Sprintf("set-randomized-election-timeout %d 100", id), fmt.Sprintf("tick %d 10", id))
+		}
 	}
 	lines = append(lines,
 		"campaign 1", "process-ready 1", "deliver-msgs 3 4 5", "process-ready 3 4 5",
@@ -63,7 +65,7 @@ func applyLagSetup(t *testing.T, checkQuorum bool) (*scenarioEnv, string) {
 		"heal", "cut 1 3", "cut 1 4", "cut 1 5", "cut 2 3", "cut 2 4", "cut 2 5",
 	)
 	if checkQuorum {
-		lines = append(lines, "tick 3 20", "tick 4 20", "tick 5 20")
+		lines = append(lines, "tick 3 10", "tick 4 10", "tick 5 10") // out of 1's lease
 	}
 	lines = append(lines,
 		"campaign 3", "stabilize 3 4 5", // 3 leads term 3; 36
