@@ -100,7 +100,6 @@ func TestReadIndexCountsNewestMembership(t *testing.T) {
 	if r1.log.applied >= 32 {
 		t.Fatalf("1 applied the changes (%d), the window this test needs closed:\n%s%s", r1.log.applied, setup, out)
 	}
-	t.Log(setup + out)
 	for _, rs := range append(env.nodes[0].readStates, r1.readStates...) {
 		t.Errorf("1 confirmed read %q at %d while 3 leads term 3 and committed 37:\n%s%s", rs.RequestCtx, rs.Index, setup, out)
 	}
@@ -123,5 +122,54 @@ func TestCheckQuorumCountsNewestMembership(t *testing.T) {
 	}
 	if r1.state == StateLeader {
 		t.Errorf("1 still leads term 2 after an election timeout hearing only from 2, with 3 leading term 3:\n%s%s", setup, out)
+	}
+}
+
+// TestReadIndexSingleAppliedVoter: a leader whose applied membership is
+// itself alone answered reads at once, with no round at all, though the
+// newest membership of its log is [1 2 3]: 1 (voter [1], learners 2 and
+// 3) promotes 2 (32) and 3 (34); it restarts applied at 12, wins term 2
+// with 2 and commits 35, applying one entry per Ready. Cut off, it must
+// not answer a read while 2 leads term 3 with 3 and has committed 37.
+func TestReadIndexSingleAppliedVoter(t *testing.T) {
+	env := &scenarioEnv{cut: map[[2]uint64]bool{}}
+	lines := []string{"add-nodes 3 voters=(1) learners=(2,3) index=10", "campaign 1", "stabilize"} // 11
+	for i := 12; i <= 31; i++ {
+		lines = append(lines, fmt.Sprintf("propose 1 v%d", i))
+	}
+	lines = append(lines, "stabilize",
+		"propose-conf-change 1 add-voter 2", "stabilize", // 32
+		"propose 1 y", "stabilize", // 33
+		"propose-conf-change 1 add-voter 3", "stabilize", // 34
+	)
+	setup := runScript(t, env, lines...)
+	env.nodes[0].cfg.MaxCommittedBytesPerReady = 1
+	setup += runScript(t, env,
+		"restart 1 applied=12 voters=(1) learners=(2,3)",
+		"campaign 1", "process-ready 1", "deliver-msgs 2", "process-ready 2",
+		"deliver-msgs 1", // 1 leads term 2
+		"process-ready 1", "deliver-msgs 2", "process-ready 2",
+		"deliver-msgs 1",  // 35 committed
+		"process-ready 1", // applies 13
+		"isolate 1",
+		"campaign 2", "stabilize 2 3", // 2 leads term 3; 36
+		"propose 2 z", "stabilize 2 3", // 37
+		"raft-state",
+	)
+	r1 := env.nodes[0].rn.raft
+	if !strings.Contains(setup, "1: StateLeader (Voter) Term:2 Lead:1 Commit:35 Last:35") ||
+		!strings.Contains(setup, "2: StateLeader (Voter) Term:3 Lead:2 Commit:37 Last:37") ||
+		r1.log.applied >= 32 || r1.trk.isVoter(2) {
+		t.Fatalf("setup did not reach the state it needs (1 applied %d):\n%s", r1.log.applied, setup)
+	}
+	out := runScript(t, env,
+		"read-index 1 r1",
+		"process-ready 1", "process-ready 1", "raft-state",
+	)
+	if r1.log.applied >= 32 {
+		t.Fatalf("1 applied the changes (%d), the window this test needs closed:\n%s%s", r1.log.applied, setup, out)
+	}
+	for _, rs := range append(env.nodes[0].readStates, r1.readStates...) {
+		t.Errorf("1 confirmed read %q at %d while 2 leads term 3 and committed 37:\n%s%s", rs.RequestCtx, rs.Index, setup, out)
 	}
 }
