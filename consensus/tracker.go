@@ -149,15 +149,27 @@ func (t *tracker) newerInLog() bool {
 	return t.logConf != nil && !slices.Equal(t.logVoters, t.voters)
 }
 
-// quorumActive says whether a majority of voters was heard from recently.
+// quorumActive says whether a majority of the deciding membership
+// (decidingVoters) was heard from recently. A leader that counted its
+// applied voters while its log held two changes beyond them stayed leader
+// with a majority that another majority of the newest membership need not
+// meet (newestconf.go, "Reads and check-quorum").
 func (t *tracker) quorumActive() bool {
+	voters := t.decidingVoters()
 	active := map[uint64]bool{}
-	for _, id := range t.voters {
+	for _, id := range voters {
 		if pr := t.progress[id]; pr != nil {
 			active[id] = pr.recentActive
 		}
 	}
-	return majorityVote(t.voters, active) == voteWon
+	return majorityVote(voters, active) == voteWon
+}
+
+// soleDecider says whether id alone decides: the deciding membership is
+// id alone, so no other member can be elected or commit.
+func (t *tracker) soleDecider(id uint64) bool {
+	d := t.decidingVoters()
+	return len(d) == 1 && d[0] == id
 }
 
 // majorityIndex returns the largest index that a majority of voters have
