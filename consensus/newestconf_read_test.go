@@ -174,4 +174,8 @@ func TestReadIndexSingleAppliedVoter(t *testing.T) {
 	for _, rs := range append(env.nodes[0].readStates, r1.readStates...) {
 		t.Errorf("1 confirmed read %q at %d while 2 leads term 3 and committed 37:\n%s%s", rs.RequestCtx, rs.Index, setup, out)
 	}
+	// A node's read lease skips its round for a sole voter (node/lease.go).
+	if env.nodes[0].rn.BasicStatus().SoleVoter {
+		t.Errorf("1 reports itself the sole voter, [1] applied, [1 2 3] in its log:\n%s%s", setup, out)
+	}
 }
