@@ -26,9 +26,10 @@ type tracker struct {
 	learners []uint64
 	// logConf, on a (pre-)candidate or leader, is the newest membership
 	// in its log (newestconf.go), nil elsewhere; logVoters are its voters.
-	// Every decision (an election won, an index committed) needs a
-	// majority of logVoters while the log holds a newer membership, and
-	// of voters otherwise.
+	// Every decision (an election won, an index committed, a read
+	// confirmed, leadership kept by check-quorum) needs a majority of
+	// logVoters while the log holds a newer membership, and of voters
+	// otherwise.
 	logConf   *ConfState
 	logVoters []uint64
 	progress  map[uint64]*progress
@@ -105,7 +106,7 @@ func (t *tracker) committedIndex() uint64 {
 }
 
 // decidingVoters are the voters whose majority decides (an election won,
-// an index committed): those of the newest membership in the log while it
+// an index committed, a read confirmed, check-quorum passed): those of the newest membership in the log while it
 // differs from the applied one (the Raft dissertation's rule,
 // newestconf.go), else the applied voters. Not a majority of both: once a
 // removal is committed the removed member may be gone for good (a broker
