@@ -71,6 +71,36 @@ import "slices"
 // connected, as the dissertation's rule does. The change is then
 // committed, or replaced by the new leader's log, and the rule lapses once
 // it is applied.
+//
+// Reads and check-quorum. A leader's other majorities are counted in the
+// same membership: the acknowledgements that confirm a ReadIndex round
+// (readindex.go; a node's read lease is that round, node/lease.go), the
+// members check-quorum must have heard from (tracker.quorumActive), and
+// "we alone are the quorum" (tracker.soleDecider, Status.SoleVoter). Until
+// h-quorum they counted the applied voters, and a leader can be elected
+// two changes ahead of those: it restarted with an applied index before a
+// committed change its log holds and the next one, won in the newest
+// membership, committed its first entry there, and applies the backlog in
+// bounded steps (Config.MaxCommittedBytesPerReady; a node's apply also
+// waits for fsync rounds). Two changes apart, majorities need not meet:
+// applied [1 2 3], newest [1 2 3 4 5], so {1, 2} confirmed reads and kept
+// 1 leading while {3, 4, 5} elected 3 and committed (1 answered a read at
+// 35 after 3 committed 37: TestReadIndexCountsNewestMembership, and
+// TestCheckQuorumCountsNewestMembership; with applied [1] and newest
+// [1 2 3], 1 answered at once: TestReadIndexSingleAppliedVoter). Why the newest alone
+// suffices: a round confirmed by a majority of the leader's newest
+// membership is the dissertation's ReadIndex (§6.4) under the
+// dissertation's configuration rule, whose leaders' memberships differ by
+// at most one change, so their majorities meet; the acknowledging members
+// answered in the leader's term after the round started, and each refuses
+// votes for an election timeout (raft.go inLease: every member, whatever
+// its applied membership, so the promise binds in any candidate's
+// count). A newer leader needs a majority of its own newest membership,
+// which is the leader's, one change before it, or one after (appended by
+// this leader once it applied everything before); each meets a majority
+// of the leader's newest, so it needs one of those votes. Followers take no
+// majority decisions: a follower's in-lease refusal is per member, not
+// counted in any membership.
 
 // newestConf is the membership after every configuration change in the
 // log: the applied membership with the changes after the applied index

@@ -50,7 +50,7 @@ func (r *raft) committedInCurrentTerm() bool {
 }
 
 func (r *raft) startReadIndex(req readRequest) {
-	if len(r.trk.voters) == 1 && r.trk.isVoter(r.id) {
+	if r.trk.soleDecider(r.id) {
 		r.respondRead(req, r.log.committed) // we alone are the quorum
 		return
 	}
@@ -93,7 +93,7 @@ func (r *raft) handleReadIndexAck(from uint64, ctx []byte) {
 		return
 	}
 	st.acks[from] = true
-	if majorityVote(r.trk.voters, st.acks) != voteWon {
+	if majorityVote(r.trk.decidingVoters(), st.acks) != voteWon {
 		return
 	}
 	n := 0

@@ -69,6 +69,8 @@ type scenarioNode struct {
 	rn      *RawNode
 	storage *scenarioStorage
 	applied uint64
+	// readStates collects the reads its Readys confirmed.
+	readStates []ReadState
 }
 
 // scenarioStorage makes snapshots on demand, as an application would: a
@@ -429,6 +431,7 @@ func (env *scenarioEnv) processReady(n *scenarioNode) string {
 	}
 	env.pending = append(env.pending, rd.Messages...)
 	env.pending = append(env.pending, rd.MessagesAfterPersist...)
+	n.readStates = append(n.readStates, rd.ReadStates...)
 	for _, e := range rd.CommittedEntries {
 		if e.Type == EntryConfChange {
 			cc, err := UnmarshalConfChange(e.Data)

@@ -17,6 +17,12 @@ type Status struct {
 	// lease promises and may start at any time in the term, so a leader
 	// with TimeoutNowSent must not serve reads under a lease.
 	TimeoutNowSent bool
+	// SoleVoter: this member alone decides elections and commits: it is
+	// the only voter of the membership whose majority counts (the applied
+	// one, or on a leader the newest in its log while that differs,
+	// newestconf.go). Such a leader cannot be deposed by an election, so
+	// it may serve reads without a lease (node/lease.go).
+	SoleVoter bool
 	// PendingConfIndex: on a leader, no membership change is accepted
 	// until the entry at this index is applied (the last change it
 	// proposed, or its own term's first entry); 0 elsewhere.
@@ -61,6 +67,7 @@ func (rn *RawNode) BasicStatus() Status {
 		LastIndex:      r.log.lastIndex(),
 		LeadTransferee: r.leadTransferee,
 		TimeoutNowSent: r.timeoutNowSent,
+		SoleVoter:      r.trk.soleDecider(r.id),
 	}
 	if r.state == StateLeader {
 		st.PendingConfIndex = r.pendingConfIndex

@@ -26,9 +26,10 @@ type tracker struct {
 	learners []uint64
 	// logConf, on a (pre-)candidate or leader, is the newest membership
 	// in its log (newestconf.go), nil elsewhere; logVoters are its voters.
-	// Every decision (an election won, an index committed) needs a
-	// majority of logVoters while the log holds a newer membership, and
-	// of voters otherwise.
+	// Every decision (an election won, an index committed, a read
+	// confirmed, leadership kept by check-quorum) needs a majority of
+	// logVoters while the log holds a newer membership, and of voters
+	// otherwise.
 	logConf   *ConfState
 	logVoters []uint64
 	progress  map[uint64]*progress
@@ -105,7 +106,7 @@ func (t *tracker) committedIndex() uint64 {
 }
 
 // decidingVoters are the voters whose majority decides (an election won,
-// an index committed): those of the newest membership in the log while it
+// an index committed, a read confirmed, check-quorum passed): those of the newest membership in the log while it
 // differs from the applied one (the Raft dissertation's rule,
 // newestconf.go), else the applied voters. Not a majority of both: once a
 // removal is committed the removed member may be gone for good (a broker
@@ -149,15 +150,27 @@ func (t *tracker) newerInLog() bool {
 	return t.logConf != nil && !slices.Equal(t.logVoters, t.voters)
 }
 
-// quorumActive says whether a majority of voters was heard from recently.
+// quorumActive says whether a majority of the deciding membership
+// (decidingVoters) was heard from recently. A leader that counted its
+// applied voters while its log held two changes beyond them stayed leader
+// with a majority that another majority of the newest membership need not
+// meet (newestconf.go, "Reads and check-quorum").
 func (t *tracker) quorumActive() bool {
+	voters := t.decidingVoters()
 	active := map[uint64]bool{}
-	for _, id := range t.voters {
+	for _, id := range voters {
 		if pr := t.progress[id]; pr != nil {
 			active[id] = pr.recentActive
 		}
 	}
-	return majorityVote(t.voters, active) == voteWon
+	return majorityVote(voters, active) == voteWon
+}
+
+// soleDecider says whether id alone decides: the deciding membership is
+// id alone, so no other member can be elected or commit.
+func (t *tracker) soleDecider(id uint64) bool {
+	d := t.decidingVoters()
+	return len(d) == 1 && d[0] == id
 }
 
 // majorityIndex returns the largest index that a majority of voters have

@@ -172,8 +172,13 @@ func (r *Reactor) leaseState(p *partition.Partition) (held, expired bool) {
 		// campaign ignores the followers' lease promises.
 		return false, false
 	}
-	if len(rep.Conf().Voters) == 1 && rep.Conf().Voters[0] == r.self {
-		return true, false // a single voter cannot be deposed by an election
+	if st.SoleVoter {
+		// A single voter cannot be deposed by an election. Raft's own
+		// word, not the applied membership: a leader whose log holds
+		// changes beyond it decides in the newest membership there, and
+		// applied [self] with [self a b] in the log is no single voter
+		// (consensus/newestconf.go, "Reads and check-quorum").
+		return true, false
 	}
 	s, ok := r.local[uint64(rep.Group)]
 	if !ok || s.lease.until <= r.env.Clock.Monotonic() {

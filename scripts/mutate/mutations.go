@@ -900,6 +900,36 @@ var mutations = []mutation{
 		Run: "^TestRemovedMemberGoneStillElects$",
 		Pkg: "./consensus",
 	},
+	// A leader's reads and check-quorum counted in its applied membership,
+	// two changes behind the newest one it decides in (found by review on
+	// h-quorum, no seed); the scripted tests pin each.
+	{
+		Name: "read-acks-in-applied-membership", File: "consensus/readindex.go",
+		Original:    "if majorityVote(r.trk.decidingVoters(), st.acks) != voteWon {",
+		Replacement: "if majorityVote(r.trk.voters, st.acks) != voteWon {",
+		Why: "read safety: a leader two changes ahead of its applied membership confirms a ReadIndex round (and so a read " +
+			"lease) with a majority of it that a majority of the newest need not meet, while those elect and commit: stale reads",
+		Run: "^TestReadIndexCountsNewestMembership$",
+		Pkg: "./consensus",
+	},
+	{
+		Name: "check-quorum-in-applied-membership", File: "consensus/tracker.go",
+		Original:    "voters := t.decidingVoters()",
+		Replacement: "voters := t.voters",
+		Why: "membership: check-quorum keeps a leader two changes ahead of its applied membership leading on a majority of " +
+			"it, cut off from the newest majority that elected another leader",
+		Run: "^TestCheckQuorumCountsNewestMembership$",
+		Pkg: "./consensus",
+	},
+	{
+		Name: "sole-voter-in-applied-membership", File: "consensus/tracker.go",
+		Original:    "d := t.decidingVoters()",
+		Replacement: "d := t.voters",
+		Why: "read safety: a leader whose applied membership is itself alone, with changes adding others in its log, " +
+			"answers reads with no round and holds a node's lease without one, while the others elect and commit",
+		Run: "^TestReadIndexSingleAppliedVoter$",
+		Pkg: "./consensus",
+	},
 	{
 		// Sim seed 1071630 with --all-faults on e30f87f.
 		Name: "promoted-learner-never-campaigns", File: "consensus/raft.go",
