@@ -44,8 +44,16 @@ type pipeProducer struct {
 type pipePart struct {
 	part int32
 	seq  int32
-	// win: the batches not yet acknowledged, in sequence order; those on
-	// the wire come first, to node.
+	// win: the batches from the oldest not yet acknowledged on, in
+	// sequence order; those on the wire come first, to node. A batch
+	// acknowledged while an earlier one is not (the earlier one timed out
+	// and is to be resent) stays in it, acked, until the earlier ones are
+	// acknowledged: the window is the span of sequences the broker must
+	// still remember, and the broker remembers only the last
+	// pipeMaxInFlight batches (Kafka's 5). A window that forgot the acked
+	// batch would let a sixth batch out, and the broker, which remembers
+	// only the five after the one to resend, refuse that resend
+	// OUT_OF_ORDER_SEQUENCE_NUMBER (sim seed 1740374).
 	win  []*pipeBatch
 	node netx.NodeID
 	// failed: a batch of this round failed; send nothing until every
@@ -66,6 +74,7 @@ type pipeBatch struct {
 	deadline time.Duration
 	onWire   bool
 	sent     bool
+	acked    bool // acknowledged, held in the window behind an earlier batch
 	lastErr  string
 }
 
@@ -120,7 +129,7 @@ func (p *pipeProducer) tick() {
 	// one leader share its connection, so their answers interleave).
 	burst := 1 + r.rng.Intn(pipeMaxInFlight)
 	for range burst {
-		if pp := p.parts[r.rng.Intn(len(p.parts))]; len(pp.win) < pipeMaxInFlight {
+		if pp := p.parts[r.rng.Intn(len(p.parts))]; pp.room() {
 			p.newBatch(pp)
 		}
 	}
@@ -145,6 +154,10 @@ func (p *pipeProducer) initPID() {
 		p.r.w.After(p.r.think(), p.tick)
 	})
 }
+
+// room reports whether pp may make a new batch: fewer than
+// pipeMaxInFlight batches from the oldest unacknowledged one on.
+func (pp *pipePart) room() bool { return len(pp.win) < pipeMaxInFlight }
 
 func (p *pipeProducer) newBatch(pp *pipePart) {
 	r := p.r
@@ -182,7 +195,7 @@ func (p *pipeProducer) flush(pp *pipePart) {
 		return // the rest comes back first
 	}
 	for _, b := range pp.win {
-		if !b.onWire && r.now() >= b.deadline {
+		if !b.onWire && !b.acked && r.now() >= b.deadline {
 			p.startOver("no acknowledgement within the operation timeout; last error: " + b.lastErr)
 			return
 		}
@@ -201,7 +214,7 @@ func (p *pipeProducer) flush(pp *pipePart) {
 	if pp.failed {
 		pp.failed = false
 		for i, b := range pp.win {
-			if i > 0 && b.sent { // nothing is on the wire: win[0] failed
+			if i > 0 && b.sent && !b.acked { // nothing is on the wire: win[0] failed
 				r.cover(covPipeResent)
 				p.resent++
 			}
@@ -210,7 +223,7 @@ func (p *pipeProducer) flush(pp *pipePart) {
 	pp.node = leader
 	c := r.dial(p.conns, leader)
 	for _, b := range pp.win {
-		if b.onWire {
+		if b.onWire || b.acked {
 			continue
 		}
 		if c.full() {
@@ -275,9 +288,6 @@ func (p *pipeProducer) answered(pp *pipePart, b *pipeBatch, from netx.NodeID, re
 	}
 	switch {
 	case code == 0 && base >= 0:
-		if len(pp.win) > 0 && pp.win[0] == b {
-			pp.ackedTo = b.seq + int32(len(b.values))
-		}
 		p.complete(pp, b, history.OK, "", from, base)
 	case code == kerr.OutOfOrderSequenceNumber.Code && !pp.failed && pp.ackedTo == b.seq && pp.win[0] == b:
 		// Every batch before this one was acknowledged, in order, on
@@ -318,12 +328,23 @@ func (p *pipeProducer) retry(pp *pipePart) {
 	p.r.w.After(p.r.backoff(), func() { pp.waiting = false; p.flush(pp) })
 }
 
+// complete ends batch b's operation. An acknowledged batch leaves the
+// window with the acknowledged prefix (win's comment); any other leaves
+// it at once.
 func (p *pipeProducer) complete(pp *pipePart, b *pipeBatch, typ history.Type, why string, from netx.NodeID, base int64) {
 	r := p.r
-	for i, x := range pp.win {
-		if x == b {
-			pp.win = append(pp.win[:i], pp.win[i+1:]...)
-			break
+	if typ == history.OK {
+		b.acked = true
+		for len(pp.win) > 0 && pp.win[0].acked {
+			pp.ackedTo = pp.win[0].seq + int32(len(pp.win[0].values))
+			pp.win = pp.win[1:]
+		}
+	} else {
+		for i, x := range pp.win {
+			if x == b {
+				pp.win = append(pp.win[:i], pp.win[i+1:]...)
+				break
+			}
 		}
 	}
 	res := history.Op{Error: why, Node: int32(from)}
@@ -353,7 +374,9 @@ func (p *pipeProducer) startOver(why string) {
 		win := pp.win
 		pp.win, pp.seq, pp.failed, pp.ackedTo = nil, 0, false, -1
 		for _, b := range win {
-			p.complete(pp, b, history.Info, why, 0, 0)
+			if !b.acked {
+				p.complete(pp, b, history.Info, why, 0, 0)
+			}
 		}
 	}
 }
