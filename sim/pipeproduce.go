@@ -293,7 +293,9 @@ func (p *pipeProducer) answered(pp *pipePart, b *pipeBatch, from netx.NodeID, re
 		// Every batch before this one was acknowledged, in order, on
 		// this connection, and none failed: the broker's table knows
 		// the last of them (Kafka's contract for 5 in flight), so the
-		// sequence follows.
+		// sequence follows. (If this batch was sent before, the window
+		// let at most 4 later ones out since, acknowledged or not: the
+		// broker still remembers it as a duplicate.)
 		r.violation("idempotence", fmt.Sprintf("producer %d epoch %d, partition %d: batch at sequence %d refused OUT_OF_ORDER_SEQUENCE_NUMBER by n%d right after its predecessors were acknowledged",
 			p.pid, p.epoch, pp.part, b.seq, from))
 		p.startOver(errName(code))
