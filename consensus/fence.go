@@ -1,6 +1,9 @@
 package consensus
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // A vote fence protects Raft's safety when a member loses entries it had
 // acknowledged — a checksum caught a flipped bit, or recovery found the log
@@ -287,10 +290,25 @@ func (r *raft) awaitingTerm() bool {
 	return r.voteFence.IsLostLog() && !r.probe.learned && r.state != StateLeader
 }
 
-// probeNeeds is how many voters other than this member must answer: enough
-// that every majority of the voters includes one of them.
-func (r *raft) probeNeeds() int {
-	n := len(r.trk.voters)
+// probeVoters are the voters the probe counts: those of the newest
+// membership in the log (newestconf.go), the one whose majorities elect
+// and commit, not the applied voters, which may lag it by any number of
+// changes (a replaced replica's bootstrap entries not yet applied: no
+// voters at all; or a restart with the applied index before changes its
+// log holds). ok is false when the log cannot be read: the probe then
+// waits, it cannot tell whom it must hear from.
+func (r *raft) probeVoters() (voters []uint64, ok bool) {
+	cs, err := r.newestConf()
+	if err != nil {
+		return nil, false
+	}
+	return sortedUnique(cs.Voters), true
+}
+
+// probeNeeds is how many of voters other than this member must answer:
+// enough that every majority of voters includes one of them.
+func probeNeeds(voters []uint64) int {
+	n := len(voters)
 	return n - (n/2 + 1) + 1
 }
 
@@ -301,7 +319,11 @@ func (r *raft) tickTermProbe() {
 		return
 	}
 	r.probe.elapsed++
-	if r.probeFindsNewGroup() {
+	voters, ok := r.probeVoters()
+	if !ok {
+		return
+	}
+	if r.probeFindsNewGroup(voters) {
 		r.learnProbedTerm()
 		return
 	}
@@ -311,7 +333,7 @@ func (r *raft) tickTermProbe() {
 	}
 	r.probe.wait = r.heartbeatTicks
 	others := 0
-	for _, id := range r.trk.voters {
+	for _, id := range voters {
 		if id == r.id {
 			continue
 		}
@@ -320,7 +342,7 @@ func (r *raft) tickTermProbe() {
 			r.send(Message{To: id, Type: MsgTermQuery})
 		}
 	}
-	if others == 0 || others < r.probeNeeds() {
+	if others == 0 || others < probeNeeds(voters) {
 		// No other voter that could hold a committed entry (a group of
 		// one), or no configuration known yet (a broker joining the
 		// controller group learns it from the leader's snapshot): there
@@ -362,7 +384,14 @@ func (r *raft) stepTermProbe(m Message) bool {
 // takeProbeAnswer records a voter's answer; once enough voters answered,
 // the member moves to the largest term.
 func (r *raft) takeProbeAnswer(a probeAnswer) {
-	if a.id == r.id || !r.trk.isVoter(a.id) || !r.voteFence.IsLostLog() {
+	if a.id == r.id || !r.voteFence.IsLostLog() {
+		return
+	}
+	voters, ok := r.probeVoters()
+	if !ok {
+		return
+	}
+	if _, isVoter := slices.BinarySearch(voters, a.id); !isVoter {
 		return
 	}
 	if a.lastTerm > r.lostLogBootstrapTerm {
@@ -374,7 +403,7 @@ func (r *raft) takeProbeAnswer(a probeAnswer) {
 		return
 	}
 	r.probe.answers = append(r.probe.answers, a)
-	if len(r.probe.answers) >= r.probeNeeds() {
+	if len(r.probe.answers) >= probeNeeds(voters) {
 		r.learnProbedTerm()
 	}
 }
@@ -396,9 +425,9 @@ func (r *raft) learnProbedTerm() {
 // member with the bootstrap exception: an election timeout after it
 // started asking, a majority of the voters with this member, none of
 // whose logs went past the bootstrap term.
-func (r *raft) probeFindsNewGroup() bool {
+func (r *raft) probeFindsNewGroup(voters []uint64) bool {
 	if r.lostLogBootstrapTerm == 0 || r.probe.replaced || r.probe.elapsed <= r.electionTicks {
 		return false
 	}
-	return len(r.probe.answers)+1 >= len(r.trk.voters)/2+1
+	return len(r.probe.answers)+1 >= len(voters)/2+1
 }
