@@ -227,6 +227,41 @@ func (rn *RawNode) LeaderLogFence() VoteFence { return rn.raft.leaderLogFence }
 // "Protocol-Aware Recovery", FAST 2018). The answers are kept in memory:
 // a restart asks again.
 //
+// "The voters" are those of the newest membership in the member's log
+// (probeVoters; newestconf.go), not its applied voters: the majorities the
+// answers must meet are those that elect and commit, majorities of the
+// newest membership in a leader's log, and a member's applied membership
+// can lag its own log's newest by any number of changes. Until h-probe the
+// probe counted the applied voters. A partition replica opened on a
+// replaced disk holds the group's bootstrap entries (node/replicas.go:
+// add-voter changes, committed, applied in its first Ready); ticked before
+// that Ready it had no voters, asked nobody, took a stale leader's term
+// and acknowledged its entries, which then committed over an entry a later
+// term had committed (TestLostLogProbeCountsVotersInLog). Two changes
+// behind was enough too: applied [1 2 3], [1 2 3 4 5] in the log, the
+// answers of 2 and 3 ended member 1's probe, though {1, 4, 5} is a
+// majority and 1's acknowledgements are forgotten
+// (TestLostLogProbeTwoChangesBehind).
+//
+// Why this membership. The argument above needs the answers to meet every
+// majority that can have committed an entry, the member itself aside: a
+// majority of the membership deciding in the committing leader's log. The
+// member's log is fixed while it probes (it takes nothing from a leader).
+// When the newest membership N of its log is the group's, any
+// n-(n/2+1)+1 voters of N other than the member meet every majority of
+// N without it (the two sets, within N less the member, hold more than
+// its n-1 voters). That is the case of a partition replica on a replaced
+// disk: its log is the bootstrap entries, the group's only membership
+// ever (a group that was moved opens its replica empty instead). Counting
+// the applied voters is wrong wherever they differ from N. Not covered: a
+// log whose newest membership is not the deciding one -- it misses a
+// committed change, or ends in an uncommitted one (then a majority of the
+// membership before it may also have committed; the member's own term,
+// which learnProbedTerm keeps when it is larger, covers the
+// acknowledgements it gave since its loss, not those before) -- and a
+// log with no membership at all, which asks nobody (docs/architecture.md,
+// "A replaced disk").
+//
 // A member with the bootstrap exception (Config.LostLogBootstrapTerm: the
 // controller replica on a fresh data directory) cannot tell a new group
 // from a replaced voter by itself; the answers tell it. Each answer also
