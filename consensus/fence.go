@@ -1,6 +1,9 @@
 package consensus
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // A vote fence protects Raft's safety when a member loses entries it had
 // acknowledged — a checksum caught a flipped bit, or recovery found the log
@@ -224,6 +227,41 @@ func (rn *RawNode) LeaderLogFence() VoteFence { return rn.raft.leaderLogFence }
 // "Protocol-Aware Recovery", FAST 2018). The answers are kept in memory:
 // a restart asks again.
 //
+// "The voters" are those of the newest membership in the member's log
+// (probeVoters; newestconf.go), not its applied voters: the majorities the
+// answers must meet are those that elect and commit, majorities of the
+// newest membership in a leader's log, and a member's applied membership
+// can lag its own log's newest by any number of changes. Until h-probe the
+// probe counted the applied voters. A partition replica opened on a
+// replaced disk holds the group's bootstrap entries (node/replicas.go:
+// add-voter changes, committed, applied in its first Ready); ticked before
+// that Ready it had no voters, asked nobody, took a stale leader's term
+// and acknowledged its entries, which then committed over an entry a later
+// term had committed (TestLostLogProbeCountsVotersInLog). Two changes
+// behind was enough too: applied [1 2 3], [1 2 3 4 5] in the log, the
+// answers of 2 and 3 ended member 1's probe, though {1, 4, 5} is a
+// majority and 1's acknowledgements are forgotten
+// (TestLostLogProbeTwoChangesBehind).
+//
+// Why this membership. The argument above needs the answers to meet every
+// majority that can have committed an entry, the member itself aside: a
+// majority of the membership deciding in the committing leader's log. The
+// member's log is fixed while it probes (it takes nothing from a leader).
+// When the newest membership N of its log is the group's, any
+// n-(n/2+1)+1 voters of N other than the member meet every majority of
+// N without it (the two sets, within N less the member, hold more than
+// its n-1 voters). That is the case of a partition replica on a replaced
+// disk: its log is the bootstrap entries, the group's only membership
+// ever (a group that was moved opens its replica empty instead). Counting
+// the applied voters is wrong wherever they differ from N. Not covered: a
+// log whose newest membership is not the deciding one -- it misses a
+// committed change, or ends in an uncommitted one (then a majority of the
+// membership before it may also have committed; the member's own term,
+// which learnProbedTerm keeps when it is larger, covers the
+// acknowledgements it gave since its loss, not those before) -- and a
+// log with no membership at all, which asks nobody (docs/architecture.md,
+// "A replaced disk").
+//
 // A member with the bootstrap exception (Config.LostLogBootstrapTerm: the
 // controller replica on a fresh data directory) cannot tell a new group
 // from a replaced voter by itself; the answers tell it. Each answer also
@@ -287,10 +325,25 @@ func (r *raft) awaitingTerm() bool {
 	return r.voteFence.IsLostLog() && !r.probe.learned && r.state != StateLeader
 }
 
-// probeNeeds is how many voters other than this member must answer: enough
-// that every majority of the voters includes one of them.
-func (r *raft) probeNeeds() int {
-	n := len(r.trk.voters)
+// probeVoters are the voters the probe counts: those of the newest
+// membership in the log (newestconf.go), the one whose majorities elect
+// and commit, not the applied voters, which may lag it by any number of
+// changes (a replaced replica's bootstrap entries not yet applied: no
+// voters at all; or a restart with the applied index before changes its
+// log holds). ok is false when the log cannot be read: the probe then
+// waits, it cannot tell whom it must hear from.
+func (r *raft) probeVoters() (voters []uint64, ok bool) {
+	cs, err := r.newestConf()
+	if err != nil {
+		return nil, false
+	}
+	return sortedUnique(cs.Voters), true
+}
+
+// probeNeeds is how many of voters other than this member must answer:
+// enough that every majority of voters includes one of them.
+func probeNeeds(voters []uint64) int {
+	n := len(voters)
 	return n - (n/2 + 1) + 1
 }
 
@@ -301,7 +354,11 @@ func (r *raft) tickTermProbe() {
 		return
 	}
 	r.probe.elapsed++
-	if r.probeFindsNewGroup() {
+	voters, ok := r.probeVoters()
+	if !ok {
+		return
+	}
+	if r.probeFindsNewGroup(voters) {
 		r.learnProbedTerm()
 		return
 	}
@@ -311,7 +368,7 @@ func (r *raft) tickTermProbe() {
 	}
 	r.probe.wait = r.heartbeatTicks
 	others := 0
-	for _, id := range r.trk.voters {
+	for _, id := range voters {
 		if id == r.id {
 			continue
 		}
@@ -320,7 +377,7 @@ func (r *raft) tickTermProbe() {
 			r.send(Message{To: id, Type: MsgTermQuery})
 		}
 	}
-	if others == 0 || others < r.probeNeeds() {
+	if others == 0 || others < probeNeeds(voters) {
 		// No other voter that could hold a committed entry (a group of
 		// one), or no configuration known yet (a broker joining the
 		// controller group learns it from the leader's snapshot): there
@@ -362,7 +419,14 @@ func (r *raft) stepTermProbe(m Message) bool {
 // takeProbeAnswer records a voter's answer; once enough voters answered,
 // the member moves to the largest term.
 func (r *raft) takeProbeAnswer(a probeAnswer) {
-	if a.id == r.id || !r.trk.isVoter(a.id) || !r.voteFence.IsLostLog() {
+	if a.id == r.id || !r.voteFence.IsLostLog() {
+		return
+	}
+	voters, ok := r.probeVoters()
+	if !ok {
+		return
+	}
+	if _, isVoter := slices.BinarySearch(voters, a.id); !isVoter {
 		return
 	}
 	if a.lastTerm > r.lostLogBootstrapTerm {
@@ -374,7 +438,7 @@ func (r *raft) takeProbeAnswer(a probeAnswer) {
 		return
 	}
 	r.probe.answers = append(r.probe.answers, a)
-	if len(r.probe.answers) >= r.probeNeeds() {
+	if len(r.probe.answers) >= probeNeeds(voters) {
 		r.learnProbedTerm()
 	}
 }
@@ -396,9 +460,9 @@ func (r *raft) learnProbedTerm() {
 // member with the bootstrap exception: an election timeout after it
 // started asking, a majority of the voters with this member, none of
 // whose logs went past the bootstrap term.
-func (r *raft) probeFindsNewGroup() bool {
+func (r *raft) probeFindsNewGroup(voters []uint64) bool {
 	if r.lostLogBootstrapTerm == 0 || r.probe.replaced || r.probe.elapsed <= r.electionTicks {
 		return false
 	}
-	return len(r.probe.answers)+1 >= len(r.trk.voters)/2+1
+	return len(r.probe.answers)+1 >= len(voters)/2+1
 }

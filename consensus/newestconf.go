@@ -101,6 +101,16 @@ import "slices"
 // of the leader's newest, so it needs one of those votes. Followers take no
 // majority decisions: a follower's in-lease refusal is per member, not
 // counted in any membership.
+//
+// The lost-log fence's term probe. A follower under the lost-log fence
+// counts one thing: the voters whose answers it needs before it takes a
+// leader's messages, enough that every majority holds one of them
+// (fence.go). Those are majorities that elect and commit, so it counts
+// the voters of the newest membership in its log too (probeVoters), not
+// its applied voters (until h-probe: a replaced replica that ticked before
+// applying its bootstrap entries asked nobody and let a stale leader
+// commit over a later term's entry; TestLostLogProbeCountsVotersInLog,
+// TestLostLogProbeTwoChangesBehind).
 
 // newestConf is the membership after every configuration change in the
 // log: the applied membership with the changes after the applied index

@@ -13,6 +13,9 @@ type links struct {
 	ms        [4]*MemoryStorage
 	cut       map[[2]uint64]bool
 	committed map[uint64]Entry // index -> the entry first seen committed there
+	// applyConf: the Ready loop applies committed configuration changes
+	// (members that start from bootstrap entries, as a node's do).
+	applyConf bool
 }
 
 func newLinks(t *testing.T) *links {
@@ -38,7 +41,12 @@ func (l *links) pump(t *testing.T) {
 			if !l.rn[id].HasReady() {
 				continue
 			}
-			rd := persistAndAdvance(t, l.rn[id], l.ms[id])
+			var rd Ready
+			if l.applyConf {
+				rd = persistApplyConfAndAdvance(t, l.rn[id], l.ms[id])
+			} else {
+				rd = persistAndAdvance(t, l.rn[id], l.ms[id])
+			}
 			msgs = append(msgs, rd.Messages...)
 			msgs = append(msgs, rd.MessagesAfterPersist...)
 		}

@@ -820,6 +820,20 @@ var mutations = []mutation{
 		Run:         "^TestLostLogFenceRefusesStaleLeader$",
 		Pkg:         "./consensus",
 	},
+	// The term probe counts the voters of the newest membership in the log
+	// (h-probe). The schedule (a replaced replica ticking before it
+	// applied its bootstrap entries, a stale leader reaching it first) is
+	// scripted.
+	{
+		Name: "lost-log-probe-counts-applied-voters", File: "consensus/fence.go",
+		Original:    "return sortedUnique(cs.Voters), true",
+		Replacement: "_ = cs; return r.trk.voters, true",
+		Why: "disk identity: a lost-log member whose applied membership lags its log (bootstrap entries not yet applied, " +
+			"or changes beyond its applied index) ends its term probe on answers no majority of the deciding membership " +
+			"needs to include, takes a stale leader's term, and lets it commit over entries a later term committed",
+		Run: "^TestLostLogProbe(CountsVotersInLog|TwoChangesBehind)$",
+		Pkg: "./consensus",
+	},
 	// The term probe's bootstrap case (consensus/fence.go): a controller
 	// replica on a fresh directory tells a new group from a replaced voter
 	// by the answers' last terms. Both schedules are scripted.
@@ -833,7 +847,7 @@ var mutations = []mutation{
 	},
 	{
 		Name: "new-group-probe-waits-for-all", File: "consensus/fence.go",
-		Original:    "return len(r.probe.answers)+1 >= len(r.trk.voters)/2+1",
+		Original:    "return len(r.probe.answers)+1 >= len(voters)/2+1",
 		Replacement: "return false",
 		Why:         "availability: a new controller group with one voter still down never elects (every fresh replica waits for that voter's answer)",
 		Run:         "^TestFreshGroupWithOneVoterDownCommits$",
