@@ -299,7 +299,30 @@ func (r *Reactor) holdsReplica(t *controller.Topic, p *controller.Partition) boo
 // directories there at the start are looked at (one listing, not one per
 // settled partition per walk): a running broker deletes the replicas it
 // no longer holds itself.
-func (r *Reactor) leftAtStart(p *controller.Partition) bool { return r.heldAtStart[p.Group] }
+//
+// Only metadata known to be fresh counts: a restarted broker replays its
+// controller log from an older commit index, and an earlier settled
+// removal it replays may since have been undone by a move that placed the
+// partition here again. Deleting the replica then deleted a current
+// voter's log (sim seeds 1730151 and 1730907 with --all-faults: the group
+// lost the acknowledged entries that replica held, or the quorum it
+// counted on, and never recovered). So leftAtStart is false until a
+// metadata barrier asked for at the start has passed (startMetadataFresh):
+// the metadata then holds every change committed before the broker came
+// back, and a removal it shows settled is the current placement.
+func (r *Reactor) leftAtStart(p *controller.Partition) bool {
+	return r.startFresh && r.heldAtStart[p.Group]
+}
+
+// startMetadataFresh runs once the metadata holds everything the
+// controller had committed when the broker started: the replicas left on
+// disk by removals settled while it was down may now be deleted
+// (leftAtStart), so the metadata is walked again.
+func (r *Reactor) startMetadataFresh() {
+	r.startFresh = true
+	r.ctl.dirty, r.ctl.walk = true, true
+	r.queueReconcile(0)
+}
 
 // listHeldAtStart lists the replica directories the data directory holds
 // now, at the start (leftAtStart). A failed listing fails the start, as a

@@ -612,3 +612,67 @@ func TestReplicaListingFaultFailsStart(t *testing.T) {
 		t.Fatal("broker 3's second start listed no replica directory")
 	}
 }
+
+// A replica on disk at the start is deleted as left over (leftAtStart)
+// only on metadata known to be fresh, never on metadata a restart replays
+// from an older commit index: an earlier settled removal it shows may
+// since have been undone by a move that placed the partition here again,
+// and the replica on disk is then a current member. Sim seeds 1730151 and
+// 1730907 with --all-faults (after h-9547's leftAtStart): n2, removed from
+// sim-0 and placed there again (its replica re-created from its
+// tombstone, a voter of [2 3] with 390 entries), restarted with a
+// controller commit index from between the two moves, saw the removal
+// settled, and deleted its replica; the group lost a voter's log and an
+// acks=all write never finished. Here broker 3 is moved out of [1 2 3]
+// and back; it restarts with its controller commit index rewound to just
+// after the removal settled. On the old code it deleted its replica
+// ("reopened to be deleted") at once; now it waits for a metadata barrier
+// (startMetadataFresh), whose metadata places the partition on it.
+func TestReplicaPlacedBackNotDeletedOnStaleRestart(t *testing.T) {
+	c := newCluster(t, 4, 38)
+	g := moveTopic(t, c)
+	n3 := c.nodes[3]
+	reassign(t, c, 1, "mv", 0, []int32{1, 2, 4})
+	if !c.stepUntil(30*time.Second, func() bool {
+		_, held := n3.r.parts[g]
+		_, cp, ok := n3.r.Metadata().PartitionByGroup(g)
+		return !held && ok && cp.Settled() && fmt.Sprint(cp.Replicas) == "[1 2 4]"
+	}) {
+		t.Fatalf("broker 3 never deleted its replica: %+v", c.nodes[1].r.Metadata().Topics["mv"].Partitions[0])
+	}
+	removed := n3.r.ctl.rep.Applied()
+	reassign(t, c, 1, "mv", 0, []int32{1, 2, 3})
+	if !c.runUntil(30*time.Second, func() bool {
+		p := n3.r.parts[g]
+		return c.settled("mv", "[1 2 3]") && p != nil && slices.Contains(p.Replica().Conf().Voters, 3)
+	}) {
+		t.Fatalf("the move back to broker 3 did not settle: %+v", c.nodes[1].r.Metadata().Topics["mv"].Partitions[0])
+	}
+	c.runFor(200 * time.Millisecond)
+	dir := partitionDir(n3.r.cfg.DataDir, "mv", 0, g)
+	n3.crash()
+	rewindControllerCommit(t, n3.fs, removed)
+	n3.boot()
+	if _, cp, ok := n3.r.Metadata().PartitionByGroup(g); ok && slices.Contains(cp.Replicas, 3) {
+		t.Fatalf("broker 3 restarted on metadata %+v that places mv on it: the test did not rewind it", cp)
+	}
+	deleted := false
+	caughtUp := c.stepUntil(10*time.Second, func() bool {
+		deleted = deleted || !n3.fs.Exists(dir)
+		p := n3.r.parts[g]
+		_, cp, ok := n3.r.Metadata().PartitionByGroup(g)
+		return deleted || ok && fmt.Sprint(cp.Replicas) == "[1 2 3]" && p != nil && n3.r.startFresh
+	})
+	if deleted {
+		t.Fatalf("broker 3 deleted its replica of mv, a current voter, on metadata replayed from before the move that placed it back")
+	}
+	if !caughtUp {
+		t.Fatal("broker 3 did not reopen its replica of mv once its metadata caught up")
+	}
+	if !c.runUntil(10*time.Second, func() bool {
+		p := n3.r.parts[g]
+		return p != nil && p.Replica().LastIndex() > 0 && n3.fs.Exists(dir)
+	}) {
+		t.Fatal("broker 3's replica of mv is not open with its log")
+	}
+}

@@ -56,6 +56,10 @@ type Reactor struct {
 	// heldAtStart: the groups whose replica directories the data
 	// directory held when the broker started; see leftAtStart.
 	heldAtStart map[uint64]bool
+	// startFresh: a metadata barrier asked for at the start has passed,
+	// so the metadata holds everything the controller had committed when
+	// the broker started (leftAtStart looks only then).
+	startFresh bool
 	// staleViewWait is the controller index past which the metadata is
 	// walked again: a replica it placed here was deleted by newer
 	// metadata than it had applied (tombstone.go placedByStaleView).
@@ -170,6 +174,7 @@ func (r *Reactor) Start() error {
 	if err := r.openController(); err != nil {
 		return err
 	}
+	r.afterFreshMetadata(r.startMetadataFresh)
 	r.env.Sched.After(r.cfg.TickInterval, r.tick)
 	r.queueProcess()
 	return nil

@@ -776,12 +776,21 @@ var mutations = []mutation{
 	// leftovers moves the seed off that schedule, so the node test pins it).
 	{
 		Name: "leftover-replica-not-deleted", File: "node/controller.go",
-		Original:    "func (r *Reactor) leftAtStart(p *controller.Partition) bool { return r.heldAtStart[p.Group] }",
-		Replacement: "func (r *Reactor) leftAtStart(p *controller.Partition) bool { return false }",
+		Original:    "\treturn r.startFresh && r.heldAtStart[p.Group]\n",
+		Replacement: "\treturn false\n",
 		Why: "membership: a replica whose removal was committed while its broker was down stays on disk, and a move " +
 			"back reopens that old incarnation; under a lost-log fence its term probe asks old voters that deleted " +
 			"the group, it takes no leader's message and the move never finishes",
 		Run: "^TestReplicaRemovedWhileDownDeletedOnRestart$", Pkg: "./node",
+	},
+	{
+		Name: "leftover-replica-deleted-on-stale-metadata", File: "node/controller.go",
+		Original:    "\treturn r.startFresh && r.heldAtStart[p.Group]\n",
+		Replacement: "\treturn r.heldAtStart[p.Group]\n",
+		Why: "membership: a restarted broker deletes a replica left on disk on the metadata it replays from an older " +
+			"commit index, whose settled removal a later move placing the partition back had undone: a current " +
+			"voter's log is deleted (sim seeds 1730151, 1730907 --all-faults on 1213c53)",
+		Run: "^TestReplicaPlacedBackNotDeletedOnStaleRestart$", Pkg: "./node",
 	},
 	// Disk identity (issue 23). Sim's TestReplacedDiskIsFenced caught it
 	// (acknowledged-entries-unfenced, seeds 1-3 on 62535e4) until its seeds
