@@ -335,7 +335,7 @@ func (w *retWorkload) fetch(leader netx.NodeID, offset int64, done func(bool)) {
 				}
 				recs, derr := decodeBatches(p.RecordBatches)
 				if derr != nil {
-					r.violation("served-corruption", fmt.Sprintf("n%d served %s/0 from offset %d: %v", leader, retTopic, offset, derr))
+					r.violation(decodeErrKind(derr), fmt.Sprintf("n%d served %s/0 from offset %d: %v", leader, retTopic, offset, derr))
 					done(false)
 					return
 				}
