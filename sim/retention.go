@@ -186,7 +186,7 @@ func (w *retWorkload) produce() {
 		rt := kmsg.NewProduceRequestTopic()
 		rt.Topic = retTopic
 		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = encodeKeyedBatch(values, keys, ts, producerStamp{pid: -1})
+		rp.Records = encodeBatchCodec(values, keys, ts, producerStamp{pid: -1}, drawCodec(w.rng))
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 		r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
