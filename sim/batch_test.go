@@ -157,3 +157,11 @@ func TestBatchHeadersChecked(t *testing.T) {
 		t.Errorf("a null header value read back empty: err %v", err)
 	}
 }
+
+func TestAppendHex32(t *testing.T) {
+	for _, v := range []uint32{0, 1, 0xabc, 0x7fffffff, 0xdeadbeef, 0xffffffff} {
+		if got, want := string(appendHex32(nil, v)), fmt.Sprintf("%08x", v); got != want {
+			t.Errorf("appendHex32(%#x) = %q, want %q", v, got, want)
+		}
+	}
+}
