@@ -1,18 +1,29 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math/rand"
 	"slices"
+	"strconv"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The simulated clients' record batch codec. It is written here, against
 // the Kafka format, and not borrowed from node/records: a client that
-// shared the broker's codec would share its bugs.
+// shared the broker's codec would share its bugs. Compression is franz-go's
+// own (kgo.DefaultCompressor and DefaultDecompressor), as a franz-go client
+// compresses and decompresses: gzip, snappy (a raw block, as franz-go
+// sends), lz4 and zstd; reading, also the xerial-framed snappy the broker
+// writes when it rewrites a batch.
+//
+// Every record carries headers derived from its value (valueHeaders), so
+// a reader checks that the broker kept them, whatever it did to the batch.
 //
 // A v2 batch (all integers big-endian):
 //
@@ -42,6 +53,94 @@ type producerStamp struct {
 	seq   int32
 }
 
+// codecs are the batch codecs a sim client draws from, by Kafka's codec
+// number (attributes bits 0-2): 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd.
+const codecsN = 5
+
+var codecNames = [codecsN]string{"none", "gzip", "snappy", "lz4", "zstd"}
+
+// compressors[c] compresses with codec c (nil for none); decompressor
+// reads them all. Both are safe for concurrent use and deterministic.
+var (
+	compressors = func() (out [codecsN]kgo.Compressor) {
+		for c, codec := range []kgo.CompressionCodec{kgo.GzipCompression(), kgo.SnappyCompression(),
+			kgo.Lz4Compression(), kgo.ZstdCompression()} {
+			comp, err := kgo.DefaultCompressor(codec)
+			if err != nil {
+				panic(err)
+			}
+			out[c+1] = comp
+		}
+		return out
+	}()
+	decompressor = kgo.DefaultDecompressor()
+)
+
+// drawCodec picks a batch's codec: two thirds of the batches are not
+// compressed (the simulator's CPU budget), the rest use each codec alike.
+func drawCodec(rng *rand.Rand) int8 {
+	if rng.Intn(3) != 0 {
+		return 0
+	}
+	return int8(1 + rng.Intn(codecsN-1))
+}
+
+// valueHeaders are the headers a sim client attaches to a record of value
+// v: its length, its CRC-32 (IEEE), and a header with a null value.
+func valueHeaders(v []byte) [3]kmsg.Header {
+	return [3]kmsg.Header{
+		{Key: "sim-len", Value: strconv.AppendInt(nil, int64(len(v)), 10)},
+		{Key: "sim-crc", Value: appendHex32(nil, crc32.ChecksumIEEE(v))},
+		{Key: "sim-null"},
+	}
+}
+
+// errHeaders: a record read back does not carry the headers its producer
+// attached to its value. The broker lost or changed them.
+var errHeaders = errors.New("record headers do not match the value")
+
+// checkHeaders reports whether r carries exactly valueHeaders(r.Value). It
+// runs on every record read back, so it compares without allocating.
+func checkHeaders(r *kmsg.Record) error {
+	var lenBuf, crcBuf [16]byte
+	lenV := strconv.AppendInt(lenBuf[:0], int64(len(r.Value)), 10)
+	crcV := appendHex32(crcBuf[:0], crc32.ChecksumIEEE(r.Value))
+	hs := r.Headers
+	if len(hs) == 3 && hs[0].Key == "sim-len" && bytes.Equal(hs[0].Value, lenV) && hs[0].Value != nil &&
+		hs[1].Key == "sim-crc" && bytes.Equal(hs[1].Value, crcV) && hs[1].Value != nil &&
+		hs[2].Key == "sim-null" && hs[2].Value == nil {
+		return nil
+	}
+	want := valueHeaders(r.Value)
+	if len(hs) != len(want) {
+		return fmt.Errorf("%w: value %q has %d headers, want %d", errHeaders, r.Value, len(hs), len(want))
+	}
+	for i, h := range hs {
+		w := want[i]
+		if h.Key != w.Key || !bytes.Equal(h.Value, w.Value) || (h.Value == nil) != (w.Value == nil) {
+			return fmt.Errorf("%w: value %q header %d is %q=%q, want %q=%q", errHeaders, r.Value, i, h.Key, h.Value, w.Key, w.Value)
+		}
+	}
+	return fmt.Errorf("%w: value %q", errHeaders, r.Value) // not reached: the fast check and this one agree
+}
+
+// appendHex32 appends v as 8 lower-case hex digits, as %08x does.
+func appendHex32(dst []byte, v uint32) []byte {
+	const digits = "0123456789abcdef"
+	for shift := 28; shift >= 0; shift -= 4 {
+		dst = append(dst, digits[(v>>uint(shift))&0xf])
+	}
+	return dst
+}
+
+// decodeErrKind is the violation kind of a decodeBatches error.
+func decodeErrKind(err error) string {
+	if errors.Is(err, errHeaders) {
+		return "record-headers"
+	}
+	return "served-corruption"
+}
+
 // encodeBatch makes one uncompressed v2 batch holding values, timestamped
 // ts (ms).
 func encodeBatch(values []string, ts int64, ps producerStamp) []byte {
@@ -51,6 +150,11 @@ func encodeBatch(values []string, ts int64, ps producerStamp) []byte {
 // encodeKeyedBatch is encodeBatch with a key per value (nil keys: null
 // keys).
 func encodeKeyedBatch(values, keys []string, ts int64, ps producerStamp) []byte {
+	return encodeBatchCodec(values, keys, ts, ps, 0)
+}
+
+// encodeBatchCodec is encodeKeyedBatch compressed with codec (codecs).
+func encodeBatchCodec(values, keys []string, ts int64, ps producerStamp, codec int8) []byte {
 	var recs []byte
 	for i, v := range values {
 		var body []byte
@@ -65,11 +169,30 @@ func encodeKeyedBatch(values, keys []string, ts int64, ps producerStamp) []byte 
 		}
 		body = binary.AppendVarint(body, int64(len(v)))
 		body = append(body, v...)
-		body = binary.AppendVarint(body, 0) // no headers
+		hs := valueHeaders([]byte(v))
+		body = binary.AppendVarint(body, int64(len(hs)))
+		for _, h := range hs {
+			body = binary.AppendVarint(body, int64(len(h.Key)))
+			body = append(body, h.Key...)
+			if h.Value == nil {
+				body = binary.AppendVarint(body, -1)
+			} else {
+				body = binary.AppendVarint(body, int64(len(h.Value)))
+				body = append(body, h.Value...)
+			}
+		}
 		recs = binary.AppendVarint(recs, int64(len(body)))
 		recs = append(recs, body...)
 	}
-	b := kmsg.RecordBatch{
+	var attrs int16
+	if codec != 0 {
+		out, used := compressors[codec].Compress(new(bytes.Buffer), recs)
+		if int8(used) != codec {
+			panic(fmt.Sprintf("sim: compressing with %s used codec %d", codecNames[codec], used))
+		}
+		recs, attrs = slices.Clone(out), int16(codec)
+	}
+	b := kmsg.RecordBatch{Attributes: attrs,
 		FirstOffset: 0, PartitionLeaderEpoch: -1, Magic: 2,
 		LastOffsetDelta: int32(len(values) - 1), FirstTimestamp: ts, MaxTimestamp: ts,
 		ProducerID: ps.pid, ProducerEpoch: ps.epoch, FirstSequence: ps.seq,
@@ -84,10 +207,12 @@ func encodeKeyedBatch(values, keys []string, ts int64, ps producerStamp) []byte 
 	return out
 }
 
-// decodedRecord is one record read back: its offset and value.
+// decodedRecord is one record read back: its offset and value, and the
+// codec of its batch.
 type decodedRecord struct {
 	offset int64
 	value  string
+	codec  int8
 }
 
 // errCorruptBatch: a fetched batch failed its CRC or did not parse. A real
@@ -119,19 +244,32 @@ func decodeBatches(data []byte) ([]decodedRecord, error) {
 		if err := b.ReadFrom(raw); err != nil || b.Magic != 2 {
 			return out, fmt.Errorf("%w: %v (magic %d)", errCorruptBatch, err, b.Magic)
 		}
-		if b.Attributes&0x07 != 0 {
-			return out, fmt.Errorf("%w: compressed batch (codec %d): sim clients never compress", errCorruptBatch, b.Attributes&0x07)
-		}
 		if b.Attributes&0x20 != 0 {
 			continue // a control batch holds no data records
 		}
-		recs, err := decodeRecords(b.Records, int(b.NumRecords))
+		codec := int8(b.Attributes & 0x07)
+		body := b.Records
+		if codec != 0 {
+			if codec >= codecsN {
+				return out, fmt.Errorf("%w: unknown codec %d", errCorruptBatch, codec)
+			}
+			var err error
+			if body, err = decompressor.Decompress(body, kgo.CompressionCodecType(codec)); err != nil {
+				return out, fmt.Errorf("%w: %s batch at offset %d: %v", errCorruptBatch, codecNames[codec], b.FirstOffset, err)
+			}
+		}
+		recs, err := decodeRecords(body, int(b.NumRecords))
 		if err != nil {
 			return out, err
 		}
 		out = slices.Grow(out, len(recs))
-		for _, r := range recs {
-			out = append(out, decodedRecord{offset: b.FirstOffset + int64(r.OffsetDelta), value: string(r.Value)})
+		for i := range recs {
+			r := &recs[i]
+			o := b.FirstOffset + int64(r.OffsetDelta)
+			if err := checkHeaders(r); err != nil {
+				return out, fmt.Errorf("offset %d (%s batch): %w", o, codecNames[codec], err)
+			}
+			out = append(out, decodedRecord{offset: o, value: string(r.Value), codec: codec})
 		}
 	}
 	return out, nil

@@ -62,7 +62,17 @@ var coveragePaths = []string{
 	covPipeFull,
 	covPipeHeldBack,
 	covPipeResent,
+	// Compressed batches produced and read back, one row per codec (batch.go).
+	covCodecRead[1],
+	covCodecRead[2],
+	covCodecRead[3],
+	covCodecRead[4],
 }
+
+// covCodecRead[c] counts records of a batch compressed with codec c
+// (batch.go) that a sim client produced and read back.
+var covCodecRead = [codecsN]string{"", "gzip batch produced and read back", "snappy batch produced and read back",
+	"lz4 batch produced and read back", "zstd batch produced and read back"}
 
 const (
 	covNewLeader       = "leader elected in a new term"

@@ -93,7 +93,7 @@ func (r *run) fetchOnce(part int32, offset int64, maxWaitMs int32, done func(fet
 func (r *run) decodeFetch(part int32, offset int64, from netx.NodeID, data []byte) ([]history.Record, error) {
 	recs, err := decodeBatches(data)
 	if err != nil {
-		r.violation("served-corruption", fmt.Sprintf("n%d served %s/%d from offset %d: %v", from, r.topic, part, offset, err))
+		r.violation(decodeErrKind(err), fmt.Sprintf("n%d served %s/%d from offset %d: %v", from, r.topic, part, offset, err))
 		return nil, err
 	}
 	var out []history.Record
@@ -102,6 +102,9 @@ func (r *run) decodeFetch(part int32, offset int64, from netx.NodeID, data []byt
 	}
 	for _, rec := range recs {
 		if rec.offset >= offset {
+			if rec.codec != 0 {
+				r.cover(covCodecRead[rec.codec])
+			}
 			out = append(out, history.Record{Topic: r.topic, Partition: part, Offset: rec.offset, Value: rec.value})
 		}
 	}

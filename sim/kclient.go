@@ -120,7 +120,9 @@ func (k *kafkaNet) deliver(id netx.NodeID, session uint64, user string, wire kms
 		if !ok {
 			return
 		}
-		cl := node.Client{ConnID: conn, ClientID: "sim"}
+		// As the runtime does (node/runtime/runtime.go), the request is
+		// prepared (its batches validated) before the reactor sees it.
+		cl := node.Client{ConnID: conn, ClientID: "sim", Prepared: node.Prepare(wire)}
 		// A read's verdict is taken when the broker makes its answer:
 		// an answer made under a lease and delayed on its way out
 		// (BUGGIFY answer-delayed) was not served by a deposed leader,

@@ -156,7 +156,8 @@ func (c *pipeConn) arrive(inst Instance, pr *pipeReq) {
 		return
 	}
 	pr.ticket = ticket
-	cl := node.Client{ConnID: c.conn, ClientID: "sim-pipelined"}
+	// Prepared before the reactor sees it, as the runtime does.
+	cl := node.Client{ConnID: c.conn, ClientID: "sim-pipelined", Prepared: node.Prepare(pr.wire)}
 	b.R.HandleRequest(cl, pr.wire, func(resp kmsg.Response) { c.respond(pr, resp) })
 }
 

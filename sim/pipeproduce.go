@@ -69,6 +69,7 @@ type pipePart struct {
 type pipeBatch struct {
 	inv      history.Op
 	values   []string
+	codec    int8 // drawn once (batch.go): a resend is the same batch
 	seq      int32
 	gen      int
 	deadline time.Duration
@@ -162,7 +163,7 @@ func (pp *pipePart) room() bool { return len(pp.win) < pipeMaxInFlight }
 func (p *pipeProducer) newBatch(pp *pipePart) {
 	r := p.r
 	n := 1 + r.rng.Intn(r.o.RecordsMax)
-	b := &pipeBatch{seq: pp.seq, gen: p.gen, deadline: r.now() + r.o.OpTimeout}
+	b := &pipeBatch{seq: pp.seq, gen: p.gen, deadline: r.now() + r.o.OpTimeout, codec: drawCodec(r.rng)}
 	pp.seq += int32(n)
 	recs := make([]history.Record, n)
 	for i := range recs {
@@ -243,7 +244,7 @@ func (p *pipeProducer) send(pp *pipePart, c *pipeConn, b *pipeBatch) {
 	rt.Topic = r.topic
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition = pp.part
-	rp.Records = encodeBatch(b.values, r.w.Clock().Now().UnixMilli(), producerStamp{pid: p.pid, epoch: p.epoch, seq: b.seq})
+	rp.Records = encodeBatchCodec(b.values, nil, r.w.Clock().Now().UnixMilli(), producerStamp{pid: p.pid, epoch: p.epoch, seq: b.seq}, b.codec)
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	b.onWire, b.sent = true, true

@@ -93,6 +93,7 @@ type produceOp struct {
 	part     int32
 	values   []string
 	stamp    producerStamp
+	codec    int8 // the batch's codec (batch.go), drawn once: a resend is the same batch
 	deadline time.Duration
 	lastErr  string
 	done     func(history.Type)
@@ -110,7 +111,8 @@ func (r *run) produceOp(proc int64, part int32, n int, stamp producerStamp, done
 // produceOpAcked is produceOp that also tells acked the base offset of an
 // acknowledged batch.
 func (r *run) produceOpAcked(proc int64, part int32, n int, stamp producerStamp, done func(history.Type), acked func(base int64)) *produceOp {
-	op := &produceOp{r: r, part: part, stamp: stamp, done: done, acked: acked, deadline: r.now() + r.o.OpTimeout}
+	op := &produceOp{r: r, part: part, stamp: stamp, done: done, acked: acked, deadline: r.now() + r.o.OpTimeout,
+		codec: drawCodec(r.rng)}
 	recs := make([]history.Record, n)
 	for i := range recs {
 		r.values++
@@ -145,7 +147,7 @@ func (op *produceOp) attempt() {
 	rt.Topic = r.topic
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition = op.part
-	rp.Records = encodeBatch(op.values, r.w.Clock().Now().UnixMilli(), op.stamp)
+	rp.Records = encodeBatchCodec(op.values, nil, r.w.Clock().Now().UnixMilli(), op.stamp, op.codec)
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	timeout := min(r.o.RequestTimeout, op.deadline-now)

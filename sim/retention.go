@@ -186,7 +186,7 @@ func (w *retWorkload) produce() {
 		rt := kmsg.NewProduceRequestTopic()
 		rt.Topic = retTopic
 		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = encodeKeyedBatch(values, keys, ts, producerStamp{pid: -1})
+		rp.Records = encodeBatchCodec(values, keys, ts, producerStamp{pid: -1}, drawCodec(w.rng))
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 		r.kn.call(leader, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
@@ -335,7 +335,7 @@ func (w *retWorkload) fetch(leader netx.NodeID, offset int64, done func(bool)) {
 				}
 				recs, derr := decodeBatches(p.RecordBatches)
 				if derr != nil {
-					r.violation("served-corruption", fmt.Sprintf("n%d served %s/0 from offset %d: %v", leader, retTopic, offset, derr))
+					r.violation(decodeErrKind(derr), fmt.Sprintf("n%d served %s/0 from offset %d: %v", leader, retTopic, offset, derr))
 					done(false)
 					return
 				}

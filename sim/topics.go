@@ -458,7 +458,7 @@ func (c *churn) readAll(part int32, deadline time.Duration) ([]string, bool) {
 						}
 						recs, derr := decodeBatches(p.RecordBatches)
 						if derr != nil {
-							r.violation("served-corruption", fmt.Sprintf("n%d served %s/%d from offset %d: %v", leader, churnTopic, part, from, derr))
+							r.violation(decodeErrKind(derr), fmt.Sprintf("n%d served %s/%d from offset %d: %v", leader, churnTopic, part, from, derr))
 							return
 						}
 						for _, rec := range recs {

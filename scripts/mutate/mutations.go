@@ -1048,4 +1048,13 @@ var mutations = []mutation{
 		Run: "^TestTornBootstrapIsFinished$",
 		Pkg: "./node",
 	},
+	// Record headers through the broker's rewrite (sim clients attach
+	// headers derived from each value and check them on every read).
+	{
+		Name: "compaction-drops-headers", File: "node/records/filter.go",
+		Original:    "w := walker{decodedBytesMax: DefaultDecompressedBytesMax, wantHeaders: true}",
+		Replacement: "w := walker{decodedBytesMax: DefaultDecompressedBytesMax}",
+		Why: "record format: compaction's rewrite of a batch (Filter) keeps each record's key and value but " +
+			"not its headers; consumers of a compacted topic lose them (sim: record-headers violation)",
+	},
 }
