@@ -337,6 +337,13 @@ func (r *raft) probeVoters() (voters []uint64, ok bool) {
 	if err != nil {
 		return nil, false
 	}
+	if len(cs.Voters) == 0 {
+		// No membership in the log at all: a replaced disk's replica of
+		// a group it was moved into. Ask the voters the application
+		// gave (Config.ProbeVoters: the group's replicas in its
+		// metadata), not nobody.
+		return r.probeVotersGiven, true
+	}
 	return sortedUnique(cs.Voters), true
 }
 
