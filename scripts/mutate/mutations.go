@@ -847,6 +847,14 @@ var mutations = []mutation{
 		Run: "^TestLostLogProbeWithoutVotersInLog$",
 		Pkg: "./consensus",
 	},
+	{
+		Name: "moved-replica-probes-nobody", File: "node/replicas.go",
+		Original:    "rc.ProbeVoters = probeVotersOf(p)",
+		Replacement: "_ = probeVotersOf(p)",
+		Why:         "disk identity: the node does not hand a replaced disk's empty replica of a moved partition its replicas to probe, so it asks nobody (see lost-log-probe-without-voters-asks-nobody)",
+		Run:         "^TestReplacedDiskMovedReplicaProbesReplicas$",
+		Pkg:         "./node",
+	},
 	// The term probe's bootstrap case (consensus/fence.go): a controller
 	// replica on a fresh directory tells a new group from a replaced voter
 	// by the answers' last terms. Both schedules are scripted.
