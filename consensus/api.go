@@ -217,6 +217,13 @@ type Config struct {
 	// own log is such a log (fence.go). 0: the lost-log fence admits no
 	// candidate and forbids campaigning.
 	LostLogBootstrapTerm uint64
+	// ProbeVoters are the voters the term probe of a member under the
+	// lost-log fence asks when its log holds no membership at all (a
+	// replaced disk's replica of a group it was moved into opens empty):
+	// the application's best knowledge of the group's voters, such as
+	// the replicas its metadata lists (fence.go, probeVoters). Ignored
+	// once the log holds a membership. Nil: such a member asks nobody.
+	ProbeVoters []uint64
 	// Fresh says this member cannot have acknowledged any leader before
 	// this start (its group was just bootstrapped and has held no
 	// election). Otherwise a member started with CheckQuorum at a term

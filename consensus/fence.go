@@ -258,9 +258,24 @@ func (rn *RawNode) LeaderLogFence() VoteFence { return rn.raft.leaderLogFence }
 // committed change, or ends in an uncommitted one (then a majority of the
 // membership before it may also have committed; the member's own term,
 // which learnProbedTerm keeps when it is larger, covers the
-// acknowledgements it gave since its loss, not those before) -- and a
-// log with no membership at all, which asks nobody (docs/architecture.md,
-// "A replaced disk").
+// acknowledgements it gave since its loss, not those before).
+//
+// A log with no membership at all. A replaced disk's replica of a group
+// that was moved onto its broker opens empty (it is not an initial voter,
+// so it writes no bootstrap entries). Until h-novoter it knew no voters,
+// asked nobody, ended its probe at once, took a stale leader's term and
+// acknowledged its entries, which then committed over an entry a later
+// term had committed (TestLostLogProbeWithoutVotersInLog). Such a member
+// now asks Config.ProbeVoters: the node gives the partition's replicas in
+// the metadata it applied (node/replicas.go probeVotersOf, the target of a
+// reassignment in progress added). When that list is the group's deciding
+// membership (the group is settled and the metadata current), the
+// argument above holds for it as for a log's. Not shown: metadata that
+// lags a later membership change, or a reassignment in progress, where
+// the deciding membership is one step of the walk and n-(n/2+1)+1 of the
+// union need not meet its majorities (docs/architecture.md, "A replaced
+// disk"). A controller voter started with --join still asks nobody
+// (below).
 //
 // A member with the bootstrap exception (Config.LostLogBootstrapTerm: the
 // controller replica on a fresh data directory) cannot tell a new group
@@ -336,6 +351,13 @@ func (r *raft) probeVoters() (voters []uint64, ok bool) {
 	cs, err := r.newestConf()
 	if err != nil {
 		return nil, false
+	}
+	if len(cs.Voters) == 0 {
+		// No membership in the log at all: a replaced disk's replica of
+		// a group it was moved into. Ask the voters the application
+		// gave (Config.ProbeVoters: the group's replicas in its
+		// metadata), not nobody.
+		return r.probeVotersGiven, true
 	}
 	return sortedUnique(cs.Voters), true
 }
@@ -465,4 +487,12 @@ func (r *raft) probeFindsNewGroup(voters []uint64) bool {
 		return false
 	}
 	return len(r.probe.answers)+1 >= len(voters)/2+1
+}
+
+// TermProbeVoters returns the voters a lost-log member's term probe asks
+// (probeVoters): those of the newest membership in its log or, when its
+// log holds none, Config.ProbeVoters. Nil when the log cannot be read.
+func (rn *RawNode) TermProbeVoters() []uint64 {
+	voters, _ := rn.raft.probeVoters()
+	return slices.Clone(voters)
 }

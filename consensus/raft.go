@@ -23,6 +23,8 @@ type raft struct {
 	probe termProbe
 	// lostLogBootstrapTerm: Config.LostLogBootstrapTerm.
 	lostLogBootstrapTerm uint64
+	// probeVotersGiven: Config.ProbeVoters, sorted.
+	probeVotersGiven []uint64
 	// term and vote are the persistent state; vote is 0 or the member we
 	// voted for in term.
 	term uint64
@@ -139,6 +141,7 @@ func newRaft(c Config) (*raft, error) {
 		rand:                 c.Rand,
 		voteFence:            c.VoteFence,
 		lostLogBootstrapTerm: c.LostLogBootstrapTerm,
+		probeVotersGiven:     sortedUnique(c.ProbeVoters),
 		readOnly:             newReadOnly(),
 		counters:             c.Counters,
 	}

@@ -261,6 +261,9 @@ func (r *Reactor) ensurePartition(t *controller.Topic, p *controller.Partition) 
 		_ = log.Close()
 		return err
 	}
+	if rc.VoteFence.IsLostLog() {
+		rc.ProbeVoters = probeVotersOf(p)
+	}
 	rep, err := replica.New(replica.Config{Group: consensus.GroupID(p.Group), Raft: rc, FS: r.env.FS, Dir: dir,
 		Pipeline: r.syncPipeline()}, log, part)
 	if err != nil {
@@ -454,4 +457,25 @@ func (r *Reactor) DescribeReplicas(topic string) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// probeVotersOf are the voters a replica under the lost-log fence asks for
+// the group's term when its log holds no membership (Config.ProbeVoters):
+// a replaced disk's replica of a group that was moved onto this broker
+// opens empty, without the bootstrap entries an initial voter writes, and
+// asking nobody it took a stale leader's term and acknowledged its
+// entries (consensus/fence.go, TestLostLogProbeWithoutVotersInLog). The
+// group's replicas in the metadata applied here, with the target of a
+// reassignment in progress.
+func probeVotersOf(p *controller.Partition) []uint64 {
+	var ids []uint64
+	for _, id := range p.Replicas {
+		ids = append(ids, uint64(id))
+	}
+	for _, id := range p.Target {
+		if !slices.Contains(p.Replicas, id) {
+			ids = append(ids, uint64(id))
+		}
+	}
+	return ids
 }

@@ -89,6 +89,10 @@ func (r *Replica) RaftHardSoft() (consensus.HardState, consensus.SoftState) {
 // VoteFence is the vote fence Raft still holds (zero once lifted).
 func (r *Replica) VoteFence() consensus.VoteFence { return r.raft.VoteFence() }
 
+// TermProbeVoters returns the voters the lost-log fence's term probe asks
+// (consensus.RawNode.TermProbeVoters).
+func (r *Replica) TermProbeVoters() []uint64 { return r.raft.TermProbeVoters() }
+
 // LeaderLogFence is what a lost-log fence became in Raft (zero until a
 // leader told its log end): consensus.RawNode.LeaderLogFence.
 func (r *Replica) LeaderLogFence() consensus.VoteFence { return r.raft.LeaderLogFence() }

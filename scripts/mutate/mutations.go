@@ -843,6 +843,27 @@ var mutations = []mutation{
 		Run: "^TestLostLogProbe(CountsVotersInLog|TwoChangesBehind)$",
 		Pkg: "./consensus",
 	},
+	// The term probe of a lost-log member whose log holds no membership (a
+	// replaced disk's replica of a group moved onto its broker opens empty):
+	// it asks the voters the application gave (Config.ProbeVoters). The
+	// schedule (a stale leader reaching it first) is scripted.
+	{
+		Name: "lost-log-probe-without-voters-asks-nobody", File: "consensus/fence.go",
+		Original:    "return r.probeVotersGiven, true",
+		Replacement: "return nil, true",
+		Why: "disk identity: a replaced disk's replica of a moved group opens empty, knows no voters, ends its term probe " +
+			"at once, takes a stale leader's term, and lets it commit over entries a later term committed",
+		Run: "^TestLostLogProbeWithoutVotersInLog$",
+		Pkg: "./consensus",
+	},
+	{
+		Name: "moved-replica-probes-nobody", File: "node/replicas.go",
+		Original:    "rc.ProbeVoters = probeVotersOf(p)",
+		Replacement: "_ = probeVotersOf(p)",
+		Why:         "disk identity: the node does not hand a replaced disk's empty replica of a moved partition its replicas to probe, so it asks nobody (see lost-log-probe-without-voters-asks-nobody)",
+		Run:         "^TestReplacedDiskMovedReplicaProbesReplicas$",
+		Pkg:         "./node",
+	},
 	// The term probe's bootstrap case (consensus/fence.go): a controller
 	// replica on a fresh directory tells a new group from a replaced voter
 	// by the answers' last terms. Both schedules are scripted.
