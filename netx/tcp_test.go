@@ -450,12 +450,7 @@ func TestTCPQueueFullDropsNewest(t *testing.T) {
 	leakCheck(t)
 	// A peer address nobody listens on: the writer never connects, so it
 	// never takes from the queue.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := ln.Addr().String()
-	ln.Close()
+	deadAddr := refusingAddr(t)
 
 	inB := &inbox{}
 	b := newTCPForTest(t, fastCfg(2), inB.handle)
@@ -478,6 +473,33 @@ func TestTCPQueueFullDropsNewest(t *testing.T) {
 	if got := strings.Join(inB.snapshot(), ","); got != "1:0,1:1,1:2,1:3,1:last" {
 		t.Fatalf("delivered %s, want the four oldest then last", got)
 	}
+}
+
+// refusingAddr is a loopback address that refuses every connection for the
+// whole test: a socket bound to the port and never listening holds it, so
+// no other process can take it. A port freed by closing a listener is not
+// enough: under `go test ./...` another package's server may bind the same
+// ephemeral port a moment later, and the dial then succeeds (CI failed so,
+// "timed out waiting for a failed dial").
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in4, ok := sa.(*syscall.SockaddrInet4)
+	if !ok {
+		t.Fatalf("bound to %T", sa)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", in4.Port)
 }
 
 func TestTCPLargeFrames(t *testing.T) {
