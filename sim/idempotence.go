@@ -195,14 +195,7 @@ func (p *retrier) sendZombie(part int32) {
 		if err != nil {
 			return
 		}
-		code, base := int16(kerr.UnknownServerError.Code), int64(-1)
-		for _, t := range resp.(*kmsg.ProduceResponse).Topics {
-			for _, rp := range t.Partitions {
-				if t.Topic == r.topic && rp.Partition == part {
-					code, base = rp.ErrorCode, rp.BaseOffset
-				}
-			}
-		}
+		code, base := produceResult(resp, r.topic, part)
 		switch {
 		case code == kerr.InvalidProducerEpoch.Code:
 			p.fenced++
@@ -241,14 +234,7 @@ func (p *retrier) resend(part int32, b ackedBatch) {
 		if err != nil {
 			return
 		}
-		code, base := int16(kerr.UnknownServerError.Code), int64(-1)
-		for _, t := range resp.(*kmsg.ProduceResponse).Topics {
-			for _, rp := range t.Partitions {
-				if t.Topic == r.topic && rp.Partition == part {
-					code, base = rp.ErrorCode, rp.BaseOffset
-				}
-			}
-		}
+		code, base := produceResult(resp, r.topic, part)
 		switch {
 		case code == 0 && base == b.base:
 			p.checks++

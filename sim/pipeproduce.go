@@ -279,14 +279,7 @@ func (p *pipeProducer) answered(pp *pipePart, b *pipeBatch, from netx.NodeID, re
 		p.startOver(err.Error())
 		return
 	}
-	code, base := int16(kerr.UnknownServerError.Code), int64(-1)
-	for _, t := range resp.(*kmsg.ProduceResponse).Topics {
-		for _, rp := range t.Partitions {
-			if t.Topic == r.topic && rp.Partition == pp.part {
-				code, base = rp.ErrorCode, rp.BaseOffset
-			}
-		}
-	}
+	code, base := produceResult(resp, r.topic, pp.part)
 	switch {
 	case code == 0 && base >= 0:
 		p.complete(pp, b, history.OK, "", from, base)

@@ -156,14 +156,7 @@ func (op *produceOp) attempt() {
 			op.retry(err.Error(), err == errConnRefused)
 			return
 		}
-		code, base := int16(kerr.UnknownServerError.Code), int64(-1)
-		for _, t := range resp.(*kmsg.ProduceResponse).Topics {
-			for _, p := range t.Partitions {
-				if t.Topic == r.topic && p.Partition == op.part {
-					code, base = p.ErrorCode, p.BaseOffset
-				}
-			}
-		}
+		code, base := produceResult(resp, r.topic, op.part)
 		switch {
 		case code == 0 && base >= 0:
 			op.finish(history.OK, "", leader, base)
@@ -208,4 +201,19 @@ func (op *produceOp) finish(typ history.Type, why string, from netx.NodeID, base
 		}
 	}
 	op.done(typ)
+}
+
+// produceResult is the error code and base offset a Produce response gives
+// topic's partition part: UNKNOWN_SERVER_ERROR and -1 when it does not
+// answer for it (the last answer wins if it answers twice).
+func produceResult(resp kmsg.Response, topic string, part int32) (code int16, base int64) {
+	code, base = kerr.UnknownServerError.Code, -1
+	for _, t := range resp.(*kmsg.ProduceResponse).Topics {
+		for _, rp := range t.Partitions {
+			if t.Topic == topic && rp.Partition == part {
+				code, base = rp.ErrorCode, rp.BaseOffset
+			}
+		}
+	}
+	return code, base
 }
