@@ -118,40 +118,7 @@ func TestLostLogProbeCountsVotersInLog(t *testing.T) {
 	// 3's disk is replaced; the stale leader 1 reaches it, 2 does not. 3
 	// ticks first (links.ticks ticks, then handles the Readys).
 	l.rn[3], l.ms[3] = newBootstrappedMember(t, 3, LostLog())
-	l.setLink(2, 3, false)
-	l.setLink(1, 3, true)
-	for _, x := range []string{"stale x1", "stale x2", "stale x3"} {
-		if _, _, err := l.rn[1].Propose(EntryNormal, []byte(x)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l.ticks(t, 30, 1, 3)
-	if st := l.rn[3].Status(); st.Term < 3 && st.Lead == 1 {
-		t.Errorf("3 follows the stale leader 1 in term %d", st.Term)
-	}
-
-	// 2 reaches 3 again; then every link heals.
-	l.setLink(2, 3, true)
-	l.ticks(t, 30, 2, 3)
-	l.setLink(1, 2, true)
-	l.setLink(1, 3, true)
-	l.ticks(t, 60, 1, 2, 3)
-	lead := l.leaderOf(1, 2, 3)
-	if lead == 0 {
-		t.Fatal("no leader once every link healed")
-	}
-	if _, _, err := l.rn[lead].Propose(EntryNormal, []byte("after")); err != nil {
-		t.Fatal(err)
-	}
-	l.ticks(t, 10, 1, 2, 3)
-	for id := uint64(1); id <= 3; id++ {
-		if !holdsAt(t, l.ms[id], idx, e) {
-			t.Fatalf("member %d lacks e at %d after the heal (leader %d)", id, idx, lead)
-		}
-	}
-	if !l.rn[3].VoteFence().IsZero() {
-		t.Fatalf("3 is still fenced after catching up: %v", l.rn[3].VoteFence())
-	}
+	staleLeaderMeetsReplacedMember(t, l, idx, e)
 }
 
 // TestLostLogProbeTwoChangesBehind: a member under the lost-log fence
@@ -206,5 +173,47 @@ func TestLostLogProbeTwoChangesBehind(t *testing.T) {
 	}
 	if rn.raft.awaitingTerm() || rn.Status().Term != 5 {
 		t.Fatalf("after 2, 3 and 4 answered, awaiting %v, term %d (want done, term 5)", rn.raft.awaitingTerm(), rn.Status().Term)
+	}
+}
+
+// staleLeaderMeetsReplacedMember is the end of the replaced-disk scenarios:
+// 3, just replaced, is reached by the stale leader 1 and not by 2, which
+// committed e at idx in term 3; 3 must not follow 1, and once every link
+// heals every member holds e at idx and 3's fence is lifted.
+func staleLeaderMeetsReplacedMember(t *testing.T, l *links, idx uint64, e []byte) {
+	t.Helper()
+	l.setLink(2, 3, false)
+	l.setLink(1, 3, true)
+	for _, x := range []string{"stale x1", "stale x2", "stale x3"} {
+		if _, _, err := l.rn[1].Propose(EntryNormal, []byte(x)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.ticks(t, 30, 1, 3)
+	if st := l.rn[3].Status(); st.Term < 3 && st.Lead == 1 {
+		t.Errorf("3 follows the stale leader 1 in term %d", st.Term)
+	}
+
+	// 2 reaches 3 again; then every link heals.
+	l.setLink(2, 3, true)
+	l.ticks(t, 30, 2, 3)
+	l.setLink(1, 2, true)
+	l.setLink(1, 3, true)
+	l.ticks(t, 60, 1, 2, 3)
+	lead := l.leaderOf(1, 2, 3)
+	if lead == 0 {
+		t.Fatal("no leader once every link healed")
+	}
+	if _, _, err := l.rn[lead].Propose(EntryNormal, []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	l.ticks(t, 10, 1, 2, 3)
+	for id := uint64(1); id <= 3; id++ {
+		if !holdsAt(t, l.ms[id], idx, e) {
+			t.Fatalf("member %d lacks e at %d after the heal (leader %d)", id, idx, lead)
+		}
+	}
+	if !l.rn[3].VoteFence().IsZero() {
+		t.Fatalf("3 is still fenced after catching up: %v", l.rn[3].VoteFence())
 	}
 }

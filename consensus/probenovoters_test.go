@@ -67,38 +67,5 @@ func TestLostLogProbeWithoutVotersInLog(t *testing.T) {
 	// 3's disk is replaced: it comes back empty; the stale leader 1
 	// reaches it, 2 does not.
 	l.rn[3], l.ms[3] = newEmptyMember(t, 3, LostLog(), []uint64{1, 2, 3})
-	l.setLink(2, 3, false)
-	l.setLink(1, 3, true)
-	for _, x := range []string{"stale x1", "stale x2", "stale x3"} {
-		if _, _, err := l.rn[1].Propose(EntryNormal, []byte(x)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l.ticks(t, 30, 1, 3)
-	if st := l.rn[3].Status(); st.Term < 3 && st.Lead == 1 {
-		t.Errorf("3 follows the stale leader 1 in term %d", st.Term)
-	}
-
-	// 2 reaches 3 again; then every link heals.
-	l.setLink(2, 3, true)
-	l.ticks(t, 30, 2, 3)
-	l.setLink(1, 2, true)
-	l.setLink(1, 3, true)
-	l.ticks(t, 60, 1, 2, 3)
-	lead := l.leaderOf(1, 2, 3)
-	if lead == 0 {
-		t.Fatal("no leader once every link healed")
-	}
-	if _, _, err := l.rn[lead].Propose(EntryNormal, []byte("after")); err != nil {
-		t.Fatal(err)
-	}
-	l.ticks(t, 10, 1, 2, 3)
-	for id := uint64(1); id <= 3; id++ {
-		if !holdsAt(t, l.ms[id], idx, e) {
-			t.Fatalf("member %d lacks e at %d after the heal (leader %d)", id, idx, lead)
-		}
-	}
-	if !l.rn[3].VoteFence().IsZero() {
-		t.Fatalf("3 is still fenced after catching up: %v", l.rn[3].VoteFence())
-	}
+	staleLeaderMeetsReplacedMember(t, l, idx, e)
 }
