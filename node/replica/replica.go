@@ -199,7 +199,7 @@ func (r *Replica) HasWork() bool { return r.canTake() && r.raft.HasReady() }
 // the state machine: it is ordered alone) and nobody waits for the
 // replica to be quiet. A Stalled replica takes none.
 func (r *Replica) canTake() bool {
-	if r.stalled {
+	if r.stalled { // Raft holds a Ready the log never took
 		return false
 	}
 	n := len(r.inflight)

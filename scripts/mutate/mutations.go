@@ -1011,6 +1011,15 @@ var mutations = []mutation{
 		Pkg: "./node",
 	},
 	{
+		Name: "stalled-replica-takes", File: "node/replica/replica.go",
+		Original:    "if r.stalled { // Raft holds a Ready the log never took",
+		Replacement: "if false {",
+		Why: "persistence: after a Ready whose cut met damage was dropped unwritten, a pipelined replica takes the " +
+			"next one, whose entries and acknowledgements follow a log the disk does not hold",
+		Run: "^TestDamagedCutStallsTheReplica$",
+		Pkg: "./node/replica",
+	},
+	{
 		Name: "fence-record-lags-raft", File: "node/ready.go",
 		Original:    "r.liftFence(g)",
 		Replacement: "_ = g",
