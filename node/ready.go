@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -94,6 +95,13 @@ func (r *Reactor) take(g consensus.GroupID, rep *replica.Replica) {
 	now, mustSync, err := rep.Take()
 	if err == nil {
 		err = rep.Err()
+	}
+	if errors.Is(err, replica.ErrDamagedWrite) {
+		// Damage, an injected or real fault the broker survives: the
+		// replica is stalled and repaired from its peers (repair.go)
+		// once the Readys before this one are complete.
+		r.env.Logf("node %d: group %d: %v; repairing it from its peers", r.self, g, err)
+		return
 	}
 	if err != nil {
 		r.fatal(fmt.Errorf("group %d: %w", g, err))

@@ -182,7 +182,8 @@ func (r *Reactor) repair(g uint64) error {
 		}
 		return nil
 	}
-	if rep.BasicStatus().RaftState == consensus.StateLeader {
+	stalled := rep.Stalled()
+	if rep.BasicStatus().RaftState == consensus.StateLeader && !stalled {
 		return r.handOverDamaged(rep)
 	}
 	first, err := firstDamaged(rep)
@@ -190,6 +191,11 @@ func (r *Reactor) repair(g uint64) error {
 		return err
 	}
 	if first == 0 {
+		if stalled {
+			// Raft holds a Ready the log never took: it starts again
+			// from the files, which lost nothing (no fence needed).
+			return r.reopen(g, nil)
+		}
 		rep.ClearDamaged() // the scan found nothing: a transient read error
 		return nil
 	}

@@ -680,6 +680,16 @@ var optionalRegressionSeeds = []struct {
 	// (the pipelined producer's, ebcda36) both pass without the fix too.
 	{"leftover-current-voter-deleted-on-stale-metadata", 1730907, false, false, true},
 	{"leftover-current-voter-deleted-on-stale-metadata-offsets", 1730151, false, false, true},
+	// 1903863 --all-faults (two rounds, found on 3230fc7, open on
+	// fed0de6): a bit flipped in the length field of n2's sim-1 entry 11
+	// (its header check failed), in a sealed segment that held 1..13; a
+	// new leader's append replaced 12.. and the cut after 11, which needs
+	// entry 11's end, met the damaged header: the broker stopped fatally
+	// and stayed down (fixed: the replica stalls, and is fenced and
+	// repaired from its peers, node/replica ErrDamagedWrite;
+	// TestFollowerCutAcrossDamagedHeaderIsRepaired, mutation
+	// damaged-cut-is-fatal).
+	{"truncate-across-damaged-header-fatal", 1903863, false, false, true},
 }
 
 // optionalRegressionPipeline runs a seed of optionalRegressionSeeds with
@@ -688,7 +698,7 @@ var optionalRegressionSeeds = []struct {
 // round, the default until pipelined rounds came back on branch h-pipe2)
 // and runs with one, so that its run still reaches the state it was
 // chosen for (the pipelined schedule is another run).
-var optionalRegressionPipeline = map[int64]int{990482: 2, 991608: 2, 992781: 2, 990920: 2, 991122: 2, 991287: 2, 1403697: 2, 1534293: 2, 1603770: 2, 1529547: 2, 1700474: 2, 1730907: 2, 1730151: 2}
+var optionalRegressionPipeline = map[int64]int{990482: 2, 991608: 2, 992781: 2, 990920: 2, 991122: 2, 991287: 2, 1403697: 2, 1534293: 2, 1603770: 2, 1529547: 2, 1700474: 2, 1730907: 2, 1730151: 2, 1903863: 2}
 
 // regressionPipeline is the fsync rounds in flight seed runs with.
 func regressionPipeline(seed int64) int {

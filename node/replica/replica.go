@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/floe-broker/floe/consensus"
@@ -71,7 +72,30 @@ type Replica struct {
 	// host is the Host the replica is registered with (Register), told of
 	// every call that may give Raft new work (changed).
 	host *consensus.Host
+	// stalled: a Ready taken from Raft could not be written because the
+	// log is damaged where it had to be cut (ErrDamagedWrite). Raft now
+	// believes in a log the disk does not hold: no further Ready is
+	// taken, nothing more this Raft says is sent, and the node reopens
+	// the replica from its files (node/repair.go).
+	stalled bool
 }
+
+// ErrDamagedWrite is Take's error when a Ready's entries could not be
+// written because the log must be cut (Raft replacing a follower's
+// conflicting suffix) across a damaged entry: the cut needs the end of
+// the last entry kept, and a damaged header at or below it hides where
+// that is. Nothing of the Ready was written, its messages were dropped,
+// and the replica is Stalled and Damaged: the node repairs it from its
+// peers (fenced, the damaged entry and everything after it discarded)
+// instead of stopping. Before, the broker stopped for good (sim seed
+// 1903863 with --all-faults: a bit flipped in the header of a follower's
+// entry 11, in a sealed segment, and a new leader's append that replaced
+// entries 12.. made every start of the broker fail).
+var ErrDamagedWrite = errors.New("the log is damaged where the write must cut it")
+
+// Stalled reports whether a Ready could not be written (ErrDamagedWrite):
+// the replica must be reopened from its files before Raft is driven again.
+func (r *Replica) Stalled() bool { return r.stalled }
 
 // Config is what New needs besides the log.
 type Config struct {
@@ -173,8 +197,11 @@ func (r *Replica) HasWork() bool { return r.canTake() && r.raft.HasReady() }
 // pipeline's are in flight, and, with one in flight, neither it nor the
 // next one carries a snapshot (a snapshot install replaces the log and
 // the state machine: it is ordered alone) and nobody waits for the
-// replica to be quiet.
+// replica to be quiet. A Stalled replica takes none.
 func (r *Replica) canTake() bool {
+	if r.stalled { // Raft holds a Ready the log never took
+		return false
+	}
 	n := len(r.inflight)
 	if n == 0 {
 		return true
@@ -328,6 +355,14 @@ func (r *Replica) write(rd *consensus.Ready) error {
 		first := rd.Entries[0].Index
 		if first <= r.log.LastIndex() {
 			if err := r.log.TruncateAfter(first - 1); err != nil {
+				if errors.Is(err, logstore.ErrCorrupt) {
+					// The cut crosses a damaged entry header (at or
+					// below first-1): nothing was written, and this
+					// Ready never will be. The replica stops until
+					// the node repairs it (Stalled).
+					r.storage.damaged, r.stalled = true, true
+					return fmt.Errorf("replica %d: truncate after %d: %w: %w", r.Group, first-1, ErrDamagedWrite, err)
+				}
 				return fmt.Errorf("replica %d: truncate after %d: %w", r.Group, first-1, err)
 			}
 		}
@@ -394,6 +429,12 @@ func (r *Replica) Complete() (sendAfter []consensus.Message, err error) {
 		return nil, err
 	}
 	r.raft.Advance(*rd)
+	if r.stalled {
+		// The log is known damaged below what these messages would
+		// acknowledge: say nothing until the repair (dropping a message
+		// is always safe in Raft).
+		return nil, nil
+	}
 	return rd.MessagesAfterPersist, nil
 }
 

@@ -1002,6 +1002,24 @@ var mutations = []mutation{
 		Pkg: "./node",
 	},
 	{
+		Name: "damaged-cut-is-fatal", File: "node/replica/replica.go",
+		Original:    "if errors.Is(err, logstore.ErrCorrupt) {",
+		Replacement: "if false && errors.Is(err, logstore.ErrCorrupt) {",
+		Why: "availability under damage: a Raft truncation whose cut crosses a damaged entry header stops the broker " +
+			"(on every start again) instead of repairing the replica from its peers (sim seed 1903863)",
+		Run: "^TestFollowerCutAcrossDamagedHeaderIsRepaired$",
+		Pkg: "./node",
+	},
+	{
+		Name: "stalled-replica-takes", File: "node/replica/replica.go",
+		Original:    "if r.stalled { // Raft holds a Ready the log never took",
+		Replacement: "if false {",
+		Why: "persistence: after a Ready whose cut met damage was dropped unwritten, a pipelined replica takes the " +
+			"next one, whose entries and acknowledgements follow a log the disk does not hold",
+		Run: "^TestDamagedCutStallsTheReplica$",
+		Pkg: "./node/replica",
+	},
+	{
 		Name: "fence-record-lags-raft", File: "node/ready.go",
 		Original:    "r.liftFence(g)",
 		Replacement: "_ = g",
