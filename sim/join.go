@@ -128,9 +128,10 @@ func (t *resolvingNet) Send(to netx.NodeID, msg []byte) {
 const (
 	covJoined        = "membership: broker joined (registered with --join)"
 	covJoinedReplica = "membership: joined broker holds a replica"
+	covJoinedVoter   = "membership: joined broker made a controller voter"
 )
 
-func init() { coveragePaths = append(coveragePaths, covJoined, covJoinedReplica) }
+func init() { coveragePaths = append(coveragePaths, covJoined, covJoinedReplica, covJoinedVoter) }
 
 // startJoin schedules the join.
 func (r *run) startJoin() {
