@@ -77,7 +77,10 @@ func joinDraw(rng *rand.Rand, safety time.Duration, nodes int) JoinOptions {
 // the seed drew.
 func (o Options) WithJoin() Options {
 	if !o.Join.On() {
-		o.Join = joinDraw(rand.New(rand.NewSource(o.Seed^0x701e5)), o.SafetyDur, o.Nodes)
+		// What chooseJoin would have drawn had the coin said yes.
+		rng := rand.New(rand.NewSource(o.Seed ^ 0x701e))
+		rng.Intn(2)
+		o.Join = joinDraw(rng, o.SafetyDur, o.Nodes)
 	}
 	o.Broker.JoinVia = o.Join.Via
 	return o
