@@ -82,6 +82,10 @@ type BrokerConfig struct {
 	Shares node.ShareConfig
 	// Balance turns on the controller's balancer (balance.go).
 	Balance BalanceOptions
+	// JoinVia, when set, is the initial broker whose Raft address a node
+	// beyond the initial ones (join.go) names in --join; every node's
+	// transport then resolves an address-only peer (resolvingNet).
+	JoinVia int
 }
 
 // optInSites is BrokerConfig.BuggifyOptIn as node.Env wants it (nil when
@@ -103,7 +107,7 @@ func optInSites(names string) map[string]bool {
 func BrokerFactory(bc BrokerConfig) Factory {
 	peers := make([]node.Peer, bc.Nodes)
 	for i := range peers {
-		peers[i] = node.Peer{ID: int32(i + 1), RaftAddr: fmt.Sprintf("n%d:7000", i+1)}
+		peers[i] = node.Peer{ID: int32(i + 1), RaftAddr: simRaftAddr(i + 1)}
 	}
 	return func(env Env) Instance {
 		cfg := node.Config{
@@ -111,7 +115,7 @@ func BrokerFactory(bc BrokerConfig) Factory {
 			ClusterID:              "sim",
 			KafkaHost:              fmt.Sprintf("n%d", env.ID),
 			KafkaPort:              9092,
-			RaftAddr:               peers[env.ID-1].RaftAddr,
+			RaftAddr:               simRaftAddr(int(env.ID)),
 			Peers:                  peers,
 			DataDir:                "data",
 			TickInterval:           bc.Tick,
@@ -126,12 +130,21 @@ func BrokerFactory(bc BrokerConfig) Factory {
 				ConsumerSessionTimeout: kip848Session, ConsumerHeartbeatInterval: kip848Interval},
 			Shares: bc.Shares,
 		}
+		if int(env.ID) > bc.Nodes {
+			// A broker beyond the initial voters, as `floe serve --join`
+			// starts one: no --peers, one running broker's address.
+			cfg.Peers, cfg.Join = nil, simRaftAddr(bc.JoinVia)
+		}
+		net := env.Net
+		if bc.JoinVia != 0 {
+			net = &resolvingNet{Transport: env.Net}
+		}
 		disk := &simDisk{sched: env.Sched, rng: rand.New(rand.NewSource(env.Rand.Int63())), cfg: bc, trace: env.Tracef}
 		nenv := node.Env{
 			Clock:     env.Clock,
 			Sched:     env.Sched,
 			FS:        tracedFS{env.FS, env.Tracef},
-			Net:       env.Net,
+			Net:       net,
 			Disk:      disk,
 			Rand:      env.Rand,
 			Logf:      recoveryLogs(env.Tracef, bc.Recoveries.hook()),

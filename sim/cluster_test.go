@@ -32,6 +32,7 @@ var (
 	longFlag        = flag.Bool("long", false, "TestSim: long seeds, a safety phase of 60 to 600 simulated seconds each")
 	replaceDiskFlag = flag.Bool("replace-disk", false, "TestSim: force the disk-loss replacement fault on in every seed; by default about a third of the seeds draw it (replacedisk.go)")
 	allFaultsFlag   = flag.Bool("all-faults", false, "TestSim: every optional fault forced on in every seed: -corrupt -reassign -replace-disk -lying")
+	joinFlag        = flag.Bool("join", false, "TestSim: force the broker-join fault (one more broker started with --join in the safety phase) on in every seed; by default about a third of the seeds draw it (join.go)")
 	lyingFlag       = flag.Bool("lying", false, "TestSim: force the lying fsync (one node, within the damage budget) on in every seed; by default about 40% of the seeds draw it (faults_more.go)")
 )
 
@@ -90,6 +91,9 @@ func simOptions(seed int64) Options {
 	}
 	if *lyingFlag {
 		o = o.WithLying()
+	}
+	if *joinFlag {
+		o = o.WithJoin()
 	}
 	return o
 }

@@ -17,13 +17,14 @@ import (
 // decommission asks the cluster to decommission one broker
 // (UnregisterBroker), as an operator retiring it would: the controller
 // moves every replica it holds elsewhere, one partition at a time, by the
-// same membership walk as a reassignment. Only in a 5-node cluster (a
-// 3-node one has nowhere to move a 3-replica partition), at most once a
+// same membership walk as a reassignment. Only in a cluster of four
+// brokers or more (a 5-node one, or a 3-node one a broker joined: a
+// 3-broker one has nowhere to move a 3-replica partition), at most once a
 // run, so the replicas always fit on the brokers left. The broker stays up
 // and keeps its controller vote; later reassignments leave it out.
 func (n *nemesis) decommission() {
 	r := n.r
-	if r.o.Nodes < 5 || n.decommissioned != 0 {
+	if len(n.w.IDs()) < 4 || n.decommissioned != 0 {
 		return
 	}
 	id := n.shuffled()[0]

@@ -90,9 +90,10 @@ func (n *nemesis) kinds() []faultKind {
 }
 
 // decommissionRate is the rate of the decommission fault: a quarter of the
-// reassignment rate, in 5-node clusters only (membership.go).
+// reassignment rate, in clusters of four brokers or more only: 5-node ones,
+// and 3-node ones once a broker joined (membership.go, join.go).
 func (n *nemesis) decommissionRate() float64 {
-	if n.r.o.Nodes < 5 {
+	if len(n.w.IDs()) < 4 {
 		return 0
 	}
 	return n.o.Reassign / 4

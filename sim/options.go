@@ -58,6 +58,9 @@ type Options struct {
 	// Quotas turns on the client-quota admin workload (quotas.go).
 	Quotas bool
 
+	// Join starts a broker with --join in the safety phase (join.go).
+	Join JoinOptions
+
 	// Knobs are randomized sizes (faults_more.go).
 	Knobs knobs
 	// Share is the share-group workload (share.go).
@@ -267,10 +270,12 @@ func ChooseOptions(seed int64) Options {
 	chooseMore(rng, &o)             // last: faults_more.go
 	o.Balance = chooseBalance(seed) // its own generator
 	o.Broker.Balance = o.Balance
-	o.KIP848Classic = chooseKIP848Classic(seed, o.KIP848Members) // its own generator
-	o.Quotas = chooseQuotas(seed)                                // its own generator
-	o.Faults.Voters = chooseVoters(seed)                         // its own generator
-	o.Faults.ReplaceDisk = chooseReplaceDisk(seed)               // its own generator
+	o.KIP848Classic = chooseKIP848Classic(seed, o.KIP848Members)           // its own generator
+	o.Quotas = chooseQuotas(seed)                                          // its own generator
+	o.Faults.Voters = chooseVoters(seed)                                   // its own generator
+	o.Faults.ReplaceDisk = chooseReplaceDisk(seed)                         // its own generator
+	o.Join = chooseJoin(seed, o.SafetyDur, o.Nodes, o.Share.Consumers > 0) // its own generator
+	o.Broker.JoinVia = o.Join.Via
 	return o
 }
 
@@ -325,6 +330,9 @@ func (o Options) String() string {
 	}
 	if o.Faults.Voters > 0 {
 		fmt.Fprintf(&b, "\ncontroller voter changes/s: %.2f", o.Faults.Voters)
+	}
+	if o.Join.On() {
+		fmt.Fprintf(&b, "\n%s", o.Join)
 	}
 	return b.String()
 }

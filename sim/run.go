@@ -93,6 +93,9 @@ func (res *Result) ReplayCommands() string {
 	if m := res.Options.Faults.More; m.LyingSync != ChooseOptions(res.Options.Seed).Faults.More.LyingSync && !m.LieAll {
 		test, cli = test+" -lying", cli+" --lying" // forced on, not the seed's own draw
 	}
+	if res.Options.Join != ChooseOptions(res.Options.Seed).Join {
+		test, cli = test+" -join", cli+" --join"
+	}
 	if res.Options.SafetyDur >= LongMin {
 		test, cli = test+" -long", cli+" --long"
 	}
@@ -195,10 +198,15 @@ type run struct {
 	corruptedFiles []string
 	// replacedDisks counts the disks the replace-disk fault wiped.
 	replacedDisks int
-	violations    []string
-	knownSeen     []string
-	notes         []string
-	stats         RunStats
+	// joined is the broker the join fault started (join.go; 0: none yet),
+	// joinedAt when, joinedSeen whether it has seen itself registered.
+	joined     netx.NodeID
+	joinedAt   time.Duration
+	joinedSeen bool
+	violations []string
+	knownSeen  []string
+	notes      []string
+	stats      RunStats
 }
 
 // eventsMax bounds a run's events, and sameInstantMax the events at one
@@ -350,6 +358,9 @@ func Run(o Options) *Result {
 			r.awaitBalance()
 		}
 		if !r.halted {
+			r.checkJoin() // join.go
+		}
+		if !r.halted {
 			r.checkVoters() // voters.go
 		}
 		if r.auth != nil && !r.halted {
@@ -454,6 +465,7 @@ func (r *run) safety() {
 	}
 	r.startProbes()
 	r.nem.start()
+	r.startJoin()
 	r.runFor(r.o.SafetyDur)
 }
 

@@ -243,6 +243,9 @@ func (n *nemesis) voterAnswer(add bool, id netx.NodeID, code int16) {
 		vw.voter[id], vw.uncertain[id] = add, false
 		if add {
 			n.r.cover(covVoterAdded)
+			if id == n.r.joined {
+				n.r.cover(covJoinedVoter) // join.go
+			}
 		} else {
 			n.r.cover(covVoterRemoved)
 		}

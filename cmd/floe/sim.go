@@ -10,6 +10,7 @@ package main
 //	--all-faults                             --corrupt --reassign --replace-disk --lying
 //	--long                                   long seeds: 60 to 600 simulated seconds of faults each
 //	--lying                                  force the lying fsync on one node on in every seed (40% draw it)
+//	--join                                   force a broker joining with --join on in every seed (a third draw it)
 //	--auth                                   force SASL/SCRAM and ACLs on in every seed (a third draw them)
 //	--fsync-pipeline 1                       one fsync round in flight (the lockstep; default 2, pipelined)
 //	--cpuprofile cpu.out                     write a CPU profile of the run (go tool pprof)
@@ -48,6 +49,7 @@ type simFlags struct {
 	reassign   bool
 	long       bool
 	lying      bool
+	join       bool
 	auth       bool
 	tracePath  string
 	historyOut string
@@ -72,6 +74,7 @@ func runSim(args []string) error {
 	fs.BoolVar(&f.allFaults, "all-faults", false, "force every optional fault on in every seed: --corrupt --reassign --replace-disk --lying")
 	fs.BoolVar(&f.long, "long", false, "long seeds: a safety phase of 60 to 600 simulated seconds each")
 	fs.BoolVar(&f.lying, "lying", false, "force the lying fsync (one node, segment files; its losses within the corruption budget) on in every seed; by default about 40% of the seeds draw it")
+	fs.BoolVar(&f.join, "join", false, "force the broker-join fault (one more broker started in the safety phase on an empty disk with --join) on in every seed; by default about a third of the seeds draw it")
 	fs.BoolVar(&f.auth, "auth", false, "force SASL/SCRAM authentication and ACLs, with the ACL workload, on in every seed; by default about a third of the seeds draw them")
 	fs.StringVar(&f.tracePath, "trace", "", "with --seed: write the whole trace to this file")
 	fs.StringVar(&f.historyOut, "history", "", "with --seed: write the history (JSON lines) to this file")
@@ -126,6 +129,9 @@ func options(seed int64, f simFlags) sim.Options {
 	}
 	if f.lying {
 		o = o.WithLying()
+	}
+	if f.join {
+		o = o.WithJoin()
 	}
 	if f.long {
 		o = o.WithLong()

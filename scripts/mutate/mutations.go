@@ -495,6 +495,14 @@ var mutations = []mutation{
 		Replacement: "if b.leaders[src]-b.leaders[dst] < 1 {",
 		Why:         "hysteresis: a difference of one preferred leadership is moved back and forth forever",
 	},
+	// Broker join (issue 13), caught by sim/join.go's checkJoin.
+	{
+		Name: "join-not-forwarded", File: "node/rpc.go",
+		Original:    "r.sendJoin(netx.NodeID(lead), id, addr, inc)",
+		Replacement: "_ = lead",
+		Why: "join: a broker that is not the controller leader drops a join request instead of passing it " +
+			"on, so a broker started with --join naming a follower is never admitted (sim: join liveness)",
+	},
 	// Share-group dead letters (issue 18), caught by sim/share_dlq.go.
 	{
 		Name: "share-dlq-reject-archived", File: "node/share/partition.go",
