@@ -775,8 +775,14 @@ var mutations = []mutation{
 		Replacement: "if false {",
 		Why:         "membership: a broker restarted mid-walk leaves closed a replica the group still counts as a voter, and the walk never ends",
 		// Seed 50 drifted off the path (2026-12-03 third run): its node
-		// tests reach it on every run.
-		Run: "^Test(CancelledMoveVoterReopensAfterRestart|ReplacedMoveReopensAddedReplicaAfterRestart)$",
+		// test reaches it on every run. Since seed 1603770's fix (h-3770:
+		// decisions in the newest membership alone) the walk back removes
+		// the reopened voter with the other two's votes, so the test also
+		// restarts the group's leader: electing one needs that voter.
+		// TestReplacedMoveReopensAddedReplicaAfterRestart does not reach
+		// the line (its broker reopens the replica from replayed metadata
+		// whose target still holds it).
+		Run: "^TestCancelledMoveVoterReopensAfterRestart$",
 		Pkg: "./node",
 	},
 	// A replica removed while its broker was down, left on disk (sim seed
