@@ -23,6 +23,10 @@ type groupState struct {
 	unrepairable bool                // damaged with no peer to repair from, reported (repair.go)
 
 	settingReplicas bool // a SetReplicas report is in flight (reassign.go)
+	// walkAsked and walkFresh: the leader terms for which a metadata
+	// barrier was requested, and passed, before the walk may act
+	// (reassign.go walkMetadataFresh).
+	walkAsked, walkFresh uint64
 }
 
 // group returns group g's record, creating it. Call it only for a group

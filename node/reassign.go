@@ -53,8 +53,49 @@ func (r *Reactor) driveReassignments() {
 		if cp.Target != nil && !p.Replica().Quiet() || p.Replica().Busy() {
 			continue
 		}
+		if !r.walkMetadataFresh(g, p.Replica()) {
+			continue
+		}
 		r.driveOne(g, p, cp)
 	}
+}
+
+// walkMetadataFresh reports whether the walk may act on the metadata
+// applied here: on a leader, only once a metadata barrier (metabarrier.go)
+// requested after it became leader in its current term has passed, so that
+// its metadata holds every placement the controller committed before its
+// term began. A broker's metadata can lag the controller's without bound
+// (restarted and replaying its controller log from an older commit index,
+// or cut off from the controller's leader), and a walk in the group always
+// follows the metadata of whoever leads it: a leader behind the last move
+// would walk the group back to the placement it still sees, while the
+// brokers that applied the move's completion delete their replicas, and
+// those may be voters again by then. Sim seed 2100210 (--all-faults): sim-0
+// settled at [2 4 5]; n2 restarted with metadata from before that move
+// (replicas [1 2 3]), won sim-0's election, added back 1 and 3 and removed
+// 4, while n1 and n3, whose metadata showed the move settled without them,
+// deleted their replicas: voters [1 2 3 5] with only 2 and 5 left, and the
+// partition never elected a leader again. A follower walks nothing (its
+// proposals fail) and is not held back.
+func (r *Reactor) walkMetadataFresh(g uint64, rep *replica.Replica) bool {
+	st := rep.BasicStatus()
+	if st.RaftState != consensus.StateLeader {
+		return true
+	}
+	s := r.group(g)
+	if s.walkFresh == st.Term {
+		return true
+	}
+	if s.walkAsked != st.Term {
+		s.walkAsked = st.Term
+		term := st.Term
+		r.afterFreshMetadata(func() {
+			if cur, ok := r.local[g]; ok && cur == s && s.walkAsked == term {
+				s.walkFresh = term
+			}
+		})
+	}
+	return false
 }
 
 func (r *Reactor) driveOne(g uint64, p *partition.Partition, cp *controller.Partition) {

@@ -694,6 +694,18 @@ var optionalRegressionSeeds = []struct {
 	// TestFollowerCutAcrossDamagedHeaderIsRepaired, mutation
 	// damaged-cut-is-fatal).
 	{"truncate-across-damaged-header-fatal", 1903863, false, false, true},
+	// 2100210 --all-faults (two rounds, found on 1a9cb23, also fails on
+	// fed0de6): sim-0 settled at [2 4 5]; n2 restarted with metadata
+	// from before that move (controller index 44: replicas [1 2 3]), won
+	// sim-0's election at term 6 and walked the group back to [1 2 3]
+	// (added 1 and 3, promoted them, removed 4) while n3 and n1, whose
+	// metadata showed the move settled without them, deleted their
+	// replicas: voters [1 2 3 5], only 2 and 5 left, no leader for the
+	// last 30 s. Fixed: a leader walks its group only once a metadata
+	// barrier asked for in its term has passed (node walkMetadataFresh;
+	// TestStaleMetadataLeaderDoesNotWalkBack, mutation
+	// walk-on-stale-metadata).
+	{"stale-leader-walks-group-back", 2100210, false, false, true},
 }
 
 // optionalRegressionPipeline runs a seed of optionalRegressionSeeds with
@@ -702,7 +714,7 @@ var optionalRegressionSeeds = []struct {
 // round, the default until pipelined rounds came back on branch h-pipe2)
 // and runs with one, so that its run still reaches the state it was
 // chosen for (the pipelined schedule is another run).
-var optionalRegressionPipeline = map[int64]int{990482: 2, 991608: 2, 992781: 2, 990920: 2, 991122: 2, 991287: 2, 1403697: 2, 1534293: 2, 1603770: 2, 1529547: 2, 1700474: 2, 1730907: 2, 1730151: 2, 1903863: 2}
+var optionalRegressionPipeline = map[int64]int{990482: 2, 991608: 2, 992781: 2, 990920: 2, 991122: 2, 991287: 2, 1403697: 2, 1534293: 2, 1603770: 2, 1529547: 2, 1700474: 2, 1730907: 2, 1730151: 2, 1903863: 2, 2100210: 2}
 
 // regressionPipeline is the fsync rounds in flight seed runs with.
 func regressionPipeline(seed int64) int {

@@ -806,6 +806,15 @@ var mutations = []mutation{
 			"voter's log is deleted (sim seeds 1730151, 1730907 --all-faults on 1213c53)",
 		Run: "^TestReplicaPlacedBackNotDeletedOnStaleRestart$", Pkg: "./node",
 	},
+	{
+		Name: "walk-on-stale-metadata", File: "node/reassign.go",
+		Original:    "\tif s.walkFresh == st.Term {\n",
+		Replacement: "\tif s.walkFresh == st.Term || true {\n",
+		Why: "membership: a partition leader walks its group by metadata older than the last move (restarted, or cut " +
+			"off from the controller's leader) and takes it back to the placement it still sees, while the brokers " +
+			"that applied the move's completion delete their replicas (sim seed 2100210 --all-faults on 1a9cb23)",
+		Run: "^TestStaleMetadataLeaderDoesNotWalkBack$", Pkg: "./node",
+	},
 	// Disk identity (issue 23). Sim's TestReplacedDiskIsFenced caught it
 	// (acknowledged-entries-unfenced, seeds 1-3 on 62535e4) until its seeds
 	// drifted off the schedule where the replaced voter's vote decides an
