@@ -145,6 +145,9 @@ type shareCoordinators struct {
 	// forwards are this broker's share requests passed to other
 	// brokers' coordinators (share_forward.go).
 	forwards shareForwards
+	// reads are this broker's reads, as coordinator, of partitions it
+	// holds no replica of (share_read.go).
+	reads shareReads
 	// dlq are the dead-letter copies this broker makes as coordinator
 	// (share_dlq.go).
 	dlq dlqState
@@ -391,20 +394,20 @@ func sortedShareKeys[V any](m map[share.Key]V) []share.Key {
 // sharePartition returns the share-partition of k, created when the group
 // never fetched it, starting per share.auto.offset.reset (created: the
 // caller writes it, since a start offset handed out must be durable); nil
-// when the partition is not here.
-func (r *Reactor) sharePartition(sh *shareShard, k share.Key) (sp *share.Partition, created bool) {
+// without a view of the partition (v: the coordinator's replica, or a
+// remote read, share_read.go; nil or a failed read: none).
+func (r *Reactor) sharePartition(sh *shareShard, k share.Key, v *shareView) (sp *share.Partition, created bool) {
 	cfg := r.groupShareConfig(k.Group)
 	if sp := sh.parts[k]; sp != nil {
 		sp.Configure(cfg.partition())
 		return sp, false
 	}
-	dp, ok := r.byName[topicPartition{k.Topic, k.Partition}]
-	if !ok {
+	if v == nil || (v.local == nil && v.code != 0) {
 		return nil, false
 	}
-	start := dp.HighWatermark()
+	start := v.highWatermark()
 	if cfg.AutoOffsetReset == "earliest" {
-		start = dp.StartOffset()
+		start = v.startOffset()
 	}
 	sp = share.New(cfg.partition(), start)
 	sp.SetRand(r.env.Rand)
