@@ -17,8 +17,9 @@ package node
 // v2's IsRenewAck (KIP-1222) renews locks and acquires nothing.
 // ShareAcquireMode (strict record limit) is honoured by construction: no
 // more than MaxRecords records are ever acquired. The group's coordinator
-// serves every partition it holds a replica of, leader or follower
-// (shareReplica in shares.go).
+// serves every partition: from its own replica, leader or follower, or,
+// holding none, from the partition leader's answer to a remote read made
+// before acquiring (prefetch, share_read.go).
 //
 // Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED at the top
 // level), READ on each topic (TOPIC_AUTHORIZATION_FAILED on its

@@ -58,6 +58,11 @@ package node
 // by retention first) is archived uncopied when the share-partition's
 // start is trimmed (share.Partition.Trim), as any record there.
 //
+// The record is read from the coordinator's own replica of the source
+// partition, or, when it holds none, from that partition's leader
+// (readDeadLetterRemote, share_read.go); until the answer comes the
+// record waits, as for any copy not yet made.
+//
 // The copy is written by the broker for the group: the group's consumers
 // need no WRITE on the dead-letter topic (as for __consumer_offsets).
 

@@ -239,8 +239,11 @@ func (r *Reactor) handleShareReadRPC(from uint64, kind uint8, rd *wire.Reader) {
 			r.stats.BadFrames++
 			return
 		}
-		if nonce == r.shares.reads.nonce {
-			r.shareReadAnswered(id, v) // else an answer to an earlier incarnation
-		}
+		if nonce == r.shares.reads.nonce && r.shares.reads.pending[id] != nil {
+			if v.code == 0 {
+				r.stats.ShareRemoteReads++
+			}
+			r.shareReadAnswered(id, v)
+		} // else an answer to an earlier incarnation, or a duplicate
 	}
 }
