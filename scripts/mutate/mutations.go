@@ -541,8 +541,8 @@ var mutations = []mutation{
 	},
 	{
 		Name: "share-dlq-wrong-offset", File: "node/share_dlq.go",
-		Original:    "rec, found, err := readDeadLetter(dp, dl.Offset)",
-		Replacement: "rec, found, err := readDeadLetter(dp, dl.Offset+1)",
+		Original:    "rec, found, err := readDeadLetter(v, dl.Offset)",
+		Replacement: "rec, found, err := readDeadLetter(v, dl.Offset+1)",
 		Why:         "share dead letters: the copy is made of the next record, not the dead-lettered one",
 	},
 	// The metadata barrier (issue 18, campaign seed 910380), caught in
