@@ -8,25 +8,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/records"
 	"github.com/floe-broker/floe/node/share"
 )
 
-// TestShareCoordinatorWithoutReplica: 4 brokers, topic q with replication
-// factor 3 placed on the three brokers that do not coordinate share group
-// sg (with a dead-letter topic). The coordinator, holding no replica of
-// q-0, reads it from q-0's leader (share_read.go): ShareFetch hands out
-// the records a replica would (all three, with their bytes), and a
-// rejected record reaches the dead-letter topic with its key, value and
-// headers. Before, the coordinator served only partitions it held a
-// replica of: ShareFetch answered NOT_LEADER_OR_FOLLOWER, and the dead
-// letter waited for ever (docs/testing.md, "Bugs found": seed 171 with
-// -join).
-func TestShareCoordinatorWithoutReplica(t *testing.T) {
-	c := newClusterWith(t, 4, 43, earliestShares)
+// shareOffReplica: 4 brokers; share group sg (dead-letter topic dlq.q)
+// coordinated by co, and topic q with one partition of replication factor
+// 3 placed on the other three (others), holding records a, b, c; member m
+// joined. co holds no replica of q-0.
+func shareOffReplica(t *testing.T, seed int64) (c *cluster, co int32, others []int32) {
+	t.Helper()
+	c = newClusterWith(t, 4, seed, earliestShares)
 	c.waitReady()
-	co := findCoordinator(t, c, 1, "sg")
-	var others []int32
+	co = findCoordinator(t, c, 1, "sg")
 	for _, id := range sortedKeys(c.nodes) {
 		if id != co {
 			others = append(others, id)
@@ -57,6 +52,21 @@ func TestShareCoordinatorWithoutReplica(t *testing.T) {
 		t.Fatalf("coordinator %d holds a replica of q-0 (placed on %v)", co, others)
 	}
 	c.runFor(time.Second) // the coordinator's metadata knows q
+	return c, co, others
+}
+
+// TestShareCoordinatorWithoutReplica: 4 brokers, topic q with replication
+// factor 3 placed on the three brokers that do not coordinate share group
+// sg (with a dead-letter topic). The coordinator, holding no replica of
+// q-0, reads it from q-0's leader (share_read.go): ShareFetch hands out
+// the records a replica would (all three, with their bytes), and a
+// rejected record reaches the dead-letter topic with its key, value and
+// headers. Before, the coordinator served only partitions it held a
+// replica of: ShareFetch answered NOT_LEADER_OR_FOLLOWER, and the dead
+// letter waited for ever (docs/testing.md, "Bugs found": seed 171 with
+// -join).
+func TestShareCoordinatorWithoutReplica(t *testing.T) {
+	c, co, others := shareOffReplica(t, 43)
 	f := c.request(co, shareFetchOf(c, "q", "sg", "m", 0)).(*kmsg.ShareFetchResponse)
 	if f.ErrorCode != 0 || len(f.Topics) != 1 || len(f.Topics[0].Partitions) != 1 {
 		t.Fatalf("share fetch: %+v", f)
@@ -103,5 +113,41 @@ func TestShareCoordinatorWithoutReplica(t *testing.T) {
 	}
 	if sp := sh.parts[share.Key{Group: "sg", Topic: "q", Partition: 0}]; sp.Start() != 3 {
 		t.Fatalf("share-partition start %d, want 3 (the dead letter archived once copied)", sp.Start())
+	}
+}
+
+// TestShareCoordinatorWithoutReplicaLeaderUnreachable: the coordinator
+// holding no replica of q-0 is cut off from q-0's leader. Its ShareFetch
+// read gets no answer: the fetch is answered with no records and no error
+// (the client fetches again), and nothing was acquired meanwhile: once
+// the link heals the records are handed out with delivery count 1, as if
+// the cut fetch had never been.
+func TestShareCoordinatorWithoutReplicaLeaderUnreachable(t *testing.T) {
+	c, co, _ := shareOffReplica(t, 44)
+	lead := leaderOf(c, "q", 0)
+	c.w.Cut(netx.NodeID(co), netx.NodeID(lead))
+	c.w.Cut(netx.NodeID(lead), netx.NodeID(co))
+	f := c.request(co, shareFetchOf(c, "q", "sg", "m", 0)).(*kmsg.ShareFetchResponse)
+	if f.ErrorCode != 0 || len(f.Topics) != 1 || len(f.Topics[0].Partitions) != 1 {
+		t.Fatalf("share fetch: %+v", f)
+	}
+	if p := f.Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.AcquiredRecords) != 0 || len(p.Records) != 0 {
+		t.Fatalf("share fetch with the leader unreachable: %v, acquired %+v", kerr.ErrorForCode(p.ErrorCode), p.AcquiredRecords)
+	}
+	c.w.Heal()
+	var got []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
+	epoch := int32(1)
+	c.runUntil(10*time.Second, func() bool {
+		f := c.request(co, shareFetchOf(c, "q", "sg", "m", epoch)).(*kmsg.ShareFetchResponse)
+		if f.ErrorCode != 0 {
+			t.Fatalf("share fetch after the heal: %v", kerr.ErrorForCode(f.ErrorCode))
+		}
+		epoch++
+		got = f.Topics[0].Partitions[0].AcquiredRecords
+		c.runFor(100 * time.Millisecond)
+		return len(got) > 0
+	})
+	if len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 2 || got[0].DeliveryCount != 1 {
+		t.Fatalf("acquired %+v after the heal, want offsets 0-2 with delivery count 1", got)
 	}
 }
