@@ -71,18 +71,8 @@ func followerCutAcrossDamagedHeader(t *testing.T, pipeline int) {
 	// cut after common scans to common's end across it. (Recovery at open
 	// scans only the active segment and the last entry of the others.)
 	dir := partitionDir(".", topic, 0, g)
-	names, err := c.nodes[victim].fs.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var segs []string
-	for _, n := range names {
-		if strings.HasSuffix(n, ".log") {
-			segs = append(segs, n) // List is sorted
-		}
-	}
 	flipped := false
-	for _, seg := range segs[:len(segs)-1] {
+	for _, seg := range sealedSegments(t, c.nodes[victim].fs, dir) {
 		b, err := c.nodes[victim].fs.ReadFile(path.Join(dir, seg))
 		if err != nil {
 			t.Fatal(err)
@@ -105,7 +95,7 @@ func followerCutAcrossDamagedHeader(t *testing.T, pipeline int) {
 		}
 	}
 	if !flipped {
-		t.Fatalf("entries %d and %d in no sealed segment of %v", common, common+1, segs)
+		t.Fatalf("entries %d and %d in no sealed segment of %v", common, common+1, dir)
 	}
 
 	c.nodes[victim].boot()
