@@ -37,10 +37,13 @@ package sim
 //     (after which it is archived).
 //
 // Which broker serves: the sim's consumers send ShareFetch and
-// ShareAcknowledge to the group's coordinator, which serves every
-// partition it holds a replica of (node/shares.go). The workload runs only
-// in 3-node clusters, where every broker holds a replica of every
-// partition (replication factor 3), so the coordinator can always serve.
+// ShareAcknowledge to the group's coordinator (or another broker, which
+// forwards them), which serves every partition: from its own replica, or
+// from the partition's leader when it holds none (node/share_read.go).
+// The workload runs in 3-node clusters and, since h-share, in 5-node ones
+// (replication factor 3: the coordinator may hold no replica of a
+// partition), and with the broker-join fault (a replica moved onto the
+// joined broker).
 
 import (
 	"fmt"
