@@ -151,3 +151,70 @@ func TestShareCoordinatorWithoutReplicaLeaderUnreachable(t *testing.T) {
 		t.Fatalf("acquired %+v after the heal, want offsets 0-2 with delivery count 1", got)
 	}
 }
+
+// TestShareFetchOnReplacedShardWritesNothing (simulator seed 2500971,
+// docs/testing.md "Bugs found"): a ShareFetch that releases records 0-2
+// waits for its remote read of q-0 (the coordinator holds no replica and
+// is cut off from the leader) on shard A; meanwhile a failed state write
+// drops A and the coordinator, still leader in the same term, loads shard
+// B from the log, on which the member acquires 0-2 again (delivery count
+// 2, committed). When the read times out the old fetch answers: it must
+// write nothing. Before the fix A's stale image (0-2 available, count 1)
+// was written in the same term, committed over B's, and a later load
+// handed 0-2 out with count 2 a second time (share double-delivery).
+func TestShareFetchOnReplacedShardWritesNothing(t *testing.T) {
+	c, co, _ := shareOffReplica(t, 45)
+	k := share.Key{Group: "sg", Topic: "q", Partition: 0}
+	f := c.request(co, shareFetchOf(c, "q", "sg", "m", 0)).(*kmsg.ShareFetchResponse)
+	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 2 || got[0].DeliveryCount != 1 {
+		t.Fatalf("acquired %+v, want offsets 0-2 with delivery count 1", got)
+	}
+	r := c.nodes[co].r
+	a, errA := r.shareShardFor("sg")
+	if errA != nil {
+		t.Fatal(errA)
+	}
+	lead := leaderOf(c, "q", 0)
+	c.w.Cut(netx.NodeID(co), netx.NodeID(lead))
+	c.w.Cut(netx.NodeID(lead), netx.NodeID(co))
+	req := shareFetchOf(c, "q", "sg", "m", 1)
+	req.Topics[0].Partitions[0].AcknowledgementBatches = []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{
+		{FirstOffset: 0, LastOffset: 2, AcknowledgeTypes: []int8{int8(share.AckRelease)}}}
+	var stale *kmsg.ShareFetchResponse
+	r.HandleRequest(Client{ClientID: "test"}, req, func(resp kmsg.Response) { stale = resp.(*kmsg.ShareFetchResponse) })
+	c.runFor(50 * time.Millisecond)
+	if stale != nil {
+		t.Fatalf("the fetch answered before its remote read timed out: %+v", stale)
+	}
+	r.shareWritten(a, kerr.NotLeaderForPartition, func(error) {}) // a failed write drops shard A
+	c.w.Heal()
+	shareJoin(t, c, co, "sg", "m", "q")
+	f = c.request(co, shareFetchOf(c, "q", "sg", "m", 0)).(*kmsg.ShareFetchResponse)
+	if got := f.Topics[0].Partitions[0].AcquiredRecords; len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 2 || got[0].DeliveryCount != 2 {
+		t.Fatalf("acquired %+v on the reloaded shard, want offsets 0-2 with delivery count 2", got)
+	}
+	b := r.shares.shards[a.raftGroup]
+	if b == nil || b == a || b.term != a.term {
+		t.Fatalf("shard not reloaded in the same term (a %p term %d, b %p)", a, a.term, b)
+	}
+	if stale != nil {
+		t.Fatalf("the old fetch answered before the reloaded shard acquired: %+v", stale)
+	}
+	if !c.runUntil(5*time.Second, func() bool { return stale != nil }) {
+		t.Fatal("the old fetch never answered")
+	}
+	c.runFor(500 * time.Millisecond)
+	if p := stale.Topics[0].Partitions[0]; p.AcknowledgeErrorCode == 0 || len(p.AcquiredRecords) != 0 {
+		t.Errorf("the fetch on the replaced shard: acknowledgement %v, acquired %+v; want an error and nothing", kerr.ErrorForCode(p.AcknowledgeErrorCode), p.AcquiredRecords)
+	}
+	// What the log holds: reload once more and read the image.
+	r.shareWritten(b, kerr.NotLeaderForPartition, func(error) {})
+	sh, errV := r.shareShardFor("sg")
+	if errV != nil {
+		t.Fatal(errV)
+	}
+	st := sh.parts[k].State(r.monoNow())
+	if len(st.Batches) == 0 || st.Batches[0].First != 0 || st.Batches[0].Count != 2 {
+		t.Fatalf("the log's image of q-0 %+v: want offset 0 with delivery count 2 (the replaced shard's image, count 1, written over it)", st)
+	}
+}

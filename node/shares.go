@@ -427,9 +427,23 @@ func (r *Reactor) sharePartition(sh *shareShard, k share.Key, v *shareView) (sp 
 // shard's offsets partition and calls done once committed. On failure the
 // shard is dropped, so the next request reloads what is durable: the
 // in-memory changes of the failed write are never served.
+//
+// Only the shard in force writes: a replaced one (its term over, or
+// dropped by a failed write and reloaded in the same term) fails with
+// NOT_LEADER_OR_FOLLOWER and writes nothing. Its image is behind the log
+// (its successor loaded the log and may have written since), and the term
+// check of the offsets log alone would let it commit over the newer
+// states: records acknowledged or handed out on the successor went back to
+// an older delivery count and were handed out again (simulator seed
+// 2500971, a ShareFetch answered after its remote read timed out,
+// docs/testing.md "Bugs found").
 func (r *Reactor) writeShareStates(sh *shareShard, keys []share.Key, done func(err error)) {
 	if len(keys) == 0 {
 		done(nil)
+		return
+	}
+	if r.shares.shards[sh.raftGroup] != sh {
+		done(kerr.NotLeaderForPartition)
 		return
 	}
 	recs := make([]group.Record, 0, len(keys))
