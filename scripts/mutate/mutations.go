@@ -489,6 +489,15 @@ var mutations = []mutation{
 		Why:         "share groups: a coordinator holding no replica of a partition never hands out its records",
 		Run:         "^TestShareCoordinatorWithoutReplica$", Pkg: "./node",
 	},
+	// A replaced share shard never writes (seed 2500971, share
+	// double-delivery): its stale image committed over its successor's.
+	{
+		Name: "share-stale-shard-writes", File: "node/shares.go",
+		Original:    "if r.shares.shards[sh.raftGroup] != sh {",
+		Replacement: "if r.shares.shards[sh.raftGroup] == nil {",
+		Why:         "share groups: a shard dropped by a failed write and reloaded in the same term still writes its stale image over its successor's (share double-delivery)",
+		Run:         "^TestShareFetchOnReplacedShardWritesNothing$", Pkg: "./node",
+	},
 	// The retry policy drawn from fresh metadata (campaign seed 917170),
 	// caught in sim/share_lag_test.go (the drawn seeds rarely lag a
 	// coordinator's metadata behind a backoff already set).
