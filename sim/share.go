@@ -163,8 +163,10 @@ type shareWork struct {
 	finished bool
 	// dlq: the group has a dead-letter topic (share_dlq.go); values are
 	// the produced records' values by offset, to check the copies.
-	dlq    bool
-	values [shareParts]map[int64]string
+	dlq bool
+	// dlqAbsent: the last dead-letter read found no such topic (readDLQ).
+	dlqAbsent bool
+	values    [shareParts]map[int64]string
 	// copyOff: the group sets errors.deadletterqueue.copy.record.enable
 	// false, so its dead letters are headers only (shareDLQCopyOff).
 	copyOff bool
