@@ -17,8 +17,9 @@ package node
 // v2's IsRenewAck (KIP-1222) renews locks and acquires nothing.
 // ShareAcquireMode (strict record limit) is honoured by construction: no
 // more than MaxRecords records are ever acquired. The group's coordinator
-// serves every partition it holds a replica of, leader or follower
-// (shareReplica in shares.go).
+// serves every partition: from its own replica, leader or follower, or,
+// holding none, from the partition leader's answer to a remote read made
+// before acquiring (prefetch, share_read.go).
 //
 // Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED at the top
 // level), READ on each topic (TOPIC_AUTHORIZATION_FAILED on its
@@ -56,6 +57,9 @@ type shareFetch struct {
 	ids   map[string][16]byte
 	dirty map[share.Key]bool
 	acked bool
+	// views are the remote reads of the partitions this broker holds no
+	// replica of, for the next acquire (prefetch).
+	views map[share.Key]*shareView
 }
 
 func serveShareFetch(r *Reactor, c Client, kreq kmsg.Request, respond func(kmsg.Response)) {
@@ -84,13 +88,72 @@ func serveShareFetchVia(r *Reactor, c Client, req *kmsg.ShareFetchRequest, via u
 		f.finish(respond)
 		return
 	}
-	f.acquire()
-	if len(f.dirty) > 0 || f.acked || req.MaxWaitMillis <= 0 {
-		f.finish(respond)
+	f.prefetch(func() {
+		if r.shares.shards[f.sh.raftGroup] != f.sh {
+			f.finish(respond) // the shard moved on while reading: its write fails, nothing is handed out
+			return
+		}
+		f.acquire()
+		if len(f.dirty) > 0 || f.acked || req.MaxWaitMillis <= 0 {
+			f.finish(respond)
+			return
+		}
+		deadline := r.monoNow() + min(time.Duration(req.MaxWaitMillis)*time.Millisecond, shareFetchMaxWait)
+		f.wait(deadline, respond)
+	})
+}
+
+// prefetch reads, from their leaders, the session's partitions this
+// broker holds no replica of (share_read.go), from where each would
+// acquire next, and calls then once every answer came or timed out
+// (at once, when every partition is local).
+func (f *shareFetch) prefetch(then func()) {
+	r := f.r
+	f.views = nil
+	var remote []share.Key
+	for _, k := range f.session.parts {
+		if _, local := r.byName[topicPartition{k.Topic, k.Partition}]; !local && r.partitionNamed(k.Topic, k.Partition) != nil {
+			remote = append(remote, k)
+		}
+	}
+	if len(remote) == 0 {
+		then()
 		return
 	}
-	deadline := r.monoNow() + min(time.Duration(req.MaxWaitMillis)*time.Millisecond, shareFetchMaxWait)
-	f.wait(deadline, respond)
+	f.views = map[share.Key]*shareView{}
+	budget := int(f.req.MaxBytes)
+	if budget <= 0 {
+		budget = shareReadMaxBytes
+	}
+	waiting := len(remote) + 1
+	answered := func() {
+		if waiting--; waiting == 0 {
+			then()
+		}
+	}
+	now := r.monoNow()
+	for _, k := range remote {
+		from := int64(0) // a new share-partition: the leader reads from its log's start
+		if sp := f.sh.parts[k]; sp != nil {
+			from = sp.NextFrom(now)
+		}
+		r.shareRead(k.Topic, k.Partition, from, budget, func(v *shareView) {
+			if v != nil {
+				f.views[k] = v
+			}
+			answered()
+		})
+	}
+	answered()
+}
+
+// view is what k is read from: this broker's replica, or the remote
+// read prefetch made (nil: none).
+func (f *shareFetch) view(k share.Key) *shareView {
+	if dp, ok := f.r.byName[topicPartition{k.Topic, k.Partition}]; ok {
+		return localShareView(dp)
+	}
+	return f.views[k]
 }
 
 func derefString(s *string) string {
@@ -227,12 +290,15 @@ func (f *shareFetch) acquire() {
 // acquireOne acquires records of one partition into the answer.
 func (f *shareFetch) acquireOne(t *controller.Topic, k share.Key, maxRecords, budget *int) {
 	r := f.r
-	dp, code := r.shareReplica(k.Topic, k.Partition)
-	if dp == nil {
-		f.part(k, t.ID).ErrorCode = code
+	v := f.view(k)
+	if v == nil && r.partitionNamed(k.Topic, k.Partition) == nil {
+		f.part(k, t.ID).ErrorCode = r.missingPartition(k.Topic, k.Partition).Code
 		return
 	}
-	sp, created := r.sharePartition(f.sh, k)
+	if v == nil || (v.local == nil && v.code != 0) {
+		return // not read (its leader did not answer, or could not): nothing this time
+	}
+	sp, created := r.sharePartition(f.sh, k, v)
 	if sp == nil {
 		f.part(k, t.ID).ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return
@@ -244,18 +310,18 @@ func (f *shareFetch) acquireOne(t *controller.Topic, k share.Key, maxRecords, bu
 	// Only the leader's start offset is the log's: a follower's local log
 	// may start later (a snapshot install), and trimming to it would
 	// archive records the log still holds.
-	if ls := dp.StartOffset(); ls > sp.Start() && dp.IsLeader() {
+	if ls := v.startOffset(); ls > sp.Start() && v.isLeader() {
 		sp.Trim(ls)
 		f.dirty[k] = true
 	}
-	from, hw := sp.NextFrom(now), dp.HighWatermark()
+	from, hw := sp.NextFrom(now), v.highWatermark()
 	if r.groupReadCommitted(k.Group) {
-		hw = min(hw, dp.LastStableOffset())
+		hw = min(hw, v.lastStableOffset())
 	}
-	if from >= hw || from < dp.StartOffset() {
+	if from >= hw || from < v.startOffset() {
 		return
 	}
-	data, err := dp.Read(from, *budget)
+	data, err := v.read(from, *budget)
 	if err != nil || len(data) == 0 {
 		return
 	}
@@ -310,12 +376,18 @@ func (f *shareFetch) wait(deadline time.Duration, respond func(kmsg.Response)) {
 			f.finish(respond) // the coordinator moved: answer what there is (nothing)
 			return
 		}
-		f.acquire()
-		if len(f.dirty) > 0 || r.monoNow() >= deadline {
-			f.finish(respond)
-			return
-		}
-		f.wait(deadline, respond)
+		f.prefetch(func() {
+			if r.shares.shards[f.sh.raftGroup] != f.sh {
+				f.finish(respond)
+				return
+			}
+			f.acquire()
+			if len(f.dirty) > 0 || r.monoNow() >= deadline {
+				f.finish(respond)
+				return
+			}
+			f.wait(deadline, respond)
+		})
 	})
 }
 

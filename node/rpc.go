@@ -172,6 +172,8 @@ func (r *Reactor) handleRPC(from uint64, b []byte) {
 		r.handleTxnVerifyRPC(from, kind, &rd)
 	case rpcShareForward, rpcShareForwardAck:
 		r.handleShareRPC(from, kind, &rd)
+	case rpcShareRead, rpcShareReadAck:
+		r.handleShareReadRPC(from, kind, &rd)
 	case rpcShareDLQAppend, rpcShareDLQAck:
 		r.handleShareDLQRPC(from, kind, &rd)
 	case rpcElectPreferred:

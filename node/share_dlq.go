@@ -58,6 +58,11 @@ package node
 // by retention first) is archived uncopied when the share-partition's
 // start is trimmed (share.Partition.Trim), as any record there.
 //
+// The record is read from the coordinator's own replica of the source
+// partition, or, when it holds none, from that partition's leader
+// (readDeadLetterRemote, share_read.go); until the answer comes the
+// record waits, as for any copy not yet made.
+//
 // The copy is written by the broker for the group: the group's consumers
 // need no WRITE on the dead-letter topic (as for __consumer_offsets).
 
@@ -71,7 +76,6 @@ import (
 	"github.com/floe-broker/floe/internal/wire"
 	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/controller"
-	"github.com/floe-broker/floe/node/partition"
 	"github.com/floe-broker/floe/node/records"
 	"github.com/floe-broker/floe/node/share"
 )
@@ -112,11 +116,22 @@ type dlqCopy struct {
 	busy bool
 }
 
+// dlqRead is a remote read of the dead letter at off of a share-partition
+// of shard sh.
+type dlqRead struct {
+	sh  *shareShard
+	off int64
+	v   *shareView
+}
+
 // dlqState is the coordinator side's bookkeeping, beside the shards.
 type dlqState struct {
 	seq     uint64                      // copy ids
 	waiting map[uint64]func(code int16) // by copy id: the sender's handler of the answer
 	copies  map[*shareShard]map[share.Key]*dlqCopy
+	// reads are remote reads of dead letters (readDeadLetterRemote), by
+	// share-partition, until the copy is started.
+	reads map[share.Key]dlqRead
 	// blocked: why a group's dead letters wait for a topic that fails
 	// KIP-1191's rules (share_dlq_check.go), as last logged.
 	blocked map[string]string
@@ -224,11 +239,14 @@ func (r *Reactor) startDeadLetter(sh *shareShard, k share.Key, cfg ShareConfig) 
 		})
 		return
 	}
-	dp, _ := r.shareReplica(k.Topic, k.Partition)
-	if dp == nil {
-		return // no replica here any more: the records wait
+	var v *shareView
+	if dp, _ := r.shareReplica(k.Topic, k.Partition); dp != nil {
+		v = localShareView(dp)
+	} else if v = r.takeDeadLetterRead(sh, k, dl.Offset); v == nil {
+		r.readDeadLetterRemote(sh, k, dl.Offset) // no replica here: read it from the partition's leader
+		return
 	}
-	rec, found, err := readDeadLetter(dp, dl.Offset)
+	rec, found, err := readDeadLetter(v, dl.Offset)
 	if err != nil {
 		return // not readable now (below the local log's start, or an I/O error): try again
 	}
@@ -298,11 +316,52 @@ func (r *Reactor) sendDeadLetterFirst(sh *shareShard, k share.Key, c *dlqCopy) {
 	r.sendDeadLetter(c)
 }
 
+// readDeadLetterRemote reads k's dead letter at off from the partition's
+// leader (share_read.go), for a coordinator with no replica of it; a
+// placeholder copy holds k meanwhile. With the answer, the pump starts the
+// copy again and takeDeadLetterRead hands it the answer; without one, the
+// next pump asks again.
+func (r *Reactor) readDeadLetterRemote(sh *shareShard, k share.Key, off int64) {
+	copies := r.dlqCopies(sh)
+	c := &dlqCopy{off: off, busy: true}
+	copies[k] = c
+	r.shareRead(k.Topic, k.Partition, off, dlqReadBytes, func(v *shareView) {
+		if copies[k] != c {
+			return
+		}
+		delete(copies, k)
+		if v == nil || v.code != 0 || r.shares.shards[sh.raftGroup] != sh {
+			return
+		}
+		d := &r.shares.dlq
+		if d.reads == nil {
+			d.reads = map[share.Key]dlqRead{}
+		}
+		d.reads[k] = dlqRead{sh: sh, off: off, v: v}
+		r.pumpDeadLetters(sh)
+	})
+}
+
+// takeDeadLetterRead returns (and forgets) the remote read of k's dead
+// letter at off for shard sh, or nil.
+func (r *Reactor) takeDeadLetterRead(sh *shareShard, k share.Key, off int64) *shareView {
+	d := &r.shares.dlq
+	rd, ok := d.reads[k]
+	if !ok {
+		return nil
+	}
+	delete(d.reads, k)
+	if rd.sh != sh || rd.off != off {
+		return nil
+	}
+	return rd.v
+}
+
 // readDeadLetter reads the record at off from a replica's committed log,
 // copied out of the batch; found is false when the log has no record at
 // that offset (a control batch, or a gap left by compaction).
-func readDeadLetter(dp *partition.Partition, off int64) (rec records.Record, found bool, err error) {
-	data, err := dp.Read(off, dlqReadBytes)
+func readDeadLetter(v *shareView, off int64) (rec records.Record, found bool, err error) {
+	data, err := v.read(off, dlqReadBytes)
 	if err != nil || len(data) == 0 {
 		return rec, false, kerr.OffsetNotAvailable
 	}

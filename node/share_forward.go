@@ -9,7 +9,8 @@ package node
 // principal, to the coordinator over the peer network (rpcShareForward),
 // and relays the answer (rpcShareForwardAck). The coordinator serves it on
 // a session of its own for that broker (sessionKey.via), reading records
-// from its own replica of each partition (shareReplica), so the client
+// from its own replica of each partition, or from the partition's leader
+// when it holds none (share_read.go), so the client
 // sees the same answer it would get from a Kafka partition leader.
 //
 // The peer network may duplicate or reorder frames: the coordinator serves

@@ -26,17 +26,25 @@ package node
 // SHARE_SESSION_NOT_FOUND and rejoin, as Kafka's clients do.
 //
 // Which broker serves ShareFetch: the group's coordinator, for every
-// partition it holds a replica of, leader or follower (shareReplica). It
-// acquires only records below its own replica's high watermark, which are
-// committed and the same on every replica, so a lagging follower hands out
-// fewer records, never different ones. A broker that does not coordinate
-// the group answers NOT_COORDINATOR at the top level, and a partition it
-// holds no replica of NOT_LEADER_OR_FOLLOWER.
+// partition of the group, whatever the placement. From its own replica
+// when it holds one, leader or follower (shareReplica), acquiring only
+// records below that replica's high watermark, which are committed and the
+// same on every replica, so a lagging follower hands out fewer records,
+// never different ones. When it holds none (more brokers than the
+// replication factor, or a replica moved away by a reassignment, the
+// balancer or a join) it reads the partition from its leader over the peer
+// network, bounded by the leader's high watermark (share_read.go), and
+// acquires from that answer as from a replica of its own; so are dead
+// letters read (share_dlq.go). Until h-share it served only partitions it
+// held a replica of, and such a partition was silently never served nor
+// its dead letters copied (simulator seed 171 with -join). A broker that
+// does not coordinate the group forwards the request to the coordinator
+// (share_forward.go).
 //
-// Limits: Kafka's clients send ShareFetch to each partition's leader, not
-// to the coordinator, so franz-go on a cluster where the two differ gets
-// NOT_COORDINATOR for those partitions (docs/consumer-groups.md). The
-// simulator's share clients (sim/share.go) send to the coordinator.
+// Kafka's clients send ShareFetch to each partition's leader, not to the
+// coordinator; that broker forwards it. The simulator's share clients
+// (sim/share.go) send to the coordinator and, now and then, to another
+// broker.
 
 import (
 	"bytes"
@@ -145,6 +153,9 @@ type shareCoordinators struct {
 	// forwards are this broker's share requests passed to other
 	// brokers' coordinators (share_forward.go).
 	forwards shareForwards
+	// reads are this broker's reads, as coordinator, of partitions it
+	// holds no replica of (share_read.go).
+	reads shareReads
 	// dlq are the dead-letter copies this broker makes as coordinator
 	// (share_dlq.go).
 	dlq dlqState
@@ -391,20 +402,20 @@ func sortedShareKeys[V any](m map[share.Key]V) []share.Key {
 // sharePartition returns the share-partition of k, created when the group
 // never fetched it, starting per share.auto.offset.reset (created: the
 // caller writes it, since a start offset handed out must be durable); nil
-// when the partition is not here.
-func (r *Reactor) sharePartition(sh *shareShard, k share.Key) (sp *share.Partition, created bool) {
+// without a view of the partition (v: the coordinator's replica, or a
+// remote read, share_read.go; nil or a failed read: none).
+func (r *Reactor) sharePartition(sh *shareShard, k share.Key, v *shareView) (sp *share.Partition, created bool) {
 	cfg := r.groupShareConfig(k.Group)
 	if sp := sh.parts[k]; sp != nil {
 		sp.Configure(cfg.partition())
 		return sp, false
 	}
-	dp, ok := r.byName[topicPartition{k.Topic, k.Partition}]
-	if !ok {
+	if v == nil || (v.local == nil && v.code != 0) {
 		return nil, false
 	}
-	start := dp.HighWatermark()
+	start := v.highWatermark()
 	if cfg.AutoOffsetReset == "earliest" {
-		start = dp.StartOffset()
+		start = v.startOffset()
 	}
 	sp = share.New(cfg.partition(), start)
 	sp.SetRand(r.env.Rand)
@@ -416,9 +427,23 @@ func (r *Reactor) sharePartition(sh *shareShard, k share.Key) (sp *share.Partiti
 // shard's offsets partition and calls done once committed. On failure the
 // shard is dropped, so the next request reloads what is durable: the
 // in-memory changes of the failed write are never served.
+//
+// Only the shard in force writes: a replaced one (its term over, or
+// dropped by a failed write and reloaded in the same term) fails with
+// NOT_LEADER_OR_FOLLOWER and writes nothing. Its image is behind the log
+// (its successor loaded the log and may have written since), and the term
+// check of the offsets log alone would let it commit over the newer
+// states: records acknowledged or handed out on the successor went back to
+// an older delivery count and were handed out again (simulator seed
+// 2500971, a ShareFetch answered after its remote read timed out,
+// docs/testing.md "Bugs found").
 func (r *Reactor) writeShareStates(sh *shareShard, keys []share.Key, done func(err error)) {
 	if len(keys) == 0 {
 		done(nil)
+		return
+	}
+	if r.shares.shards[sh.raftGroup] != sh {
+		done(kerr.NotLeaderForPartition)
 		return
 	}
 	recs := make([]group.Record, 0, len(keys))

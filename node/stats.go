@@ -26,6 +26,9 @@ type Stats struct {
 	// LeaseRefusals counts reads a leader refused because its read lease
 	// had expired (lease.go).
 	LeaseRefusals uint64
+	// ShareRemoteReads counts the answers a share coordinator got to its
+	// reads of partitions it holds no replica of (share_read.go).
+	ShareRemoteReads uint64
 	// RequestsExpired counts requests answered by their deadline because
 	// the handler had not answered in time (deadline.go); LateAnswers the
 	// handler answers that came after and were dropped.

@@ -712,6 +712,26 @@ var optionalRegressionSeeds = []struct {
 	// 400,000 as a livelock while its liveness checks were still passing.
 	// Fixed in the simulator: eventsMax is 1,000,000 (sim/run.go).
 	{"heavy-seed-past-event-budget", 2406310, false, false, true},
+	// 2500971 --all-faults (two rounds, found on h-share's f89d311, 5
+	// nodes, a broker joined): a ShareFetch on shard A waited for its
+	// remote read of simshare-0 (the coordinator held no replica); a
+	// failed state write dropped A and the coordinator reloaded shard B in
+	// the same term, which handed simshare-0's records out and committed;
+	// when the read timed out the old fetch wrote A's stale image over
+	// B's, and the next coordinator handed offsets 1-3 out again with
+	// delivery count 2 (share double-delivery). Fixed: a replaced shard
+	// never writes (node writeShareStates;
+	// TestShareFetchOnReplacedShardWritesNothing, mutation
+	// share-stale-shard-writes).
+	{"share-replaced-shard-writes-stale-state", 2500971, false, false, true},
+	// 2600247 --all-faults (two rounds, found on h-share): a 5-node share
+	// seed whose group owed no dead letter, so the dead-letter topic was
+	// never created; the simulator's dead-letter check (checkDLQ) waited
+	// out LivenessMax for it and the run ran out of its event budget
+	// (livelock, then liveness: simret never read). A simulator bug:
+	// several reads in a row finding no topic, with none owed, end the
+	// check (mutation share-dlq-check-waits-absent-topic).
+	{"share-dlq-check-waits-for-absent-topic", 2600247, false, false, true},
 }
 
 // optionalRegressionPipeline runs a seed of optionalRegressionSeeds with
@@ -720,7 +740,7 @@ var optionalRegressionSeeds = []struct {
 // round, the default until pipelined rounds came back on branch h-pipe2)
 // and runs with one, so that its run still reaches the state it was
 // chosen for (the pipelined schedule is another run).
-var optionalRegressionPipeline = map[int64]int{990482: 2, 991608: 2, 992781: 2, 990920: 2, 991122: 2, 991287: 2, 1403697: 2, 1534293: 2, 1603770: 2, 1529547: 2, 1700474: 2, 1730907: 2, 1730151: 2, 1903863: 2, 2100210: 2, 2406310: 2}
+var optionalRegressionPipeline = map[int64]int{990482: 2, 991608: 2, 992781: 2, 990920: 2, 991122: 2, 991287: 2, 1403697: 2, 1534293: 2, 1603770: 2, 1529547: 2, 1700474: 2, 1730907: 2, 1730151: 2, 1903863: 2, 2100210: 2, 2406310: 2, 2500971: 2, 2600247: 2}
 
 // regressionPipeline is the fsync rounds in flight seed runs with.
 func regressionPipeline(seed int64) int {

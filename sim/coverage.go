@@ -31,6 +31,7 @@ var coveragePaths = []string{
 	covTruncated,
 	covFencedVote,
 	covLeaseRefused,
+	covShareRemoteRead,
 	covRestartCaughtUp,
 	"idempotent resend answered as duplicate",
 	"group member synced a generation",
@@ -75,12 +76,15 @@ var covCodecRead = [codecsN]string{"", "gzip batch produced and read back", "sna
 	"lz4 batch produced and read back", "zstd batch produced and read back"}
 
 const (
-	covNewLeader       = "leader elected in a new term"
-	covTruncated       = "uncommitted suffix truncated"
-	covFencedVote      = "vote fence in force"
-	covRepaired        = "damaged replica repaired from peers"
-	covCorruptRead     = "replica marked damaged"
-	covLeaseRefused    = "read refused: lease expired"
+	covNewLeader    = "leader elected in a new term"
+	covTruncated    = "uncommitted suffix truncated"
+	covFencedVote   = "vote fence in force"
+	covRepaired     = "damaged replica repaired from peers"
+	covCorruptRead  = "replica marked damaged"
+	covLeaseRefused = "read refused: lease expired"
+	// covShareRemoteRead: a share coordinator read a partition it holds
+	// no replica of from its leader (node/share_read.go).
+	covShareRemoteRead = "share coordinator read a partition from its leader (no replica)"
 	covRestartCaughtUp = "restarted member recovered its durable commit"
 	covSnapshot        = "log compacted behind a snapshot"
 	// A leader sent a Raft snapshot to a member behind its log's start
@@ -178,6 +182,7 @@ func (r *run) coverStats() {
 		}
 		s, _ := b.R.Stats()
 		r.coverN(covLeaseRefused, int(s.LeaseRefusals))
+		r.coverN(covShareRemoteRead, int(s.ShareRemoteReads))
 		r.coverN(covSnapSent, int(s.RaftSnapshotsSent))
 	}
 	r.coverN(covFencedVote, r.fencedViews)

@@ -251,10 +251,15 @@ func ChooseOptions(seed int64) Options {
 	o.TxnProducers = 1 + rng.Intn(2)
 	o.Auth = chooseAuth(seed) // its own generator
 	o.KIP848Members = rng.Intn(4)
-	// Share groups (issue 18): in 3-node clusters only (share.go says why).
+	// Share groups (issue 18): in 70% of the 3-node clusters, and since
+	// h-share in half the 5-node ones (chooseWideShare, its own generator,
+	// so no other draw moved), where the group's coordinator may hold no
+	// replica of a partition (share.go).
 	if nodes == 3 && pick(0.7) {
 		o.Share = ShareOptions{Consumers: 2 + rng.Intn(2), DeliveryLimit: int16(2 + rng.Intn(3)),
 			Lock: time.Duration(300+rng.Intn(700)) * time.Millisecond}
+	} else if nodes != 3 {
+		o.Share = chooseWideShare(seed)
 	}
 	o.Broker.Shares = o.Share.brokerShares()
 	o.Retention = chooseRetention(seed)
@@ -335,4 +340,15 @@ func (o Options) String() string {
 		fmt.Fprintf(&b, "\n%s", o.Join)
 	}
 	return b.String()
+}
+
+// chooseWideShare draws the share-group workload of a cluster of more than
+// three brokers, from its own generator: in half of them.
+func chooseWideShare(seed int64) ShareOptions {
+	rng := rand.New(rand.NewSource(seed ^ 0x5a4e))
+	if rng.Intn(2) != 0 {
+		return ShareOptions{}
+	}
+	return ShareOptions{Consumers: 2 + rng.Intn(2), DeliveryLimit: int16(2 + rng.Intn(3)),
+		Lock: time.Duration(300+rng.Intn(700)) * time.Millisecond}
 }

@@ -37,10 +37,13 @@ package sim
 //     (after which it is archived).
 //
 // Which broker serves: the sim's consumers send ShareFetch and
-// ShareAcknowledge to the group's coordinator, which serves every
-// partition it holds a replica of (node/shares.go). The workload runs only
-// in 3-node clusters, where every broker holds a replica of every
-// partition (replication factor 3), so the coordinator can always serve.
+// ShareAcknowledge to the group's coordinator (or another broker, which
+// forwards them), which serves every partition: from its own replica, or
+// from the partition's leader when it holds none (node/share_read.go).
+// The workload runs in 3-node clusters and, since h-share, in 5-node ones
+// (replication factor 3: the coordinator may hold no replica of a
+// partition), and with the broker-join fault (a replica moved onto the
+// joined broker).
 
 import (
 	"fmt"
@@ -160,8 +163,10 @@ type shareWork struct {
 	finished bool
 	// dlq: the group has a dead-letter topic (share_dlq.go); values are
 	// the produced records' values by offset, to check the copies.
-	dlq    bool
-	values [shareParts]map[int64]string
+	dlq bool
+	// dlqAbsent: the last dead-letter read found no such topic (readDLQ).
+	dlqAbsent bool
+	values    [shareParts]map[int64]string
 	// copyOff: the group sets errors.deadletterqueue.copy.record.enable
 	// false, so its dead letters are headers only (shareDLQCopyOff).
 	copyOff bool

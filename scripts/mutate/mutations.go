@@ -472,6 +472,41 @@ var mutations = []mutation{
 		Replacement: "if false {",
 		Why:         "share dead letters: the record's key, value and headers are copied though the group set errors.deadletterqueue.copy.record.enable=false",
 	},
+	// A share coordinator without a replica of a partition (seed 171 with
+	// -join, h-share): it reads the dead letter, and ShareFetch's records,
+	// from the partition's leader (node/share_read.go).
+	{
+		Name: "share-dlq-local-replica-only", File: "node/share_dlq.go",
+		Original:    "r.readDeadLetterRemote(sh, k, dl.Offset) // no replica here: read it from the partition's leader",
+		Replacement: "// no replica here: the records wait",
+		Why:         "share dead letters: a coordinator holding no replica of the partition never copies its dead letters (share dlq-missing)",
+		Run:         "^TestShareCoordinatorWithoutReplica$", Pkg: "./node",
+	},
+	{
+		Name: "share-fetch-local-replica-only", File: "node/api_share_fetch.go",
+		Original:    "if _, local := r.byName[topicPartition{k.Topic, k.Partition}]; !local && r.partitionNamed(k.Topic, k.Partition) != nil {",
+		Replacement: "if false {",
+		Why:         "share groups: a coordinator holding no replica of a partition never hands out its records",
+		Run:         "^TestShareCoordinatorWithoutReplica$", Pkg: "./node",
+	},
+	// A replaced share shard never writes (seed 2500971, share
+	// double-delivery): its stale image committed over its successor's.
+	{
+		Name: "share-stale-shard-writes", File: "node/shares.go",
+		Original:    "if r.shares.shards[sh.raftGroup] != sh {",
+		Replacement: "if r.shares.shards[sh.raftGroup] == nil {",
+		Why:         "share groups: a shard dropped by a failed write and reloaded in the same term still writes its stale image over its successor's (share double-delivery)",
+		Run:         "^TestShareFetchOnReplacedShardWritesNothing$", Pkg: "./node",
+	},
+	// The simulator's dead-letter check ends when no dead letter is owed
+	// and the topic does not exist (seed 2600247, a livelock).
+	{
+		Name: "share-dlq-check-waits-absent-topic", File: "sim/share_dlq.go",
+		Original:    "if n, _ := missing(nil); n == 0 && absent >= dlqAbsentReads {",
+		Replacement: "if false {",
+		Why:         "simulator: the share dead-letter check waits out the liveness bound for a dead-letter topic nobody needed, and a 5-node seed runs out of its event budget (livelock)",
+		Run:         "^TestSimOptionalFaultRegressions$/^seed=2600247/",
+	},
 	// The retry policy drawn from fresh metadata (campaign seed 917170),
 	// caught in sim/share_lag_test.go (the drawn seeds rarely lag a
 	// coordinator's metadata behind a backoff already set).
@@ -524,8 +559,8 @@ var mutations = []mutation{
 	},
 	{
 		Name: "share-dlq-wrong-offset", File: "node/share_dlq.go",
-		Original:    "rec, found, err := readDeadLetter(dp, dl.Offset)",
-		Replacement: "rec, found, err := readDeadLetter(dp, dl.Offset+1)",
+		Original:    "rec, found, err := readDeadLetter(v, dl.Offset)",
+		Replacement: "rec, found, err := readDeadLetter(v, dl.Offset+1)",
 		Why:         "share dead letters: the copy is made of the next record, not the dead-lettered one",
 	},
 	// The metadata barrier (issue 18, campaign seed 910380), caught in
