@@ -47,9 +47,7 @@ const (
 
 // shareForwards are the forwarded share requests awaiting an answer.
 type shareForwards struct {
-	seq     uint64
-	nonce   uint64 // drawn at the first forward: tells this incarnation's ids from earlier ones'
-	pending map[uint64]*shareForwardCall
+	calls rpcCalls[shareForwardCall] // rpc_calls.go
 	// served are the forwards this broker served as coordinator, with
 	// when, to drop duplicates.
 	served map[forwardKey]time.Duration
@@ -80,7 +78,6 @@ func (fw *shareForwards) servedBefore(k forwardKey, now time.Duration) bool {
 type shareForwardCall struct {
 	req     kmsg.Request
 	respond func(kmsg.Response)
-	cancel  func()
 }
 
 // forwardShare passes req to the coordinator of groupName when this broker
@@ -97,23 +94,13 @@ func (r *Reactor) forwardShare(c Client, groupName string, req kmsg.Request, res
 	if lead <= 0 || uint64(lead) == r.self {
 		return false
 	}
-	fw := &r.shares.forwards
-	if fw.pending == nil {
-		fw.pending = map[uint64]*shareForwardCall{}
-	}
-	fw.seq++
-	if fw.nonce == 0 {
-		fw.nonce = r.env.Rand.Uint64() | 1
-	}
-	id := fw.seq
-	call := &shareForwardCall{req: req, respond: respond}
-	fw.pending[id] = call
-	tid := r.after(shareForwardTimeout, func() { r.shareForwardAnswered(id, nil) })
-	call.cancel = func() { r.cancelTimer(tid) }
+	call := shareForwardCall{req: req, respond: respond}
+	nonce, id := r.shares.forwards.calls.register(r, call, shareForwardTimeout,
+		func(call shareForwardCall) { call.answered(nil) })
 	var w wire.Writer
 	w.U8(frameRPC)
 	w.U8(rpcShareForward)
-	w.Uvarint(fw.nonce)
+	w.Uvarint(nonce)
 	w.Uvarint(id)
 	w.String(c.ClientID)
 	w.String(c.Principal)
@@ -126,15 +113,8 @@ func (r *Reactor) forwardShare(c Client, groupName string, req kmsg.Request, res
 	return true
 }
 
-// shareForwardAnswered relays a forward's answer (nil: none came).
-func (r *Reactor) shareForwardAnswered(id uint64, body []byte) {
-	fw := &r.shares.forwards
-	call := fw.pending[id]
-	if call == nil {
-		return
-	}
-	delete(fw.pending, id)
-	call.cancel()
+// answered relays a forward's answer (nil: none came).
+func (call shareForwardCall) answered(body []byte) {
 	resp := call.req.ResponseKind()
 	resp.SetVersion(call.req.GetVersion())
 	if body == nil || resp.ReadFrom(body) != nil {
@@ -197,8 +177,8 @@ func (r *Reactor) handleShareRPC(from uint64, kind uint8, rd *wire.Reader) {
 			r.stats.BadFrames++
 			return
 		}
-		if nonce == r.shares.forwards.nonce {
-			r.shareForwardAnswered(id, body) // else an answer to an earlier incarnation
-		}
+		if call, ok := r.shares.forwards.calls.take(r, nonce, id); ok {
+			call.answered(body)
+		} // else an answer to an earlier incarnation, a duplicate or a late one
 	}
 }

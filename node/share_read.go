@@ -48,17 +48,10 @@ const (
 	shareReadMaxBytes = 4 << 20
 )
 
-// shareReads are this broker's remote reads awaiting an answer.
-type shareReads struct {
-	seq     uint64
-	nonce   uint64 // drawn at the first read: tells this incarnation's ids from earlier ones'
-	pending map[uint64]*shareReadCall
-}
-
-type shareReadCall struct {
-	done   func(v *shareView) // nil: no answer
-	cancel func()
-}
+// shareReads are this broker's remote reads awaiting an answer: each
+// one's done, to call with the answer, or nil when none came
+// (rpc_calls.go).
+type shareReads = rpcCalls[func(v *shareView)]
 
 // shareView is what the coordinator reads a partition's committed
 // records from: its own replica (local), or a remote replica's answer.
@@ -153,41 +146,17 @@ func (r *Reactor) shareRead(topic string, part int32, from int64, maxBytes int, 
 		done(nil)
 		return
 	}
-	rd := &r.shares.reads
-	if rd.pending == nil {
-		rd.pending = map[uint64]*shareReadCall{}
-	}
-	if rd.nonce == 0 {
-		rd.nonce = r.env.Rand.Uint64() | 1
-	}
-	rd.seq++
-	id := rd.seq
-	call := &shareReadCall{done: done}
-	rd.pending[id] = call
-	tid := r.after(shareReadTimeout, func() { r.shareReadAnswered(id, nil) })
-	call.cancel = func() { r.cancelTimer(tid) }
+	nonce, id := r.shares.reads.register(r, done, shareReadTimeout, func(done func(*shareView)) { done(nil) })
 	var w wire.Writer
 	w.U8(frameRPC)
 	w.U8(rpcShareRead)
-	w.Uvarint(rd.nonce)
+	w.Uvarint(nonce)
 	w.Uvarint(id)
 	w.String(topic)
 	w.Varint(int64(part))
 	w.Varint(from)
 	w.Uvarint(uint64(min(max(maxBytes, 1), shareReadMaxBytes)))
 	r.env.Net.Send(netx.NodeID(lead), w.B)
-}
-
-// shareReadAnswered hands a read's answer (nil: none) to its waiter, once.
-func (r *Reactor) shareReadAnswered(id uint64, v *shareView) {
-	rd := &r.shares.reads
-	call := rd.pending[id]
-	if call == nil {
-		return
-	}
-	delete(rd.pending, id)
-	call.cancel()
-	call.done(v)
 }
 
 // handleShareReadRPC handles the remote read RPCs (the reader is past the
@@ -239,11 +208,11 @@ func (r *Reactor) handleShareReadRPC(from uint64, kind uint8, rd *wire.Reader) {
 			r.stats.BadFrames++
 			return
 		}
-		if nonce == r.shares.reads.nonce && r.shares.reads.pending[id] != nil {
+		if done, ok := r.shares.reads.take(r, nonce, id); ok {
 			if v.code == 0 {
 				r.stats.ShareRemoteReads++
 			}
-			r.shareReadAnswered(id, v)
-		} // else an answer to an earlier incarnation, or a duplicate
+			done(v)
+		} // else an answer to an earlier incarnation, a duplicate or a late one
 	}
 }
