@@ -7,6 +7,8 @@
 #	scripts/tracehash/tracehash.sh > /tmp/new.txt        seeds 1..80 plus the extras below
 #	scripts/tracehash/tracehash.sh 1 2 187 948001        these seeds only
 #	diff scripts/tracehash/de054a3.txt /tmp/new.txt      no output: no trace changed
+#	TRACEHASH_FLAGS=--all-faults scripts/tracehash/tracehash.sh 2500971
+#	                                                     extra sim flags for every seed
 #
 # de054a3.txt is the baseline recorded on main at de054a3 (2026-12-03 16:00 UTC;
 # it replaces 9e7ad7d.txt, all 87 of whose hashes changed when pipelined fsync
@@ -33,7 +35,8 @@ trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/floe" ./cmd/floe
 for seed in "$@"; do
 	status=ok
-	"$tmp/floe" sim --seed "$seed" --trace "$tmp/trace" >"$tmp/out" 2>&1 || status=FAILED
+	# shellcheck disable=SC2086 # TRACEHASH_FLAGS is a list of flags
+	"$tmp/floe" sim ${TRACEHASH_FLAGS:-} --seed "$seed" --trace "$tmp/trace" >"$tmp/out" 2>&1 || status=FAILED
 	[ -f "$tmp/trace" ] || { echo "$seed no-trace $status"; continue; }
 	hash=$(sha256sum "$tmp/trace" | cut -d' ' -f1)
 	if [ "$status" = ok ]; then
