@@ -367,31 +367,35 @@ func (r *run) awaitBalance() {
 	}
 	r.balance.resting = true
 	r.balance.gen++
-	atRest := func() bool {
-		for _, id := range r.w.IDs() {
-			rc := r.inv.broker(id)
-			if rc == nil {
-				return false
-			}
-			st, ok := rc.MetadataIfOpen()
-			if !ok {
-				return false
-			}
-			in := st.BalanceInputMode(func(int32) bool { return true }, r.o.Balance.MovesMax, r.o.Balance.mode())
-			for _, p := range in.Partitions {
-				if !p.Settled {
-					return false
-				}
-			}
-			if len(controller.Plan(in)) > 0 {
-				return false
-			}
-		}
-		return true
-	}
-	if !r.runUntil(atRest, balanceRestMax) && !r.halted {
+	if !r.runUntil(r.balanceAtRest, balanceRestMax) && !r.halted {
 		r.violation("liveness", fmt.Sprintf("the balancer did not bring the healed cluster to rest within %v", balanceRestMax))
 		return
 	}
 	r.w.Tracef("balancer at rest")
+}
+
+// balanceAtRest reports whether every partition is settled and the planner
+// finds nothing to move in the metadata of every up broker, every
+// registered broker taken as alive.
+func (r *run) balanceAtRest() bool {
+	for _, id := range r.w.IDs() {
+		rc := r.inv.broker(id)
+		if rc == nil {
+			return false
+		}
+		st, ok := rc.MetadataIfOpen()
+		if !ok {
+			return false
+		}
+		in := st.BalanceInputMode(func(int32) bool { return true }, r.o.Balance.MovesMax, r.o.Balance.mode())
+		for _, p := range in.Partitions {
+			if !p.Settled {
+				return false
+			}
+		}
+		if len(controller.Plan(in)) > 0 {
+			return false
+		}
+	}
+	return true
 }
