@@ -6,14 +6,16 @@
 #
 #	scripts/tracehash/tracehash.sh > /tmp/new.txt        seeds 1..80 plus the extras below
 #	scripts/tracehash/tracehash.sh 1 2 187 948001        these seeds only
-#	diff scripts/tracehash/de054a3.txt /tmp/new.txt      no output: no trace changed
+#	diff scripts/tracehash/ec237aa.txt /tmp/new.txt      no output: no trace changed
 #	TRACEHASH_FLAGS=--all-faults scripts/tracehash/tracehash.sh 2500971
 #	                                                     extra sim flags for every seed
 #
-# de054a3.txt is the baseline recorded on main at de054a3 (2026-12-03 16:00 UTC;
-# it replaces 9e7ad7d.txt, all 87 of whose hashes changed when pipelined fsync
+# ec237aa.txt is the baseline recorded on main at ec237aa (2026-12-04 12:54 UTC,
+# by branch h-reg, whose refactor left all 87 identical; it replaces de054a3.txt,
+# whose hashes the day's fixes since 2026-12-03 16:00 had changed; every seed
+# passes on both). de054a3.txt replaced 9e7ad7d.txt, all 87 of whose hashes changed when pipelined fsync
 # rounds came back on by default (Config.SyncPipeline 2); every seed passes on
-# both). 9e7ad7d.txt was recorded at 9e7ad7d (15:10 UTC); it replaced eb6c89d.txt, all 87 of whose hashes changed with the fix of
+# both. 9e7ad7d.txt was recorded at 9e7ad7d (15:10 UTC); it replaced eb6c89d.txt, all 87 of whose hashes changed with the fix of
 # seed 1072293: a new cluster's first controller leader writes its converted
 # fence a tick earlier; every seed passes on both). eb6c89d.txt replaced
 # ab57688.txt, which differs in seeds 58 and 76 only: the fix of seed 1042074,
