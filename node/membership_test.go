@@ -640,7 +640,10 @@ func TestReplicaListingFaultFailsStart(t *testing.T) {
 // and back; it restarts with its controller commit index rewound to just
 // after the removal settled. On the old code it deleted its replica
 // ("reopened to be deleted") at once; now it waits for a metadata barrier
-// (startMetadataFresh), whose metadata places the partition on it.
+// (startMetadataFresh), whose metadata places the partition on it. Since
+// h-9832 the deletion of a doomed replica waits for a barrier of its own
+// (removalFresh), so without startMetadataFresh the replica is still kept,
+// but opened doomed ("reopened to be deleted"), which the test refuses.
 func TestReplicaPlacedBackNotDeletedOnStaleRestart(t *testing.T) {
 	c := newCluster(t, 4, 38)
 	g := moveTopic(t, c)
@@ -669,15 +672,21 @@ func TestReplicaPlacedBackNotDeletedOnStaleRestart(t *testing.T) {
 	if _, cp, ok := n3.r.Metadata().PartitionByGroup(g); ok && slices.Contains(cp.Replicas, 3) {
 		t.Fatalf("broker 3 restarted on metadata %+v that places mv on it: the test did not rewind it", cp)
 	}
-	deleted := false
+	deleted, doomed := false, false
 	caughtUp := c.stepUntil(10*time.Second, func() bool {
 		deleted = deleted || !n3.fs.Exists(dir)
+		doomed = doomed || n3.r.doomed[g]
 		p := n3.r.parts[g]
 		_, cp, ok := n3.r.Metadata().PartitionByGroup(g)
 		return deleted || ok && fmt.Sprint(cp.Replicas) == "[1 2 3]" && p != nil && n3.r.startFresh
 	})
 	if deleted {
 		t.Fatalf("broker 3 deleted its replica of mv, a current voter, on metadata replayed from before the move that placed it back")
+	}
+	// The deletion itself also waits for fresh metadata (removalFresh,
+	// seed 2409832); taking the replica for left over is wrong already.
+	if doomed {
+		t.Fatalf("broker 3 opened its replica of mv, a current voter, to be deleted as left over, on metadata replayed from before the move that placed it back")
 	}
 	if !caughtUp {
 		t.Fatal("broker 3 did not reopen its replica of mv once its metadata caught up")
