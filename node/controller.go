@@ -221,7 +221,7 @@ func (r *Reactor) walkMetadata() bool {
 				continue
 			}
 			want[p.Group] = true
-			delete(r.doomed, p.Group) // wanted again before it was reaped
+			r.undoom(p.Group) // wanted again before it was reaped
 			if _, ok := r.parts[p.Group]; !ok {
 				unopened = append(unopened, placedHere{t, p, rank, false})
 				continue

@@ -27,6 +27,11 @@ type groupState struct {
 	// barrier was requested, and passed, before the walk may act
 	// (reassign.go walkMetadataFresh).
 	walkAsked, walkFresh uint64
+	// reapAsked and reapFresh: the metadata barrier requested, and the
+	// one passed, since this replica was doomed, before it may be
+	// deleted on the metadata's word (tombstone.go removalFresh); tokens
+	// from Reactor.reapSeq, zero for none.
+	reapAsked, reapFresh uint64
 }
 
 // group returns group g's record, creating it. Call it only for a group

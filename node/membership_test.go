@@ -640,7 +640,10 @@ func TestReplicaListingFaultFailsStart(t *testing.T) {
 // and back; it restarts with its controller commit index rewound to just
 // after the removal settled. On the old code it deleted its replica
 // ("reopened to be deleted") at once; now it waits for a metadata barrier
-// (startMetadataFresh), whose metadata places the partition on it.
+// (startMetadataFresh), whose metadata places the partition on it. Since
+// h-9832 the deletion of a doomed replica waits for a barrier of its own
+// (removalFresh), so without startMetadataFresh the replica is still kept,
+// but opened doomed ("reopened to be deleted"), which the test refuses.
 func TestReplicaPlacedBackNotDeletedOnStaleRestart(t *testing.T) {
 	c := newCluster(t, 4, 38)
 	g := moveTopic(t, c)
@@ -669,15 +672,21 @@ func TestReplicaPlacedBackNotDeletedOnStaleRestart(t *testing.T) {
 	if _, cp, ok := n3.r.Metadata().PartitionByGroup(g); ok && slices.Contains(cp.Replicas, 3) {
 		t.Fatalf("broker 3 restarted on metadata %+v that places mv on it: the test did not rewind it", cp)
 	}
-	deleted := false
+	deleted, doomed := false, false
 	caughtUp := c.stepUntil(10*time.Second, func() bool {
 		deleted = deleted || !n3.fs.Exists(dir)
+		doomed = doomed || n3.r.doomed[g]
 		p := n3.r.parts[g]
 		_, cp, ok := n3.r.Metadata().PartitionByGroup(g)
 		return deleted || ok && fmt.Sprint(cp.Replicas) == "[1 2 3]" && p != nil && n3.r.startFresh
 	})
 	if deleted {
 		t.Fatalf("broker 3 deleted its replica of mv, a current voter, on metadata replayed from before the move that placed it back")
+	}
+	// The deletion itself also waits for fresh metadata (removalFresh,
+	// seed 2409832); taking the replica for left over is wrong already.
+	if doomed {
+		t.Fatalf("broker 3 opened its replica of mv, a current voter, to be deleted as left over, on metadata replayed from before the move that placed it back")
 	}
 	if !caughtUp {
 		t.Fatal("broker 3 did not reopen its replica of mv once its metadata caught up")
@@ -687,5 +696,125 @@ func TestReplicaPlacedBackNotDeletedOnStaleRestart(t *testing.T) {
 		return p != nil && p.Replica().LastIndex() > 0 && n3.fs.Exists(dir)
 	}) {
 		t.Fatal("broker 3's replica of mv is not open with its log")
+	}
+}
+
+// A doomed replica is deleted on the metadata's word only once that
+// metadata is known to be fresh: a broker catching up on its metadata
+// applies an old settled removal that a later move has undone, and its
+// replica is then a current voter holding acknowledged entries. Sim seed
+// 2409832 with --all-faults: n5's controller log was cut back by a
+// corruption; it restarted with metadata at index 81 showing sim-0 in a
+// move from [1 2 3] to [4 2 3] (unsettled and not placed on n5, so it
+// reopened its replica doomed: a voter of [3 4 5] with the log to 578,
+// committed to 567), caught up one step to index 101, where that move had
+// settled at [3 2 4], and deleted the replica, 1 ms before it applied the
+// moves that had placed sim-0 back on it. With n3's tail lost to a lying
+// fsync and n4 behind the commit index, no replica held the committed
+// entries 545-567: the vote fences rightly refused n4, and sim-0 never
+// elected a leader again. Here mv moves from [1 2 3] to [1 2 4] (broker 5
+// in neither), then to [1 2 5]; broker 5 restarts with its controller log
+// cut back to where the first move settled and its commit index to where
+// that move was in progress. On the old code it reopened its replica
+// doomed and deleted it at its first heartbeat, which committed the log
+// it still had; now the deletion waits for a metadata barrier
+// (removalFresh), whose metadata places mv on it again.
+func TestReplicaPlacedBackNotDeletedOnStaleCatchUp(t *testing.T) {
+	c := newCluster(t, 5, 39)
+	g := moveTopic(t, c)
+	n5 := c.nodes[5]
+	reassign(t, c, 1, "mv", 0, []int32{1, 2, 4})
+	var inMove uint64
+	if !c.stepUntil(30*time.Second, func() bool {
+		_, cp, ok := n5.r.Metadata().PartitionByGroup(g)
+		if ok && inMove == 0 && cp.Target != nil {
+			inMove = n5.r.ctl.rep.Applied()
+		}
+		return ok && cp.Settled() && fmt.Sprint(cp.Replicas) == "[1 2 4]"
+	}) || inMove == 0 {
+		t.Fatalf("broker 5's metadata never showed the move to [1 2 4] in progress (at %d) and settled: %+v",
+			inMove, n5.r.Metadata().Topics["mv"].Partitions[0])
+	}
+	settledAt := n5.r.ctl.rep.Applied()
+	reassign(t, c, 1, "mv", 0, []int32{1, 2, 5})
+	if !c.runUntil(30*time.Second, func() bool {
+		p := n5.r.parts[g]
+		return c.settled("mv", "[1 2 5]") && p != nil && slices.Contains(p.Replica().Conf().Voters, 5)
+	}) {
+		t.Fatalf("the move to broker 5 did not settle: %+v", c.nodes[1].r.Metadata().Topics["mv"].Partitions[0])
+	}
+	for i := 0; i < 3; i++ {
+		lead := leaderOf(c, "mv", 0)
+		if lead == 0 {
+			c.runFor(50 * time.Millisecond)
+			i--
+			continue
+		}
+		if sp := produce(c, lead, "mv", 0, -1, batchOf(fmt.Sprint("w", i))); sp.ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(sp.ErrorCode))
+		}
+	}
+	c.runFor(200 * time.Millisecond)
+	last := n5.r.parts[g].Replica().LastIndex()
+	dir := partitionDir(n5.r.cfg.DataDir, "mv", 0, g)
+	n5.crashWith(logstore.CrashKeepAll)
+	truncateControllerLog(t, n5.fs, settledAt)
+	rewindControllerCommit(t, n5.fs, inMove)
+	n5.boot()
+	deleted, reopened, sawSettled := false, false, false
+	var first *controller.Partition
+	caughtUp := c.stepUntil(10*time.Second, func() bool {
+		deleted = deleted || !n5.fs.Exists(dir)
+		p := n5.r.parts[g]
+		reopened = reopened || p != nil
+		_, cp, ok := n5.r.Metadata().PartitionByGroup(g)
+		if ok && first == nil {
+			cpy := *cp
+			first = &cpy
+		}
+		sawSettled = sawSettled || ok && cp.Settled() && fmt.Sprint(cp.Replicas) == "[1 2 4]"
+		return deleted || ok && fmt.Sprint(cp.Replicas) == "[1 2 5]" && p != nil && !n5.r.doomed[g]
+	})
+	if first == nil || first.Settled() || slices.Contains(first.Replicas, 5) || slices.Contains(first.Target, 5) {
+		t.Fatalf("broker 5 restarted on metadata %+v, not the move without it in progress that the test needs", first)
+	}
+	if deleted {
+		t.Fatal("broker 5 deleted its replica of mv, a current voter, on metadata catching up from before the move that placed it back")
+	}
+	if !reopened || !sawSettled {
+		t.Fatalf("broker 5 did not reopen its replica (%v) and then apply the settled move without it (%v): the test no longer reaches the deletion",
+			reopened, sawSettled)
+	}
+	if !caughtUp {
+		t.Fatal("broker 5's metadata did not catch up with the move that placed mv on it, or it did not keep its replica")
+	}
+	if !c.runUntil(10*time.Second, func() bool {
+		p := n5.r.parts[g]
+		return p != nil && p.Replica().LastIndex() >= last && slices.Contains(p.Replica().Conf().Voters, 5)
+	}) {
+		t.Fatalf("broker 5's replica of mv is not open with its log (%d entries before the restart)", last)
+	}
+}
+
+// truncateControllerLog drops the controller log's entries after last, as a
+// corruption that cut the file back leaves it: a restart knows the log up
+// to last only, and a leader's heartbeat commits it up to there at once.
+func truncateControllerLog(t *testing.T, fs *logstore.SimFS, last uint64) {
+	t.Helper()
+	log, _, err := logstore.Open(fs, "controller", logstore.Options{SegmentBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := log.TruncateAfter(last); err != nil {
+		t.Fatal(err)
+	}
+	if err := log.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := log.LastIndex(); got != last {
+		t.Fatalf("controller log ends at %d after the cut, want %d", got, last)
+	}
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

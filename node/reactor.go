@@ -53,6 +53,9 @@ type Reactor struct {
 	groupList []uint64
 	byName    map[topicPartition]*partition.Partition
 	doomed    map[uint64]bool // replicas to delete once idle
+	// reapSeq numbers the metadata barriers a doomed replica's deletion
+	// waits for (tombstone.go removalFresh).
+	reapSeq uint64
 	// heldAtStart: the groups whose replica directories the data
 	// directory held when the broker started; see leftAtStart.
 	heldAtStart map[uint64]bool

@@ -164,7 +164,8 @@ func restoreTombstone(fs logstore.FS, dir string, log *logstore.Log) (tombstone,
 // has applied everything it holds and its membership lacks this broker.
 // Otherwise the group may still count on this replica's log and vote (a
 // reassignment that added it was replaced or cancelled before the leader
-// removed it): it stays, and is asked again on the next round.
+// removed it): it stays, and is asked again on the next round. The
+// metadata's word counts only once it is known fresh (removalFresh).
 func (r *Reactor) removalCommitted(g uint64, rep *replica.Replica) bool {
 	_, cp, ok := r.ctl.state.PartitionByGroup(g)
 	if !ok {
@@ -175,11 +176,63 @@ func (r *Reactor) removalCommitted(g uint64, rep *replica.Replica) bool {
 		return false // wanted again
 	}
 	if cp.Settled() {
-		return true
+		return r.removalFresh(g)
 	}
 	conf := rep.Conf()
 	return rep.Applied() >= rep.LastIndex() &&
 		!slices.Contains(conf.Voters, r.self) && !slices.Contains(conf.Learners, r.self)
+}
+
+// removalFresh reports whether the metadata that shows group g's removal
+// from here settled may be trusted with the deletion of its replica: only
+// once a metadata barrier (metabarrier.go) requested after the replica was
+// doomed has passed, so the metadata holds every placement the controller
+// committed by then, and a move that placed the partition here again
+// since the removal would show (reapDoomed asks again, and
+// removalCommitted reads the placement again). A broker's metadata can
+// lag without bound: restarted and replaying its controller log from an
+// older commit index, or cut off from the controller's leader and
+// catching up. A settled removal it replays may since have been undone,
+// and the replica is then a current member holding acknowledged entries.
+// Sim seed 2409832 (--all-faults): n5's controller log was cut back by a
+// corruption; it restarted with metadata at index 81 that showed sim-0 in
+// a move from [1 2 3] to [4 2 3], neither naming n5 (unsettled, so it
+// reopened its replica doomed: a voter of [3 4 5] holding the log to 578,
+// committed to 567), caught up to index 101, where that move had settled
+// at [3 2 4], and deleted the replica, 1 ms before it applied the moves
+// that had placed sim-0 back on it. With n3's tail lost to a lying fsync
+// and n4 behind the commit index, no replica held the committed entries
+// 545-567: the vote fences rightly refused n4, and sim-0 never elected a
+// leader again. The start's barrier alone (startFresh) would cover a
+// restart, not a running broker cut off from the controller's leader that
+// catches up past such a removal. A doom that the metadata undoes resets
+// the request (undoom).
+func (r *Reactor) removalFresh(g uint64) bool {
+	s := r.group(g)
+	if s.reapAsked != 0 && s.reapFresh == s.reapAsked {
+		return true
+	}
+	if s.reapAsked == 0 {
+		r.reapSeq++
+		seq := r.reapSeq
+		s.reapAsked = seq
+		r.afterFreshMetadata(func() {
+			if cur, ok := r.local[g]; ok && cur == s && s.reapAsked == seq {
+				s.reapFresh = seq
+				r.queueProcess()
+			}
+		})
+	}
+	return false
+}
+
+// undoom keeps group g's replica: the metadata places it here again
+// before it was deleted. A later doom asks for a barrier of its own.
+func (r *Reactor) undoom(g uint64) {
+	delete(r.doomed, g)
+	if s, ok := r.local[g]; ok {
+		s.reapAsked, s.reapFresh = 0, 0
+	}
 }
 
 // placedByStaleView reports whether opening the replica of p would

@@ -859,6 +859,16 @@ var mutations = []mutation{
 			"that applied the move's completion delete their replicas (sim seed 2100210 --all-faults on 1a9cb23)",
 		Run: "^TestStaleMetadataLeaderDoesNotWalkBack$", Pkg: "./node",
 	},
+	{
+		Name: "doomed-replica-deleted-on-stale-metadata", File: "node/tombstone.go",
+		Original:    "\t\treturn r.removalFresh(g)\n",
+		Replacement: "\t\treturn true\n",
+		Why: "membership: a broker whose metadata is catching up (restarted on a controller log cut back, or cut off " +
+			"from the controller's leader) deletes a doomed replica on an old settled removal that a later move " +
+			"placing the partition back had undone: a current voter's acknowledged log is deleted, and with a " +
+			"minority's damage the group loses committed entries and never elects again (sim seed 2409832 --all-faults)",
+		Run: "^TestReplicaPlacedBackNotDeletedOnStaleCatchUp$", Pkg: "./node",
+	},
 	// Disk identity (issue 23). Sim's TestReplacedDiskIsFenced caught it
 	// (acknowledged-entries-unfenced, seeds 1-3 on 62535e4) until its seeds
 	// drifted off the schedule where the replaced voter's vote decides an
