@@ -41,7 +41,12 @@ import (
 // or below the old log's end, so a member with the old log would have
 // dropped everything from there on: a leader replaced an uncommitted tail).
 // The second case is what keeps an idle partition from staying fenced when
-// its new leader's log is shorter than the fenced member's old one.
+// its new leader's log is shorter than the fenced member's old one. A fence
+// of the member's own term also gives way to the log end of the leader of
+// that term (sameTermLeaderLog), as a lost-log fence does (below): a fence
+// of unknown extent (Index math.MaxUint64) would otherwise lift only once a
+// new leader, elected without this member's vote, wrote an entry of a later
+// term, which a group that needs its vote (two voters) never gets.
 //
 // A member that lost its whole disk (a broker replaced under the same id:
 // node/disk.go) does not know its old log, nor its term and vote. Its fence
