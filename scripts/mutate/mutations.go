@@ -880,6 +880,15 @@ var mutations = []mutation{
 			"(sim seed 2900308 --all-faults: sim-0 on two voters)",
 		Run: "^TestFenceOfUnknownExtentLiftsUnderLeaderOfItsTerm$", Pkg: "./consensus",
 	},
+	{
+		Name: "same-term-fence-record-kept", File: "node/repair.go",
+		Original:    "\t} else if !lf.IsZero() && lf != f {\n",
+		Replacement: "\t} else if false {\n",
+		Why: "fencing: a fence of the member's own term that Raft replaced with the log end of the leader of that " +
+			"term keeps its durable record of unknown extent, which no log ever lifts: the replica stays fenced on " +
+			"disk for good and comes back fenced after every restart (sim seed 2900308's fix, node side)",
+		Run: "^TestSameTermFenceGivesWayToItsLeader$", Pkg: "./node",
+	},
 	// Disk identity (issue 23). Sim's TestReplacedDiskIsFenced caught it
 	// (acknowledged-entries-unfenced, seeds 1-3 on 62535e4) until its seeds
 	// drifted off the schedule where the replaced voter's vote decides an
