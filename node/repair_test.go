@@ -159,7 +159,9 @@ func TestPartitionLogCutToNothingIsFencedNotRebootstrapped(t *testing.T) {
 	}
 	// It is repaired from its peers, and the fence lifts once an entry of
 	// a newer term reaches it (nothing says how far its lost entries went:
-	// the fence is unbounded). Move the leadership to the third node.
+	// the fence is unbounded), or, since h-0308, once it holds the log end
+	// of the leader of its fence's term (TestSameTermFenceGivesWayToItsLeader).
+	// Move the leadership to the third node.
 	third := 6 - f - lead
 	c.nodes[lead].r.byName[topicPartition{topic, 0}].Replica().TransferLeader(uint64(third))
 	c.nodes[lead].r.queueProcess()
