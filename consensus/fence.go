@@ -41,7 +41,12 @@ import (
 // or below the old log's end, so a member with the old log would have
 // dropped everything from there on: a leader replaced an uncommitted tail).
 // The second case is what keeps an idle partition from staying fenced when
-// its new leader's log is shorter than the fenced member's old one.
+// its new leader's log is shorter than the fenced member's old one. A fence
+// of the member's own term also gives way to the log end of the leader of
+// that term (sameTermLeaderLog), as a lost-log fence does (below): a fence
+// of unknown extent (Index math.MaxUint64) would otherwise lift only once a
+// new leader, elected without this member's vote, wrote an entry of a later
+// term, which a group that needs its vote (two voters) never gets.
 //
 // A member that lost its whole disk (a broker replaced under the same id:
 // node/disk.go) does not know its old log, nor its term and vote. Its fence
@@ -144,13 +149,61 @@ func (r *raft) fenced() bool {
 }
 
 // learnLeaderLog turns a lost-log fence into the fence of the log the
-// leader of m (a heartbeat carrying its log end) holds now.
+// leader of m (a heartbeat carrying its log end) holds now; so too a fence
+// of this member's current term (sameTermLeaderLog).
 func (r *raft) learnLeaderLog(m Message) {
-	if !r.voteFence.IsLostLog() || m.Index == 0 {
+	if m.Index == 0 || r.voteFence.IsZero() {
+		return
+	}
+	if !r.voteFence.IsLostLog() && !r.sameTermLeaderLog(m) {
 		return
 	}
 	r.voteFence = VoteFence{Index: m.Index, Term: m.LogTerm}
 	r.leaderLogFence = r.voteFence
+}
+
+// sameTermLeaderLog reports whether m, a heartbeat of the leader of this
+// member's current term carrying that leader's log end, may replace a
+// fence of that same term which its log end is below. Such a fence lifts
+// by the rules above only once the log reaches its Index or holds an entry
+// of a later term; with an Index of unknown extent (MaxUint64) only the
+// latter, which needs a new leader, which needs the votes the fence
+// refuses to every log whose last term is the fence's. Where this member
+// is needed for a majority (two voters, or a third down) and the leader of
+// its term steps down (a transfer to the fenced member, which cannot
+// campaign, failed; check-quorum), the group elects nobody for ever: sim
+// seed 2900308 with --all-faults, sim-0 on voters [2 3], n2 fenced
+// {MaxUint64 3} after a lying fsync lost a segment file, caught up in full
+// from n3, leader of term 3; n3 handed leadership to n2 (the preferred
+// replica), stepped down when the transfer failed, and n2 refused every
+// vote of n3 (last term 3) for the 30 s of the liveness phase.
+//
+// Why the leader L of term T, the fence's term and this member's, may
+// stand in for the old log, as it does for a lost-log fence: the fence's
+// Term is at least this member's term when it lost the entries (its hard
+// state's, node/replicas.go recoveryFence), which is at most its term now,
+// T; so every acknowledgement it gave before the loss was given in a term
+// of T or less. An entry of the old log of term T came from L, the only
+// leader of term T, and L never drops its own entries: it is in L's log.
+// An entry committed in a term before T is in L's log by Leader
+// Completeness; the argument needs each vote that elected L to come from a
+// member holding what it had acknowledged, and this member's vote for L,
+// if any, came before its loss: since then its fence admitted only a log
+// whose last term is past T, and a candidate of term T holds no entry of
+// term T. Any other entry of the old log can only be committed by a leader
+// of a later term, which counts acknowledgements of its own term, not
+// those this member gave before the loss. So a candidate at least as up to
+// date as L's log end holds every entry of the old log that counts, and
+// the member, caught up to that log end, is one that kept its old log
+// could be. A fence of an earlier term than the member's is not replaced:
+// the member's log then lifts it by its leader's first entry of a later
+// term.
+func (r *raft) sameTermLeaderLog(m Message) bool {
+	f := r.voteFence
+	if f.Term != r.term || m.Term != r.term || m.From != r.lead {
+		return false
+	}
+	return m.LogTerm < f.Term || (m.LogTerm == f.Term && m.Index < f.Index)
 }
 
 // bootstrapOnly reports whether a log whose last term is term holds only

@@ -216,18 +216,25 @@ func (r *Reactor) fenceNewController() error {
 // back from).
 func (r *Reactor) controllerPeers() bool { return len(r.cfg.Peers) > 1 || r.cfg.Join != "" }
 
-// leaderLogFence replaces a durable lost-log fence of group g with the
-// fence it became in Raft (the leader's log end), so that the durable
-// record can go once the durable log lifts it. It reports whether the
-// durable fence is still the lost-log one.
+// leaderLogFence replaces a durable lost-log fence of group g, or one of
+// the member's term that the leader of that term's log end is below
+// (consensus/fence.go sameTermLeaderLog), with the fence it became in
+// Raft (the leader's log end), so that the durable record can go once the
+// durable log lifts it. It reports whether the durable fence is still the
+// one it was.
 func (r *Reactor) leaderLogFence(g uint64, dir string, lf consensus.VoteFence) bool {
 	if lf.IsZero() {
 		return true
 	}
+	was := r.local[g].fence
 	if err := writeFence(r.env.FS, dir, lf); err != nil {
 		return true
 	}
 	r.local[g].fence = lf
-	r.env.Logf("node %d: group %d: lost-log fence is now the leader's log end %v", r.self, g, lf)
+	if was.IsLostLog() {
+		r.env.Logf("node %d: group %d: lost-log fence is now the leader's log end %v", r.self, g, lf)
+	} else {
+		r.env.Logf("node %d: group %d: fence %v is now the log end %v of the leader of its term", r.self, g, was, lf)
+	}
 	return false
 }

@@ -302,10 +302,16 @@ func (r *Reactor) liftFence(g uint64) {
 		return
 	}
 	f := s.fence
-	if f.IsLostLog() {
-		if r.leaderLogFence(g, dir, rep.LeaderLogFence()) {
+	if lf := rep.LeaderLogFence(); f.IsLostLog() {
+		if r.leaderLogFence(g, dir, lf) {
 			return
 		}
+		f = s.fence
+	} else if !lf.IsZero() && lf != f {
+		// A fence of the member's term, replaced in Raft by the log
+		// end of the leader of that term (consensus/fence.go
+		// sameTermLeaderLog).
+		r.leaderLogFence(g, dir, lf)
 		f = s.fence
 	}
 	durable := rep.DurableIndex()

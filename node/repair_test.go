@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"path"
 	"strings"
 	"testing"
@@ -158,7 +159,9 @@ func TestPartitionLogCutToNothingIsFencedNotRebootstrapped(t *testing.T) {
 	}
 	// It is repaired from its peers, and the fence lifts once an entry of
 	// a newer term reaches it (nothing says how far its lost entries went:
-	// the fence is unbounded). Move the leadership to the third node.
+	// the fence is unbounded), or, since h-0308, once it holds the log end
+	// of the leader of its fence's term (TestSameTermFenceGivesWayToItsLeader).
+	// Move the leadership to the third node.
 	third := 6 - f - lead
 	c.nodes[lead].r.byName[topicPartition{topic, 0}].Replica().TransferLeader(uint64(third))
 	c.nodes[lead].r.queueProcess()
@@ -309,4 +312,80 @@ func sealedSegments(t *testing.T, fs *logstore.SimFS, dir string) []string {
 		return nil
 	}
 	return segs[:len(segs)-1]
+}
+
+// A follower's partition log cut back below its recorded commit index is
+// fenced over a loss of unknown extent in its current term ({MaxUint64 T}).
+// The leader of that term, still leading, sends it its log end (the
+// follower refused a heartbeat: it lost entries), and the fence gives way
+// to it (consensus/fence.go sameTermLeaderLog): once the follower holds
+// that log end it is unfenced, under the same leader, and the durable
+// fence record follows (liftFence records the converted fence, which the
+// durable log then lifts), so a restart finds no fence. Before, the fence
+// lifted only on an entry of a later term, so a group that needed this
+// member's vote elected nobody once that leader stepped down (sim seed
+// 2900308 with --all-faults: sim-0 on voters [2 3]).
+func TestSameTermFenceGivesWayToItsLeader(t *testing.T) {
+	c := newCluster(t, 3, 63)
+	c.waitReady()
+	const topic = "cut-same-term"
+	createTopic(t, c, 1, topic, 1, 3, nil)
+	waitLeaders(t, c, topic, 1)
+	produceValues(t, c, topic, 10)
+	lead := leaderOf(c, topic, 0)
+	f := int32(1)
+	if f == lead {
+		f = 2
+	}
+	tp := topicPartition{topic, 0}
+	leadTerm := c.nodes[lead].r.byName[tp].Replica().HardState().Term
+	p := c.nodes[f].r.byName[tp]
+	g := uint64(p.Replica().Group)
+	hs := p.Replica().HardState()
+	dir := partitionDir(".", topic, 0, g)
+	c.nodes[f].crash()
+	names, err := c.nodes[f].fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".log") {
+			if err := c.nodes[f].fs.TruncateFile(path.Join(dir, n), 10); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c.nodes[f].boot()
+	if !c.runUntil(10*time.Second, func() bool { _, ok := c.nodes[f].r.byName[tp]; return ok }) {
+		t.Fatalf("node %d did not reopen its replica", f)
+	}
+	rep := c.nodes[f].r.byName[tp].Replica()
+	if fence := rep.VoteFence(); fence.Index != math.MaxUint64 || fence.Term != hs.Term || hs.Term != leadTerm {
+		t.Fatalf("node %d reopened with fence %v in term %d, leader's term %d: not the fence of unknown extent in the leader's term the test needs",
+			f, fence, hs.Term, leadTerm)
+	}
+	if !c.runUntil(10*time.Second, func() bool {
+		_, fenced := fencesInForce(c.nodes[f].r)[g]
+		p, ok := c.nodes[f].r.byName[tp]
+		if !ok {
+			return false
+		}
+		rep = p.Replica()
+		return !fenced && rep.VoteFence().IsZero() && rep.LastIndex() >= c.nodes[lead].r.byName[tp].Replica().LastIndex()
+	}) {
+		t.Fatalf("node %d, caught up with the leader of its fence's term, is still fenced: Raft %v, durable record %v, last %d",
+			f, rep.VoteFence(), fencesInForce(c.nodes[f].r)[g], rep.LastIndex())
+	}
+	if now := leaderOf(c, topic, 0); now != lead || c.nodes[lead].r.byName[tp].Replica().HardState().Term != leadTerm {
+		t.Fatalf("the leadership moved (n%d, term %d): the fence did not give way under the leader of its term",
+			now, c.nodes[lead].r.byName[tp].Replica().HardState().Term)
+	}
+	c.nodes[f].crash()
+	c.nodes[f].boot()
+	if !c.runUntil(10*time.Second, func() bool { _, ok := c.nodes[f].r.byName[tp]; return ok }) {
+		t.Fatalf("node %d did not reopen its replica after the restart", f)
+	}
+	if fence := c.nodes[f].r.byName[tp].Replica().VoteFence(); !fence.IsZero() {
+		t.Fatalf("node %d restarted fenced %v: the durable fence record did not follow Raft's", f, fence)
+	}
 }

@@ -869,6 +869,26 @@ var mutations = []mutation{
 			"minority's damage the group loses committed entries and never elects again (sim seed 2409832 --all-faults)",
 		Run: "^TestReplicaPlacedBackNotDeletedOnStaleCatchUp$", Pkg: "./node",
 	},
+	{
+		Name: "same-term-fence-never-gives-way", File: "consensus/fence.go",
+		Original:    "\tif !r.voteFence.IsLostLog() && !r.sameTermLeaderLog(m) {\n",
+		Replacement: "\tif !r.voteFence.IsLostLog() {\n",
+		Why: "fencing: a member fenced over a loss of unknown extent in its own term, caught up in full from the " +
+			"leader of that term, stays fenced until its log holds an entry of a later term; once that leader " +
+			"steps down (a failed transfer to the fenced member, check-quorum) the member refuses every candidate " +
+			"whose log ends in that term, and where its vote is needed for a majority nobody is elected again " +
+			"(sim seed 2900308 --all-faults: sim-0 on two voters)",
+		Run: "^TestFenceOfUnknownExtentLiftsUnderLeaderOfItsTerm$", Pkg: "./consensus",
+	},
+	{
+		Name: "same-term-fence-record-kept", File: "node/repair.go",
+		Original:    "\t} else if !lf.IsZero() && lf != f {\n",
+		Replacement: "\t} else if false {\n",
+		Why: "fencing: a fence of the member's own term that Raft replaced with the log end of the leader of that " +
+			"term keeps its durable record of unknown extent, which no log ever lifts: the replica stays fenced on " +
+			"disk for good and comes back fenced after every restart (sim seed 2900308's fix, node side)",
+		Run: "^TestSameTermFenceGivesWayToItsLeader$", Pkg: "./node",
+	},
 	// Disk identity (issue 23). Sim's TestReplacedDiskIsFenced caught it
 	// (acknowledged-entries-unfenced, seeds 1-3 on 62535e4) until its seeds
 	// drifted off the schedule where the replaced voter's vote decides an
