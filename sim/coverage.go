@@ -55,7 +55,6 @@ var coveragePaths = []string{
 	// Transactions on a compacted topic (txncompact.go).
 	"compaction removed an aborted transaction's records",
 	"compaction removed a transaction marker",
-	covBalancerMove,        // issue 23 (balance.go)
 	"client quota altered", // issue 20 (quotas.go)
 	covVoterAdded,          // issue 23 (voters.go)
 	covVoterRemoved,

@@ -46,6 +46,9 @@ const (
 	// dlqAbsentReads is how many reads in a row must find no dead-letter
 	// topic, with no dead letter owed, for checkDLQ to stop waiting.
 	dlqAbsentReads = 3
+	// covDLQAbsentEnd counts checkDLQ's ends by dlqAbsentReads (not
+	// required: TestShareDLQCheckEndsWhenNoneOwed holds a seed that reaches it).
+	covDLQAbsentEnd = "share dead-letter check ended: no topic, none owed"
 )
 
 // shareDLQOn reports whether a seed's share group has a dead-letter
@@ -303,6 +306,7 @@ func (w *shareWork) checkDLQ() {
 			absent = 0
 		}
 		if n, _ := missing(nil); n == 0 && absent >= dlqAbsentReads {
+			r.cover(covDLQAbsentEnd)
 			break
 		}
 		r.runUntil(func() bool { return false }, 500*time.Millisecond)
