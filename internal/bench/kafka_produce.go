@@ -28,13 +28,22 @@ func (r *kafkaRun) produceLoop(ctx context.Context, cl *kgo.Client, id int, star
 		} else {
 			stamp, _ := recordStamp(rec)
 			acks.observe(stamp, nowNs, len(rec.Value))
+			if sentNs, ok := sendStampOf(rec.Value); ok && stamp >= r.stages.warmupEndNs {
+				r.stages.fromSendNs.Record(nowNs - sentNs)
+			}
 		}
 		*rec = kgo.Record{Value: rec.Value}
 		pool.Put(rec)
 	}
 	send := func(at time.Time) {
 		rec := pool.Get().(*kgo.Record)
+		nowNs := at.UnixNano()
+		if r.cfg.RatePerSec > 0 {
+			nowNs = time.Now().UnixNano()
+			r.stages.sent(at.UnixNano(), nowNs)
+		}
 		stampRecord(rec, at.UnixNano())
+		putSendStamp(rec.Value, nowNs)
 		r.sent.Add(1)
 		cl.Produce(ctx, rec, promise)
 	}
