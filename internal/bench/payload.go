@@ -58,7 +58,8 @@ func stampHeaderValue(unixNanos int64) []byte {
 // sendStampBytes is where, after the stamp, a value of at least
 // stampBytes+sendStampBytes bytes carries the time the producer actually
 // handed it to the client (the open loop's stamp is the scheduled time):
-// the client stage from_send (client_stages.go). Shorter values go without.
+// the client stage from_send (client_stages.go); 0 for a message not
+// timed. Shorter values go without.
 const sendStampBytes = 8
 
 func putSendStamp(value []byte, unixNanos int64) {
