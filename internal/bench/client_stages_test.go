@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -94,5 +95,36 @@ func TestClosedLoopHasNoSendLag(t *testing.T) {
 	if _, ok := got["send_lag"]; ok || !sampledAbout(got["from_send"], res.Produce.Messages, cfg.Producers) || got["request"] == 0 {
 		t.Fatalf("closed loop client stages %v for %d messages: want no send_lag, from_send for one in %d",
 			got, res.Produce.Messages, clientStageEvery)
+	}
+}
+
+// TestRecordCreateTimeIsTheSendStamp: the bench sets each record's
+// timestamp to its (scheduled) send time itself, so the client does not
+// read the clock again for every record; the broker stores it as the
+// record's CreateTime, to the millisecond.
+func TestRecordCreateTimeIsTheSendStamp(t *testing.T) {
+	c := newFake(t)
+	cfg := baseConfig(c, ModeProduce, "create-time")
+	cfg.RatePerSec = 100_000 // open loop: sent late by scheduling, so a clock read at Produce would differ
+	res := run(t, cfg)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("create-time"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var seen, differ int64
+	for seen < res.Produce.Messages && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			seen++
+			if stamp, ok := recordStamp(r); !ok || r.Timestamp.UnixMilli() != time.Unix(0, stamp).UnixMilli() {
+				differ++
+			}
+		})
+	}
+	if seen != res.Produce.Messages || differ != 0 {
+		t.Fatalf("read %d of %d records; %d with a CreateTime other than their send stamp", seen, res.Produce.Messages, differ)
 	}
 }

@@ -39,6 +39,10 @@ func (r *kafkaRun) produceLoop(ctx context.Context, cl *kgo.Client, id int, star
 	send := func(at time.Time) {
 		rec := pool.Get().(*kgo.Record)
 		stampRecord(rec, at.UnixNano())
+		// The record's CreateTime is its send time; set here, the client
+		// does not read the clock again for every record (a clock read is
+		// about 7% of the client's CPU at a million records a second).
+		rec.Timestamp = at
 		sentNs := int64(0) // not timed
 		if n%clientStageEvery == 0 {
 			sentNs = at.UnixNano()
