@@ -107,6 +107,7 @@ type kafkaRun struct {
 	adm        *kadm.Client
 	partitions []int32
 
+	stages  *clientStages
 	claimed atomic.Int64 // messages handed to producers (count mode)
 	sent    atomic.Int64 // messages given to the client
 }
@@ -127,9 +128,10 @@ func (r *kafkaRun) produce(ctx context.Context, res *Result) (*Side, *Side, erro
 		}
 		from = ends
 	}
+	r.stages = &clientStages{} // its warmup end is set below, before any produce
 	clients := make([]*kgo.Client, r.cfg.Producers)
 	for i := range clients {
-		cl, err := kgo.NewClient(r.cfg.producerOpts()...)
+		cl, err := kgo.NewClient(append(r.cfg.producerOpts(), kgo.WithHooks(r.stages.hook()))...)
 		if err != nil {
 			closeAll(clients)
 			return nil, nil, err
@@ -140,6 +142,7 @@ func (r *kafkaRun) produce(ctx context.Context, res *Result) (*Side, *Side, erro
 
 	start := time.Now()
 	warmupEnd := start.Add(r.cfg.Warmup)
+	r.stages.warmupEndNs = warmupEnd.UnixNano()
 	acks := newMeter(warmupEnd, warmupEnd)
 	meters := []namedMeter{{"produce", acks}}
 	var consumed *meter
@@ -164,6 +167,7 @@ func (r *kafkaRun) produce(ctx context.Context, res *Result) (*Side, *Side, erro
 	wg.Wait()
 	r.flush(ctx, clients, acks)
 	r.brokerStages(ctx, stagesBefore, res)
+	res.ClientStages = r.stages.latencies()
 	if consumers != nil {
 		consumers.drain(acks.allMsgs.Load(), r.cfg.DrainTimeout)
 		stopProgress()

@@ -54,3 +54,23 @@ func stampOf(value, hv []byte) (unixNanos int64, ok bool) {
 func stampHeaderValue(unixNanos int64) []byte {
 	return binary.BigEndian.AppendUint64(make([]byte, 0, stampBytes), uint64(unixNanos))
 }
+
+// sendStampBytes is where, after the stamp, a value of at least
+// stampBytes+sendStampBytes bytes carries the time the producer actually
+// handed it to the client (the open loop's stamp is the scheduled time):
+// the client stage from_send (client_stages.go); 0 for a message not
+// timed. Shorter values go without.
+const sendStampBytes = 8
+
+func putSendStamp(value []byte, unixNanos int64) {
+	if len(value) >= stampBytes+sendStampBytes {
+		binary.BigEndian.PutUint64(value[stampBytes:], uint64(unixNanos))
+	}
+}
+
+func sendStampOf(value []byte) (int64, bool) {
+	if len(value) < stampBytes+sendStampBytes {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(value[stampBytes:])), true
+}

@@ -29,6 +29,9 @@ type Result struct {
 	// says why it is missing when it was asked for.
 	BrokerStages []StageLatency `json:"broker_stages,omitempty"`
 	StagesError  string         `json:"broker_stages_error,omitempty"`
+	// ClientStages is the producer client's own share (client_stages.go):
+	// the open-loop send lag and the produce requests' wait and round trip.
+	ClientStages []StageLatency `json:"client_stages,omitempty"`
 }
 
 // Side is the measurement of producing or of consuming. Messages and the
@@ -106,6 +109,7 @@ func (r *Result) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%s: %d-byte messages, %s\n", title, r.MessageBytes, load)
 	writeSide(w, "produce", "ack latency", r.Produce)
 	writeSide(w, "consume", "end-to-end latency", r.Consume)
+	writeClientStages(w, r.ClientStages)
 	writeStages(w, r.BrokerStages)
 	if r.StagesError != "" {
 		fmt.Fprintf(w, "  broker stages: %s\n", r.StagesError)

@@ -129,7 +129,7 @@ func rowOf(p *point) loadRow {
 		ach = append(ach, r.Produce.MsgsPerSec)
 		p50 = append(p50, r.Produce.Latency.P50Ms)
 		p99 = append(p99, r.Produce.Latency.P99Ms)
-		if t := stageOf(r, "total"); t != nil {
+		if t := stageOf(r.BrokerStages, "total"); t != nil {
 			b50 = append(b50, t.P50Ms)
 			b99 = append(b99, t.P99Ms)
 		}
@@ -152,9 +152,11 @@ func writeLoadTable(out io.Writer, points []*point, name func(setup string) stri
 	}
 }
 
-// writeStageTables writes one stage table per setup that reports broker
-// stages: rows are stages, columns loads, cells the median over the runs
-// of the stage's p50 / p99; name gives the setup's title.
+// writeStageTables writes, per setup that reports them, a table of the
+// brokers' stages and one of the client's (bench.Result.ClientStages:
+// send_lag, request_wait, request, from_send): rows are stages, columns
+// loads, cells the median over the runs of the stage's p50 / p99; name
+// gives the setup's title.
 func writeStageTables(out io.Writer, points []*point, name func(setup string) string) {
 	for i := 0; i < len(points); {
 		j := i
@@ -163,47 +165,57 @@ func writeStageTables(out io.Writer, points []*point, name func(setup string) st
 		}
 		group := points[i:j]
 		i = j
-		stages := stageNames(group)
-		if len(stages) == 0 {
-			continue
-		}
-		fmt.Fprintf(out, "\n**%s: broker stages, p50 / p99 in ms (median over the runs)**\n\n", name(group[0].setup))
-		fmt.Fprint(out, "| stage |")
+		writeStageTable(out, group, name(group[0].setup)+": broker stages", brokerStages)
+		writeStageTable(out, group, name(group[0].setup)+": client stages", clientStages)
+	}
+}
+
+func brokerStages(r *bench.Result) []bench.StageLatency { return r.BrokerStages }
+func clientStages(r *bench.Result) []bench.StageLatency { return r.ClientStages }
+
+// writeStageTable writes one setup's table of the stages of(run) holds;
+// nothing when no run holds any.
+func writeStageTable(out io.Writer, group []*point, title string, of func(*bench.Result) []bench.StageLatency) {
+	stages := stageNames(group, of)
+	if len(stages) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\n**%s, p50 / p99 in ms (median over the runs)**\n\n", title)
+	fmt.Fprint(out, "| stage |")
+	for _, p := range group {
+		fmt.Fprintf(out, " %d%% |", p.pct)
+	}
+	fmt.Fprint(out, "\n|---|")
+	for range group {
+		fmt.Fprint(out, "---:|")
+	}
+	fmt.Fprintln(out)
+	for _, stage := range stages {
+		fmt.Fprintf(out, "| %s |", stage)
 		for _, p := range group {
-			fmt.Fprintf(out, " %d%% |", p.pct)
-		}
-		fmt.Fprint(out, "\n|---|")
-		for range group {
-			fmt.Fprint(out, "---:|")
+			var s50, s99 []float64
+			for k := range p.runs {
+				if s := stageOf(of(&p.runs[k]), stage); s != nil {
+					s50 = append(s50, s.P50Ms)
+					s99 = append(s99, s.P99Ms)
+				}
+			}
+			if len(s50) == 0 {
+				fmt.Fprint(out, " - |")
+				continue
+			}
+			fmt.Fprintf(out, " %s / %s |", bench.FormatMs(spreadOf(s50).med), bench.FormatMs(spreadOf(s99).med))
 		}
 		fmt.Fprintln(out)
-		for _, stage := range stages {
-			fmt.Fprintf(out, "| %s |", stage)
-			for _, p := range group {
-				var s50, s99 []float64
-				for _, r := range p.runs {
-					if s := stageOf(r, stage); s != nil {
-						s50 = append(s50, s.P50Ms)
-						s99 = append(s99, s.P99Ms)
-					}
-				}
-				if len(s50) == 0 {
-					fmt.Fprint(out, " - |")
-					continue
-				}
-				fmt.Fprintf(out, " %s / %s |", bench.FormatMs(spreadOf(s50).med), bench.FormatMs(spreadOf(s99).med))
-			}
-			fmt.Fprintln(out)
-		}
 	}
 }
 
 // stageNames lists the stages the runs of group report, in their order.
-func stageNames(group []*point) []string {
+func stageNames(group []*point, of func(*bench.Result) []bench.StageLatency) []string {
 	var out []string
 	for _, p := range group {
-		for _, r := range p.runs {
-			for _, s := range r.BrokerStages {
+		for k := range p.runs {
+			for _, s := range of(&p.runs[k]) {
 				if !slices.Contains(out, s.Stage) {
 					out = append(out, s.Stage)
 				}
@@ -213,10 +225,10 @@ func stageNames(group []*point) []string {
 	return out
 }
 
-func stageOf(r bench.Result, stage string) *bench.StageLatency {
-	for i := range r.BrokerStages {
-		if r.BrokerStages[i].Stage == stage {
-			return &r.BrokerStages[i]
+func stageOf(stages []bench.StageLatency, stage string) *bench.StageLatency {
+	for i := range stages {
+		if stages[i].Stage == stage {
+			return &stages[i]
 		}
 	}
 	return nil

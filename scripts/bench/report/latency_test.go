@@ -75,13 +75,15 @@ func TestSpreadOfEven(t *testing.T) {
 // loadRuns are three runs of one load point whose median is none of the
 // first run, the last run or the mean: achieved 50k/44k/45k (median 45k,
 // mean 46.3k), client p99 9/2/3 ms (median 3, mean 4.67), broker total
-// p99 double the client's, fsync p50 0.5/0.1/0.2 ms (median 0.2).
+// p99 double the client's, fsync p50 0.5/0.1/0.2 ms (median 0.2), client
+// send_lag a tenth of fsync.
 func loadRuns(setup string, pct int) []bench.Result {
 	var out []bench.Result
 	for i, v := range []struct{ ach, p99, fsync float64 }{{50_000, 9, 0.5}, {44_000, 2, 0.1}, {45_000, 3, 0.2}} {
 		r := result(fmt.Sprintf("%s/load-%d/run-%d", setup, pct, i+1), 100, 50_001, v.ach, v.p99)
 		r.BrokerStages = []bench.StageLatency{{Stage: "fsync", Count: 10, P50Ms: v.fsync, P99Ms: v.fsync * 10},
 			{Stage: "total", Count: 10, P50Ms: v.p99, P99Ms: v.p99 * 2}}
+		r.ClientStages = []bench.StageLatency{{Stage: "send_lag", Count: 10, P50Ms: v.fsync / 10, P99Ms: v.fsync}}
 		out = append(out, r)
 	}
 	return out
@@ -110,13 +112,15 @@ func TestSectionLoadTableAndStages(t *testing.T) {
 		"**Floe, 1 node, RF=1 (floe-rf1): broker stages, p50 / p99 in ms (median over the runs)**",
 		"**Floe, 3 nodes, RF=3 (floe-rf3): broker stages, p50 / p99 in ms (median over the runs)**",
 		"| fsync | 0.200 / 2.00 |", "| total | 3.00 / 6.00 |",
+		"**Floe, 1 node, RF=1 (floe-rf1): client stages, p50 / p99 in ms (median over the runs)**",
+		"| send_lag | 0.020 / 0.200 |",
 		"![latency against offered load](img/x.png)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("section lacks %q:\n%s", want, got)
 		}
 	}
-	if strings.Contains(got, "(nats-r1-sync): broker stages") {
+	if strings.Contains(got, "(nats-r1-sync): broker stages") || strings.Contains(got, "(nats-r1-sync): client stages") {
 		t.Errorf("a stage table for NATS, which has no stages:\n%s", got)
 	}
 	// The RF=3 target reads the median p99 of the runs (3 ms: met), not

@@ -431,7 +431,11 @@ func (r *report) writeLoads(b *strings.Builder, plot string) {
 	b.WriteString("\n#### Where a produce's time goes, stage by stage\n\n" +
 		"The brokers' produce stage histograms (`floe_produce_stage_seconds`, summed over the brokers; the stages are " +
 		"described under \"Latency under load\" below) over each load point's measured window: p50 / p99 of each stage, " +
-		"the median over the point's runs.\n")
+		"the median over the point's runs. Below each, the client's own stages (`floe bench produce`, per message or " +
+		"per produce request): `send_lag`, the open-loop sender's lateness from a message's scheduled time to its " +
+		"Produce call; `request_wait` and `request`, a produce request's wait to be written and its round trip; " +
+		"`from_send`, a message's acknowledgement counted from its Produce call (what an application timing its own " +
+		"calls sees).\n")
 	writeStageTables(b, points, func(setup string) string { return systemName(setup) + " (" + setup + ")" })
 	b.WriteString("\n")
 }
