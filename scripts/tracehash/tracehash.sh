@@ -6,11 +6,16 @@
 #
 #	scripts/tracehash/tracehash.sh > /tmp/new.txt        seeds 1..80 plus the extras below
 #	scripts/tracehash/tracehash.sh 1 2 187 948001        these seeds only
-#	diff scripts/tracehash/ec237aa.txt /tmp/new.txt      no output: no trace changed
+#	diff scripts/tracehash/f5ebfc6.txt /tmp/new.txt      no output: no trace changed
 #	TRACEHASH_FLAGS=--all-faults scripts/tracehash/tracehash.sh 2500971
 #	                                                     extra sim flags for every seed
 #
-# ec237aa.txt is the baseline recorded on main at ec237aa (2026-12-04 12:54 UTC,
+# f5ebfc6.txt is the baseline recorded on main at a4e9e45 (f5ebfc6's simulator
+# and product code, 2026-12-04 14:20 UTC); it replaces ec237aa.txt, 52 of whose
+# 87 hashes changed with the fixes of seeds 2409832 (a doomed replica's deletion
+# waits for a metadata barrier) and 2900308 (a same-term fence gives way to its
+# leader's log end); every seed passes on both. ec237aa.txt was recorded on main
+# at ec237aa (2026-12-04 12:54 UTC,
 # by branch h-reg, whose refactor left all 87 identical; it replaces de054a3.txt,
 # whose hashes the day's fixes since 2026-12-03 16:00 had changed; every seed
 # passes on both). de054a3.txt replaced 9e7ad7d.txt, all 87 of whose hashes changed when pipelined fsync
