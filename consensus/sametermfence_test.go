@@ -36,23 +36,7 @@ func TestFenceOfUnknownExtentLiftsUnderLeaderOfItsTerm(t *testing.T) {
 	}
 	// Member 2 restarts with its log cut back to 5 entries, its hard state
 	// kept: a fence of unknown extent in its current term.
-	hs, cs, err := p.ms[2].InitialState()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ents, err := p.ms[2].Entries(1, 6, math.MaxUint64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms := NewMemoryStorage()
-	ms.SetConfState(cs)
-	hs.Commit = 5
-	ms.SetHardState(hs)
-	if err := ms.Append(ents); err != nil {
-		t.Fatal(err)
-	}
-	p.rn[2], p.ms[2] = newRawNodeOn(t, 2, ms)
-	p.rn[2].SetVoteFence(VoteFence{Index: math.MaxUint64, Term: hs.Term})
+	p.restartCutBack(t, 2, 5)
 	last, _ := p.ms[1].LastIndex()
 	for tick := 0; tick < 20; tick++ {
 		p.rn[1].Tick()
@@ -100,30 +84,14 @@ func TestTransferToFencedMemberBeforeItsFenceGaveWay(t *testing.T) {
 	}
 	p.pump(t)
 	term := p.rn[1].Status().Term
-	hs, cs, err := p.ms[2].InitialState()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ents, err := p.ms[2].Entries(1, 6, math.MaxUint64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms := NewMemoryStorage()
-	ms.SetConfState(cs)
-	hs.Commit = 5
-	ms.SetHardState(hs)
-	if err := ms.Append(ents); err != nil {
-		t.Fatal(err)
-	}
-	p.rn[2], p.ms[2] = newRawNodeOn(t, 2, ms)
-	p.rn[2].SetVoteFence(VoteFence{Index: math.MaxUint64, Term: hs.Term})
+	fence := p.restartCutBack(t, 2, 5)
 	// One heartbeat: member 2 refuses it (it lost entries), and the
 	// leader's appends catch it up; no heartbeat has carried the leader's
 	// log end yet.
 	p.rn[1].Tick()
 	p.pump(t)
 	last, _ := p.ms[1].LastIndex()
-	if li, _ := p.ms[2].LastIndex(); li < last || p.rn[2].VoteFence() != (VoteFence{Index: math.MaxUint64, Term: hs.Term}) {
+	if li, _ := p.ms[2].LastIndex(); li < last || p.rn[2].VoteFence() != fence {
 		t.Fatalf("member 2 holds %d of %d entries, fence %v: not the caught-up member with its first fence the test needs",
 			li, last, p.rn[2].VoteFence())
 	}
@@ -142,4 +110,31 @@ func TestTransferToFencedMemberBeforeItsFenceGaveWay(t *testing.T) {
 	}
 	t.Fatalf("no leader of a later term than %d 200 ticks after the transfer: member 1 %v term %d, member 2 %v term %d fence %v", term,
 		p.rn[1].Status().RaftState, p.rn[1].Status().Term, p.rn[2].Status().RaftState, p.rn[2].Status().Term, p.rn[2].VoteFence())
+}
+
+// restartCutBack restarts member id with its log cut back to its first n
+// entries and its hard state kept (its commit index n): a loss of unknown
+// extent in its current term, so it comes back under the fence
+// {MaxUint64, term}, which it returns.
+func (p *pair) restartCutBack(t *testing.T, id int, n uint64) VoteFence {
+	t.Helper()
+	hs, cs, err := p.ms[id].InitialState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := p.ms[id].Entries(1, n+1, math.MaxUint64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := NewMemoryStorage()
+	ms.SetConfState(cs)
+	hs.Commit = n
+	ms.SetHardState(hs)
+	if err := ms.Append(ents); err != nil {
+		t.Fatal(err)
+	}
+	p.rn[id], p.ms[id] = newRawNodeOn(t, uint64(id), ms)
+	f := VoteFence{Index: math.MaxUint64, Term: hs.Term}
+	p.rn[id].SetVoteFence(f)
+	return f
 }
