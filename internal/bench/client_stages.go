@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"fmt"
-	"io"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -86,16 +84,4 @@ func (c *clientStages) latencies() []StageLatency {
 			P50Ms: ms(s.h.ValueAt(50)), P90Ms: ms(s.h.ValueAt(90)), P99Ms: ms(s.h.ValueAt(99)), MeanMs: s.h.Mean() / 1e6})
 	}
 	return out
-}
-
-func writeClientStages(w io.Writer, stages []StageLatency) {
-	if len(stages) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "  client stages (ms):\n")
-	fmt.Fprintf(w, "           %-13s %8s %8s %8s %8s %8s\n", "stage", "count", "p50", "p90", "p99", "mean")
-	for _, s := range stages {
-		fmt.Fprintf(w, "           %-13s %8d %8s %8s %8s %8s\n", s.Stage, s.Count,
-			FormatMs(s.P50Ms), FormatMs(s.P90Ms), FormatMs(s.P99Ms), FormatMs(s.MeanMs))
-	}
 }

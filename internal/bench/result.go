@@ -109,8 +109,8 @@ func (r *Result) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%s: %d-byte messages, %s\n", title, r.MessageBytes, load)
 	writeSide(w, "produce", "ack latency", r.Produce)
 	writeSide(w, "consume", "end-to-end latency", r.Consume)
-	writeClientStages(w, r.ClientStages)
-	writeStages(w, r.BrokerStages)
+	writeStages(w, "client stages (ms)", r.ClientStages)
+	writeStages(w, "broker stages (floe_produce_stage_seconds, ms)", r.BrokerStages)
 	if r.StagesError != "" {
 		fmt.Fprintf(w, "  broker stages: %s\n", r.StagesError)
 	}

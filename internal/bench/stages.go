@@ -243,12 +243,13 @@ func scrapeStages(ctx context.Context, addrs []string) (*stageSnapshot, error) {
 	return s, nil
 }
 
-// writeStages prints the stage table of a run.
-func writeStages(w io.Writer, stages []StageLatency) {
+// writeStages prints a run's stage table under title (the client's or the
+// brokers' stages); nothing when there are none.
+func writeStages(w io.Writer, title string, stages []StageLatency) {
 	if len(stages) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "  broker stages (floe_produce_stage_seconds, ms):\n")
+	fmt.Fprintf(w, "  %s:\n", title)
 	fmt.Fprintf(w, "           %-13s %8s %8s %8s %8s %8s\n", "stage", "count", "p50", "p90", "p99", "mean")
 	for _, s := range stages {
 		fmt.Fprintf(w, "           %-13s %8d %8s %8s %8s %8s\n", s.Stage, s.Count,
