@@ -126,30 +126,7 @@ func TestPartitionLogCutToNothingIsFencedNotRebootstrapped(t *testing.T) {
 	waitLeaders(t, c, topic, 1)
 	produceValues(t, c, topic, 10)
 	lead := leaderOf(c, topic, 0)
-	f := int32(1)
-	if f == lead {
-		f = 2
-	}
-	p := c.nodes[f].r.byName[topicPartition{topic, 0}]
-	g := uint64(p.Replica().Group)
-	hs := p.Replica().HardState()
-	dir := partitionDir(".", topic, 0, g)
-	c.nodes[f].crash()
-	names, err := c.nodes[f].fs.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range names {
-		if strings.HasSuffix(n, ".log") {
-			if err := c.nodes[f].fs.TruncateFile(path.Join(dir, n), 10); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	c.nodes[f].boot()
-	if !c.runUntil(10*time.Second, func() bool { _, ok := c.nodes[f].r.byName[topicPartition{topic, 0}]; return ok }) {
-		t.Fatalf("node %d did not reopen its replica", f)
-	}
+	f, g, hs := cutFollowerLog(t, c, topic)
 	rep := c.nodes[f].r.byName[topicPartition{topic, 0}].Replica()
 	if got := rep.HardState(); got.Term < hs.Term {
 		t.Fatalf("hard state went from %+v to %+v", hs, got)
@@ -333,32 +310,9 @@ func TestSameTermFenceGivesWayToItsLeader(t *testing.T) {
 	waitLeaders(t, c, topic, 1)
 	produceValues(t, c, topic, 10)
 	lead := leaderOf(c, topic, 0)
-	f := int32(1)
-	if f == lead {
-		f = 2
-	}
 	tp := topicPartition{topic, 0}
 	leadTerm := c.nodes[lead].r.byName[tp].Replica().HardState().Term
-	p := c.nodes[f].r.byName[tp]
-	g := uint64(p.Replica().Group)
-	hs := p.Replica().HardState()
-	dir := partitionDir(".", topic, 0, g)
-	c.nodes[f].crash()
-	names, err := c.nodes[f].fs.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range names {
-		if strings.HasSuffix(n, ".log") {
-			if err := c.nodes[f].fs.TruncateFile(path.Join(dir, n), 10); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	c.nodes[f].boot()
-	if !c.runUntil(10*time.Second, func() bool { _, ok := c.nodes[f].r.byName[tp]; return ok }) {
-		t.Fatalf("node %d did not reopen its replica", f)
-	}
+	f, g, hs := cutFollowerLog(t, c, topic)
 	rep := c.nodes[f].r.byName[tp].Replica()
 	if fence := rep.VoteFence(); fence.Index != math.MaxUint64 || fence.Term != hs.Term || hs.Term != leadTerm {
 		t.Fatalf("node %d reopened with fence %v in term %d, leader's term %d: not the fence of unknown extent in the leader's term the test needs",
@@ -388,4 +342,38 @@ func TestSameTermFenceGivesWayToItsLeader(t *testing.T) {
 	if fence := c.nodes[f].r.byName[tp].Replica().VoteFence(); !fence.IsZero() {
 		t.Fatalf("node %d restarted fenced %v: the durable fence record did not follow Raft's", f, fence)
 	}
+}
+
+// cutFollowerLog crashes a follower of topic's partition 0, cuts each of
+// that replica's segment files to 10 bytes (its log lost but for a torn
+// start; its meta record kept), boots it and waits until it has reopened
+// the replica. It returns the follower, the replica's group and its hard
+// state before the crash.
+func cutFollowerLog(t *testing.T, c *cluster, topic string) (f int32, g uint64, hs logstore.HardState) {
+	t.Helper()
+	f = 1
+	if f == leaderOf(c, topic, 0) {
+		f = 2
+	}
+	tp := topicPartition{topic, 0}
+	rep := c.nodes[f].r.byName[tp].Replica()
+	g, hs = uint64(rep.Group), rep.HardState()
+	dir := partitionDir(".", topic, 0, g)
+	c.nodes[f].crash()
+	names, err := c.nodes[f].fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".log") {
+			if err := c.nodes[f].fs.TruncateFile(path.Join(dir, n), 10); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c.nodes[f].boot()
+	if !c.runUntil(10*time.Second, func() bool { _, ok := c.nodes[f].r.byName[tp]; return ok }) {
+		t.Fatalf("node %d did not reopen its replica", f)
+	}
+	return f, g, hs
 }
