@@ -147,11 +147,12 @@ type shareWork struct {
 	final   map[int32]int64 // the final high watermarks, after the heal
 	seq     int
 	limit   int16
-	// lost are the answer times of fetches whose answer was lost or
-	// partly failed: each may have acquired records no client saw (a
-	// delivery that counts toward the limit), at any time up to its
-	// answer (a fetch waits for records: one sent before a record was
-	// last handed out may acquire it again after).
+	// lost are the times up to which fetches whose answer was lost or
+	// partly failed may have acquired records no client saw (a delivery
+	// that counts toward the limit): a partly failed one's answer, a lost
+	// one's send plus shareServeReach (a fetch waits for records, and the
+	// broker may serve it after its client timed out: one sent before a
+	// record was last handed out may acquire it again after).
 	lost []time.Duration
 	// lostBy is, per member, its own fetches among those (answer time and
 	// request number): the member may hold records it was never seen to
@@ -596,14 +597,14 @@ func (c *shareConsumer) fetch() {
 	sentAt, reqNo := r.now(), w.nextReq()
 	r.kn.call(to, req, r.o.RequestTimeout, func(resp kmsg.Response, err error) {
 		if err != nil {
-			w.lostFetch(c.member, reqNo)
+			w.lostFetch(c.member, reqNo, sentAt+shareServeReach) // the broker may serve it after the client gave up
 			c.acked(sent, -1, sentAt, reqNo)
 			c.lost(-1)
 			return
 		}
 		fr := resp.(*kmsg.ShareFetchResponse)
 		if fr.ErrorCode == kerr.RequestTimedOut.Code {
-			w.lostFetch(c.member, reqNo) // a forward that got no answer
+			w.lostFetch(c.member, reqNo, 0) // a forward that got no answer
 		}
 		if fr.ErrorCode != 0 {
 			c.acked(sent, fr.ErrorCode, sentAt, reqNo) // nothing was applied
@@ -624,7 +625,7 @@ func (c *shareConsumer) fetch() {
 					// A failed state write clears the records it acquired,
 					// but the write may still commit.
 					partFailed = true
-					w.lostFetch(c.member, reqNo)
+					w.lostFetch(c.member, reqNo, 0)
 				}
 				if p.ErrorCode != 0 && p.AcknowledgeErrorCode == 0 {
 					// Skipped (the partition failed before its acks), or
@@ -733,19 +734,35 @@ func (w *shareWork) nextReq() int {
 	return w.reqs
 }
 
-// lostFetch is a fetch whose answer was lost or partly failed, at at: it
-// may have acquired records no client saw.
+// lostFetch is a fetch whose answer was lost or partly failed: it may
+// have acquired records no client saw, at any time up to at.
 type lostFetch struct {
 	at  time.Duration
 	req int
 }
 
+// shareServeReach bounds how long after a ShareFetch was sent the broker
+// may still acquire records for it: the coordinator's first remote read
+// (shareReadTimeout, node/share_read.go, a second), the wait (shareFetchWait)
+// and a last recheck's remote read (another second), plus a second for the
+// request's way there (a forward, a paused broker). A fetch whose answer
+// never came is not over when the client gives up (its request timeout,
+// shorter than that): --all-faults seed 3006559's coordinator, its remote
+// read of the other partition unanswered for a second, acquired two
+// records for a fetch 1.1s after the fetch was sent, 0.64s after its
+// client had timed out and 0.35s after the records were handed out
+// (count 1) to the same member, whose lock on them then ran out at the
+// delivery limit: archived, and dead-lettered, at count 2.
+const shareServeReach = 2*time.Second + shareFetchWait*time.Millisecond + time.Second
+
 // lostFetch notes that member's fetch numbered reqNo got no answer or a
-// partly failed one, now.
-func (w *shareWork) lostFetch(member string, reqNo int) {
-	now := w.r.now()
-	w.lost = append(w.lost, now)
-	w.lostBy[member] = append(w.lostBy[member], lostFetch{at: now, req: reqNo})
+// partly failed one, now; it may have acquired records until now or until
+// (a fetch whose answer never came: sent plus shareServeReach), whichever
+// is later.
+func (w *shareWork) lostFetch(member string, reqNo int, until time.Duration) {
+	at := max(w.r.now(), until)
+	w.lost = append(w.lost, at)
+	w.lostBy[member] = append(w.lostBy[member], lostFetch{at: at, req: reqNo})
 }
 
 // mayHoldUnseen reports whether member may hold sr's offset in a delivery

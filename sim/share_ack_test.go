@@ -120,14 +120,14 @@ func TestShareAckAfterFetchInDoubt(t *testing.T) {
 			w.handedOut(0, 0, 1, "m2-1", w.nextReq(), r.now())
 			if !tc.lostAfter {
 				at(r, 100*time.Millisecond)
-				w.lostFetch(tc.lostBy, w.nextReq())
+				w.lostFetch(tc.lostBy, w.nextReq(), 0)
 			}
 			at(r, 400*time.Millisecond)
 			w.handedOut(0, 0, 2, "m1-1", w.nextReq(), r.now())
 			if tc.lostAfter {
 				lostReq := w.nextReq()
 				at(r, 900*time.Millisecond)
-				w.lostFetch(tc.lostBy, lostReq)
+				w.lostFetch(tc.lostBy, lostReq, 0)
 			}
 			at(r, time.Second)
 			w.ackOutcome(held{part: 0, off: 0, count: 1, ack: 1, slow: true}, "m2-1", w.nextReq(), 0, false, r.now())
