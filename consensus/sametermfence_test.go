@@ -50,21 +50,7 @@ func TestFenceOfUnknownExtentLiftsUnderLeaderOfItsTerm(t *testing.T) {
 	}
 	// The leader hands leadership to member 2 (the preferred replica): it
 	// must be able to campaign, or, once the leader steps down, vote.
-	p.rn[1].TransferLeader(2)
-	p.pump(t)
-	for tick := 0; tick < 200; tick++ {
-		for id := 1; id <= 2; id++ {
-			p.rn[id].Tick()
-		}
-		p.pump(t)
-		for id := 1; id <= 2; id++ {
-			if st := p.rn[id].Status(); st.RaftState == StateLeader && st.Term > term {
-				return
-			}
-		}
-	}
-	t.Fatalf("no leader of a later term than %d 200 ticks after the transfer: member 1 %v term %d, member 2 %v term %d fence %v", term,
-		p.rn[1].Status().RaftState, p.rn[1].Status().Term, p.rn[2].Status().RaftState, p.rn[2].Status().Term, p.rn[2].VoteFence())
+	p.transferExpectingLeaderAfter(t, term)
 }
 
 // The leader of the fence's term may hand leadership to the fenced member
@@ -95,21 +81,7 @@ func TestTransferToFencedMemberBeforeItsFenceGaveWay(t *testing.T) {
 		t.Fatalf("member 2 holds %d of %d entries, fence %v: not the caught-up member with its first fence the test needs",
 			li, last, p.rn[2].VoteFence())
 	}
-	p.rn[1].TransferLeader(2)
-	p.pump(t)
-	for tick := 0; tick < 200; tick++ {
-		for id := 1; id <= 2; id++ {
-			p.rn[id].Tick()
-		}
-		p.pump(t)
-		for id := 1; id <= 2; id++ {
-			if st := p.rn[id].Status(); st.RaftState == StateLeader && st.Term > term {
-				return
-			}
-		}
-	}
-	t.Fatalf("no leader of a later term than %d 200 ticks after the transfer: member 1 %v term %d, member 2 %v term %d fence %v", term,
-		p.rn[1].Status().RaftState, p.rn[1].Status().Term, p.rn[2].Status().RaftState, p.rn[2].Status().Term, p.rn[2].VoteFence())
+	p.transferExpectingLeaderAfter(t, term)
 }
 
 // restartCutBack restarts member id with its log cut back to its first n
@@ -137,4 +109,26 @@ func (p *pair) restartCutBack(t *testing.T, id int, n uint64) VoteFence {
 	f := VoteFence{Index: math.MaxUint64, Term: hs.Term}
 	p.rn[id].SetVoteFence(f)
 	return f
+}
+
+// transferExpectingLeaderAfter has member 1 hand leadership to member 2
+// and fails the test unless a leader of a term later than term is
+// elected within 200 ticks.
+func (p *pair) transferExpectingLeaderAfter(t *testing.T, term uint64) {
+	t.Helper()
+	p.rn[1].TransferLeader(2)
+	p.pump(t)
+	for tick := 0; tick < 200; tick++ {
+		for id := 1; id <= 2; id++ {
+			p.rn[id].Tick()
+		}
+		p.pump(t)
+		for id := 1; id <= 2; id++ {
+			if st := p.rn[id].Status(); st.RaftState == StateLeader && st.Term > term {
+				return
+			}
+		}
+	}
+	t.Fatalf("no leader of a later term than %d 200 ticks after the transfer: member 1 %v term %d, member 2 %v term %d fence %v", term,
+		p.rn[1].Status().RaftState, p.rn[1].Status().Term, p.rn[2].Status().RaftState, p.rn[2].Status().Term, p.rn[2].VoteFence())
 }
