@@ -753,7 +753,11 @@ type lostFetch struct {
 // client had timed out and 0.35s after the records were handed out
 // (count 1) to the same member, whose lock on them then ran out at the
 // delivery limit: archived, and dead-lettered, at count 2.
-const shareServeReach = 2*time.Second + shareFetchWait*time.Millisecond + time.Second
+const shareServeReach = 2*nodeShareReadTimeout + shareFetchWait*time.Millisecond + time.Second
+
+// nodeShareReadTimeout is node's shareReadTimeout (node/share_read.go,
+// unexported), the model's copy: raise it with node's.
+const nodeShareReadTimeout = time.Second
 
 // lostFetch notes that member's fetch numbered reqNo got no answer or a
 // partly failed one, now; it may have acquired records until now or until
