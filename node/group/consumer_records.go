@@ -15,6 +15,7 @@ package group
 // session starts again (Start), as for classic members.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -78,7 +79,7 @@ func (c *Coordinator) replayConsumer(key, value []byte) error {
 	if err != nil {
 		return err
 	}
-	cg.committed = value
+	cg.committed = bytes.Clone(value) // value is the log reader's buffer: do not pin it
 	g := c.loadedGroup(name)
 	resetMembership(g)
 	g.persisted = false

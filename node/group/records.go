@@ -19,6 +19,7 @@ package group
 // per key rebuilds the coordinator's state.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -122,7 +123,10 @@ func (c *Coordinator) replayGroup(key, value []byte) error {
 		p := *v.Protocol
 		g.protocol = &p
 	}
+	// The record's bytes are the log reader's buffer: keep copies, or the
+	// loaded group pins a whole read chunk (up to a MiB) per member.
 	for _, vm := range v.Members {
+		vm.Assignment, vm.Subscription = bytes.Clone(vm.Assignment), bytes.Clone(vm.Subscription)
 		m := &member{
 			id: vm.MemberID, instanceID: vm.InstanceID, clientID: vm.ClientID, clientHost: vm.ClientHost,
 			rebalance: millis(vm.RebalanceTimeoutMillis), session: millis(vm.SessionTimeoutMillis),
