@@ -48,3 +48,20 @@ func (r *raft) seenTicksAgo(id uint64, pr *progress) (heard, caughtUp int64) {
 	}
 	return heard, caughtUp
 }
+
+// LeadHeardTicksAgo is how many ticks ago this member last heard from the
+// leader it follows (SoftState.Lead): 0 on the leader, -1 when it knows
+// of none. A follower keeps a leader until it hears of a later term, and
+// a learner never campaigns, so a silent leader stays its Lead for as
+// long as no new one is elected: this says how stale that is. For the
+// application's decisions; nothing in Raft decides on it.
+func (rn *RawNode) LeadHeardTicksAgo() int64 {
+	r := rn.raft
+	switch {
+	case r.lead == 0:
+		return -1
+	case r.lead == r.id:
+		return 0
+	}
+	return int64(r.ticks - r.leadHeardAt)
+}

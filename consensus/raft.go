@@ -64,6 +64,11 @@ type raft struct {
 	// persisted): the clock of the leader's heard/caught-up notes
 	// (heard.go), for monitoring only.
 	ticks uint64
+	// leadHeardAt is the tick this member last heard from the leader it
+	// follows (lead), for LeadHeardTicksAgo: a follower, and above all a
+	// learner, which never campaigns, keeps lead until it hears of a later
+	// term, however long that leader has been silent.
+	leadHeardAt uint64
 
 	electionElapsedTicks  int
 	heartbeatElapsedTicks int
@@ -296,6 +301,9 @@ func (r *raft) becomeFollower(term, lead uint64) {
 	r.forgetLogConf()
 	r.reset(term)
 	r.lead = lead
+	if lead != 0 {
+		r.leadHeardAt = r.ticks // a message from lead made us its follower
+	}
 	r.state = StateFollower
 }
 

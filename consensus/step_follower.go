@@ -25,6 +25,7 @@ func (r *raft) stepFollower(m Message) {
 func (r *raft) heardFromLeader(lead uint64) {
 	r.electionElapsedTicks = 0
 	r.lead = lead
+	r.leadHeardAt = r.ticks
 }
 
 // handleAppend is a follower's answer to MsgApp: accept and acknowledge up

@@ -93,13 +93,23 @@ func (r *Reactor) joinRefusal(id, inc uint64) error {
 }
 
 // leaderJoinRefusal, on a broker that follows controller leader lead,
-// refuses a join under the leader's own id from another incarnation: the
-// leader is live (this broker hears from it), and it cannot answer the
-// joiner itself, as a transport refuses a connection from its own id.
+// refuses a join under the leader's own id from another incarnation while
+// the leader is live, that is while this broker heard from it within
+// dupLiveTicks: it cannot answer the joiner itself, as a transport refuses
+// a connection from its own id. A follower keeps its leader until it hears
+// of a later term (a learner never campaigns), so a leader it no longer
+// hears from may be gone: the joiner may be that very broker restarted,
+// waiting for its group to elect a leader (seed 3500093: a learner refused
+// the restarted controller leader's joins until it exited). Such a join is
+// passed on to lead as any other; a live process under that id refuses
+// it there (refuseSelfJoin), the restarted one drops its own.
 func (r *Reactor) leaderJoinRefusal(id, inc, lead uint64) error {
 	b, ok := r.ctl.state.Brokers[int32(id)]
 	if id != lead || !ok || b.Incarnation == 0 || inc == 0 || b.Incarnation == inc {
 		return nil
+	}
+	if ago := r.ctl.rep.LeadHeardTicksAgo(); ago < 0 || uint64(ago) > r.dupLiveTicks() {
+		return nil // not heard from lately: not known live
 	}
 	return fmt.Errorf("broker id %d is registered by a live broker at %s (it is the controller leader "+
 		"broker %d follows); stop it first, or pick another id", id, b.RaftAddr, r.self)

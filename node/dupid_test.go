@@ -144,3 +144,44 @@ func TestJoinRefusedBrokerExits(t *testing.T) {
 		t.Fatalf("refused broker: fatal %v (%v), want it to exit with the refusal", err, ok)
 	}
 }
+
+// A learner keeps the controller leader it last heard from for as long as
+// no later term reaches it (it never campaigns). Once it has not heard
+// from that leader for dupLiveTicks, a join under the leader's id is no
+// longer refused there as a live leader's: it may be the leader restarted
+// (sim seed 3500093: the restarted controller leader, a voter waiting for
+// its group to elect, was refused by a learner until it exited).
+func TestStaleLeaderJoinNotRefusedAtFollower(t *testing.T) {
+	c := newCluster(t, 3, 25)
+	c.waitReady()
+	n4 := c.addNode(4)
+	known := func() bool {
+		l := c.controllerLeaderNode()
+		if l == nil || n4.r == nil || n4.r.controllerLeader() != l.r.self {
+			return false
+		}
+		b, ok := n4.r.ctl.state.Brokers[l.id]
+		return ok && b.Incarnation == l.r.incarnation
+	}
+	if !c.runUntil(30*time.Second, known) {
+		t.Fatal("broker 4 never followed the controller leader with its registration applied")
+	}
+	lid := c.controllerLeaderNode().r.self
+	other := c.nodes[int32(lid)].r.incarnation + 2
+	if err := n4.r.leaderJoinRefusal(lid, other, lid); err == nil || !strings.Contains(err.Error(), "is the controller leader") {
+		t.Fatalf("join under the live leader's id %d at learner 4: %v, want refused", lid, err)
+	}
+
+	c.net.Isolate(4) // it hears from no leader any more, and elects none
+	c.runFor(time.Duration(2*n4.r.dupLiveTicks()) * n4.r.cfg.TickInterval)
+	if got := n4.r.controllerLeader(); got != lid {
+		t.Fatalf("isolated learner 4 follows %d, want the stale leader %d kept", got, lid)
+	}
+	if ago := n4.r.ctl.rep.LeadHeardTicksAgo(); ago < 0 || uint64(ago) <= n4.r.dupLiveTicks() {
+		t.Fatalf("isolated learner 4 heard from its leader %d ticks ago", ago)
+	}
+	if err := n4.r.leaderJoinRefusal(lid, other, lid); err != nil {
+		t.Fatalf("join under the id of leader %d, not heard from for %d ticks, refused at learner 4: %v",
+			lid, n4.r.ctl.rep.LeadHeardTicksAgo(), err)
+	}
+}

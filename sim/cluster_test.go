@@ -784,7 +784,24 @@ var optionalRegressionSeeds = []struct {
 	// timeout. Fixed: it may acquire until shareServeReach after it was
 	// sent (sim/share.go; TestShareLostFetchServedAfterClientTimeout).
 	{"share-lost-fetch-served-after-client-timeout", 3006559, false, false, true},
+	// 3500093 --all-faults --long (two rounds, found on 2ef62db): n4, the
+	// joined broker, a controller voter and the leader n1 last heard from,
+	// crashed; restarted on its own disk it asked to join (it had heard
+	// from no leader: n2, the other voter, was down or cut off) through
+	// n1, a learner, which never campaigns and so still took n4 for its
+	// leader, and refused every join under n4's id as the live leader's
+	// until n4 exited (node-fatal at 8m13.6s and 8m14.9s). Fixed: a
+	// follower refuses a join under its leader's id only while it heard
+	// from that leader within dupLiveTicks (node leaderJoinRefusal,
+	// consensus LeadHeardTicksAgo; TestStaleLeaderJoinNotRefusedAtFollower,
+	// mutation stale-leader-join-refused).
+	{"stale-leader-join-refused", 3500093, false, false, true},
 }
+
+// optionalRegressionLong lists the seeds of optionalRegressionSeeds found
+// as long seeds (--long, WithLong): they run with the long safety phase
+// they found their bug in (3500093: 9m38s simulated, about 1.5 min of CPU).
+var optionalRegressionLong = map[int64]bool{3500093: true}
 
 // optionalRegressionPipeline runs a seed of optionalRegressionSeeds with
 // this many fsync rounds in flight (BrokerConfig.SyncPipeline): the one it
@@ -792,7 +809,7 @@ var optionalRegressionSeeds = []struct {
 // round, the default until pipelined rounds came back on branch h-pipe2)
 // and runs with one, so that its run still reaches the state it was
 // chosen for (the pipelined schedule is another run).
-var optionalRegressionPipeline = map[int64]int{990482: 2, 991608: 2, 992781: 2, 990920: 2, 991122: 2, 991287: 2, 1403697: 2, 1534293: 2, 1603770: 2, 1529547: 2, 1700474: 2, 1730907: 2, 1730151: 2, 1903863: 2, 2100210: 2, 2406310: 2, 2500971: 2, 2600247: 2, 2406938: 2, 2409832: 2, 2900308: 2, 3006559: 2}
+var optionalRegressionPipeline = map[int64]int{990482: 2, 991608: 2, 992781: 2, 990920: 2, 991122: 2, 991287: 2, 1403697: 2, 1534293: 2, 1603770: 2, 1529547: 2, 1700474: 2, 1730907: 2, 1730151: 2, 1903863: 2, 2100210: 2, 2406310: 2, 2500971: 2, 2600247: 2, 2406938: 2, 2409832: 2, 2900308: 2, 3006559: 2, 3500093: 2}
 
 // regressionPipeline is the fsync rounds in flight seed runs with.
 func regressionPipeline(seed int64) int {
@@ -818,6 +835,9 @@ func TestSimOptionalFaultRegressions(t *testing.T) {
 			}
 			if rs.all {
 				o = o.WithAllFaults()
+			}
+			if optionalRegressionLong[rs.seed] {
+				o = o.WithLong()
 			}
 			o.Broker.SyncPipeline = regressionPipeline(rs.seed)
 			res := Run(o)

@@ -80,6 +80,10 @@ func (r *Replica) Status() consensus.Status { return r.raft.Status() }
 // BasicStatus is Raft's status without the followers' progress (cheaper).
 func (r *Replica) BasicStatus() consensus.Status { return r.raft.BasicStatus() }
 
+// LeadHeardTicksAgo is how many ticks ago this member last heard from the
+// leader it follows (consensus.RawNode.LeadHeardTicksAgo).
+func (r *Replica) LeadHeardTicksAgo() int64 { return r.raft.LeadHeardTicksAgo() }
+
 // RaftHardSoft is Raft's hard and soft state: BasicStatus's HardState and
 // SoftState without the rest (consensus.RawNode.HardSoft).
 func (r *Replica) RaftHardSoft() (consensus.HardState, consensus.SoftState) {

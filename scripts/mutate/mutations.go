@@ -1000,6 +1000,17 @@ var mutations = []mutation{
 		Run:         "^TestDuplicateBrokerIDRefusedWhileLive$",
 		Pkg:         "./node",
 	},
+	// Sim seed 3500093 (--long): a learner refused the restarted controller
+	// leader's joins as a live leader's, on a leader it had not heard from
+	// for seconds, until the restarted broker exited.
+	{
+		Name: "stale-leader-join-refused", File: "node/dupid.go",
+		Original:    "if ago := r.ctl.rep.LeadHeardTicksAgo(); ago < 0 || uint64(ago) > r.dupLiveTicks() {",
+		Replacement: "if ago := r.ctl.rep.LeadHeardTicksAgo(); false && (ago < 0 || uint64(ago) > r.dupLiveTicks()) {",
+		Why:         "broker identity liveness: a follower refuses a join under its leader's id on a stale leader, so a restarted controller leader waiting for an election exits",
+		Run:         "^TestStaleLeaderJoinNotRefusedAtFollower$",
+		Pkg:         "./node",
+	},
 	// Decisions in the newest membership of the log (consensus/newestconf.go)
 	// and deleted replicas kept deleted under stale metadata
 	// (node/tombstone.go): sim seed 953843 with --all-faults on 135883d; the
