@@ -178,7 +178,7 @@ func (r *run) finalRead(part int32, done func(ok bool, hwm int64)) {
 // offset reached, and the records read so far are kept; only an answer from
 // another broker than the one they came from starts the read over from the
 // log start. (Starting over on every error, as this did, could not finish
-// a long seed's log: 3500098's 142,267 values took some 250 fetches, and
+// a long seed's log: 3500098's 142,303 records took some 385 fetches, and
 // with the BUGGIFY errors about 2% of fetches fail, so nearly every pass
 // failed before its end, for 30 s.)
 func (r *run) finalReadWith(fetch func(part int32, offset int64, maxWaitMs int32, done func(fetched)), part int32, done func(ok bool, hwm int64)) {
