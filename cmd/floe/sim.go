@@ -23,11 +23,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/floe-broker/floe/jepsen/history"
@@ -99,6 +101,17 @@ func runSim(args []string) error {
 		defer func() {
 			pprof.StopCPUProfile()
 			out.Close()
+		}()
+		// A heavy seed may be stopped before it ends (timeout, ^C): the
+		// profile of the part that ran is what one wants then, so flush it.
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+		go func() {
+			s := <-sig
+			pprof.StopCPUProfile()
+			out.Close()
+			fmt.Fprintf(os.Stderr, "floe sim: %v: CPU profile of the run so far written to %s\n", s, f.cpuProfile)
+			os.Exit(130)
 		}()
 	}
 	sim.UseSimGC()
