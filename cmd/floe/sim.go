@@ -13,7 +13,8 @@ package main
 //	--join                                   force a broker joining with --join on in every seed (a third draw it)
 //	--auth                                   force SASL/SCRAM and ACLs on in every seed (a third draw them)
 //	--fsync-pipeline 1                       one fsync round in flight (the lockstep; default 2, pipelined)
-//	--cpuprofile cpu.out                     write a CPU profile of the run (go tool pprof)
+//	--cpuprofile cpu.out                     write a CPU profile of the run (go tool pprof; also on SIGINT/SIGTERM)
+//	--memprofile heap.out                    write a heap profile (live objects) at the end or on SIGINT/SIGTERM
 //
 // A campaign prints every failing seed's report as it is found, then the
 // figures: seeds, simulated hours, events per second, violations by kind.
@@ -61,6 +62,9 @@ type simFlags struct {
 	// cpuProfile, if set, is where a CPU profile of the whole command
 	// (a replay or a campaign) is written.
 	cpuProfile string
+	// memProfile, if set, is where a heap profile (live objects after a
+	// collection) is written when the command ends or is interrupted.
+	memProfile string
 }
 
 func runSim(args []string) error {
@@ -82,6 +86,7 @@ func runSim(args []string) error {
 	fs.StringVar(&f.historyOut, "history", "", "with --seed: write the history (JSON lines) to this file")
 	fs.BoolVar(&f.verbose, "v", false, "print every seed's one-line result")
 	fs.IntVar(&f.fsyncPipeline, "fsync-pipeline", 0, "rounds of group-commit fsyncs in flight at once on every broker: 1 or 2 (0: the broker default, 2, pipelined rounds; 1 replays a seed found in the lockstep); another schedule, so a seed's run is not comparable bit for bit")
+	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile (live objects after a collection) to this file when the run ends or is stopped by SIGINT/SIGTERM, for go tool pprof")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (replay or campaign) to this file, for go tool pprof")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -89,28 +94,21 @@ func runSim(args []string) error {
 	if f.fsyncPipeline < 0 || f.fsyncPipeline > 2 {
 		return fmt.Errorf("--fsync-pipeline %d: want 1 or 2", f.fsyncPipeline)
 	}
-	if f.cpuProfile != "" {
-		out, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(out); err != nil {
-			out.Close()
-			return err
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			out.Close()
-		}()
-		// A heavy seed may be stopped before it ends (timeout, ^C): the
-		// profile of the part that ran is what one wants then, so flush it.
+	stopProfiles, err := startProfiles(f)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
+	// A heavy seed may be stopped before it ends (timeout, ^C, a memory
+	// guard's SIGTERM): the profiles of the part that ran are what one
+	// wants then, so write them.
+	if f.cpuProfile != "" || f.memProfile != "" {
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 		go func() {
 			s := <-sig
-			pprof.StopCPUProfile()
-			out.Close()
-			fmt.Fprintf(os.Stderr, "floe sim: %v: CPU profile of the run so far written to %s\n", s, f.cpuProfile)
+			stopProfiles()
+			fmt.Fprintf(os.Stderr, "floe sim: %v: profiles of the run so far written\n", s)
 			os.Exit(130)
 		}()
 	}
@@ -298,4 +296,47 @@ func sortedKeys(m map[string]int) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// startProfiles starts the CPU profile f asks for and returns the function
+// that writes the profiles (CPU, heap) out; it is safe to call more than
+// once and from the signal handler's goroutine.
+func startProfiles(f simFlags) (stop func(), err error) {
+	var cpu *os.File
+	if f.cpuProfile != "" {
+		if cpu, err = os.Create(f.cpuProfile); err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(cpu); err != nil {
+			cpu.Close()
+			return nil, err
+		}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if cpu != nil {
+				pprof.StopCPUProfile()
+				cpu.Close()
+			}
+			if f.memProfile != "" {
+				writeHeapProfile(f.memProfile)
+			}
+		})
+	}, nil
+}
+
+// writeHeapProfile writes the live heap to path, after a collection so
+// that it shows what is retained.
+func writeHeapProfile(path string) {
+	out, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "floe sim: heap profile: %v\n", err)
+		return
+	}
+	defer out.Close()
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(out); err != nil {
+		fmt.Fprintf(os.Stderr, "floe sim: heap profile: %v\n", err)
+	}
 }

@@ -1,7 +1,11 @@
 package check
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -55,9 +59,11 @@ func (b *budget) spend() bool {
 	return true
 }
 
-func logModel(p *partLog, b *budget, staleFetches bool) porcupine.Model {
+// logModel is the log model starting from L = from (0 for a whole history;
+// a later piece's start, logPieces).
+func logModel(p *partLog, b *budget, staleFetches bool, from int64) porcupine.Model {
 	return porcupine.Model{
-		Init: func() any { return int64(0) },
+		Init: func() any { return from },
 		Step: func(state, input, _ any) (bool, any) {
 			if !b.spend() {
 				return false, state
@@ -191,7 +197,8 @@ func porcupineVerdict(model porcupine.Model, ops []porcupine.Operation, b *budge
 	}
 }
 
-// checkLinearizableLog runs the log model on each partition.
+// checkLinearizableLog runs the log model on each partition, one piece
+// at a time (logPieces), all pieces of a partition sharing one step budget.
 func checkLinearizableLog(a *analysis, opts Options) Result {
 	r := newResult(LinearizableLog, opts)
 	for _, tp := range a.sortedTPs() {
@@ -202,14 +209,118 @@ func checkLinearizableLog(a *analysis, opts Options) Result {
 		}
 		r.stat("operations", int64(len(ops)))
 		b := &budget{left: opts.stepBudget()}
-		switch porcupineVerdict(logModel(p, b, opts.StaleFetches), ops, b, opts.Timeout) {
+		v, piece := logVerdict(p, ops, b, opts)
+		switch v {
 		case Invalid:
-			r.add(anomalyNonlinearLog, tpDetail(tp, fmt.Sprintf("no linearization of %d operations", len(ops))))
+			r.add(anomalyNonlinearLog, tpDetail(tp, fmt.Sprintf("no linearization of %d operations (none of the %d operations called from time %d on)",
+				len(ops), len(piece), piece[0].Call)))
 		case Unknown:
 			r.unknown("%s: search inconclusive (step budget %d, timeout %v)", tp, opts.stepBudget(), opts.Timeout)
 		}
 	}
 	return *r
+}
+
+// logVerdict checks one partition's operations piece by piece: the first
+// piece that is not Valid decides (and is returned), else Valid.
+func logVerdict(p *partLog, ops []porcupine.Operation, b *budget, opts Options) (Validity, []porcupine.Operation) {
+	from := int64(0)
+	for _, piece := range logPieces(ops) {
+		if v := porcupineVerdict(logModel(p, b, opts.StaleFetches, from), piece, b, opts.Timeout); v != Valid {
+			return v, piece
+		}
+		for _, op := range piece {
+			from = max(from, logTarget(op.Input.(*logInput)))
+		}
+	}
+	return Valid, nil
+}
+
+// Splitting a partition's history. Porcupine's cache keeps a copy of the
+// set of linearized operations for every state it reaches, so one search
+// over n operations holds about n*n/8 bytes: a long simulator seed's
+// 200,000 operations took more than 10 GB. The log model lets a history be
+// checked in pieces with the same verdict:
+//
+//   - Every step moves L to max(L, target) or fails (logStep): a write at o
+//     to o+1, a fetch to its high watermark, or past its last record when
+//     it reports none. So whatever order linearizes a set of operations, L
+//     ends at the largest of their targets: the state after a piece is one
+//     number, known without searching.
+//   - Where no operation is in flight (every earlier one returned before
+//     every later one is called), real time puts the earlier ones first in
+//     any linearization. The whole history is linearizable exactly when the
+//     part before is (from L = 0) and the part after is, from the first
+//     part's final L.
+//   - A write that never completed runs until Never and would leave no such
+//     point after its call. But a write at o must take effect while L <= o,
+//     so before every operation whose target is past o: ending it at the
+//     first return of such an operation adds no constraint the model does
+//     not already impose (anything called after that return follows that
+//     operation, which follows the write). tightenWrites does so.
+
+// logTarget is where op leaves L at the least: L' = max(L, target).
+func logTarget(in *logInput) int64 {
+	if in.write {
+		return in.offset + 1
+	}
+	if in.hwm >= 0 {
+		return in.hwm
+	}
+	top := int64(0)
+	for _, rec := range in.records {
+		top = max(top, rec.Offset+1)
+	}
+	return top
+}
+
+// tightenWrites ends every write no later than the first return of an
+// operation whose target is past its offset (never before its call).
+func tightenWrites(ops []porcupine.Operation) {
+	type bound struct{ target, ret int64 }
+	var bs []bound
+	for _, op := range ops {
+		if op.Return != history.Never {
+			bs = append(bs, bound{logTarget(op.Input.(*logInput)), op.Return})
+		}
+	}
+	slices.SortFunc(bs, func(x, y bound) int { return cmp.Compare(x.target, y.target) })
+	// firstRet[i]: the earliest return among bs[i:].
+	firstRet := make([]int64, len(bs)+1)
+	firstRet[len(bs)] = history.Never
+	for i := len(bs) - 1; i >= 0; i-- {
+		firstRet[i] = min(firstRet[i+1], bs[i].ret)
+	}
+	for i := range ops {
+		in := ops[i].Input.(*logInput)
+		if !in.write {
+			continue
+		}
+		j := sort.Search(len(bs), func(j int) bool { return bs[j].target > in.offset })
+		if end := max(ops[i].Call, firstRet[j]); end < ops[i].Return {
+			ops[i].Return = end
+		}
+	}
+}
+
+// logPieces tightens the writes of ops and splits ops, in call order, at
+// every point where no operation is in flight.
+func logPieces(ops []porcupine.Operation) [][]porcupine.Operation {
+	ops = slices.Clone(ops)
+	tightenWrites(ops)
+	slices.SortStableFunc(ops, func(x, y porcupine.Operation) int { return cmp.Compare(x.Call, y.Call) })
+	var pieces [][]porcupine.Operation
+	start, lastReturn := 0, int64(math.MinInt64)
+	for i, op := range ops {
+		// Porcupine orders a call before a return at the same time:
+		// only a return strictly before the call separates them.
+		if i > start && lastReturn < op.Call {
+			pieces = append(pieces, ops[start:i])
+			start = i
+		}
+		lastReturn = max(lastReturn, op.Return)
+	}
+	return append(pieces, ops[start:])
 }
 
 // The committed-offset model: a register per (group, partition). A commit
