@@ -198,7 +198,7 @@ func porcupineVerdict(model porcupine.Model, ops []porcupine.Operation, b *budge
 }
 
 // checkLinearizableLog runs the log model on each partition, one piece
-// at a time (logPieces), all pieces of a partition sharing one step budget.
+// at a time (logPieces), each piece's search with its own step budget.
 func checkLinearizableLog(a *analysis, opts Options) Result {
 	r := newResult(LinearizableLog, opts)
 	for _, tp := range a.sortedTPs() {
@@ -208,24 +208,27 @@ func checkLinearizableLog(a *analysis, opts Options) Result {
 			continue
 		}
 		r.stat("operations", int64(len(ops)))
-		b := &budget{left: opts.stepBudget()}
-		v, piece := logVerdict(p, ops, b, opts)
+		v, piece := logVerdict(p, ops, opts)
 		switch v {
 		case Invalid:
 			r.add(anomalyNonlinearLog, tpDetail(tp, fmt.Sprintf("no linearization of %d operations (none of the %d operations called from time %d on)",
 				len(ops), len(piece), piece[0].Call)))
 		case Unknown:
-			r.unknown("%s: search inconclusive (step budget %d, timeout %v)", tp, opts.stepBudget(), opts.Timeout)
+			r.unknown("%s: search inconclusive (step budget %d, timeout %v, in the %d operations called from time %d on)",
+				tp, opts.stepBudget(), opts.Timeout, len(piece), piece[0].Call)
 		}
 	}
 	return *r
 }
 
 // logVerdict checks one partition's operations piece by piece: the first
-// piece that is not Valid decides (and is returned), else Valid.
-func logVerdict(p *partLog, ops []porcupine.Operation, b *budget, opts Options) (Validity, []porcupine.Operation) {
+// piece that is not Valid decides (and is returned), else Valid. The pieces
+// are separate searches, so each has the step budget a whole history had
+// before: a long history is many short searches, not one long one.
+func logVerdict(p *partLog, ops []porcupine.Operation, opts Options) (Validity, []porcupine.Operation) {
 	from := int64(0)
 	for _, piece := range logPieces(ops) {
+		b := &budget{left: opts.stepBudget()}
 		if v := porcupineVerdict(logModel(p, b, opts.StaleFetches, from), piece, b, opts.Timeout); v != Valid {
 			return v, piece
 		}

@@ -96,7 +96,7 @@ func TestLogPiecesVerdictMatchesWholeSearch(t *testing.T) {
 				}
 				for _, stale := range []bool{false, true} {
 					want := wholeLogVerdict(p, ops, stale)
-					got, _ := logVerdict(p, ops, &budget{left: Options{}.stepBudget()}, Options{StaleFetches: stale})
+					got, _ := logVerdict(p, ops, Options{StaleFetches: stale})
 					if got != want {
 						t.Fatalf("seed %d try %d (%s) %v stale=%v: split %s, whole %s", seed, try, how, tp, stale, got, want)
 					}
