@@ -667,12 +667,20 @@ func committedValues(data []byte, offset int64, aborted []kmsg.FetchResponseTopi
 // timed out yet) ended the read without those values, and the other
 // partitions, whose reads waited on its open transaction, with theirs:
 // "lost-write: T400 was committed; 2 of its 4 values are visible"
-// (simulator seed 3600042 --long --all-faults).
+// (simulator seed 3600042 --long --all-faults;
+// TestTxnFinalReadWaitsForProducers).
 func (r *run) finishTxn() {
-	w := r.txn
-	if w == nil || !w.ready {
-		return
+	if w := r.txn; w != nil && w.ready {
+		r.finishTxnWith(w, w.fetch)
 	}
+}
+
+// txnFetchFunc is txnWorkload.fetch's signature: a read_committed read of
+// one partition from offset.
+type txnFetchFunc func(part int32, offset int64, done func(ok bool, vals []string, next, lso, hw int64))
+
+// finishTxnWith is finishTxn reading through fetch.
+func (r *run) finishTxnWith(w *txnWorkload, fetch txnFetchFunc) {
 	deadline := r.now() + r.o.LivenessMax
 	if w.running > 0 && !r.runUntil(func() bool { return w.running == 0 }, r.o.LivenessMax) {
 		r.violation("liveness", fmt.Sprintf("%d producers of %s still running %v after the heal's wait", w.running, txnTopic, r.o.LivenessMax))
@@ -687,7 +695,7 @@ func (r *run) finishTxn() {
 	readAll = func(part int32, from int64) {
 		reading[part] = true
 		floor := w.maxLSO[part]
-		w.fetch(part, from, func(ok bool, vals []string, next, lso, hw int64) {
+		fetch(part, from, func(ok bool, vals []string, next, lso, hw int64) {
 			if from == 0 {
 				final[part] = nil
 			}
