@@ -48,6 +48,9 @@ type txnSession struct {
 	next  func()
 	abort func()
 	ready func()
+	// stop, when set, is called once the producer has counted itself
+	// out of the run (stopped).
+	stop func()
 }
 
 // stopped reports whether the run is stopping and the producer is between
@@ -55,6 +58,9 @@ type txnSession struct {
 func (s *txnSession) stopped() bool {
 	if s.r.stopping && !s.open() {
 		s.r.active--
+		if s.stop != nil {
+			s.stop()
+		}
 		return true
 	}
 	return false

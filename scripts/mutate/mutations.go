@@ -517,6 +517,16 @@ var mutations = []mutation{
 		Why:         "simulator: the final read starts over from the log start on every failed fetch, and a long seed's log, hundreds of fetches long, is never read in full within the liveness bound while BUGGIFY fails about 2% of fetches",
 		Run:         "^TestFinalReadKeepsProgressOverFailedFetches$",
 	},
+	// The transactional final read waits for every producer to stop
+	// (long seed 3600042: a zombie resumed after the heal wrote a
+	// partition the read had finished).
+	{
+		Name: "txn-final-read-before-producers-stop", File: "sim/txn.go",
+		Original:    "if w.running > 0 && !r.runUntil(func() bool { return w.running == 0 }, r.o.LivenessMax) {",
+		Replacement: "if false {",
+		Why:         "simulator: the transactional final read begins while a producer still runs (the zombie, paused across the heal), reads a partition in full before the producer's resumed transaction writes there and commits, and reports its committed values lost",
+		Run:         "^TestTxnFinalReadWaitsForProducers$",
+	},
 	// The simulator's join check judges the joined broker by a balancer
 	// rest planned on metadata that lists it (seed 2406938).
 	{
