@@ -298,17 +298,27 @@ func sortedKeys(m map[string]int) []string {
 	return keys
 }
 
-// startProfiles starts the CPU profile f asks for and returns the function
-// that writes the profiles (CPU, heap) out; it is safe to call more than
-// once and from the signal handler's goroutine.
+// startProfiles starts the CPU profile f asks for and creates the heap
+// profile's file up front (a bad path fails now, not after a long run); it
+// returns the function that writes the profiles out, safe to call more
+// than once and from the signal handler's goroutine.
 func startProfiles(f simFlags) (stop func(), err error) {
-	var cpu *os.File
-	if f.cpuProfile != "" {
-		if cpu, err = os.Create(f.cpuProfile); err != nil {
+	var cpu, heap *os.File
+	if f.memProfile != "" {
+		if heap, err = os.Create(f.memProfile); err != nil {
 			return nil, err
 		}
-		if err := pprof.StartCPUProfile(cpu); err != nil {
-			cpu.Close()
+	}
+	if f.cpuProfile != "" {
+		if cpu, err = os.Create(f.cpuProfile); err == nil {
+			if err = pprof.StartCPUProfile(cpu); err != nil {
+				cpu.Close()
+			}
+		}
+		if err != nil {
+			if heap != nil {
+				heap.Close()
+			}
 			return nil, err
 		}
 	}
@@ -319,21 +329,16 @@ func startProfiles(f simFlags) (stop func(), err error) {
 				pprof.StopCPUProfile()
 				cpu.Close()
 			}
-			if f.memProfile != "" {
-				writeHeapProfile(f.memProfile)
+			if heap != nil {
+				writeHeapProfile(heap)
 			}
 		})
 	}, nil
 }
 
-// writeHeapProfile writes the live heap to path, after a collection so
-// that it shows what is retained.
-func writeHeapProfile(path string) {
-	out, err := os.Create(path)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "floe sim: heap profile: %v\n", err)
-		return
-	}
+// writeHeapProfile writes the live heap to out and closes it, after a
+// collection so that it shows what is retained.
+func writeHeapProfile(out *os.File) {
 	defer out.Close()
 	runtime.GC()
 	if err := pprof.WriteHeapProfile(out); err != nil {
