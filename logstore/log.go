@@ -121,6 +121,13 @@ type Log struct {
 	// wbuf holds the active segment's last appended bytes, not yet written
 	// to its file. Invariant: file size + len(wbuf) == active().size.
 	wbuf []byte
+
+	// Read buffers, reused from one read to the next (read.go): what a
+	// read hands out never aliases them.
+	scanBuf []byte  // the array behind l.scanner's scanners
+	readBuf []byte  // Read's batches before their copy to ReadResult.Data
+	entBuf  []Entry // EntriesFunc's entries
+	dataBuf []byte  // EntriesFunc's payloads before their copy to the entries' Data
 }
 
 // FirstIndex is the first index readable on the Raft side: snapshot index + 1.
