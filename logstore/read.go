@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"unsafe"
 
 	"github.com/floe-broker/floe/node/records"
 )
@@ -19,10 +20,11 @@ type ReadResult struct {
 // scanner opens an entry scanner on s from pos, reading chunks of at least
 // scanChunkBytes.
 //
-// Its buffer is the log's scan buffer (l.scanBuf), reused by every scanner
-// the log opens: what take and next return aliases it until the log's next
-// scanner opens, so one scanner is live at a time and nothing a read hands
-// out (or keeps) is that memory: callers copy it. Reading through a reused
+// Its buffer is the log's scan buffer (l.bufs.scan), reused by every scanner
+// the log, and every log sharing its ReadBuffers, opens: what take and next
+// return aliases it until the next such scanner opens, so one scanner is
+// live at a time and nothing a read hands out (or keeps) is that memory:
+// callers copy it. Reading through a reused
 // buffer changes no read the scanner makes (newEntryScannerIn), so a
 // simulation's file-system faults, drawn per read, stay the same.
 func (l *Log) scanner(s *segment, pos int64, chunk int) *entryScanner {
@@ -31,7 +33,7 @@ func (l *Log) scanner(s *segment, pos int64, chunk int) *entryScanner {
 
 // scannerChunk is scanner reading chunks of exactly chunk bytes.
 func (l *Log) scannerChunk(s *segment, pos int64, chunk int) *entryScanner {
-	return newEntryScannerIn(&l.scanBuf, s.f, pos, s.size, l.opts.EntryBytesMax, chunk)
+	return newEntryScannerIn(&l.bufs.scan, s.f, pos, s.size, l.opts.EntryBytesMax, chunk)
 }
 
 // segmentOf returns the position in segs of the segment holding entry i,
@@ -107,8 +109,7 @@ func (l *Log) Entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
 // so a caller that converts them allocates one slice, its own: the slice
 // fn gets is the log's, reused by the next EntriesFunc, and fn must not
 // keep it (nor call the log). The entries' Data are the caller's to keep,
-// as Entries': one array holds them all, each capped at its own end so
-// that appending to one reallocates it rather than overwriting the next.
+// as Entries'.
 func (l *Log) EntriesFunc(lo, hi uint64, maxBytes int, fn func([]Entry)) error {
 	ents, err := l.entries(lo, hi, maxBytes)
 	if err != nil {
@@ -117,21 +118,17 @@ func (l *Log) EntriesFunc(lo, hi uint64, maxBytes int, fn func([]Entry)) error {
 	fn(ents)
 	clear(ents) // drop the Data the caller now owns
 	if ents != nil && cap(ents) <= entBufKeepMax {
-		l.entBuf = ents[:0]
+		l.bufs.ents = ents[:0]
 	}
 	return nil
 }
 
-// entBufKeepMax bounds the entries l.entBuf keeps room for between
-// reads; dataBufKeepMax bounds l.dataBuf's bytes.
-const (
-	entBufKeepMax  = 4096
-	dataBufKeepMax = 1 << 20
-)
+// entBufKeepMax bounds the entries l.bufs.ents keeps room for between reads
+// (2 MiB of them).
+const entBufKeepMax = 2 << 20 / int(unsafe.Sizeof(Entry{}))
 
-// entries reads entries [lo, hi) as Entries says into l.entBuf, the
-// payloads into l.dataBuf, then copies the payloads into one array of
-// their exact size and points the entries' Data into it.
+// entries reads entries [lo, hi) as Entries says into l.bufs.ents, each
+// entry's Data a copy of its own.
 func (l *Log) entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
 	if empty, err := l.checkRange("entries", lo, hi); empty || err != nil {
 		return nil, err
@@ -140,7 +137,7 @@ func (l *Log) entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, data := l.entBuf[:0], l.dataBuf[:0]
+	out := l.bufs.ents[:0]
 	total := 0
 	for k := l.segmentOf(lo); k < len(l.segs) && lo < hi; k++ {
 		s = l.segs[k]
@@ -162,29 +159,11 @@ func (l *Log) entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
 				break
 			}
 			total += int(h.length)
-			data = append(data, raw[entryHeaderBytes:]...)
-			// Data carries the payload's length until the copy below.
-			out = append(out, Entry{Index: h.index, Term: h.term, Kind: h.kind, Data: data[len(data)-int(h.length):]})
+			out = append(out, Entry{Index: h.index, Term: h.term, Kind: h.kind,
+				Data: append([]byte(nil), raw[entryHeaderBytes:]...)})
 			lo++
 		}
 		pos = 0
-	}
-	var all []byte
-	if len(data) > 0 {
-		all = make([]byte, len(data))
-		copy(all, data)
-	}
-	off := 0
-	for i := range out {
-		n := len(out[i].Data)
-		out[i].Data = nil // an empty payload: nil, as a copy of it would be
-		if n > 0 {
-			out[i].Data = all[off : off+n : off+n]
-		}
-		off += n
-	}
-	if cap(data) <= dataBufKeepMax {
-		l.dataBuf = data[:0]
 	}
 	return out, nil
 }
@@ -276,7 +255,25 @@ func (l *Log) OffsetAfterIndex(index uint64) int64 {
 // NextOffset give ErrOffsetOutOfRange; a damaged entry gives an error
 // wrapping ErrCorrupt naming its segment and position, and nothing of it is
 // served.
+//
+// The caller owns Data (a copy of exactly its size, never the log's
+// buffers).
 func (l *Log) Read(offset int64, maxBytes int, limitOffset int64) (ReadResult, error) {
+	res, err := l.ReadTransient(offset, maxBytes, limitOffset)
+	if res.Data != nil {
+		data := make([]byte, len(res.Data)) // not nil, even when empty
+		copy(data, res.Data)
+		res.Data = data
+	}
+	return res, err
+}
+
+// ReadTransient is Read whose Data is the log's read buffer, not a copy:
+// it is valid only until the next read of this log or of any log sharing
+// its ReadBuffers, and the caller copies what it keeps. It is for readers
+// that decode the batches and drop them (a coordinator's replay reads its
+// whole partition, a MiB at a time).
+func (l *Log) ReadTransient(offset int64, maxBytes int, limitOffset int64) (ReadResult, error) {
 	res := ReadResult{NextOffset: offset}
 	if offset < l.startOffset || offset > l.nextOffset {
 		return res, fmt.Errorf("%w: offset %d, log has [%d, %d)", ErrOffsetOutOfRange, offset, l.startOffset, l.nextOffset)
@@ -299,11 +296,13 @@ func (l *Log) Read(offset int64, maxBytes int, limitOffset int64) (ReadResult, e
 	for _, s := range l.segs[k+1:] {
 		avail += s.size
 	}
-	//
-	// The batches are gathered in l.readBuf and copied to a Data of
-	// exactly their size: a fetch sized by its budget zeroed up to a
-	// megabyte to return a few kilobytes.
-	data := l.readBuf[:0]
+	// That size is for the read buffer (l.bufs.read) the batches are
+	// gathered in, when it is new; Read then copies them to a Data of
+	// exactly their size.
+	data := l.bufs.read[:0]
+	if cap(data) == 0 {
+		data = make([]byte, 0, min(int64(max(maxBytes, 0)), avail, readBufKeepMax))
+	}
 	var err error
 	for first := true; k < len(l.segs); k, first = k+1, false {
 		s := l.segs[k]
@@ -317,16 +316,15 @@ func (l *Log) Read(offset int64, maxBytes int, limitOffset int64) (ReadResult, e
 			break
 		}
 	}
-	res.Data = make([]byte, len(data)) // not nil, even when empty
-	copy(res.Data, data)
+	res.Data = data // not nil, even when empty
 	if cap(data) <= readBufKeepMax {
-		l.readBuf = data[:0]
+		l.bufs.read = data[:0]
 	}
 	return res, err
 }
 
 // readBufKeepMax bounds the read buffer a Log keeps between reads.
-const readBufKeepMax = 1 << 20
+const readBufKeepMax = 2 << 20
 
 // readSegment appends qualifying batches of s from pos to res; done reports
 // that the byte budget or the limit offset stopped it.

@@ -273,8 +273,9 @@ func newEntryScannerIn(keep *[]byte, f File, pos, end int64, lengthMax int, chun
 	return &entryScanner{f: f, pos: pos, end: end, bufStart: pos, lengthMax: lengthMax, buf: buf}
 }
 
-// scanBufKeepMax bounds the scan buffer a Log keeps between reads.
-const scanBufKeepMax = 1 << 20
+// scanBufKeepMax bounds the scan buffer a Log keeps between reads: 2 MiB
+// keeps the chunk of a 1 MiB Read (the coordinators' replays).
+const scanBufKeepMax = 2 << 20
 
 // errTruncated means the file ended inside an entry.
 var errTruncated = errors.New("entry runs past the end of the file")
