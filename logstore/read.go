@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"unsafe"
 
 	"github.com/floe-broker/floe/node/records"
 )
@@ -24,9 +23,9 @@ type ReadResult struct {
 // the log, and every log sharing its ReadBuffers, opens: what take and next
 // return aliases it until the next such scanner opens, so one scanner is
 // live at a time and nothing a read hands out (or keeps) is that memory:
-// callers copy it. Reading through a reused
-// buffer changes no read the scanner makes (newEntryScannerIn), so a
-// simulation's file-system faults, drawn per read, stay the same.
+// callers copy it. Reading through a reused buffer changes no read the
+// scanner makes (newEntryScannerIn), so a simulation's file-system faults,
+// drawn per read, stay the same.
 func (l *Log) scanner(s *segment, pos int64, chunk int) *entryScanner {
 	return l.scannerChunk(s, pos, max(chunk, scanChunkBytes))
 }
@@ -124,8 +123,8 @@ func (l *Log) EntriesFunc(lo, hi uint64, maxBytes int, fn func([]Entry)) error {
 }
 
 // entBufKeepMax bounds the entries l.bufs.ents keeps room for between reads
-// (2 MiB of them).
-const entBufKeepMax = 2 << 20 / int(unsafe.Sizeof(Entry{}))
+// (1.5 MiB of them, at 48 bytes an Entry).
+const entBufKeepMax = 1 << 15
 
 // entries reads entries [lo, hi) as Entries says into l.bufs.ents, each
 // entry's Data a copy of its own.
@@ -152,6 +151,7 @@ func (l *Log) entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
 				err = fmt.Errorf("found index %d, want %d", h.index, lo)
 			}
 			if err != nil {
+				clear(out) // the kept slice holds no copies
 				return nil, corruptAt(s, at, err)
 			}
 			if len(out) > 0 && maxBytes >= 0 && total+int(h.length) > maxBytes {
