@@ -26,5 +26,8 @@
 //
 // Threading: a Log belongs to one goroutine (the reactor). The one exception
 // is SyncPlan.Run, which the runtime may run on an fsync goroutine (see
-// sync.go for the rules that make that safe).
+// sync.go for the rules that make that safe). Logs given the same
+// Options.ReadBuffers share their read buffers, so all of them belong to
+// one goroutine; no read hands those buffers out, except ReadTransient,
+// whose Data is valid only until the next read of any of them.
 package logstore

@@ -45,6 +45,22 @@ type Options struct {
 	// each append to a non-empty active segment; true rolls to a new
 	// segment there, as SegmentAge might have.
 	RollEarly func() bool
+	// ReadBuffers, when set, are the buffers the Log's reads go through,
+	// shared with the other Logs given the same ones: all of them must be
+	// used from one goroutine (the reactor's). nil: the Log has its own.
+	ReadBuffers *ReadBuffers
+}
+
+// ReadBuffers are the buffers a Log's reads go through, reused from one
+// read to the next (read.go); what a read hands out never aliases them.
+// Logs called from one goroutine may share one set (Options.ReadBuffers):
+// a Log is mostly read just after it opens (Raft applying its committed
+// entries, a coordinator replaying it), so buffers of its own would be
+// grown anew by every Log a restart opens. The zero value is ready.
+type ReadBuffers struct {
+	scan []byte  // the array behind Log.scanner's scanners
+	read []byte  // Read's batches before their copy to ReadResult.Data
+	ents []Entry // EntriesFunc's entries
 }
 
 func (o Options) withDefaults() Options {
@@ -121,6 +137,9 @@ type Log struct {
 	// wbuf holds the active segment's last appended bytes, not yet written
 	// to its file. Invariant: file size + len(wbuf) == active().size.
 	wbuf []byte
+
+	// bufs are the read buffers: opts.ReadBuffers, or the Log's own.
+	bufs *ReadBuffers
 }
 
 // FirstIndex is the first index readable on the Raft side: snapshot index + 1.

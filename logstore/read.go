@@ -16,9 +16,23 @@ type ReadResult struct {
 	NextOffset int64
 }
 
-// scanner opens an entry scanner on s from pos.
+// scanner opens an entry scanner on s from pos, reading chunks of at least
+// scanChunkBytes.
+//
+// Its buffer is the log's scan buffer (l.bufs.scan), reused by every scanner
+// the log, and every log sharing its ReadBuffers, opens: what take and next
+// return aliases it until the next such scanner opens, so one scanner is
+// live at a time and nothing a read hands out (or keeps) is that memory:
+// callers copy it. Reading through a reused buffer changes no read the
+// scanner makes (newEntryScannerIn), so a simulation's file-system faults,
+// drawn per read, stay the same.
 func (l *Log) scanner(s *segment, pos int64, chunk int) *entryScanner {
-	return newEntryScanner(s.f, pos, s.size, l.opts.EntryBytesMax, max(chunk, scanChunkBytes))
+	return l.scannerChunk(s, pos, max(chunk, scanChunkBytes))
+}
+
+// scannerChunk is scanner reading chunks of exactly chunk bytes.
+func (l *Log) scannerChunk(s *segment, pos int64, chunk int) *entryScanner {
+	return newEntryScannerIn(&l.bufs.scan, s.f, pos, s.size, l.opts.EntryBytesMax, chunk)
 }
 
 // segmentOf returns the position in segs of the segment holding entry i,
@@ -72,7 +86,49 @@ func (l *Log) checkRange(what string, lo, hi uint64) (empty bool, err error) {
 // least one entry if the range is not empty (maxBytes < 0: no limit). It
 // returns ErrCompacted if lo <= the snapshot index, ErrUnavailable if
 // hi-1 > LastIndex, and an error wrapping ErrCorrupt for damaged entries.
+//
+// The caller owns what it gets: the slice and every entry's Data (a fresh
+// copy, never the log's buffers; nil for an empty payload).
 func (l *Log) Entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
+	var out []Entry
+	err := l.EntriesFunc(lo, hi, maxBytes, func(es []Entry) {
+		if len(es) > 0 {
+			out = make([]Entry, len(es))
+			copy(out, es)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil // no entries: a nil slice
+}
+
+// EntriesFunc is Entries handing its entries to fn instead of returning
+// them, once, on success only (with an empty slice when there are none),
+// so a caller that converts them allocates one slice, its own: the slice
+// fn gets is the log's, reused by the next EntriesFunc, and fn must not
+// keep it (nor call the log). The entries' Data are the caller's to keep,
+// as Entries'.
+func (l *Log) EntriesFunc(lo, hi uint64, maxBytes int, fn func([]Entry)) error {
+	ents, err := l.entries(lo, hi, maxBytes)
+	if err != nil {
+		return err
+	}
+	fn(ents)
+	clear(ents) // drop the Data the caller now owns
+	if ents != nil && cap(ents) <= entBufKeepMax {
+		l.bufs.ents = ents[:0]
+	}
+	return nil
+}
+
+// entBufKeepMax bounds the entries l.bufs.ents keeps room for between reads
+// (1.5 MiB of them, at 48 bytes an Entry).
+const entBufKeepMax = 1 << 15
+
+// entries reads entries [lo, hi) as Entries says into l.bufs.ents, each
+// entry's Data a copy of its own.
+func (l *Log) entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
 	if empty, err := l.checkRange("entries", lo, hi); empty || err != nil {
 		return nil, err
 	}
@@ -80,7 +136,7 @@ func (l *Log) Entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Entry, 0, min(hi-lo, entriesInitialCap))
+	out := l.bufs.ents[:0]
 	total := 0
 	for k := l.segmentOf(lo); k < len(l.segs) && lo < hi; k++ {
 		s = l.segs[k]
@@ -95,10 +151,12 @@ func (l *Log) Entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
 				err = fmt.Errorf("found index %d, want %d", h.index, lo)
 			}
 			if err != nil {
+				clear(out) // the kept slice holds no copies
 				return nil, corruptAt(s, at, err)
 			}
 			if len(out) > 0 && maxBytes >= 0 && total+int(h.length) > maxBytes {
-				return out, nil
+				lo = hi // stop
+				break
 			}
 			total += int(h.length)
 			out = append(out, Entry{Index: h.index, Term: h.term, Kind: h.kind,
@@ -107,15 +165,8 @@ func (l *Log) Entries(lo, hi uint64, maxBytes int) ([]Entry, error) {
 		}
 		pos = 0
 	}
-	if len(out) == 0 {
-		return nil, nil // as before the up-front sizing: no entries, a nil slice
-	}
 	return out, nil
 }
-
-// entriesInitialCap bounds the entries Entries allocates room for up
-// front.
-const entriesInitialCap = 64
 
 // kindsChunkBytes is the read size of Kinds: it reads headers, so with
 // entries larger than this it reads a fraction of the log (a 64 KiB batch:
@@ -143,7 +194,7 @@ func (l *Log) Kinds(lo, hi uint64) ([]uint8, error) {
 	linked := false
 	for k := l.segmentOf(lo); k < len(l.segs) && lo < hi; k++ {
 		s := l.segs[k]
-		sc := newEntryScanner(s.f, pos, s.size, l.opts.EntryBytesMax, kindsChunkBytes)
+		sc := l.scannerChunk(s, pos, kindsChunkBytes)
 		for lo < hi {
 			at := sc.pos
 			h, err := sc.peek()
@@ -204,7 +255,25 @@ func (l *Log) OffsetAfterIndex(index uint64) int64 {
 // NextOffset give ErrOffsetOutOfRange; a damaged entry gives an error
 // wrapping ErrCorrupt naming its segment and position, and nothing of it is
 // served.
+//
+// The caller owns Data (a copy of exactly its size, never the log's
+// buffers).
 func (l *Log) Read(offset int64, maxBytes int, limitOffset int64) (ReadResult, error) {
+	res, err := l.ReadTransient(offset, maxBytes, limitOffset)
+	if res.Data != nil {
+		data := make([]byte, len(res.Data)) // not nil, even when empty
+		copy(data, res.Data)
+		res.Data = data
+	}
+	return res, err
+}
+
+// ReadTransient is Read whose Data is the log's read buffer, not a copy:
+// it is valid only until the next read of this log or of any log sharing
+// its ReadBuffers, and the caller copies what it keeps. It is for readers
+// that decode the batches and drop them (a coordinator's replay reads its
+// whole partition, a MiB at a time).
+func (l *Log) ReadTransient(offset int64, maxBytes int, limitOffset int64) (ReadResult, error) {
 	res := ReadResult{NextOffset: offset}
 	if offset < l.startOffset || offset > l.nextOffset {
 		return res, fmt.Errorf("%w: offset %d, log has [%d, %d)", ErrOffsetOutOfRange, offset, l.startOffset, l.nextOffset)
@@ -227,24 +296,39 @@ func (l *Log) Read(offset int64, maxBytes int, limitOffset int64) (ReadResult, e
 	for _, s := range l.segs[k+1:] {
 		avail += s.size
 	}
-	res.Data = make([]byte, 0, min(int64(max(maxBytes, 0)), avail, 1<<20))
+	// That size is for the read buffer (l.bufs.read) the batches are
+	// gathered in, when it is new; Read then copies them to a Data of
+	// exactly their size.
+	data := l.bufs.read[:0]
+	if cap(data) == 0 {
+		data = make([]byte, 0, min(int64(max(maxBytes, 0)), avail, readBufKeepMax))
+	}
+	var err error
 	for first := true; k < len(l.segs); k, first = k+1, false {
 		s := l.segs[k]
 		pos := int64(0)
 		if first {
 			pos = start
 		}
-		done, err := l.readSegment(s, pos, offset, maxBytes, limitOffset, &res)
+		var done bool
+		done, err = l.readSegment(s, pos, offset, maxBytes, limitOffset, &data, &res.NextOffset)
 		if err != nil || done {
-			return res, err
+			break
 		}
 	}
-	return res, nil
+	res.Data = data // not nil, even when empty
+	if cap(data) <= readBufKeepMax {
+		l.bufs.read = data[:0]
+	}
+	return res, err
 }
+
+// readBufKeepMax bounds the read buffer a Log keeps between reads.
+const readBufKeepMax = 2 << 20
 
 // readSegment appends qualifying batches of s from pos to res; done reports
 // that the byte budget or the limit offset stopped it.
-func (l *Log) readSegment(s *segment, pos, offset int64, maxBytes int, limitOffset int64, res *ReadResult) (done bool, err error) {
+func (l *Log) readSegment(s *segment, pos, offset int64, maxBytes int, limitOffset int64, data *[]byte, next *int64) (done bool, err error) {
 	sc := l.scanner(s, pos, min(maxBytes+entryHeaderBytes, 8<<20))
 	for {
 		at := sc.pos
@@ -262,15 +346,15 @@ func (l *Log) readSegment(s *segment, pos, offset int64, maxBytes int, limitOffs
 		if h.baseOffset >= limitOffset {
 			return true, nil
 		}
-		if len(res.Data) > 0 && len(res.Data)+int(h.length) > maxBytes {
+		if len(*data) > 0 && len(*data)+int(h.length) > maxBytes {
 			return true, nil
 		}
 		raw, err := sc.take(h, true)
 		if err != nil {
 			return true, corruptAt(s, at, err)
 		}
-		res.Data = append(res.Data, raw[entryHeaderBytes:]...)
-		res.NextOffset = h.offsetAfter()
+		*data = append(*data, raw[entryHeaderBytes:]...)
+		*next = h.offsetAfter()
 	}
 }
 

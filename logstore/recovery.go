@@ -105,7 +105,10 @@ type segFile struct {
 // Open opens the log in dir, creating dir and an empty log if missing, and
 // recovers it (see the top of recovery.go).
 func Open(fsys FS, dir string, opts Options) (*Log, Recovery, error) {
-	l := &Log{fs: fsys, dir: cleanName(dir), opts: opts.withDefaults()}
+	l := &Log{fs: fsys, dir: cleanName(dir), opts: opts.withDefaults(), bufs: opts.ReadBuffers}
+	if l.bufs == nil {
+		l.bufs = new(ReadBuffers)
+	}
 	var rec Recovery
 	if err := l.open(&rec); err != nil {
 		l.closeFiles()

@@ -250,10 +250,32 @@ type entryScanner struct {
 const scanChunkBytes = 64 << 10
 
 func newEntryScanner(f File, pos, end int64, lengthMax int, chunk int) *entryScanner {
-	size := max(min(int64(chunk), end-pos), entryHeaderBytes)
-	return &entryScanner{f: f, pos: pos, end: end, bufStart: pos, lengthMax: lengthMax,
-		buf: make([]byte, size)}
+	return newEntryScannerIn(nil, f, pos, end, lengthMax, chunk)
 }
+
+// newEntryScannerIn is newEntryScanner reading through *keep's array when
+// it is large enough: only the scanner's length (the chunk) decides its
+// reads, never the array behind it, so a scanner reads exactly the same
+// calls either way. A fresh array of at most scanBufKeepMax bytes replaces
+// *keep, for the next scanner. (keep nil: always a fresh array.)
+func newEntryScannerIn(keep *[]byte, f File, pos, end int64, lengthMax int, chunk int) *entryScanner {
+	size := max(min(int64(chunk), end-pos), entryHeaderBytes)
+	var buf []byte
+	switch {
+	case keep != nil && int64(cap(*keep)) >= size:
+		buf = (*keep)[:size]
+	default:
+		buf = make([]byte, size)
+		if keep != nil && size <= scanBufKeepMax {
+			*keep = buf
+		}
+	}
+	return &entryScanner{f: f, pos: pos, end: end, bufStart: pos, lengthMax: lengthMax, buf: buf}
+}
+
+// scanBufKeepMax bounds the scan buffer a Log keeps between reads: 2 MiB
+// keeps the chunk of a 1 MiB Read (the coordinators' replays).
+const scanBufKeepMax = 2 << 20
 
 // errTruncated means the file ended inside an entry.
 var errTruncated = errors.New("entry runs past the end of the file")

@@ -51,6 +51,11 @@ type Env struct {
 	// (DescribeLogDirs). Nil: the path is Config.DataDir and the sizes are
 	// unknown.
 	DiskSpace func() (dir string, totalBytes, usableBytes int64, err error)
+	// ReadBuffers, when set, are the read buffers of the reactor's logs
+	// (logstore.Options.ReadBuffers), shared with every reactor given the
+	// same ones: all of them must run on one goroutine (the simulator's
+	// brokers). Nil: the reactor's own.
+	ReadBuffers *logstore.ReadBuffers
 }
 
 // Disk runs fsyncs off the reactor.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/floe-broker/floe/clock"
 	"github.com/floe-broker/floe/consensus"
+	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/partition"
@@ -47,6 +48,9 @@ type Reactor struct {
 	throttled map[uint64][]uint64
 
 	parts map[uint64]*partition.Partition // by Raft group
+	// readBufs are the read buffers every log of this reactor shares
+	// (logstore.Options.ReadBuffers): Env.ReadBuffers, or its own.
+	readBufs *logstore.ReadBuffers
 	// groupList caches groupIDs; nil when r.parts or r.ctl changed since
 	// (every change goes through groupsChanged). Never written in place:
 	// a caller may still be ranging over an older list.
@@ -149,6 +153,10 @@ func New(cfg Config, env Env) *Reactor {
 		local:    map[uint64]*groupState{},
 		sec:      newSecurity(cfg.Security),
 		work:     newWorkSet(),
+		readBufs: env.ReadBuffers,
+	}
+	if r.readBufs == nil {
+		r.readBufs = new(logstore.ReadBuffers)
 	}
 	r.host.SetChanged(r.workChanged)
 	return r

@@ -125,7 +125,7 @@ func tornBootstrap(log *logstore.Log, es []logstore.Entry) (bool, error) {
 
 func (r *Reactor) logOptions(segmentBytes int64, segmentAge time.Duration) logstore.Options {
 	return logstore.Options{SegmentBytes: segmentBytes, SegmentAge: segmentAge, Clock: r.env.Clock,
-		RollEarly: r.buggifyHook(bugSegmentRollEarly)}
+		RollEarly: r.buggifyHook(bugSegmentRollEarly), ReadBuffers: r.readBufs}
 }
 
 // openController opens (or, on first boot, creates) the controller group.

@@ -140,10 +140,13 @@ func (r *Reactor) loadTxnCoordinator(p *partition.Partition) (*txn.Coordinator, 
 	return coord, nil
 }
 
-// replayBatches calls fn for every committed batch of p, in order.
+// replayBatches calls fn for every committed batch of p, in order. b is
+// the logs' read buffer (Partition.ReadTransient): fn reads no log and
+// copies what it keeps of b (record bytes are that buffer, or a reused
+// decompression buffer, in any case).
 func replayBatches(p *partition.Partition, fn func(h records.Header, b []byte) error) error {
 	for off := p.StartOffset(); off < p.HighWatermark(); {
-		data, err := p.Read(off, 1<<20)
+		data, err := p.ReadTransient(off, 1<<20)
 		if err != nil {
 			return err
 		}

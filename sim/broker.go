@@ -105,6 +105,9 @@ func optInSites(names string) map[string]bool {
 // broker that cannot start (its logs do not open) calls Env.Fatal with the
 // reason, so the world records it and the node goes down again.
 func BrokerFactory(bc BrokerConfig) Factory {
+	// The brokers run on the world's one goroutine, so their logs share one
+	// set of read buffers: a restarted broker's logs do not grow new ones.
+	readBufs := new(logstore.ReadBuffers)
 	peers := make([]node.Peer, bc.Nodes)
 	for i := range peers {
 		peers[i] = node.Peer{ID: int32(i + 1), RaftAddr: simRaftAddr(i + 1)}
@@ -153,6 +156,7 @@ func BrokerFactory(bc BrokerConfig) Factory {
 			OnBuggify: bc.Sites.hook(),
 
 			BuggifyOptIn: optInSites(bc.BuggifyOptIn),
+			ReadBuffers:  readBufs,
 		}
 		cfg.LeaseMargin = bc.LeaseMargin
 		bc.configureBalance(int(env.ID), &cfg.Balancer, &cfg.BalancerMovesMax, &cfg.Rack)

@@ -11,6 +11,7 @@ import (
 	"github.com/floe-broker/floe/consensus"
 	"github.com/floe-broker/floe/internal/assert"
 	"github.com/floe-broker/floe/internal/plant"
+	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/node/records"
 	"github.com/floe-broker/floe/node/replica"
 )
@@ -459,6 +460,18 @@ func (p *Partition) Read(offset int64, maxBytes int) ([]byte, error) {
 // ReadTo is Read that stops before end (the last stable offset, for a
 // read_committed reader: it is always a batch boundary).
 func (p *Partition) ReadTo(offset int64, maxBytes int, end int64) ([]byte, error) {
+	return p.readTo(offset, maxBytes, end, p.rep.Read)
+}
+
+// ReadTransient is Read returning the log's read buffer instead of a copy
+// (logstore.Log.ReadTransient): the batches are valid only until the next
+// read of any of the node's logs, and the caller copies what it keeps.
+func (p *Partition) ReadTransient(offset int64, maxBytes int) ([]byte, error) {
+	return p.readTo(offset, maxBytes, p.hw, p.rep.ReadTransient)
+}
+
+func (p *Partition) readTo(offset int64, maxBytes int, end int64,
+	read func(offset int64, maxBytes int, limitOffset int64) (logstore.ReadResult, error)) ([]byte, error) {
 	limit := p.hw
 	if plant.Enabled(plant.FetchPastHighWatermark) {
 		limit, end = p.rep.NextOffset(), p.rep.NextOffset()
@@ -470,7 +483,7 @@ func (p *Partition) ReadTo(offset int64, maxBytes int, end int64) ([]byte, error
 	if offset >= end {
 		return nil, nil
 	}
-	res, err := p.rep.Read(offset, maxBytes, end)
+	res, err := read(offset, maxBytes, end)
 	if err != nil {
 		return nil, err
 	}

@@ -146,6 +146,13 @@ func (r *Replica) Read(offset int64, maxBytes int, limitOffset int64) (logstore.
 	return r.log.Read(offset, maxBytes, limitOffset)
 }
 
+// ReadTransient is Read whose Data is the log's read buffer
+// (logstore.Log.ReadTransient): valid until the next read of any log
+// sharing it; the caller copies what it keeps.
+func (r *Replica) ReadTransient(offset int64, maxBytes int, limitOffset int64) (logstore.ReadResult, error) {
+	return r.log.ReadTransient(offset, maxBytes, limitOffset)
+}
+
 // OffsetForTime is the first offset whose timestamp is at or after ts.
 func (r *Replica) OffsetForTime(ts int64) (offset int64, ok bool, err error) {
 	return r.log.OffsetForTime(ts)

@@ -93,16 +93,18 @@ func (s *Storage) Entries(lo, hi, maxBytes uint64) ([]consensus.Entry, error) {
 	if maxBytes > uint64(maxInt) {
 		maxBytes = uint64(maxInt)
 	}
-	les, err := s.log.Entries(lo, hi, int(maxBytes))
+	var out []consensus.Entry
+	err := s.log.EntriesFunc(lo, hi, int(maxBytes), func(les []logstore.Entry) {
+		out = make([]consensus.Entry, len(les))
+		for i, e := range les {
+			out[i] = FromLog(e)
+		}
+	})
 	if err != nil {
 		if errors.Is(err, logstore.ErrCorrupt) {
 			s.damaged = true
 		}
 		return nil, mapErr(err)
-	}
-	out := make([]consensus.Entry, len(les))
-	for i, e := range les {
-		out[i] = FromLog(e)
 	}
 	return out, nil
 }
