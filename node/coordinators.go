@@ -169,20 +169,6 @@ func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, e
 	return coord, nil
 }
 
-// replayCommitted calls fn with every record of the partition's committed
-// batches, in log order, skipping control batches.
-func replayCommitted(p *partition.Partition, fn func(key, value []byte)) error {
-	return replayBatches(p, func(h records.Header, b []byte) error {
-		if h.IsControl() {
-			return nil
-		}
-		return records.Records(b, func(rec records.Record) error {
-			fn(rec.Key, rec.Value)
-			return nil
-		})
-	})
-}
-
 // partitionExists reports whether the metadata has this topic partition.
 func (r *Reactor) partitionExists(topic string, partition int32) bool {
 	t := r.ctl.state.Topics[topic]

@@ -142,30 +142,39 @@ func (r *Reactor) loadTxnCoordinator(p *partition.Partition) (*txn.Coordinator, 
 
 // replayBatches calls fn for every committed batch of p, in order.
 func replayBatches(p *partition.Partition, fn func(h records.Header, b []byte) error) error {
-	for off := p.StartOffset(); off < p.HighWatermark(); {
+	_, err := replayBatchesFrom(p, p.StartOffset(), fn)
+	return err
+}
+
+// replayBatchesFrom calls fn for every committed batch of p from offset
+// from on, in order (a batch holding from is read whole), and returns the
+// offset after the last batch read.
+func replayBatchesFrom(p *partition.Partition, from int64, fn func(h records.Header, b []byte) error) (end int64, err error) {
+	off := from
+	for off < p.HighWatermark() {
 		data, err := p.Read(off, 1<<20)
 		if err != nil {
-			return err
+			return off, err
 		}
 		if len(data) == 0 {
-			return nil
+			return off, nil
 		}
 		batches, err := records.Split(data)
 		if err != nil {
-			return err
+			return off, err
 		}
 		for _, b := range batches {
 			h, err := records.ParseHeader(b)
 			if err != nil {
-				return err
+				return off, err
 			}
 			off = h.NextOffset()
 			if err := fn(h, b); err != nil {
-				return err
+				return off, err
 			}
 		}
 	}
-	return nil
+	return off, nil
 }
 
 // txnStateLog is a coordinator's txn.Log: its __transaction_state
