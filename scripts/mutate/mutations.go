@@ -489,6 +489,22 @@ var mutations = []mutation{
 		Why:         "share groups: a coordinator holding no replica of a partition never hands out its records",
 		Run:         "^TestShareCoordinatorWithoutReplica$", Pkg: "./node",
 	},
+	// A share-state load reads only the records committed since the last
+	// load's reading (shareReplay, h-replay); it must equal a full replay.
+	{
+		Name: "share-replay-ignores-log-start", File: "node/shares.go",
+		Original:    "return c != nil && c.p == p && c.start == p.StartOffset() && c.end <= p.HighWatermark()",
+		Replacement: "return c != nil && c.p == p && c.end <= p.HighWatermark()",
+		Why:         "share groups: a load after the offsets partition's log start moved keeps states only records below the start decided",
+		Run:         "^TestShareReplayAcrossTermsMatchesFullReplay$", Pkg: "./node",
+	},
+	{
+		Name: "share-replay-forgets-earlier-reading", File: "node/shares.go",
+		Original:    "maps.Copy(next.decided, prev.decided)",
+		Replacement: "_ = prev.decided",
+		Why:         "share groups: a load after a leader change keeps only the states the records committed since the last load decide",
+		Run:         "^TestShareReplayAcrossTermsMatchesFullReplay$", Pkg: "./node",
+	},
 	// A replaced share shard never writes (seed 2500971, share
 	// double-delivery): its stale image committed over its successor's.
 	{
