@@ -22,6 +22,7 @@ package node
 // metrics.
 
 import (
+	"bytes"
 	"math"
 	"sort"
 	"strings"
@@ -165,10 +166,16 @@ func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, e
 	delete(r.groups.replays, uint64(g))
 	coord := rp.coord
 	skipped := 0
+	var shareRecs []shareStateRecord
 	end, err := replayBatchesFrom(p, rp.end, func(h records.Header, b []byte) error {
 		return records.Records(b, func(rec records.Record) error {
 			if h.BaseOffset+int64(rec.OffsetDelta) < skipBelow {
 				return nil
+			}
+			if !h.IsControl() && share.IsStateKey(rec.Key) {
+				// For the share state's reading (as replayShareValues
+				// keeps them).
+				shareRecs = append(shareRecs, shareStateRecord{key: string(rec.Key), value: bytes.Clone(rec.Value)})
 			}
 			var err error
 			switch {
@@ -192,6 +199,7 @@ func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, e
 	if err != nil {
 		return nil, err
 	}
+	r.shares.extendReplay(uint64(g), p, rp.start, rp.end, end, shareRecs)
 	rp.end, rp.skipped = end, rp.skipped+skipped
 	if r.groups.replays == nil {
 		r.groups.replays = map[uint64]*groupReplay{}

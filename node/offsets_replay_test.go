@@ -117,15 +117,16 @@ func (o *offsetsLead) moveStart() int64 {
 // TestShareReplayAcrossTermsMatchesFullReplay: the share state a broker
 // loads from what its last load read plus the records committed since
 // (shareReplay) equals a full replay of the offsets partition, across
-// leader changes (each broker coming back to lead with an older reading),
-// a log start moved past records that alone decided some keys (the
-// reading no longer holds: a full replay), and a broker restarted (no
-// reading). The records mix valid states, tombstones, values and keys
+// leader changes (each broker coming back to lead with an older reading,
+// which its group coordinator's load extends: extendReplay), a log start
+// moved past records that alone decided some keys (the reading no longer
+// holds: a full replay, the coordinator's or the share state's own), and a
+// broker restarted (no reading). The records mix valid states, tombstones, values and keys
 // that do not decode, and one key spelled two ways.
 func TestShareReplayAcrossTermsMatchesFullReplay(t *testing.T) {
 	o := newOffsetsLead(t, 61)
 	c, g := o.c, o.g
-	leader, waitLeader, write := o.leader, o.waitLeader, o.write
+	leader, write := o.leader, o.write
 
 	keys := []share.Key{{Group: "g", Topic: "t", Partition: 0}, {Group: "g", Topic: "t", Partition: 1}, {Group: "h", Topic: "u", Partition: 2}}
 	spelling := func(k share.Key, other bool) []byte {
@@ -166,7 +167,7 @@ func TestShareReplayAcrossTermsMatchesFullReplay(t *testing.T) {
 	// leader's reading held (only the new records were read).
 	check := func(label string) bool {
 		t.Helper()
-		id := waitLeader(0)
+		id := o.waitLeader(0)
 		r := c.nodes[id].r
 		p := r.parts[g]
 		held := r.shares.replays[g].holds(p)
@@ -220,8 +221,9 @@ func TestShareReplayAcrossTermsMatchesFullReplay(t *testing.T) {
 		if c.nodes[id].r.parts[g].StartOffset() != newStart {
 			t.Fatalf("broker %d: log start %d, want %d", id, c.nodes[id].r.parts[g].StartOffset(), newStart)
 		}
-		if check(fmt.Sprintf("broker %d after the log start moved", id)) {
-			t.Fatalf("broker %d: its reading from before the log start moved still held", id)
+		check(fmt.Sprintf("broker %d after the log start moved", id))
+		if got := c.nodes[id].r.shares.replays[g].start; got != newStart {
+			t.Fatalf("broker %d: its reading begins at %d, not at the new log start %d", id, got, newStart)
 		}
 		states, _ := c.nodes[id].r.shares.replayShareStates(g, c.nodes[id].r.parts[g])
 		if _, ok := states[gone]; ok {
@@ -229,14 +231,12 @@ func TestShareReplayAcrossTermsMatchesFullReplay(t *testing.T) {
 		}
 	}
 
-	// A restarted broker has no reading: a full replay.
+	// A restarted broker has no reading: a full replay (its coordinator's).
 	c.nodes[lead].crash()
 	c.nodes[lead].boot()
 	write(randomRecords(4))
 	o.moveTo(lead)
-	if check("after a restart") {
-		t.Fatal("a restarted broker had a reading")
-	}
+	check("after a restart")
 }
 
 // TestCoordinatorReplayAcrossTermsMatchesFullReplay: the group coordinator
@@ -377,4 +377,51 @@ func TestCoordinatorReplayAcrossTermsMatchesFullReplay(t *testing.T) {
 	o.moveTo(lead)
 	checkLive("after a restart")
 	check("after a restart, again")
+}
+
+// TestShareExtendReplayOnlyContinues: the group coordinator's load hands
+// its share-state records to the share state's reading only when they
+// continue it exactly, or begin the log when there is none.
+func TestShareExtendReplayOnlyContinues(t *testing.T) {
+	o := newOffsetsLead(t, 63)
+	k := share.Key{Group: "g", Topic: "t", Partition: 0}
+	rec := func(start int64) shareStateRecord {
+		return shareStateRecord{key: string(share.EncodeKey(k)), value: share.EncodeState(share.State{Start: start, End: start + 1})}
+	}
+	write := func(start int64) int64 {
+		r := rec(start)
+		o.write([]group.Record{{Key: []byte(r.key), Value: r.value}})
+		return o.c.nodes[o.waitLeader(0)].r.parts[o.g].HighWatermark()
+	}
+	e1 := write(1)
+	lead := o.waitLeader(0)
+	r := o.c.nodes[lead].r
+	p := r.parts[o.g]
+	start := p.StartOffset()
+	if _, err := r.shares.replayShareStates(o.g, p); err != nil {
+		t.Fatal(err)
+	}
+	e2 := write(2)
+	e3 := write(3)
+	if o.waitLeader(0) != lead {
+		t.Fatal("the leader changed")
+	}
+	end := func() int64 { return r.shares.replays[o.g].end }
+	r.shares.extendReplay(o.g, p, start, e2, e3, []shareStateRecord{rec(3)}) // leaves out [e1, e2)
+	if end() != e1 {
+		t.Fatalf("a replay of [%d, %d) extended a reading that ends at %d: it ends at %d", e2, e3, e1, end())
+	}
+	r.shares.extendReplay(o.g, p, start, e1, e2, []shareStateRecord{rec(2)})
+	if end() != e2 || r.shares.replays[o.g].states()[k].Start != 2 {
+		t.Fatalf("a replay of [%d, %d) did not extend the reading: it ends at %d with %v", e1, e2, end(), r.shares.replays[o.g].states())
+	}
+	delete(r.shares.replays, o.g)
+	r.shares.extendReplay(o.g, p, start, e1, e3, []shareStateRecord{rec(2), rec(3)})
+	if r.shares.replays[o.g] != nil {
+		t.Fatalf("a replay of [%d, %d) made a reading: the log begins at %d", e1, e3, start)
+	}
+	r.shares.extendReplay(o.g, p, start, start, e3, []shareStateRecord{rec(1), rec(2), rec(3)})
+	if r.shares.replays[o.g] == nil || end() != e3 || r.shares.replays[o.g].states()[k].Start != 3 {
+		t.Fatal("a replay of the whole log made no reading")
+	}
 }

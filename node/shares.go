@@ -350,6 +350,28 @@ func (c *shareReplay) states() map[share.Key]share.State {
 	return states
 }
 
+// extendReplay hands the share state's reading of p (the offsets
+// partition of Raft group g) the share-state records recs another replay
+// read (loadCoordinator, replaying p's records [from, end) into a group
+// coordinator whose replay began at start) when they continue that
+// reading, or begin p's log: a broker that takes over the partition then
+// reads its log once, not once for the group coordinator and once more for
+// the share state (long seed 3800001: 462 full share-state replays, most
+// of them right after the coordinator's, on brokers just restarted).
+func (sc *shareCoordinators) extendReplay(g uint64, p *partition.Partition, start, from, end int64, recs []shareStateRecord) {
+	prev := sc.replays[g]
+	switch {
+	case prev.holds(p) && prev.start == start && prev.end == from:
+		maps.Copy(prev.decided, lastShareValues(recs))
+		prev.end = end
+	case !prev.holds(p) && from == start && start == p.StartOffset() && end <= p.HighWatermark():
+		if sc.replays == nil {
+			sc.replays = map[uint64]*shareReplay{}
+		}
+		sc.replays[g] = &shareReplay{p: p, start: start, end: end, decided: lastShareValues(recs)}
+	}
+}
+
 // replayShareValues reads p's committed share-state records after those
 // prev read (nil: from the start) and returns the reading of all of them.
 // prev is left unchanged.

@@ -505,6 +505,13 @@ var mutations = []mutation{
 		Why:         "share groups: a load after a leader change keeps only the states the records committed since the last load decide",
 		Run:         "^TestShareReplayAcrossTermsMatchesFullReplay$", Pkg: "./node",
 	},
+	{
+		Name: "share-replay-extended-with-a-gap", File: "node/shares.go",
+		Original:    "case prev.holds(p) && prev.start == start && prev.end == from:",
+		Replacement: "case prev.holds(p) && prev.start == start:",
+		Why:         "share groups: the coordinator's replay extends the share state's reading though records between them were never read",
+		Run:         "^TestShareExtendReplayOnlyContinues$", Pkg: "./node",
+	},
 	// A group coordinator is loaded by forking the offsets partition's
 	// replay-only coordinator after replaying into it only the records
 	// committed since the last load (groupReplay, h-replay).
