@@ -141,34 +141,44 @@ func (r *Reactor) loadTxnCoordinator(p *partition.Partition) (*txn.Coordinator, 
 }
 
 // replayBatches calls fn for every committed batch of p, in order. b is
-// the logs' read buffer (Partition.ReadTransient): fn reads no log and
-// copies what it keeps of b (record bytes are that buffer, or a reused
-// decompression buffer, in any case).
+// a fresh copy (Partition.Read), not the logs' read buffer
+// (ReadTransient): the incremental replays keep record bytes in their
+// replay-only state; moving to ReadTransient needs every fn to copy what
+// it keeps first.
 func replayBatches(p *partition.Partition, fn func(h records.Header, b []byte) error) error {
-	for off := p.StartOffset(); off < p.HighWatermark(); {
-		data, err := p.ReadTransient(off, 1<<20)
+	_, err := replayBatchesFrom(p, p.StartOffset(), fn)
+	return err
+}
+
+// replayBatchesFrom calls fn for every committed batch of p from offset
+// from on, in order (a batch holding from is read whole), and returns the
+// offset after the last batch read.
+func replayBatchesFrom(p *partition.Partition, from int64, fn func(h records.Header, b []byte) error) (end int64, err error) {
+	off := from
+	for off < p.HighWatermark() {
+		data, err := p.Read(off, 1<<20)
 		if err != nil {
-			return err
+			return off, err
 		}
 		if len(data) == 0 {
-			return nil
+			return off, nil
 		}
 		batches, err := records.Split(data)
 		if err != nil {
-			return err
+			return off, err
 		}
 		for _, b := range batches {
 			h, err := records.ParseHeader(b)
 			if err != nil {
-				return err
+				return off, err
 			}
 			off = h.NextOffset()
 			if err := fn(h, b); err != nil {
-				return err
+				return off, err
 			}
 		}
 	}
-	return nil
+	return off, nil
 }
 
 // txnStateLog is a coordinator's txn.Log: its __transaction_state
