@@ -22,8 +22,6 @@ package node
 // metrics.
 
 import (
-	"bytes"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -44,9 +42,6 @@ import (
 type groupCoordinators struct {
 	shardSet[*group.Coordinator]      // by Raft group of the offsets partition (shards.go)
 	creating                     bool // a CreateTopic for __consumer_offsets is in flight
-	// replays are the offsets partitions' replay-only coordinators, by
-	// Raft group (loadCoordinator).
-	replays map[uint64]*groupReplay
 }
 
 // groupHooks build a group coordinator by replaying its partition and
@@ -127,18 +122,10 @@ func (r *Reactor) syncCoordinators() {
 
 // loadCoordinator builds a coordinator from the partition's committed
 // records, keeping the last value per key.
-//
-// It forks the partition's replay-only coordinator (groupReplay) after
-// replaying into it the records committed since this broker last loaded
-// the partition, when that replay still holds: an offsets partition
-// changes leader far more often than its log is compacted, and replaying
-// the whole log at every leader change cost 12% of all memory allocated
-// by long simulator seed 3800001 (about 200 terms per offsets partition;
-// docs/testing.md "Coordinator replays").
 func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, error) {
 	g := p.Replica().Group
 	term := p.Term()
-	env := group.Env{
+	coord := group.New(r.groupConfig(), group.Env{
 		Log:        &offsetsLog{r: r, group: uint64(g), term: term},
 		Timers:     reactorTimers{r},
 		Rand:       r.env.Rand,
@@ -149,34 +136,10 @@ func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, e
 
 		ConsumerTimeouts: r.consumerGroupTimeouts,
 		MayDescribe:      r.mayDescribeTopic,
-	}
-	rp := r.groups.replays[uint64(g)]
-	skipBelow := int64(math.MinInt64)
-	if rp.holds(p) {
-		// A batch is read whole: the records before rp.end were
-		// replayed before (none, normally: rp.end is where a batch
-		// began).
-		skipBelow = rp.end
-	} else {
-		rp = &groupReplay{p: p, start: p.StartOffset(), coord: group.New(r.groupConfig(), group.Env{})}
-		rp.end = rp.start
-	}
-	// Until the replay below is done: a failed one leaves the
-	// coordinator part way through a batch.
-	delete(r.groups.replays, uint64(g))
-	coord := rp.coord
+	})
 	skipped := 0
-	var shareRecs []shareStateRecord
-	end, err := replayBatchesFrom(p, rp.end, func(h records.Header, b []byte) error {
+	err := replayBatches(p, func(h records.Header, b []byte) error {
 		return records.Records(b, func(rec records.Record) error {
-			if h.BaseOffset+int64(rec.OffsetDelta) < skipBelow {
-				return nil
-			}
-			if !h.IsControl() && share.IsStateKey(rec.Key) {
-				// For the share state's reading (as replayShareValues
-				// keeps them).
-				shareRecs = append(shareRecs, shareStateRecord{key: string(rec.Key), value: bytes.Clone(rec.Value)})
-			}
 			var err error
 			switch {
 			case h.IsControl():
@@ -199,37 +162,25 @@ func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, e
 	if err != nil {
 		return nil, err
 	}
-	r.shares.extendReplay(uint64(g), p, rp.start, rp.end, end, shareRecs)
-	rp.end, rp.skipped = end, rp.skipped+skipped
-	if r.groups.replays == nil {
-		r.groups.replays = map[uint64]*groupReplay{}
+	if skipped > 0 {
+		r.env.Logf("node %d: %s-%d: skipped %d records that do not decode", r.self, p.Topic, p.Index, skipped)
 	}
-	r.groups.replays[uint64(g)] = rp
-	if rp.skipped > 0 {
-		r.env.Logf("node %d: %s-%d: skipped %d records that do not decode", r.self, p.Topic, p.Index, rp.skipped)
-	}
-	live := rp.coord.Fork(r.groupConfig(), env)
-	live.Start(r.env.Clock.Monotonic())
-	return live, nil
+	coord.Start(r.env.Clock.Monotonic())
+	return coord, nil
 }
 
-// groupReplay is an offsets partition's replay-only coordinator: the
-// committed records [start, end) of replica p replayed into coord, which
-// never starts; loadCoordinator forks it. Committed records never change
-// (the log cleaner only drops records a later one supersedes), so the
-// records from end on are all that a later load must replay, as long as
-// it reads the same replica and the log still starts at start.
-type groupReplay struct {
-	p          *partition.Partition // the replica read; a reopened one is a new Partition
-	start, end int64
-	coord      *group.Coordinator
-	skipped    int // records that did not decode
-}
-
-// holds reports whether c (nil: none) is a replay of p's records that p's
-// log still begins with.
-func (c *groupReplay) holds(p *partition.Partition) bool {
-	return c != nil && c.p == p && c.start == p.StartOffset() && c.end <= p.HighWatermark()
+// replayCommitted calls fn with every record of the partition's committed
+// batches, in log order, skipping control batches.
+func replayCommitted(p *partition.Partition, fn func(key, value []byte)) error {
+	return replayBatches(p, func(h records.Header, b []byte) error {
+		if h.IsControl() {
+			return nil
+		}
+		return records.Records(b, func(rec records.Record) error {
+			fn(rec.Key, rec.Value)
+			return nil
+		})
+	})
 }
 
 // partitionExists reports whether the metadata has this topic partition.

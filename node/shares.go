@@ -49,8 +49,6 @@ package node
 import (
 	"bytes"
 	"errors"
-	"maps"
-	"math"
 	"sort"
 	"time"
 
@@ -61,7 +59,6 @@ import (
 	"github.com/floe-broker/floe/node/controller"
 	"github.com/floe-broker/floe/node/group"
 	"github.com/floe-broker/floe/node/partition"
-	"github.com/floe-broker/floe/node/records"
 	"github.com/floe-broker/floe/node/share"
 )
 
@@ -165,9 +162,6 @@ type shareCoordinators struct {
 	// counters are the share groups' counters, for metrics
 	// (share_stats.go).
 	counters shareCounters
-	// replays are what the last load of each offsets partition's share
-	// state read of its log, by Raft group (replayShareStates).
-	replays map[uint64]*shareReplay
 }
 
 // shareShard is the share state of one offsets partition, loaded in term.
@@ -274,7 +268,7 @@ func (r *Reactor) loadShareShard(cp *controller.Partition, p *partition.Partitio
 	}
 	sh := &shareShard{raftGroup: cp.Group, term: p.Term(), groups: map[string]*share.Group{},
 		parts: map[share.Key]*share.Partition{}, sessions: map[sessionKey]*shareSession{}}
-	states, err := r.shares.replayShareStates(cp.Group, p)
+	states, err := replayShareStates(p)
 	if err != nil {
 		r.env.Logf("node %d: load share state of %s-%d: %v", r.self, p.Topic, p.Index, err)
 		return nil, kerr.CoordinatorLoadInProgress
@@ -290,121 +284,30 @@ func (r *Reactor) loadShareShard(cp *controller.Partition, p *partition.Partitio
 }
 
 // replayShareStates returns the share-partition states of p's committed
-// records (the offsets partition of Raft group g): per key, the last value
-// that decodes, unless a tombstone follows it; records whose key does not
-// decode are skipped.
+// records: per key, the last value that decodes, unless a tombstone
+// follows it; records whose key does not decode are skipped.
 //
-// It reads only the records committed since the last load here, when that
-// load's reading (shareReplay) still holds: an offsets partition changes
-// leader, and a failed share write drops its shard, far more often than
-// its log is compacted; reading the whole log at every load made the share
-// state's loads 29% of all memory allocated by long simulator seed 3800001
-// (about 200 terms per offsets partition; docs/testing.md "Coordinator
-// replays").
-func (sc *shareCoordinators) replayShareStates(g uint64, p *partition.Partition) (map[share.Key]share.State, error) {
-	prev := sc.replays[g]
-	if !prev.holds(p) {
-		prev = nil
-	}
-	next, err := replayShareValues(p, prev)
-	if err != nil {
-		return nil, err
-	}
-	if sc.replays == nil {
-		sc.replays = map[uint64]*shareReplay{}
-	}
-	sc.replays[g] = next
-	return next.states(), nil
-}
-
-// shareReplay is what the share state's last load read of an offsets
-// partition's committed records [start, end): per share-partition key the
-// records decide (a decodable value or a tombstone), the value that
-// decided it, nil for a tombstone. Committed records never change (the
-// log cleaner only drops records a later one of the same key supersedes),
-// so the records from end on are all that a later load must add, as long
-// as it reads the same replica and the log still starts at start.
-type shareReplay struct {
-	p          *partition.Partition // the replica read; a reopened one is a new Partition
-	start, end int64
-	decided    map[share.Key][]byte
-}
-
-// holds reports whether c (nil: none) is a reading of p's records that p's
-// log still begins with.
-func (c *shareReplay) holds(p *partition.Partition) bool {
-	return c != nil && c.p == p && c.start == p.StartOffset() && c.end <= p.HighWatermark()
-}
-
-// states decodes the values c holds: the share-partition states.
-func (c *shareReplay) states() map[share.Key]share.State {
-	states := map[share.Key]share.State{}
-	for k, v := range c.decided { //floe:unordered each key is decoded on its own
-		if v == nil {
-			continue
-		}
-		if s, err := share.DecodeState(v); err == nil {
-			states[k] = s
-		}
-	}
-	return states
-}
-
-// extendReplay hands the share state's reading of p (the offsets
-// partition of Raft group g) the share-state records recs another replay
-// read (loadCoordinator, replaying p's records [from, end) into a group
-// coordinator whose replay began at start) when they continue that
-// reading, or begin p's log: a broker that takes over the partition then
-// reads its log once, not once for the group coordinator and once more for
-// the share state (long seed 3800001: 462 full share-state replays, most
-// of them right after the coordinator's, on brokers just restarted).
-func (sc *shareCoordinators) extendReplay(g uint64, p *partition.Partition, start, from, end int64, recs []shareStateRecord) {
-	prev := sc.replays[g]
-	switch {
-	case prev.holds(p) && prev.start == start && prev.end == from:
-		maps.Copy(prev.decided, lastShareValues(recs))
-		prev.end = end
-	case !prev.holds(p) && from == start && start == p.StartOffset() && end <= p.HighWatermark():
-		if sc.replays == nil {
-			sc.replays = map[uint64]*shareReplay{}
-		}
-		sc.replays[g] = &shareReplay{p: p, start: start, end: end, decided: lastShareValues(recs)}
-	}
-}
-
-// replayShareValues reads p's committed share-state records after those
-// prev read (nil: from the start) and returns the reading of all of them.
-// prev is left unchanged.
-func replayShareValues(p *partition.Partition, prev *shareReplay) (*shareReplay, error) {
-	next := &shareReplay{p: p, start: p.StartOffset(), decided: map[share.Key][]byte{}}
-	from, skipBelow := next.start, int64(math.MinInt64)
-	if prev != nil {
-		// A batch is read whole: the records before from were read
-		// before (none, normally: from is where a batch began).
-		from, skipBelow = prev.end, prev.end
-		maps.Copy(next.decided, prev.decided)
-	}
+// It decodes each distinct key once and, walking the records backwards,
+// only the values that decide the result (normally one per key): the
+// state records of a busy offsets partition are mostly overwritten, and
+// decoding every one of them (JSON) at every leader change made loading
+// quadratic in the log's length. The result is the same as decoding every
+// record in log order, keeping the last decodable value and dropping it
+// at a tombstone.
+func replayShareStates(p *partition.Partition) (map[share.Key]share.State, error) {
 	var recs []shareStateRecord
-	end, err := replayBatchesFrom(p, from, func(h records.Header, b []byte) error {
-		if h.IsControl() {
-			return nil
+	err := replayCommitted(p, func(key, value []byte) {
+		if !share.IsStateKey(key) {
+			return
 		}
-		return records.Records(b, func(rec records.Record) error {
-			if h.BaseOffset+int64(rec.OffsetDelta) < skipBelow || !share.IsStateKey(rec.Key) {
-				return nil
-			}
-			// The record's bytes may be a decompression buffer reused
-			// for the next batch.
-			recs = append(recs, shareStateRecord{key: string(rec.Key), value: bytes.Clone(rec.Value)})
-			return nil
-		})
+		// The record's bytes may be a decompression buffer reused for
+		// the next batch.
+		recs = append(recs, shareStateRecord{key: string(key), value: bytes.Clone(value)})
 	})
 	if err != nil {
 		return nil, err
 	}
-	next.end = end
-	maps.Copy(next.decided, lastShareValues(recs))
-	return next, nil
+	return lastShareStates(recs), nil
 }
 
 // shareStateRecord is one share-state record of an offsets partition.
@@ -413,29 +316,15 @@ type shareStateRecord struct {
 	value []byte // nil: a tombstone
 }
 
-// lastShareStates is the share-partition states of recs, in log order.
+// lastShareStates is replayShareStates' result for recs, in log order.
 func lastShareStates(recs []shareStateRecord) map[share.Key]share.State {
-	return (&shareReplay{decided: lastShareValues(recs)}).states()
-}
-
-// lastShareValues returns, per key some of recs (in log order) decide,
-// the value that decides it (nil: a tombstone): the last one that decodes
-// or a tombstone after it. Records whose key does not decode are skipped.
-//
-// It decodes each distinct key once and, walking the records backwards,
-// only the values that decide the result (normally one per key): the
-// state records of a busy offsets partition are mostly overwritten, and
-// decoding every one of them (JSON) at every load made loading quadratic
-// in the log's length. The result is the same as decoding every record in
-// log order, keeping the last decodable value and dropping it at a
-// tombstone.
-func lastShareValues(recs []shareStateRecord) map[share.Key][]byte {
 	type decodedKey struct {
 		k  share.Key
 		ok bool
 	}
 	keys := map[string]decodedKey{}
-	decided := map[share.Key][]byte{}
+	decided := map[share.Key]bool{}
+	states := map[share.Key]share.State{}
 	for i := len(recs) - 1; i >= 0; i-- {
 		rec := recs[i]
 		dk, seen := keys[rec.key]
@@ -444,22 +333,20 @@ func lastShareValues(recs []shareStateRecord) map[share.Key][]byte {
 			dk = decodedKey{k: k, ok: err == nil}
 			keys[rec.key] = dk
 		}
-		if !dk.ok {
-			continue
-		}
-		if _, done := decided[dk.k]; done {
+		if !dk.ok || decided[dk.k] {
 			continue
 		}
 		if rec.value == nil {
-			decided[dk.k] = nil // deleted: no state
+			decided[dk.k] = true // deleted: no state
 			continue
 		}
-		if _, err := share.DecodeState(rec.value); err == nil {
-			decided[dk.k] = rec.value
+		if s, err := share.DecodeState(rec.value); err == nil {
+			states[dk.k] = s
+			decided[dk.k] = true
 		}
 		// A value that does not decode leaves the previous one in force.
 	}
-	return decided
+	return states
 }
 
 // shareGroup returns the named group of sh, created empty when create.

@@ -141,44 +141,34 @@ func (r *Reactor) loadTxnCoordinator(p *partition.Partition) (*txn.Coordinator, 
 }
 
 // replayBatches calls fn for every committed batch of p, in order. b is
-// a fresh copy (Partition.Read), not the logs' read buffer
-// (ReadTransient): the incremental replays keep record bytes in their
-// replay-only state; moving to ReadTransient needs every fn to copy what
-// it keeps first.
+// the logs' read buffer (Partition.ReadTransient): fn reads no log and
+// copies what it keeps of b (record bytes are that buffer, or a reused
+// decompression buffer, in any case).
 func replayBatches(p *partition.Partition, fn func(h records.Header, b []byte) error) error {
-	_, err := replayBatchesFrom(p, p.StartOffset(), fn)
-	return err
-}
-
-// replayBatchesFrom calls fn for every committed batch of p from offset
-// from on, in order (a batch holding from is read whole), and returns the
-// offset after the last batch read.
-func replayBatchesFrom(p *partition.Partition, from int64, fn func(h records.Header, b []byte) error) (end int64, err error) {
-	off := from
-	for off < p.HighWatermark() {
-		data, err := p.Read(off, 1<<20)
+	for off := p.StartOffset(); off < p.HighWatermark(); {
+		data, err := p.ReadTransient(off, 1<<20)
 		if err != nil {
-			return off, err
+			return err
 		}
 		if len(data) == 0 {
-			return off, nil
+			return nil
 		}
 		batches, err := records.Split(data)
 		if err != nil {
-			return off, err
+			return err
 		}
 		for _, b := range batches {
 			h, err := records.ParseHeader(b)
 			if err != nil {
-				return off, err
+				return err
 			}
 			off = h.NextOffset()
 			if err := fn(h, b); err != nil {
-				return off, err
+				return err
 			}
 		}
 	}
-	return off, nil
+	return nil
 }
 
 // txnStateLog is a coordinator's txn.Log: its __transaction_state

@@ -2,11 +2,9 @@ package group
 
 import (
 	"math/rand"
-	"reflect"
 	"sort"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,10 +28,6 @@ type harness struct {
 	rand   *rand.Rand       // shared across failovers, as the node's is
 	// timeouts are consumer groups' own timeouts (their group configs)
 	timeouts map[string]ConsumerTimeouts
-	// shadow replays the committed records, the first shadowRead of
-	// them so far; failover forks it.
-	shadow     *Coordinator
-	shadowRead int
 }
 
 func newHarness(t *testing.T, cfg Config) *harness {
@@ -65,121 +59,29 @@ func (h *harness) env() Env {
 func (h *harness) advance(d time.Duration) { h.timers.Advance(d) }
 
 // failover replaces the coordinator with a new one rebuilt from the
-// committed records, as a new leader of the partition would: a fork of
-// the harness's replay-only coordinator (Fork), which replays only the
-// records committed since the last failover. The fork must hold what a
-// full replay builds; it then serves, so a fork sharing state with the
-// replay-only coordinator shows at the next failover.
+// committed records, as a new leader of the partition would.
 func (h *harness) failover() {
 	h.c.Close()
 	h.timers.Clear()
-	full := New(h.cfg, h.env())
-	replayInto(h.t, full, h.log.Committed)
-	if h.shadow == nil {
-		h.shadow = New(Config{}, Env{})
-	}
-	replayInto(h.t, h.shadow, h.log.Committed[h.shadowRead:])
-	h.shadowRead = len(h.log.Committed)
-	checkFork(h.t, h.shadow, full, h.cfg, h.env())
-	h.c = h.shadow.Fork(h.cfg, h.env())
-	h.c.Start(h.now)
-}
-
-// checkFork checks that a fork of the replay-only coordinator shadow
-// holds what full (a full replay of the same records) does, and shares
-// nothing mutable with shadow: every map, slice (but byte slices, shared
-// as immutable), pointer and field reachable from another fork's state is
-// scribbled over, and shadow must still equal full.
-func checkFork(t *testing.T, shadow, full *Coordinator, cfg Config, env Env) {
-	t.Helper()
-	if got, want := replayedState(shadow.Fork(cfg, env)), replayedState(full); !reflect.DeepEqual(got, want) {
-		t.Fatalf("the fork of the replay-only coordinator holds\n%#v\na full replay builds\n%#v", got, want)
-	}
-	f := shadow.Fork(cfg, env)
-	scribble(reflect.ValueOf(&f.groups).Elem())
-	scribble(reflect.ValueOf(&f.txnPending).Elem())
-	if got, want := replayedState(shadow), replayedState(full); !reflect.DeepEqual(got.Groups, want.Groups) || !reflect.DeepEqual(got.TxnPending, want.TxnPending) {
-		t.Fatalf("scribbling over a fork changed the replay-only coordinator: it holds\n%#v\na full replay builds\n%#v", got, want)
-	}
-}
-
-// scribble overwrites everything reachable from v (addressable) but byte
-// slices' contents and funcs.
-func scribble(v reflect.Value) {
-	if v.CanAddr() && !v.CanSet() { // an unexported field
-		v = reflect.NewAt(v.Type(), unsafe.Pointer(v.UnsafeAddr())).Elem()
-	}
-	switch v.Kind() {
-	case reflect.Pointer:
-		if !v.IsNil() {
-			scribble(v.Elem())
-		}
-	case reflect.Struct:
-		for i := 0; i < v.NumField(); i++ {
-			scribble(v.Field(i))
-		}
-	case reflect.Map:
-		if v.IsNil() {
-			return
-		}
-		for _, k := range v.MapKeys() {
-			e := reflect.New(v.Type().Elem()).Elem()
-			e.Set(v.MapIndex(k))
-			scribble(e) // what it points to
-			v.SetMapIndex(k, reflect.Zero(v.Type().Elem()))
-		}
-	case reflect.Slice:
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return
-		}
-		for i := 0; i < v.Len(); i++ {
-			scribble(v.Index(i))
-			v.Index(i).Set(reflect.Zero(v.Type().Elem()))
-		}
-	case reflect.String:
-		v.SetString("scribbled")
-	case reflect.Bool:
-		v.SetBool(!v.Bool())
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(v.Int() + 77)
-	case reflect.Uint, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		v.SetUint(v.Uint() + 77)
-	}
-}
-
-// replayInto replays records into c, as the node does from read buffers
-// it does not keep: a coordinator that kept slices of them would pin the
-// log's chunks in memory. Here each record lives in a buffer scribbled
-// over after its replay, so kept slices show up as changed state.
-func replayInto(t *testing.T, c *Coordinator, recs []Record) {
-	t.Helper()
-	for _, r := range recs {
+	h.c = New(h.cfg, h.env())
+	for _, r := range h.log.Committed {
+		// The node replays from read buffers it does not keep: a
+		// coordinator that kept slices of them would pin the log's chunks
+		// in memory. Here each record lives in a buffer scribbled over
+		// after its replay, so kept slices show up as changed state.
 		buf := append(append([]byte(nil), r.Key...), r.Value...)
 		key, value := buf[:len(r.Key)], buf[len(r.Key):]
 		if r.Value == nil {
 			value = nil
 		}
-		if err := c.Replay(key, value); err != nil {
-			t.Fatalf("replay: %v", err)
+		if err := h.c.Replay(key, value); err != nil {
+			h.t.Fatalf("replay: %v", err)
 		}
 		for i := range buf {
 			buf[i] = 0xa5
 		}
 	}
-}
-
-// replayedState is what replay builds in a coordinator, for comparison.
-type replayState struct {
-	Cfg        Config
-	Groups     map[string]*group
-	TxnPending map[int64]txnOffsets
-	Token      uint64
-	Started    bool
-	Closed     bool
-}
-
-func replayedState(c *Coordinator) replayState {
-	return replayState{c.cfg, c.groups, c.txnPending, c.token, c.started, c.closed}
+	h.c.Start(h.now)
 }
 
 // reply captures the one answer a request must get.

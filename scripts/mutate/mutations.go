@@ -489,53 +489,6 @@ var mutations = []mutation{
 		Why:         "share groups: a coordinator holding no replica of a partition never hands out its records",
 		Run:         "^TestShareCoordinatorWithoutReplica$", Pkg: "./node",
 	},
-	// A share-state load reads only the records committed since the last
-	// load's reading (shareReplay, h-replay); it must equal a full replay.
-	{
-		Name: "share-replay-ignores-log-start", File: "node/shares.go",
-		Original:    "return c != nil && c.p == p && c.start == p.StartOffset() && c.end <= p.HighWatermark()",
-		Replacement: "return c != nil && c.p == p && c.end <= p.HighWatermark()",
-		Why:         "share groups: a load after the offsets partition's log start moved keeps states only records below the start decided",
-		Run:         "^TestShareReplayAcrossTermsMatchesFullReplay$", Pkg: "./node",
-	},
-	{
-		Name: "share-replay-forgets-earlier-reading", File: "node/shares.go",
-		Original:    "maps.Copy(next.decided, prev.decided)",
-		Replacement: "_ = prev.decided",
-		Why:         "share groups: a load after a leader change keeps only the states the records committed since the last load decide",
-		Run:         "^TestShareReplayAcrossTermsMatchesFullReplay$", Pkg: "./node",
-	},
-	{
-		Name: "share-replay-extended-with-a-gap", File: "node/shares.go",
-		Original:    "case prev.holds(p) && prev.start == start && prev.end == from:",
-		Replacement: "case prev.holds(p) && prev.start == start:",
-		Why:         "share groups: the coordinator's replay extends the share state's reading though records between them were never read",
-		Run:         "^TestShareExtendReplayOnlyContinues$", Pkg: "./node",
-	},
-	// A group coordinator is loaded by forking the offsets partition's
-	// replay-only coordinator after replaying into it only the records
-	// committed since the last load (groupReplay, h-replay).
-	{
-		Name: "group-replay-ignores-log-start", File: "node/coordinators.go",
-		Original:    "return c != nil && c.p == p && c.start == p.StartOffset() && c.end <= p.HighWatermark()",
-		Replacement: "return c != nil && c.p == p && c.end <= p.HighWatermark()",
-		Why:         "consumer groups: a coordinator loaded after the offsets partition's log start moved keeps offsets only records below the start set",
-		Run:         "^TestCoordinatorReplayAcrossTermsMatchesFullReplay$", Pkg: "./node",
-	},
-	{
-		Name: "group-fork-shares-offsets", File: "node/group/fork.go",
-		Original:    "f.offsets = maps.Clone(g.offsets)",
-		Replacement: "f.offsets = g.offsets",
-		Why:         "consumer groups: a forked coordinator's offset changes leak into the replay-only coordinator, and so into the next leader's state",
-		Run:         "^TestMigration", Pkg: "./node/group",
-	},
-	{
-		Name: "group-fork-shares-txn-offsets", File: "node/group/fork.go",
-		Original:    "fto[name] = maps.Clone(byTP)",
-		Replacement: "fto[name] = byTP",
-		Why:         "transactions: a forked coordinator's pending transactional offsets are the replay-only coordinator's too",
-		Run:         "^TestForkOfTransactionalReplay$", Pkg: "./node/group",
-	},
 	// A replaced share shard never writes (seed 2500971, share
 	// double-delivery): its stale image committed over its successor's.
 	{
