@@ -820,19 +820,35 @@ var optionalRegressionSeeds = []struct {
 	// TestTxnFinalReadWaitsForProducers, mutation
 	// txn-final-read-before-producers-stop).
 	{"txn-final-read-before-producers-stop", 3600042, false, false, true},
+	// 3800026 --all-faults --long (two rounds, found on c5302f3): `simtxc
+	// was not read read_committed to its high watermark (no transaction
+	// open) within 30s`, every checker valid. The last stable offset was
+	// at the high watermark (23,987) throughout the liveness phase and n3
+	// led simtxc-0; the final read_committed read (some 130 fetches a
+	// pass) started over from offset 0 on every failed fetch (66 of 3,041:
+	// fetch-not-leader, lease-early-expiry, conn-closed-before-serving)
+	// and every empty answer (71, fetch-empty), so none of its 137 passes
+	// got past offset 18,724 in 30 s. A simulator bug: the read now keeps
+	// its records over both and starts over only when another broker
+	// answers (sim/txncompact.go readAll;
+	// TestTxcFinalReadKeepsProgressOverFailedFetches, mutations
+	// txc-final-read-restarts-on-error, txc-final-read-restarts-on-empty,
+	// txc-final-read-stitches-brokers).
+	{"txc-final-read-restarts-on-error", 3800026, false, false, true},
 }
 
 // optionalRegressionLong lists the seeds of optionalRegressionSeeds found
 // as long seeds (--long, WithLong): they run with the long safety phase
 // they found their bug in (3500093: 9m38s simulated, about 1.5 min of CPU).
-var optionalRegressionLong = map[int64]bool{3500093: true, 3500098: true, 3600042: true}
+var optionalRegressionLong = map[int64]bool{3500093: true, 3500098: true, 3600042: true, 3800026: true}
 
 // optionalRegressionLongOnly lists the long regression seeds too heavy for
 // the default run (3500098: about 5 min of CPU; 3600042: 3m38s simulated,
-// about 30 s of wall time alone): they run with -long only
+// about 30 s of wall time alone; 3800026: 6m55s simulated, about 5 min of
+// CPU): they run with -long only
 // (go test ./sim -run TestSimOptionalFaultRegressions -long). Their bugs
 // are caught by default by their focused tests.
-var optionalRegressionLongOnly = map[int64]bool{3500098: true, 3600042: true}
+var optionalRegressionLongOnly = map[int64]bool{3500098: true, 3600042: true, 3800026: true}
 
 // optionalRegressionPipeline runs a seed of optionalRegressionSeeds with
 // this many fsync rounds in flight (BrokerConfig.SyncPipeline): the one it
@@ -840,7 +856,7 @@ var optionalRegressionLongOnly = map[int64]bool{3500098: true, 3600042: true}
 // round, the default until pipelined rounds came back on branch h-pipe2)
 // and runs with one, so that its run still reaches the state it was
 // chosen for (the pipelined schedule is another run).
-var optionalRegressionPipeline = map[int64]int{990482: 2, 991608: 2, 992781: 2, 990920: 2, 991122: 2, 991287: 2, 1403697: 2, 1534293: 2, 1603770: 2, 1529547: 2, 1700474: 2, 1730907: 2, 1730151: 2, 1903863: 2, 2100210: 2, 2406310: 2, 2500971: 2, 2600247: 2, 2406938: 2, 2409832: 2, 2900308: 2, 3006559: 2, 3500093: 2, 3500098: 2, 3600042: 2}
+var optionalRegressionPipeline = map[int64]int{990482: 2, 991608: 2, 992781: 2, 990920: 2, 991122: 2, 991287: 2, 1403697: 2, 1534293: 2, 1603770: 2, 1529547: 2, 1700474: 2, 1730907: 2, 1730151: 2, 1903863: 2, 2100210: 2, 2406310: 2, 2500971: 2, 2600247: 2, 2406938: 2, 2409832: 2, 2900308: 2, 3006559: 2, 3500093: 2, 3500098: 2, 3600042: 2, 3800026: 2}
 
 // regressionPipeline is the fsync rounds in flight seed runs with.
 func regressionPipeline(seed int64) int {
