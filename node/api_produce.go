@@ -275,6 +275,15 @@ func (r *Reactor) appendOne(req *kmsg.ProduceRequest, topic string, data []byte,
 	if tr != nil {
 		tr.end(stage, r.env.Clock.Now())
 	}
+	if errors.Is(err, kerr.OutOfOrderSequenceNumber) && !r.leaseHeld(p) {
+		// OUT_OF_ORDER_SEQUENCE_NUMBER says what the producer table does
+		// not hold, and a leader without its lease may have been deposed
+		// without knowing it: another leader may have written the batches
+		// before this one (a paused leader replaying a produce it held,
+		// long sim seed 3800056). Only a leader no other can have replaced
+		// may refuse; this one answers retriably, as reads do (lease.go).
+		err = kerr.NotLeaderForPartition
+	}
 	if err != nil {
 		failPartition(sp, err)
 		if errors.Is(err, kerr.NotLeaderForPartition) {

@@ -310,3 +310,51 @@ func TestSteppedDownLeaderServesNoRead(t *testing.T) {
 			got.HighWatermark, oldTerm, committed)
 	}
 }
+
+// Long sim seed 3800056: a leader paused (or cut off) while another leader
+// takes over and writes a producer's next batches does not know it was
+// deposed, and its producer table misses those batches. The producer's
+// next batch, sent to it, must not be refused OUT_OF_ORDER_SEQUENCE_NUMBER
+// (fatal to the producer: its predecessors were all acknowledged): a
+// leader without its lease answers retriably instead.
+func TestDeposedLeaderRefusesNoSequenceAsOutOfOrder(t *testing.T) {
+	c := newCluster(t, 3, 52)
+	c.waitReady()
+	createTopic(t, c, 1, "oo", 1, 3, nil)
+	waitLeaders(t, c, "oo", 1)
+	const pid = 7
+	ts := int64(1_700_000_000_000)
+	send := func(to int32, seq int32) int16 {
+		return produce(c, to, "oo", 0, -1, idemBatch(pid, seq, ts)).ErrorCode
+	}
+	old := leaderOf(c, "oo", 0)
+	seq := int32(0)
+	for ; seq < 3; seq++ {
+		if code := send(old, seq); code != 0 {
+			t.Fatalf("seq %d: %v", seq, kerr.ErrorForCode(code))
+		}
+	}
+	c.net.Isolate(netx.NodeID(old))
+	var newLead int32
+	for step := 0; step < 500 && seq < 6; step++ {
+		if newLead == 0 {
+			for id := int32(1); id <= 3; id++ {
+				if id != old && leaderOf(c, "oo", 0) == id {
+					newLead = id
+				}
+			}
+		}
+		if newLead != 0 && send(newLead, seq) == 0 {
+			seq++
+		}
+		c.runFor(10 * time.Millisecond)
+	}
+	if seq < 6 {
+		t.Fatalf("the new leader %d acknowledged only up to sequence %d", newLead, seq-1)
+	}
+	// Every batch before seq was acknowledged; the old leader, still
+	// believing it leads, gets the next one.
+	if code := send(old, seq); code == kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("the deposed leader %d refused sequence %d as out of order after 0..%d were acknowledged", old, seq, seq-1)
+	}
+}
