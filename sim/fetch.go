@@ -190,7 +190,13 @@ func (r *run) finalReadWith(fetch func(part int32, offset int64, maxWaitMs int32
 	var step func(offset int64)
 	step = func(offset int64) {
 		fetch(part, offset, 0, func(res fetched) {
-			if !res.ok() {
+			next := offset
+			if n := len(res.records); n > 0 {
+				next = res.records[n-1].Offset + 1
+			}
+			s := nextReadStep(offset, res.ok(), res.from, from, false, next, res.hwm)
+			switch {
+			case !res.ok():
 				if r.now() > r.liveDeadline {
 					r.rec.Complete(inv, history.Info, history.Op{Error: res.why()})
 					done(false, -1)
@@ -198,8 +204,7 @@ func (r *run) finalReadWith(fetch func(part int32, offset int64, maxWaitMs int32
 				}
 				r.w.After(r.backoff(), func() { step(offset) }) // from where it failed, recs kept
 				return
-			}
-			if offset > 0 && res.from != from {
+			case s == readOver:
 				// Another broker answered (the leader moved): read its
 				// log from the start.
 				recs, from = recs[:0], 0
@@ -208,23 +213,18 @@ func (r *run) finalReadWith(fetch func(part int32, offset int64, maxWaitMs int32
 			}
 			from = res.from
 			recs = append(recs, res.records...)
-			next := offset
-			if n := len(res.records); n > 0 {
-				next = res.records[n-1].Offset + 1
-			}
-			if next >= res.hwm || (len(res.records) == 0 && offset >= res.hwm) {
+			switch s {
+			case readDone:
 				hw := history.Offset{Topic: r.topic, Partition: part, Offset: res.hwm}
 				r.rec.Complete(inv, history.OK, history.Op{Records: recs, HWMs: []history.Offset{hw}, Node: int32(res.from)})
 				done(true, res.hwm)
-				return
-			}
-			if len(res.records) == 0 {
+			case readAgain:
 				// Nothing at offset below the high watermark: a gap the
 				// broker cannot serve. Ask again shortly.
 				r.w.After(r.backoff(), func() { step(offset) })
-				return
+			default:
+				step(next)
 			}
-			step(next)
 		})
 	}
 	step(0)

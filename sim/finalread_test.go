@@ -21,33 +21,79 @@ func finalReadRun() *run {
 	return r
 }
 
-// fakeLogs serves the final read's fetches from one log per broker, chunk
+// fakeLogs serves the final reads' fetches (finalReadWith's, simtxc's
+// readAll's, simtxn's finishTxnWith's) from one log per broker, chunk
 // records a fetch, 1 ms after each is sent; leader gives the broker a
-// fetch goes to and fails whether it fails (NOT_LEADER_OR_FOLLOWER), both
-// by the fetch's number (from 1).
+// fetch goes to, fails whether it fails (NOT_LEADER_OR_FOLLOWER), empty
+// whether it answers no records (BUGGIFY's fetch-empty), all by the
+// fetch's number (from 1). Offset o of a log holds one record, value log[o],
+// committed: the last stable offset is the high watermark.
 type fakeLogs struct {
 	r       *run
 	logs    map[netx.NodeID][]string
 	chunk   int
 	leader  func(n int) netx.NodeID
 	fails   func(n int) bool
+	empty   func(n int) bool // nil: never
 	fetches int
 }
 
-func (f *fakeLogs) fetch(part int32, offset int64, _ int32, done func(fetched)) {
+// serve counts a fetch from offset and returns the broker it went to, that broker's log, and the offsets it answers ([offset, end)),
+// or ok false when it fails.
+func (f *fakeLogs) serve(offset int64) (from netx.NodeID, log []string, end int64, ok bool) {
 	f.fetches++
 	n := f.fetches
-	from := f.leader(n)
-	log := f.logs[from]
-	res := fetched{from: from, hwm: int64(len(log))}
+	from = f.leader(n)
+	log = f.logs[from]
 	if f.fails(n) {
+		return from, log, offset, false
+	}
+	end = offset
+	if f.empty == nil || !f.empty(n) {
+		end = max(offset, min(int64(len(log)), offset+int64(f.chunk)))
+	}
+	return from, log, end, true
+}
+
+// fetch is finalReadWith's fetch.
+func (f *fakeLogs) fetch(part int32, offset int64, _ int32, done func(fetched)) {
+	from, log, end, ok := f.serve(offset)
+	res := fetched{from: from, hwm: int64(len(log))}
+	if !ok {
 		res = fetched{from: from, hwm: -1, code: kerr.NotLeaderForPartition.Code}
-	} else {
-		for o := offset; o < int64(len(log)) && o < offset+int64(f.chunk); o++ {
-			res.records = append(res.records, history.Record{Topic: "sim", Partition: part, Offset: o, Value: log[o]})
-		}
+	}
+	for o := offset; o < end; o++ {
+		res.records = append(res.records, history.Record{Topic: "sim", Partition: part, Offset: o, Value: log[o]})
 	}
 	f.r.w.After(time.Millisecond, func() { done(res) })
+}
+
+// txcFetch is simtxc's readAll's fetch.
+func (f *fakeLogs) txcFetch(off int64, _ bool, done func(txcRead)) {
+	from, log, end, ok := f.serve(off)
+	rd := txcRead{next: off}
+	if ok {
+		rd.ok, rd.answered, rd.hw, rd.lso = true, from, int64(len(log)), int64(len(log))
+		for o := off; o < end; o++ {
+			rd.recs = append(rd.recs, decodedRecord{offset: o, value: log[o]})
+			rd.next = o + 1
+		}
+	}
+	f.r.w.After(time.Millisecond, func() { done(rd) })
+}
+
+// txnFetch is simtxn's finishTxnWith's fetch: every partition has the
+// broker's log, its values prefixed with the partition (txnFakeValue).
+func (f *fakeLogs) txnFetch(part int32, off int64, done func(txnRead)) {
+	from, log, end, ok := f.serve(off)
+	rd := txnRead{next: off, lso: -1, hw: -1}
+	if ok {
+		rd = txnRead{ok: true, answered: from, next: end, lso: int64(len(log)), hw: int64(len(log))}
+		for o := off; o < end; o++ {
+			rd.vals = append(rd.vals, txnFakeValue(part, log[o]))
+		}
+	}
+	f.r.w.After(time.Millisecond, func() { done(rd) })
 }
 
 func fakeLog(n int, prefix string) []string {
@@ -123,3 +169,7 @@ func TestFinalReadStartsOverOnAnotherBroker(t *testing.T) {
 		}
 	}
 }
+
+// txnFakeValue is value v of fakeLogs' log as partition part of simtxn
+// holds it.
+func txnFakeValue(part int32, v string) string { return fmt.Sprintf("p%d.%s", part, v) }

@@ -7,35 +7,6 @@ import (
 	"github.com/floe-broker/floe/netx"
 )
 
-// txcFakeLogs serves simtxc's final read from one log per broker, chunk
-// records a fetch, 1 ms after each is sent; leader gives the broker a fetch
-// goes to and fails whether it fails, both by the fetch's number (from 1).
-type txcFakeLogs struct {
-	r       *run
-	logs    map[netx.NodeID][]string
-	chunk   int
-	leader  func(n int) netx.NodeID
-	fails   func(n int) bool
-	empty   func(n int) bool // answers no records (BUGGIFY's fetch-empty)
-	fetches int
-}
-
-func (f *txcFakeLogs) fetch(off int64, _ bool, done func(txcRead)) {
-	f.fetches++
-	n := f.fetches
-	from := f.leader(n)
-	log := f.logs[from]
-	rd := txcRead{next: off}
-	if !f.fails(n) {
-		rd.ok, rd.answered, rd.hw, rd.lso = true, from, int64(len(log)), int64(len(log))
-		for o := off; o < int64(len(log)) && o < off+int64(f.chunk) && (f.empty == nil || !f.empty(n)); o++ {
-			rd.recs = append(rd.recs, decodedRecord{offset: o, value: log[o]})
-			rd.next = o + 1
-		}
-	}
-	f.r.w.After(time.Millisecond, func() { done(rd) })
-}
-
 func txcFinalReadRun() *txcWorkload {
 	r := finalReadRun()
 	r.inv = newInvariants(r)
@@ -70,10 +41,10 @@ func txcCheckRead(t *testing.T, recs []decodedRecord, ok bool, log []string, fet
 func TestTxcFinalReadKeepsProgressOverFailedFetches(t *testing.T) {
 	w := txcFinalReadRun()
 	log := fakeLog(10_000, "v")
-	f := &txcFakeLogs{r: w.r, logs: map[netx.NodeID][]string{1: log}, chunk: 100,
+	f := &fakeLogs{r: w.r, logs: map[netx.NodeID][]string{1: log}, chunk: 100,
 		leader: func(int) netx.NodeID { return 1 }, fails: func(n int) bool { return n%20 == 0 },
 		empty: func(n int) bool { return n%15 == 0 }}
-	recs, _, ok := w.readAll(f.fetch, true)
+	recs, _, ok := w.readAll(f.txcFetch, true)
 	txcCheckRead(t, recs, ok, log, f.fetches)
 	if len(w.r.violations) > 0 {
 		t.Fatalf("violations: %v", w.r.violations)
@@ -86,7 +57,7 @@ func TestTxcFinalReadKeepsProgressOverFailedFetches(t *testing.T) {
 func TestTxcFinalReadStartsOverOnAnotherBroker(t *testing.T) {
 	w := txcFinalReadRun()
 	a, b := fakeLog(1_000, "a"), fakeLog(1_200, "b")
-	f := &txcFakeLogs{r: w.r, logs: map[netx.NodeID][]string{1: a, 2: b}, chunk: 100,
+	f := &fakeLogs{r: w.r, logs: map[netx.NodeID][]string{1: a, 2: b}, chunk: 100,
 		leader: func(n int) netx.NodeID {
 			if n <= 5 {
 				return 1
@@ -94,6 +65,6 @@ func TestTxcFinalReadStartsOverOnAnotherBroker(t *testing.T) {
 			return 2
 		},
 		fails: func(n int) bool { return n == 5 }}
-	recs, _, ok := w.readAll(f.fetch, true)
+	recs, _, ok := w.readAll(f.txcFetch, true)
 	txcCheckRead(t, recs, ok, b, f.fetches)
 }

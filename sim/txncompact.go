@@ -460,29 +460,30 @@ func (w *txcWorkload) readAll(fetch func(off int64, committed bool, done func(tx
 			return
 		}
 		fetch(off, committed, func(rd txcRead) {
-			switch {
-			case over:
+			if over {
 				return
+			}
+			s := nextReadStep(off, rd.ok, rd.answered, src, committed && rd.lso < rd.hw, rd.next, rd.hw)
+			switch {
 			case !rd.ok:
 				r.w.After(w.backoff(), func() { from(off) }) // from where it failed, recs kept
 				return
-			case off > 0 && rd.answered != src, committed && rd.lso < rd.hw:
+			case s == readOver:
 				busy = false // start over (another broker, or a transaction open)
 				return
 			}
 			src = rd.answered
 			recs, batches = append(recs, rd.recs...), append(batches, rd.batches...)
-			if rd.next >= rd.hw {
+			switch s {
+			case readDone:
 				finished, busy = true, false
-				return
-			}
-			if rd.next <= off {
+			case readAgain:
 				// Nothing at off below the high watermark (BUGGIFY's
 				// fetch-empty, a wait that ended first): ask again.
 				r.w.After(w.backoff(), func() { from(off) }) // recs kept
-				return
+			default:
+				from(rd.next)
 			}
-			from(rd.next)
 		})
 	}
 	for !finished && r.now() < deadline && !r.halted {

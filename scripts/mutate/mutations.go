@@ -529,6 +529,15 @@ var mutations = []mutation{
 		Why:         "simulator: the final read starts over from the log start on every failed fetch, and a long seed's log, hundreds of fetches long, is never read in full within the liveness bound while BUGGIFY fails about 2% of fetches",
 		Run:         "^TestFinalReadKeepsProgressOverFailedFetches$",
 	},
+	// ... and never stitches two brokers' logs: another broker's answer
+	// starts it over from the log start.
+	{
+		Name: "final-read-stitches-brokers", File: "sim/fetch.go",
+		Original:    "s := nextReadStep(offset, res.ok(), res.from, from, false, next, res.hwm)",
+		Replacement: "_ = from; s := nextReadStep(offset, res.ok(), res.from, res.from, false, next, res.hwm)",
+		Why:         "simulator: the final read goes on at another broker after a failed fetch, stitching two replicas' logs into one read",
+		Run:         "^TestFinalReadStartsOverOnAnotherBroker$",
+	},
 	// simtxc's final read keeps what it read over a failed fetch (long
 	// seed 3800026: starting over from offset 0 on every error, its
 	// 23,987 offsets were never read within the liveness bound).
@@ -552,10 +561,37 @@ var mutations = []mutation{
 	// broker's answer starts it over from the log start.
 	{
 		Name: "txc-final-read-stitches-brokers", File: "sim/txncompact.go",
-		Original:    "case off > 0 && rd.answered != src, committed && rd.lso < rd.hw:",
-		Replacement: "case off > 0 && rd.answered != src && false, committed && rd.lso < rd.hw:",
+		Original:    "s := nextReadStep(off, rd.ok, rd.answered, src, committed && rd.lso < rd.hw, rd.next, rd.hw)",
+		Replacement: "_ = src; s := nextReadStep(off, rd.ok, rd.answered, rd.answered, committed && rd.lso < rd.hw, rd.next, rd.hw)",
 		Why:         "simulator: simtxc's final read goes on at another broker after a failed fetch, stitching two replicas' independently compacted copies into one read",
 		Run:         "^TestTxcFinalReadStartsOverOnAnotherBroker$",
+	},
+	// simtxn's final read keeps what it read over a failed fetch (found
+	// by review after long seed 3800026: dropping the partition, the next
+	// kick read it again from offset 0, and a big partition was never
+	// read within the liveness bound).
+	{
+		Name: "txn-final-read-restarts-on-error", File: "sim/txn.go",
+		Original:    "r.w.After(r.backoff(), func() { readAll(part, off) }) // from where it failed, what was read kept",
+		Replacement: "reading[part] = false",
+		Why:         "simulator: simtxn's final read drops a partition on every failed fetch and reads it again from offset 0 at the next kick, and a long seed's big partition is never read to its high watermark within the liveness bound while BUGGIFY fails some 2-5% of fetches",
+		Run:         "^TestTxnFinalReadKeepsProgressOverFailedFetches$",
+	},
+	// ... and over an empty answer below the high watermark.
+	{
+		Name: "txn-final-read-restarts-on-empty", File: "sim/txn.go",
+		Original:    "r.w.After(r.backoff(), func() { readAll(part, off) }) // what was read kept",
+		Replacement: "reading[part] = false",
+		Why:         "simulator: simtxn's final read starts a partition over from offset 0 on every empty answer below the high watermark (BUGGIFY fetch-empty), and a long seed's big partition is never read in full within the liveness bound",
+		Run:         "^TestTxnFinalReadKeepsProgressOverFailedFetches$",
+	},
+	// simtxn's final read never stitches two brokers' logs.
+	{
+		Name: "txn-final-read-stitches-brokers", File: "sim/txn.go",
+		Original:    "s := nextReadStep(off, rd.ok, rd.answered, src[part], open, rd.next, rd.hw)",
+		Replacement: "s := nextReadStep(off, rd.ok, rd.answered, rd.answered, open, rd.next, rd.hw)",
+		Why:         "simulator: simtxn's final read goes on at another broker after a failed fetch, stitching two replicas' logs into one read",
+		Run:         "^TestTxnFinalReadStartsOverOnAnotherBroker$",
 	},
 	// The transactional final read waits for every producer to stop
 	// (long seed 3600042: a zombie resumed after the heal wrote a
