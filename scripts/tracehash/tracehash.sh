@@ -6,11 +6,15 @@
 #
 #	scripts/tracehash/tracehash.sh > /tmp/new.txt        seeds 1..80 plus the extras below
 #	scripts/tracehash/tracehash.sh 1 2 187 948001        these seeds only
-#	diff scripts/tracehash/7ffe0cf.txt /tmp/new.txt      no output: no trace changed
+#	diff scripts/tracehash/e94775c.txt /tmp/new.txt      no output: no trace changed
 #	TRACEHASH_FLAGS=--all-faults scripts/tracehash/tracehash.sh 2500971
 #	                                                     extra sim flags for every seed
 #
-# 7ffe0cf.txt is the baseline recorded on main at 7ffe0cf (2026-12-05 03:54
+# e94775c.txt is the baseline recorded on main at e94775c (2026-12-05 04:58
+# UTC); it replaces 7ffe0cf.txt, 21 of whose 87 hashes changed with the fix
+# of simtxn's final read (it keeps its progress over a failed or empty fetch:
+# seeds 3 4 9 11 12 13 15 22 37 42 44 48 50 56 57 71 73 78 182 248 948001);
+# every seed passes on both. 7ffe0cf.txt was the baseline recorded on main at 7ffe0cf (2026-12-05 03:54
 # UTC); it replaces e2522d1.txt, 18 of whose 87 hashes changed with the
 # fixes of long seeds 3800026 (simtxc's final read keeps its progress over a
 # failed or empty fetch: seeds 11 18 30 37 61) and 3800056 (a produce leader
