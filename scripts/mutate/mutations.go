@@ -1321,4 +1321,14 @@ var mutations = []mutation{
 		Run: "^TestSimFSMatchesNaiveModel$",
 		Pkg: "./logstore",
 	},
+	{
+		Name: "images-shared-assignment", File: "node/group/images.go",
+		Original:    "c[t] = slices.Clone(ps)",
+		Replacement: "c[t] = ps",
+		Why: "group coordinator load: the memo of decoded consumer-group images hands out copies whose " +
+			"assignments share their partition lists with the memo; a coordinator changing a member's " +
+			"assignment changes what the next load of the partition builds",
+		Run: "^TestImagesDecodeLikeUnmarshal$",
+		Pkg: "./node/group",
+	},
 }
