@@ -520,6 +520,14 @@ func (f *SimFS) crashFile(n *simNode, mode CrashMode) {
 		n.lied = 0
 		return
 	}
+	// The surviving contents are built in place, on top of the durable
+	// bytes: those are a prefix of n.data's array (or, past an undone
+	// shrinking truncate, a fresh array of their own), and what follows
+	// them there is only the file's current contents, which the crash
+	// replaces. The kept operations' bytes (write, cut) are copies of
+	// their own, so writing over n.data's tail never reads what it
+	// overwrites, and each kept write costs its own length, not the
+	// file's (a copy of the whole file per kept write was quadratic).
 	data := n.durableBytes()
 	k := f.keepCount(len(n.pending), mode)
 	for i, op := range n.pending[:k] {
@@ -536,9 +544,9 @@ func (f *SimFS) crashFile(n *simNode, mode CrashMode) {
 				w = w[:f.rng.Intn(len(w))]
 			}
 		}
-		data = append(data[:len(data):len(data)], w...)
+		data = append(data, w...)
 	}
-	n.data = append([]byte(nil), data...)
+	n.data = data
 	n.pending, n.lied = nil, 0
 }
 
@@ -565,11 +573,16 @@ func (n *simNode) bytesBefore(k int) []byte {
 	return data
 }
 
+// truncateBytes cuts data to size bytes or extends it with zeros. It keeps
+// data's array and its spare capacity (so the next append need not copy
+// the whole file): the caller must own data's array, past len(data) too.
+// Everything that keeps file bytes (pending operations, readers, the
+// honest contents of a lie) holds a copy of its own.
 func truncateBytes(data []byte, size int64) []byte {
 	if size <= int64(len(data)) {
-		return data[:size:size]
+		return data[:size]
 	}
-	return append(data[:len(data):len(data)], make([]byte, size-int64(len(data)))...)
+	return append(data, make([]byte, size-int64(len(data)))...)
 }
 
 // FlipBit flips one bit of name's contents at byte off, as media corruption

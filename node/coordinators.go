@@ -136,6 +136,7 @@ func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, e
 
 		ConsumerTimeouts: r.consumerGroupTimeouts,
 		MayDescribe:      r.mayDescribeTopic,
+		Images:           r.images,
 	})
 	skipped := 0
 	err := replayBatches(p, func(h records.Header, b []byte) error {

@@ -56,6 +56,12 @@ type Env struct {
 	// same ones: all of them must run on one goroutine (the simulator's
 	// brokers). Nil: the reactor's own.
 	ReadBuffers *logstore.ReadBuffers
+	// GroupImages, when set, memoizes the consumer-group images the
+	// reactor's group coordinators decode when they load
+	// (group.Env.Images), shared with every reactor given the same one: all
+	// of them must run on one goroutine (the simulator's brokers). Nil: the
+	// reactor's own.
+	GroupImages *group.Images
 }
 
 // Disk runs fsyncs off the reactor.

@@ -10,6 +10,7 @@ import (
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/controller"
+	"github.com/floe-broker/floe/node/group"
 	"github.com/floe-broker/floe/node/partition"
 	"github.com/floe-broker/floe/node/replica"
 )
@@ -51,6 +52,9 @@ type Reactor struct {
 	// readBufs are the read buffers every log of this reactor shares
 	// (logstore.Options.ReadBuffers): Env.ReadBuffers, or its own.
 	readBufs *logstore.ReadBuffers
+	// images memoizes the group coordinators' decoded consumer-group
+	// images (group.Env.Images): Env.GroupImages, or its own.
+	images *group.Images
 	// groupList caches groupIDs; nil when r.parts or r.ctl changed since
 	// (every change goes through groupsChanged). Never written in place:
 	// a caller may still be ranging over an older list.
@@ -154,9 +158,13 @@ func New(cfg Config, env Env) *Reactor {
 		sec:      newSecurity(cfg.Security),
 		work:     newWorkSet(),
 		readBufs: env.ReadBuffers,
+		images:   env.GroupImages,
 	}
 	if r.readBufs == nil {
 		r.readBufs = new(logstore.ReadBuffers)
+	}
+	if r.images == nil {
+		r.images = new(group.Images)
 	}
 	r.host.SetChanged(r.workChanged)
 	return r

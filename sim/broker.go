@@ -108,6 +108,7 @@ func BrokerFactory(bc BrokerConfig) Factory {
 	// The brokers run on the world's one goroutine, so their logs share one
 	// set of read buffers: a restarted broker's logs do not grow new ones.
 	readBufs := new(logstore.ReadBuffers)
+	images := new(group.Images) // the same: decoded consumer-group images
 	peers := make([]node.Peer, bc.Nodes)
 	for i := range peers {
 		peers[i] = node.Peer{ID: int32(i + 1), RaftAddr: simRaftAddr(i + 1)}
@@ -157,6 +158,7 @@ func BrokerFactory(bc BrokerConfig) Factory {
 
 			BuggifyOptIn: optInSites(bc.BuggifyOptIn),
 			ReadBuffers:  readBufs,
+			GroupImages:  images,
 		}
 		cfg.LeaseMargin = bc.LeaseMargin
 		bc.configureBalance(int(env.ID), &cfg.Balancer, &cfg.BalancerMovesMax, &cfg.Rack)

@@ -233,4 +233,8 @@ type Env struct {
 	// principal at every resolution (any member's heartbeat), so an ACL
 	// change applies from the next one. Nil allows every topic.
 	MayDescribe func(principal, host, topic string) bool
+	// Images, when set, memoizes the consumer-group images replays decode
+	// (images.go); it may be shared by coordinators on one goroutine. Nil
+	// decodes every image each time.
+	Images *Images
 }

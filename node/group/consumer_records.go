@@ -75,7 +75,7 @@ func (c *Coordinator) replayConsumer(key, value []byte) error {
 		}
 		return nil
 	}
-	cg, err := decodeConsumerGroup(value)
+	cg, err := c.env.Images.decode(value)
 	if err != nil {
 		return err
 	}

@@ -1300,4 +1300,35 @@ var mutations = []mutation{
 		Why: "record format: compaction's rewrite of a batch (Filter) keeps each record's key and value but " +
 			"not its headers; consumers of a compacted topic lose them (sim: record-headers violation)",
 	},
+	// The simulated disk's memory (simulator speed, seventh round): a file's
+	// array keeps its spare capacity past truncates and crashes, so nothing
+	// kept may alias it.
+	{
+		Name: "simfs-cut-aliased", File: "logstore/simfs.go",
+		Original:    "op.cut = append([]byte(nil), n.data[size:]...)",
+		Replacement: "op.cut = n.data[size:]",
+		Why: "simulated disk: a pending truncate's cut bytes alias the file's array, which keeps its capacity; " +
+			"the next write overwrites them and a crash that undoes the truncate restores the new bytes",
+		Run: "^TestSimFSMatchesNaiveModel$",
+		Pkg: "./logstore",
+	},
+	{
+		Name: "simfs-undo-in-place", File: "logstore/simfs.go",
+		Original:    "data = append(data[:op.truncTo:op.truncTo], op.cut...)",
+		Replacement: "data = append(data[:op.truncTo], op.cut...)",
+		Why: "simulated disk: undoing a shrinking truncate (the durable contents, a crash's starting point) " +
+			"writes the cut bytes back into the file's own array, over what reads see now",
+		Run: "^TestSimFSMatchesNaiveModel$",
+		Pkg: "./logstore",
+	},
+	{
+		Name: "images-shared-assignment", File: "node/group/images.go",
+		Original:    "c[t] = slices.Clone(ps)",
+		Replacement: "c[t] = ps",
+		Why: "group coordinator load: the memo of decoded consumer-group images hands out copies whose " +
+			"assignments share their partition lists with the memo; a coordinator changing a member's " +
+			"assignment changes what the next load of the partition builds",
+		Run: "^TestImagesDecodeLikeUnmarshal$",
+		Pkg: "./node/group",
+	},
 }
