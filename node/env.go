@@ -59,8 +59,8 @@ type Env struct {
 	// GroupImages, when set, memoizes the consumer-group images the
 	// reactor's group coordinators decode when they load
 	// (group.Env.Images), shared with every reactor given the same one: all
-	// of them must run on one goroutine (the simulator's brokers). Nil: the
-	// reactor's own.
+	// of them must run on one goroutine (the simulator's brokers). Nil: no
+	// memo (a broker's choice: its loads are rare, the memo's memory is not).
 	GroupImages *group.Images
 }
 

@@ -53,7 +53,12 @@ type Reactor struct {
 	// (logstore.Options.ReadBuffers): Env.ReadBuffers, or its own.
 	readBufs *logstore.ReadBuffers
 	// images memoizes the group coordinators' decoded consumer-group
-	// images (group.Env.Images): Env.GroupImages, or its own.
+	// images (group.Env.Images): Env.GroupImages, or nil (decode every
+	// time). A broker keeps no memo: a load per leadership term is rare in
+	// production, and the memo would hold up to 32 MiB of image bytes plus
+	// their decoded copies for the process's life. The simulator, whose
+	// brokers reload the same offsets partitions thousands of times, shares
+	// one per run.
 	images *group.Images
 	// groupList caches groupIDs; nil when r.parts or r.ctl changed since
 	// (every change goes through groupsChanged). Never written in place:
@@ -162,9 +167,6 @@ func New(cfg Config, env Env) *Reactor {
 	}
 	if r.readBufs == nil {
 		r.readBufs = new(logstore.ReadBuffers)
-	}
-	if r.images == nil {
-		r.images = new(group.Images)
 	}
 	r.host.SetChanged(r.workChanged)
 	return r
