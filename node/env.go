@@ -59,8 +59,11 @@ type Env struct {
 	// GroupImages, when set, memoizes the consumer-group images the
 	// reactor's group coordinators decode when they load
 	// (group.Env.Images), shared with every reactor given the same one: all
-	// of them must run on one goroutine (the simulator's brokers). Nil: no
-	// memo (a broker's choice: its loads are rare, the memo's memory is not).
+	// of them must run on one goroutine (the simulator's brokers, which
+	// reload the same offsets partitions thousands of times). Nil: no memo,
+	// a broker's choice: it loads once per leadership term, and a memo
+	// would hold up to 32 MiB of image bytes plus their decoded copies for
+	// the process's life.
 	GroupImages *group.Images
 }
 

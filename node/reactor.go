@@ -54,11 +54,7 @@ type Reactor struct {
 	readBufs *logstore.ReadBuffers
 	// images memoizes the group coordinators' decoded consumer-group
 	// images (group.Env.Images): Env.GroupImages, or nil (decode every
-	// time). A broker keeps no memo: a load per leadership term is rare in
-	// production, and the memo would hold up to 32 MiB of image bytes plus
-	// their decoded copies for the process's life. The simulator, whose
-	// brokers reload the same offsets partitions thousands of times, shares
-	// one per run.
+	// time; why a broker keeps none: Env.GroupImages).
 	images *group.Images
 	// groupList caches groupIDs; nil when r.parts or r.ctl changed since
 	// (every change goes through groupsChanged). Never written in place:

@@ -14,9 +14,9 @@ import (
 // builds exactly the state a replay without it builds; only images that
 // decode are kept (an error is decoded again each time, with its message).
 //
-// One Images may serve many coordinators (a reactor's, or in the simulator
-// every broker's of a run), all on one goroutine. A nil *Images decodes
-// every time.
+// One Images may serve many coordinators (in the simulator every broker's
+// of a run), all on one goroutine. A nil *Images decodes every time: a
+// broker's choice (node.Env.GroupImages), since its loads are rare.
 type Images struct {
 	m     map[string]*consumerGroup
 	bytes int
