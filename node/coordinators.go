@@ -136,7 +136,7 @@ func (r *Reactor) loadCoordinator(p *partition.Partition) (*group.Coordinator, e
 
 		ConsumerTimeouts: r.consumerGroupTimeouts,
 		MayDescribe:      r.mayDescribeTopic,
-		Images:           r.images,
+		Images:           r.env.GroupImages, // nil in a broker: decode every time (Env.GroupImages)
 	})
 	skipped := 0
 	err := replayBatches(p, func(h records.Header, b []byte) error {

@@ -10,7 +10,6 @@ import (
 	"github.com/floe-broker/floe/logstore"
 	"github.com/floe-broker/floe/netx"
 	"github.com/floe-broker/floe/node/controller"
-	"github.com/floe-broker/floe/node/group"
 	"github.com/floe-broker/floe/node/partition"
 	"github.com/floe-broker/floe/node/replica"
 )
@@ -52,10 +51,6 @@ type Reactor struct {
 	// readBufs are the read buffers every log of this reactor shares
 	// (logstore.Options.ReadBuffers): Env.ReadBuffers, or its own.
 	readBufs *logstore.ReadBuffers
-	// images memoizes the group coordinators' decoded consumer-group
-	// images (group.Env.Images): Env.GroupImages, or nil (decode every
-	// time; why a broker keeps none: Env.GroupImages).
-	images *group.Images
 	// groupList caches groupIDs; nil when r.parts or r.ctl changed since
 	// (every change goes through groupsChanged). Never written in place:
 	// a caller may still be ranging over an older list.
@@ -159,7 +154,6 @@ func New(cfg Config, env Env) *Reactor {
 		sec:      newSecurity(cfg.Security),
 		work:     newWorkSet(),
 		readBufs: env.ReadBuffers,
-		images:   env.GroupImages,
 	}
 	if r.readBufs == nil {
 		r.readBufs = new(logstore.ReadBuffers)
