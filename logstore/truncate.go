@@ -20,6 +20,15 @@ func (l *Log) TruncateAfter(index uint64) error {
 	if index < l.snap.Index {
 		return fmt.Errorf("%w: truncate after %d, snapshot at %d", ErrCompacted, index, l.snap.Index)
 	}
+	// The cut works on the files, so the write buffer goes to the active
+	// segment's file first; left in the buffer, its entries (cut or not)
+	// would be written after the cut, ahead of the entries appended next
+	// (sim seed 4201332 with --long --all-faults: a cut at a segment's
+	// base, which reads no header and so flushed nothing, left the cut
+	// entries at the start of the emptied segment).
+	if err := l.flush(); err != nil {
+		return err
+	}
 	k := l.segmentOf(index + 1)
 	s := l.segs[k]
 	if err := l.cutSegmentAfter(s, index); err != nil {
