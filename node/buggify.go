@@ -213,3 +213,30 @@ func (r *Reactor) buggifyHook(s bugSite) func() bool {
 func (r *Reactor) buggifyDelay(max time.Duration) time.Duration {
 	return time.Duration(r.env.Buggify.Int63n(int64(max))) + time.Millisecond
 }
+
+// buggifyHealed reports whether the simulator has healed the cluster
+// (Env.BuggifyHealed); always false in production.
+func (r *Reactor) buggifyHealed() bool {
+	return r.env.BuggifyHealed != nil && r.env.BuggifyHealed()
+}
+
+// endLastingBuggify, once the simulator has healed the cluster, gives
+// every Raft member the append limits raft-small-messages took away. A
+// member made with one entry per append and four in flight keeps them
+// for its life, and a long seed's partition then takes longer to copy to
+// a new replica than the liveness bounds allow (long seed 4201330 with
+// --all-faults: the leader of a 48,000-entry partition, made so 25 s
+// before the heal, sent a reassignment's new replica about 1,000 entries
+// a second, and the move was not done 30 s after the heal). Members made
+// after the heal draw nothing (raftConfig).
+func (r *Reactor) endLastingBuggify() {
+	if r.buggifyEnded || !r.buggifyHealed() {
+		return
+	}
+	r.buggifyEnded = true
+	for _, g := range r.groupIDs() {
+		if rep := r.replicaOf(g); rep != nil {
+			rep.SetMessageLimits(raftMsgBytesMax, raftInflightMsgMax)
+		}
+	}
+}

@@ -41,6 +41,12 @@ type Env struct {
 	// such a site never draws unless named here, so the simulator's
 	// default seeds never reach it and only focused tests do.
 	BuggifyOptIn map[string]bool
+	// BuggifyHealed, when set (simulation only), reports whether the
+	// simulator has healed the cluster. From then on the BUGGIFY sites
+	// whose effect lasts (a Raft member made with small append messages)
+	// stop firing and their effects end, as every injected fault's does,
+	// so the simulator's liveness bounds hold; the other sites go on.
+	BuggifyHealed func() bool
 	// AuditSink, when set, receives every audit record this broker
 	// generates, as one line of JSON, when it generates it (before the
 	// leader of __audit_log chains it). The runtime writes them to

@@ -46,6 +46,9 @@ type Reactor struct {
 	// throttled: per partition group, the members whose catch-up this
 	// replica limits (throttle.go).
 	throttled map[uint64][]uint64
+	// buggifyEnded: the simulator healed the cluster and BUGGIFY's lasting
+	// effects were undone (buggify.go endLastingBuggify).
+	buggifyEnded bool
 
 	parts map[uint64]*partition.Partition // by Raft group
 	// readBufs are the read buffers every log of this reactor shares

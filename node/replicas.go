@@ -19,7 +19,7 @@ import (
 // raftConfig configures the Raft member of a group whose log is log.
 func (r *Reactor) raftConfig(log *logstore.Log) consensus.Config {
 	cfg := r.raftConfigOf(log)
-	if r.buggify(bugRaftSmallMessages) {
+	if !r.buggifyHealed() && r.buggify(bugRaftSmallMessages) {
 		// BUGGIFY: one entry per append message, four in flight: a
 		// follower catches up in many small steps (buggify.go).
 		cfg.MaxSizePerMsg, cfg.MaxInflightMsgs = 1, 4
@@ -27,13 +27,20 @@ func (r *Reactor) raftConfig(log *logstore.Log) consensus.Config {
 	return cfg
 }
 
+// The Raft members' append limits (consensus.Config): a MiB of entries
+// per append message, 256 appends in flight per member.
+const (
+	raftMsgBytesMax    = 1 << 20
+	raftInflightMsgMax = 256
+)
+
 func (r *Reactor) raftConfigOf(log *logstore.Log) consensus.Config {
 	return consensus.Config{
 		ID:                         r.self,
 		ElectionTicks:              r.cfg.ElectionTicks,
 		HeartbeatTicks:             r.cfg.HeartbeatTicks,
-		MaxSizePerMsg:              1 << 20,
-		MaxInflightMsgs:            256,
+		MaxSizePerMsg:              raftMsgBytesMax,
+		MaxInflightMsgs:            raftInflightMsgMax,
 		MaxInflightBytes:           32 << 20,
 		MaxUncommittedEntriesBytes: 256 << 20,
 		CheckQuorum:                true,

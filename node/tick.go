@@ -22,6 +22,7 @@ func (r *Reactor) onTick() {
 			return
 		}
 	}
+	r.endLastingBuggify()
 	r.retryForwards()
 	r.retryVoterChanges()
 	r.probeMetadata()

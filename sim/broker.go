@@ -74,6 +74,9 @@ type BrokerConfig struct {
 	// spaces (node.Env.BuggifyOptIn; focused tests only, never drawn; a
 	// string keeps Options comparable).
 	BuggifyOptIn string
+	// Healed, when set, turns true at the run's heal (node.Env.BuggifyHealed:
+	// BUGGIFY's lasting effects end with the faults).
+	Healed *bool
 	// Recoveries is told the lines a broker logs when opening a log cut
 	// something or fenced it (node.Env.Logf), for the recovery coverage
 	// rows.
@@ -86,6 +89,14 @@ type BrokerConfig struct {
 	// beyond the initial ones (join.go) names in --join; every node's
 	// transport then resolves an address-only peer (resolvingNet).
 	JoinVia int
+}
+
+// healedFunc is BrokerConfig.Healed as node.Env wants it (nil when unset).
+func healedFunc(healed *bool) func() bool {
+	if healed == nil {
+		return nil
+	}
+	return func() bool { return *healed }
 }
 
 // optInSites is BrokerConfig.BuggifyOptIn as node.Env wants it (nil when
@@ -156,9 +167,10 @@ func BrokerFactory(bc BrokerConfig) Factory {
 			Buggify:   env.Buggify,
 			OnBuggify: bc.Sites.hook(),
 
-			BuggifyOptIn: optInSites(bc.BuggifyOptIn),
-			ReadBuffers:  readBufs,
-			GroupImages:  images,
+			BuggifyOptIn:  optInSites(bc.BuggifyOptIn),
+			BuggifyHealed: healedFunc(bc.Healed),
+			ReadBuffers:   readBufs,
+			GroupImages:   images,
 		}
 		cfg.LeaseMargin = bc.LeaseMargin
 		bc.configureBalance(int(env.ID), &cfg.Balancer, &cfg.BalancerMovesMax, &cfg.Rack)

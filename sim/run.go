@@ -162,6 +162,8 @@ type run struct {
 	// acknowledged end offset seen: fetchers pick offsets below it.
 	topOffset map[int32]int64
 
+	// healed is BrokerConfig.Healed: set at the heal, for the brokers.
+	healed *bool
 	// stopping: producers and fetchers finish their operation and stop;
 	// active counts those still running.
 	stopping bool
@@ -330,6 +332,7 @@ func Run(o Options) *Result {
 			r.cover(buggifyCoverage + site)
 		}
 	}}
+	bc.Healed = new(bool)
 	bc.Recoveries = &siteCounter{fn: func(line string) { // logs at boot, before r, go uncounted
 		if r != nil {
 			r.coverRecovery(line)
@@ -340,7 +343,7 @@ func Run(o Options) *Result {
 		Faults: netx.LinkFaults{DelayMin: o.Faults.Link.DelayMin, DelayMax: o.Faults.Link.DelayMax},
 	}, BrokerFactory(bc))
 	r = &run{
-		w: w, o: o, topic: "sim", topOffset: map[int32]int64{}, finalHWM: map[int32]int64{}, maxEpoch: map[string]int32{},
+		w: w, o: o, healed: bc.Healed, topic: "sim", topOffset: map[int32]int64{}, finalHWM: map[int32]int64{}, maxEpoch: map[string]int32{},
 		rng: rand.New(rand.NewSource(w.Rand().Int63())),
 	}
 	r.kn = &kafkaNet{w: w, rng: rand.New(rand.NewSource(w.Rand().Int63())),
@@ -479,6 +482,7 @@ func (r *run) safety() {
 // heal stops the faults and lets producers and fetchers finish.
 func (r *run) heal() {
 	r.nem.stop()
+	*r.healed = true // BUGGIFY's lasting effects end too (node.Env.BuggifyHealed)
 	r.stopping = true
 	r.liveDeadline = r.now() + r.o.LivenessMax
 	r.w.Tracef("phase: heal; waiting for %d clients to finish their operations", r.active)

@@ -267,3 +267,10 @@ func (r *Replica) AddSendBudget(id uint64, bytes, capBytes int64) {
 
 // Unthrottle lifts the limit on what this replica sends member id.
 func (r *Replica) Unthrottle(id uint64) { r.changed(); r.raft.Unthrottle(id) }
+
+// SetMessageLimits changes the Raft member's append size and appends in
+// flight per member (consensus's SetMessageLimits).
+func (r *Replica) SetMessageLimits(maxSizePerMsg uint64, maxInflightMsgs int) {
+	r.changed()
+	r.raft.SetMessageLimits(maxSizePerMsg, maxInflightMsgs)
+}
