@@ -12,10 +12,10 @@ import (
 // entries appended after the cut must be the only ones the log holds, read
 // back and after a reopen. Before the fix a cut at a segment base did not
 // flush or drop the buffer (since 65912a5 the cut position there is found
-// without reading a header, and reads are what flushed), so the cut entries' bytes were written
-// at the start of the emptied segment, ahead of the new ones: reads at the
-// cut index returned the old entry and the new entries sat at the wrong
-// positions (sim seed 4201332 with --long --all-faults: a follower cut its
+// without reading a header, and reads are what flushed), so the cut
+// entries' bytes were written at the start of the emptied segment, ahead
+// of the new ones: reads at the cut index returned the old entry and the
+// new entries sat at the wrong positions (sim seed 4201332 with --long --all-faults: a follower cut its
 // log at the base of segment 14518 to take a new leader's entries, later
 // read entry 14529 as damaged, and its repair's reopen found the old entry
 // 14518 of term 74 where the committed one of term 75 belonged:

@@ -76,7 +76,9 @@ import "time"
 //	  the active segment rolls before an append, as segment.ms would.
 //	raft-small-messages: replicas.go raftConfig; a group's Raft member is
 //	  created with a 1-byte MaxSizePerMsg (one entry per append message:
-//	  tiny fetch byte budgets to followers) and 4 messages in flight.
+//	  tiny fetch byte budgets to followers) and 4 messages in flight. The
+//	  one site whose effect lasts: at the simulator's heal it stops firing
+//	  and every member gets the normal limits back (endLastingBuggify).
 //	forward-timeout: rpc.go retryForwards; a forward to the controller is
 //	  given up as REQUEST_TIMED_OUT (it may still apply).
 //
