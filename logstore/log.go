@@ -134,6 +134,7 @@ type Log struct {
 	// by anyone but the cleaner, so a cleaner pass in progress restarts.
 	structVersion uint64
 	stats         Stats
+	sealed        sealedSize // the cache behind sizeBytes (stats.go)
 	// wbuf holds the active segment's last appended bytes, not yet written
 	// to its file. Invariant: file size + len(wbuf) == active().size.
 	wbuf []byte

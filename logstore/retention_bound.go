@@ -27,10 +27,7 @@ func (l *Log) RetentionBound(nowMs, retentionMs, retentionBytes int64, limitInde
 // below the log start offset. Retention stops at the first segment that
 // must stay.
 func (l *Log) retainable(nowMs, retentionMs, retentionBytes int64, limitIndex, snapIndex uint64) int {
-	var total int64
-	for _, s := range l.segs {
-		total += s.size
-	}
+	total := l.sizeBytes()
 	cutoffMs := nowMs - retentionMs
 	n := 0
 	for ; n < len(l.segs)-1; n++ {

@@ -433,7 +433,14 @@ func (f *SimFS) SyncDir(dir string) error {
 	if !ok || !n.isDir {
 		return &fs.PathError{Op: "syncdir", Path: dir, Err: ErrNotExist}
 	}
-	n.durable = cloneEntries(n.children)
+	// The pending operations replayed on the durable entries give the
+	// current ones (simNode's invariant), at the cost of the operations
+	// since the last SyncDir rather than of the whole directory: a
+	// compacted partition's directory holds every segment, and the
+	// cleaner syncs it once per segment it rewrites.
+	for _, op := range n.nsPending {
+		op.apply(n.durable)
+	}
 	n.nsPending = nil
 	f.syncCount++
 	return nil

@@ -39,15 +39,52 @@ type CleanerStats struct {
 	PassSegmentsDone int
 }
 
-// Stats returns the log's counters.
+// Stats returns the log's counters. It costs the same whatever the number
+// of segments.
 func (l *Log) Stats() Stats {
 	st := l.stats
 	st.Segments = len(l.segs)
-	for _, s := range l.segs {
-		st.SizeBytes += s.size
-	}
+	st.SizeBytes = l.sizeBytes()
 	st.Cleaner.PassSegments, st.Cleaner.PassSegmentsDone = l.cleaner.progress()
 	return st
+}
+
+// sealedSize caches the total size of every segment but the active one.
+// The node reads a log's size at every look at its partition, and a
+// compacted partition keeps all its segments (tens of thousands in a long
+// simulation: summing them was most of such a run's time).
+//
+// The cache is valid while its key matches the log. A segment other than
+// the active one changes size only when a truncation cuts it (or makes it
+// the active one) or the cleaner swaps in its rewritten copy; the list
+// changes when a roll appends, retention or a snapshot drops, or a
+// truncation cuts. Truncations and drops move structVersion, swaps
+// SegmentsCleaned and rolls the number of segments, so the key (those
+// three) moves with every change of the sum. Recovery changes sizes too,
+// but only inside Open, before the first look.
+type sealedSize struct {
+	valid         bool
+	structVersion uint64
+	swaps         int64
+	segments      int
+	bytes         int64
+}
+
+// sizeBytes is the total size of the log's segments: what their files hold
+// plus the active segment's bytes still in the write buffer.
+func (l *Log) sizeBytes() int64 {
+	n := len(l.segs)
+	if n == 0 {
+		return 0
+	}
+	c := &l.sealed
+	if !c.valid || c.structVersion != l.structVersion || c.swaps != l.stats.Cleaner.SegmentsCleaned || c.segments != n {
+		*c = sealedSize{valid: true, structVersion: l.structVersion, swaps: l.stats.Cleaner.SegmentsCleaned, segments: n}
+		for _, s := range l.segs[:n-1] {
+			c.bytes += s.size
+		}
+	}
+	return c.bytes + l.segs[n-1].size
 }
 
 // Close syncs the log (unless it failed) and closes its files. It fails

@@ -246,6 +246,23 @@ var mutations = []mutation{
 		Replacement: "if false {",
 		Why:         "CRC on read: a damaged entry is served and replicated",
 	},
+	// Cached sizes and the simulated disk's directory sync.
+	{
+		Name: "size-cache-misses-swaps", File: "logstore/stats.go",
+		Original:    "if !c.valid || c.structVersion != l.structVersion || c.swaps != l.stats.Cleaner.SegmentsCleaned || c.segments != n {",
+		Replacement: "if !c.valid || c.structVersion != l.structVersion || c.segments != n {",
+		Why: "a stale cache: the log's size misses the cleaner's rewrites, so retention.bytes and the size metrics " +
+			"count bytes compaction already removed",
+		Run: "^TestSizeBytesFollowsTheSegments$", Pkg: "./logstore",
+	},
+	{
+		Name: "syncdir-drops-last-pending", File: "logstore/simfs.go",
+		Original:    "for _, op := range n.nsPending {",
+		Replacement: "for _, op := range n.nsPending[:max(0, len(n.nsPending)-1)] {",
+		Why: "the simulated disk: SyncDir leaves the last create, remove or rename undurable, so crashes lose " +
+			"entries the code under test made durable",
+		Run: "^TestSimFSSyncDirAgainstModel$", Pkg: "./logstore",
+	},
 	// Retention bounds.
 	{
 		Name: "retention-past-limit", File: "logstore/retention_bound.go",
