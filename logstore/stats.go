@@ -62,8 +62,10 @@ func (l *Log) Stats() Stats {
 // SegmentsCleaned and rolls the number of segments, so the key (those
 // three) moves with every change of the sum. Recovery changes sizes too,
 // but only inside Open, before the first look.
+//
+// The zero value is never valid: it counts no segments, and it is only
+// consulted for a log that has at least one.
 type sealedSize struct {
-	valid         bool
 	structVersion uint64
 	swaps         int64
 	segments      int
@@ -78,8 +80,8 @@ func (l *Log) sizeBytes() int64 {
 		return 0
 	}
 	c := &l.sealed
-	if !c.valid || c.structVersion != l.structVersion || c.swaps != l.stats.Cleaner.SegmentsCleaned || c.segments != n {
-		*c = sealedSize{valid: true, structVersion: l.structVersion, swaps: l.stats.Cleaner.SegmentsCleaned, segments: n}
+	if c.structVersion != l.structVersion || c.swaps != l.stats.Cleaner.SegmentsCleaned || c.segments != n {
+		*c = sealedSize{structVersion: l.structVersion, swaps: l.stats.Cleaner.SegmentsCleaned, segments: n}
 		for _, s := range l.segs[:n-1] {
 			c.bytes += s.size
 		}
