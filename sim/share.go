@@ -48,6 +48,7 @@ package sim
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -153,6 +154,11 @@ type shareWork struct {
 	// one's send plus shareServeReach (a fetch waits for records, and the
 	// broker may serve it after its client timed out: one sent before a
 	// record was last handed out may acquire it again after).
+	//
+	// lost is kept sorted (lostFetch inserts in order) so that lostSince
+	// counts by binary search: finishShare asks at every event whether
+	// every offset is finished, and a scan of the list per offset made
+	// that 5-9% of a long seed's time.
 	lost []time.Duration
 	// lostBy is, per member, its own fetches among those (answer time and
 	// request number): the member may hold records it was never seen to
@@ -765,7 +771,8 @@ const nodeShareReadTimeout = time.Second
 // is later.
 func (w *shareWork) lostFetch(member string, reqNo int, until time.Duration) {
 	at := max(w.r.now(), until)
-	w.lost = append(w.lost, at)
+	i, _ := slices.BinarySearch(w.lost, at)
+	w.lost = slices.Insert(w.lost, i, at)
 	w.lostBy[member] = append(w.lostBy[member], lostFetch{at: at, req: reqNo})
 }
 
@@ -934,13 +941,13 @@ func (w *shareWork) done(part int32, off int64) bool {
 	if sr.accepted != 0 || sr.rejected != 0 || sr.maybe || sr.maxCount >= w.limit {
 		return true
 	}
-	lost := 0
-	for _, t := range w.lost {
-		if t >= sr.seenAt {
-			lost++
-		}
-	}
-	return lost >= int(w.limit-sr.maxCount)
+	return w.lostSince(sr.seenAt) >= int(w.limit-sr.maxCount)
+}
+
+// lostSince counts the lost fetches (w.lost) at or after t.
+func (w *shareWork) lostSince(t time.Duration) int {
+	i, _ := slices.BinarySearch(w.lost, t) // the first at or after t
+	return len(w.lost) - i
 }
 
 // unfinished counts the offsets below the final high watermarks that are
@@ -953,11 +960,7 @@ func (w *shareWork) unfinished() (int, string) {
 				if n == 0 {
 					lost := 0
 					if sr := w.recs[part][off]; sr != nil {
-						for _, t := range w.lost {
-							if t >= sr.seenAt {
-								lost++
-							}
-						}
+						lost = w.lostSince(sr.seenAt)
 					}
 					first = fmt.Sprintf("(%d fetches lost since it was last handed out) ", lost)
 				}

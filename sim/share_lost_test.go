@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math/rand"
 	"testing"
 	"time"
 )
@@ -51,5 +52,42 @@ func TestShareLostFetchBeyondReach(t *testing.T) {
 	w.handedOut(0, 0, 1, "m0-1", w.nextReq(), r.now())
 	if n, _ := w.unfinished(); n != 1 {
 		t.Fatalf("%d unfinished, want 1: no lost fetch could have delivered offset 0 again", n)
+	}
+}
+
+// lostSince, which finishShare's check runs at every event by binary
+// search, counts what a scan of every lost fetch counts, whatever order
+// the fetches are lost in: a lost fetch's time is its answer's or, for
+// one never answered, its send plus shareServeReach, so a later loss can
+// carry an earlier time.
+func TestShareLostSinceAgainstModel(t *testing.T) {
+	for seed := int64(1); seed <= 20; seed++ {
+		r, w := shareCheckRun(t)
+		rng := rand.New(rand.NewSource(seed))
+		var model []time.Duration // in the order lost
+		for i := 0; i < 200; i++ {
+			at(r, r.now()+time.Duration(rng.Intn(3))*100*time.Millisecond)
+			until := r.now()
+			if rng.Intn(2) == 0 { // never answered: its send plus the reach
+				until = r.now() - time.Duration(rng.Intn(20))*100*time.Millisecond + shareServeReach
+			}
+			w.lostFetch("m0-1", w.nextReq(), until)
+			model = append(model, max(r.now(), until))
+			for j := 0; j < 5; j++ {
+				q := time.Duration(rng.Int63n(int64(r.now() + 2*shareServeReach)))
+				if j == 0 {
+					q = model[rng.Intn(len(model))] // on a lost fetch's time exactly
+				}
+				want := 0
+				for _, l := range model {
+					if l >= q {
+						want++
+					}
+				}
+				if got := w.lostSince(q); got != want {
+					t.Fatalf("seed %d after %d lost fetches: lostSince(%v) = %d, want %d (times %v)", seed, i+1, q, got, want, model)
+				}
+			}
+		}
 	}
 }
