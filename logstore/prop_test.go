@@ -385,6 +385,7 @@ func (p *propRun) checkLive() {
 		t.Fatalf("durable %d past last %d", l.DurableIndex(), l.LastIndex())
 	}
 	checkSizeBytes(t, l, "a step")
+	checkDirty(t, l, "a step")
 	got := allEntries(t, l)
 	want := cur.entries[l.Snapshot().Index-cur.base:]
 	if err := sameEntries(got, want); err != nil {
