@@ -168,6 +168,8 @@ type shareWork struct {
 	// requests: a member's later request has a higher number.
 	reqs     int
 	finished bool
+	// unfinishedHint: the offset allFinished last found unfinished.
+	unfinishedHint offsetHint
 	// dlq: the group has a dead-letter topic (share_dlq.go); values are
 	// the produced records' values by offset, to check the copies.
 	dlq bool
@@ -974,6 +976,35 @@ func (w *shareWork) unfinished() (int, string) {
 	return n, first
 }
 
+// allFinished reports whether every offset below the final high
+// watermarks is finished (unfinished's count is 0). finishShare asks after
+// every event, and while one is not, asking again first whether the one
+// found last time still is not answers at once, where a scan of tens of
+// thousands of offsets would come to the same answer; only when that one
+// is finished does it scan again.
+func (w *shareWork) allFinished() bool {
+	if h := w.unfinishedHint; h.set && h.off < w.final[h.part] && !w.done(h.part, h.off) {
+		return false
+	}
+	for part := int32(0); part < shareParts; part++ {
+		for off := int64(0); off < w.final[part]; off++ {
+			if !w.done(part, off) {
+				w.unfinishedHint = offsetHint{part: part, off: off, set: true}
+				return false
+			}
+		}
+	}
+	w.unfinishedHint = offsetHint{}
+	return true
+}
+
+// offsetHint names a share-group offset allFinished found unfinished.
+type offsetHint struct {
+	part int32
+	off  int64
+	set  bool
+}
+
 // finishShare, after the heal: reads the final high watermarks, lets the
 // consumers (accepting everything now) finish every record below them,
 // and checks that none was skipped.
@@ -992,7 +1023,7 @@ func (r *run) finishShare() {
 			r.runUntil(func() bool { return got }, time.Second)
 		}
 	}
-	r.runUntil(func() bool { n, _ := w.unfinished(); return n == 0 }, deadline-r.now())
+	r.runUntil(w.allFinished, deadline-r.now())
 	w.finished = true
 	n, first := w.unfinished()
 	if n > 0 && !r.halted {

@@ -91,3 +91,41 @@ func TestShareLostSinceAgainstModel(t *testing.T) {
 		}
 	}
 }
+
+// allFinished, finishShare's question after every event, answers what
+// unfinished's count answers, whatever happens between two questions: an
+// offset finished by an accept, by lost fetches that may have taken it to
+// the limit unseen, or no longer finished when it is handed out again
+// later (a later delivery moves the time from which lost fetches count).
+func TestShareAllFinishedAgainstScan(t *testing.T) {
+	for seed := int64(1); seed <= 30; seed++ {
+		r, w := shareCheckRun(t)
+		w.limit = 4
+		rng := rand.New(rand.NewSource(seed))
+		w.final = map[int32]int64{0: int64(1 + rng.Intn(12)), 1: int64(rng.Intn(12))}
+		for step := 0; step < 300; step++ {
+			at(r, r.now()+time.Duration(rng.Intn(4))*200*time.Millisecond)
+			part := int32(rng.Intn(shareParts))
+			if w.final[part] == 0 {
+				continue
+			}
+			off := rng.Int63n(w.final[part])
+			sr := w.rec(part, off)
+			switch op := rng.Intn(10); {
+			case op < 5 && sr.accepted == 0 && sr.rejected == 0 && sr.maxCount < w.limit:
+				w.handedOut(part, off, sr.maxCount+1, "m0-1", w.nextReq(), r.now())
+			case op < 7:
+				w.lostFetch("m0-1", w.nextReq(), r.now()+time.Duration(rng.Intn(2))*shareServeReach)
+			case op < 8 && sr.maxCount > 0:
+				sr.accepted = sr.maxCount
+			}
+			n, first := w.unfinished()
+			if got := w.allFinished(); got != (n == 0) {
+				t.Fatalf("seed %d step %d: allFinished %v with %d unfinished (first %s)", seed, step, got, n, first)
+			}
+		}
+		if vs := r.violations; len(vs) > 0 {
+			t.Fatalf("seed %d: the scripted history broke the checker's rules: %v", seed, vs)
+		}
+	}
+}
