@@ -48,12 +48,7 @@ func TestPlanSyncsEveryFileWrittenOnce(t *testing.T) {
 	fsys := newSim(43)
 	opts := Options{SegmentBytes: 400}
 	l, _ := openLog(t, fsys, opts)
-	var es []Entry
-	for i := 0; i < 3000; i++ {
-		es = append(es, Entry{Index: uint64(i + 1), Term: 1, Kind: KindBatch,
-			Data: simpleBatch(t, int64(i), 1, 0, fmt.Sprintf("e%d", i+1))})
-	}
-	must(t, l.Append(es...))
+	must(t, l.Append(oneRecordEntries(t, 3000)...))
 	checkDirty(t, l, "one append of 3,000 entries")
 	for l.active().size > opts.SegmentBytes/2 {
 		appendBatches(t, l, 1, 1, 1, 0) // room in the active segment for one more after plan 1
@@ -106,30 +101,14 @@ func TestPlanSyncsEveryFileWrittenOnce(t *testing.T) {
 	}
 }
 
-// BenchmarkAppendRollsOneSync is a follower's catch-up in one Ready: each
-// iteration appends n one-record entries to a fresh log of 400-byte
-// segments (a roll every three entries) and prepares one plan. Before the
-// dirty set the time per entry grew with n (a scan of every file written
-// so far at each roll).
-func BenchmarkAppendRollsOneSync(b *testing.B) {
-	for _, n := range []int{2000, 8000} {
-		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
-			es := make([]Entry, n)
-			for i := range es {
-				es[i] = Entry{Index: uint64(i + 1), Term: 1, Kind: KindBatch,
-					Data: simpleBatch(b, int64(i), 1, 0, fmt.Sprintf("e%d", i+1))}
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				l, _, err := Open(newSim(1), "p0", Options{SegmentBytes: 400})
-				if err != nil {
-					b.Fatal(err)
-				}
-				must(b, l.Append(es...))
-				if l.PrepareSync() == nil {
-					b.Fatal("no plan")
-				}
-			}
-		})
+// oneRecordEntries returns n batch entries of one record each, indexes
+// and offsets from the start of a log: what one Ready of a follower
+// catching up from nothing appends.
+func oneRecordEntries(t tb, n int) []Entry {
+	es := make([]Entry, n)
+	for i := range es {
+		es[i] = Entry{Index: uint64(i + 1), Term: 1, Kind: KindBatch,
+			Data: simpleBatch(t, int64(i), 1, 0, fmt.Sprintf("e%d", i+1))}
 	}
+	return es
 }

@@ -168,7 +168,8 @@ type shareWork struct {
 	// requests: a member's later request has a higher number.
 	reqs     int
 	finished bool
-	// unfinishedHint: the offset allFinished last found unfinished.
+	// unfinishedHint: the offset allFinished last found unfinished
+	// (below final, which is fixed before allFinished is first asked).
 	unfinishedHint offsetHint
 	// dlq: the group has a dead-letter topic (share_dlq.go); values are
 	// the produced records' values by offset, to check the copies.
@@ -964,10 +965,8 @@ func (w *shareWork) unfinished() (int, string) {
 					if sr := w.recs[part][off]; sr != nil {
 						lost = w.lostSince(sr.seenAt)
 					}
-					first = fmt.Sprintf("(%d fetches lost since it was last handed out) ", lost)
-				}
-				if n == 0 {
-					first += fmt.Sprintf("%s/%d offset %d (%+v)", shareTopic, part, off, w.recs[part][off])
+					first = fmt.Sprintf("(%d fetches lost since it was last handed out) %s/%d offset %d (%+v)",
+						lost, shareTopic, part, off, w.recs[part][off])
 				}
 				n++
 			}
@@ -983,7 +982,7 @@ func (w *shareWork) unfinished() (int, string) {
 // thousands of offsets would come to the same answer; only when that one
 // is finished does it scan again.
 func (w *shareWork) allFinished() bool {
-	if h := w.unfinishedHint; h.set && h.off < w.final[h.part] && !w.done(h.part, h.off) {
+	if h := w.unfinishedHint; h.set && !w.done(h.part, h.off) {
 		return false
 	}
 	for part := int32(0); part < shareParts; part++ {

@@ -547,7 +547,7 @@ var mutations = []mutation{
 	},
 	{
 		Name: "share-finish-hint-unchecked", File: "sim/share.go",
-		Original:    "if h := w.unfinishedHint; h.set && h.off < w.final[h.part] && !w.done(h.part, h.off) {",
+		Original:    "if h := w.unfinishedHint; h.set && !w.done(h.part, h.off) {",
 		Replacement: "if h := w.unfinishedHint; h.set {",
 		Why: "the share checker's finish: the offset last found unfinished is taken to be so still, so the " +
 			"workload never sees every offset finished and waits out the liveness bound (the run's schedule changes)",
