@@ -961,12 +961,12 @@ func (w *shareWork) unfinished() (int, string) {
 		for off := int64(0); off < w.final[part]; off++ {
 			if !w.done(part, off) {
 				if n == 0 {
-					lost := 0
-					if sr := w.recs[part][off]; sr != nil {
+					lost, sr := 0, w.recs[part][off]
+					if sr != nil {
 						lost = w.lostSince(sr.seenAt)
 					}
 					first = fmt.Sprintf("(%d fetches lost since it was last handed out) %s/%d offset %d (%+v)",
-						lost, shareTopic, part, off, w.recs[part][off])
+						lost, shareTopic, part, off, sr)
 				}
 				n++
 			}
